@@ -1,0 +1,195 @@
+//! Token generation: the [`Engine`] contract the agent loop drives, and (with
+//! the `mlx` feature) the MLX engine that implements it.
+//!
+//! An engine knows token ids and arrays, never messages or events: the agent
+//! renders the prompt, the engine prefills it and yields one token id per
+//! decode step to a [`TokenSink`], which may stop it between any two steps.
+//!
+//! ```
+//! use std::ops::ControlFlow;
+//! use thinkwire_engine::{TokenSink};
+//!
+//! struct Collect(Vec<u32>);
+//! impl TokenSink for Collect {
+//!     fn on_token(&mut self, id: u32) -> ControlFlow<()> {
+//!         self.0.push(id);
+//!         if self.0.len() < 8 { ControlFlow::Continue(()) } else { ControlFlow::Break(()) }
+//!     }
+//! }
+//! ```
+
+use std::ops::ControlFlow;
+use std::time::Duration;
+
+mod sampling;
+
+pub use sampling::SamplingParams;
+
+/// One generation: a prompt already tokenized, and how to continue it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GenerationRequest {
+    /// Prompt token ids, chat template already applied.
+    pub prompt: Vec<u32>,
+    /// Upper bound on generated tokens (the stop token included).
+    pub max_tokens: usize,
+    /// How the next token is chosen.
+    pub sampling: SamplingParams,
+    /// Token ids that end generation (end-of-turn, end-of-text). The stop
+    /// token is reported through [`Finish::StopToken`], not to the sink.
+    pub stop_token_ids: Vec<u32>,
+}
+
+/// Receives what the engine produces, and may stop it.
+///
+/// Returning [`ControlFlow::Break`] ends generation after the current step
+/// with [`Finish::Cancelled`]; that is how a disconnected client or a stop
+/// string stops the model within one decode step.
+pub trait TokenSink {
+    /// One generated token id (never a stop token).
+    fn on_token(&mut self, id: u32) -> ControlFlow<()>;
+
+    /// Prefill progress after each chunk of the prompt. Long prompts take
+    /// seconds on a CPU; this lets a run be cancelled and transports keep
+    /// the connection alive meanwhile.
+    fn on_prefill(&mut self, _done: usize, _total: usize) -> ControlFlow<()> {
+        ControlFlow::Continue(())
+    }
+}
+
+/// Why generation ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Finish {
+    /// The model produced one of the request's stop token ids.
+    StopToken(u32),
+    /// `max_tokens` were generated.
+    Length,
+    /// The sink asked to stop.
+    Cancelled,
+}
+
+/// What one generation cost, for `usage` and `thinkwire bench`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct GenerationStats {
+    /// Why it ended.
+    pub finish: Finish,
+    /// Prompt tokens processed.
+    pub prompt_tokens: usize,
+    /// Tokens handed to the sink.
+    pub generated_tokens: usize,
+    /// Wall time from start to the first generated token's availability.
+    pub prefill_time: Duration,
+    /// Wall time of the decode steps after the first token.
+    pub decode_time: Duration,
+}
+
+/// Static facts about the loaded model that the layers above need.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelInfo {
+    /// A stable id for the model (file stem or folder name).
+    pub id: String,
+    /// Architecture name as the config spells it (`llama`, `qwen3`, ...).
+    pub architecture: String,
+    /// Longest prompt + generation the model supports.
+    pub context_length: usize,
+    /// Vocabulary size of the output layer.
+    pub vocab_size: usize,
+}
+
+/// Errors an engine reports. Messages name the file, tensor or limit at
+/// fault and never contain prompt or generated text.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    /// The prompt plus `max_tokens` does not fit the model's context.
+    #[error("prompt of {prompt} tokens does not fit the context of {context} tokens")]
+    ContextOverflow {
+        /// Prompt length in tokens.
+        prompt: usize,
+        /// Model context length in tokens.
+        context: usize,
+    },
+    /// The request was malformed (empty prompt, token id out of range, ...).
+    #[error("invalid generation request: {0}")]
+    InvalidRequest(String),
+    /// Loading weights, config or tokenizer failed.
+    #[error("{0}")]
+    Load(String),
+    /// The backend failed during computation.
+    #[error("backend error: {0}")]
+    Backend(String),
+}
+
+/// A loaded model that turns prompts into token ids.
+///
+/// `generate` blocks the calling thread for the whole generation; async
+/// callers run it on a blocking thread. Implementations serialize
+/// concurrent generations as they see fit (one model, one CPU).
+pub trait Engine: Send + Sync {
+    /// Facts about the loaded model.
+    fn info(&self) -> &ModelInfo;
+
+    /// Prefill `request.prompt`, then decode until a stop token, the token
+    /// limit, or the sink breaks.
+    fn generate(
+        &self,
+        request: &GenerationRequest,
+        sink: &mut dyn TokenSink,
+    ) -> Result<GenerationStats, EngineError>;
+}
+
+/// Checks the parts of a request every engine must refuse the same way.
+pub fn check_request(info: &ModelInfo, request: &GenerationRequest) -> Result<(), EngineError> {
+    if request.prompt.is_empty() {
+        return Err(EngineError::InvalidRequest("empty prompt".into()));
+    }
+    if let Some(bad) = request
+        .prompt
+        .iter()
+        .find(|&&id| id as usize >= info.vocab_size)
+    {
+        return Err(EngineError::InvalidRequest(format!(
+            "token id {bad} is outside the vocabulary of {}",
+            info.vocab_size
+        )));
+    }
+    if request.prompt.len() + request.max_tokens.min(1) > info.context_length {
+        return Err(EngineError::ContextOverflow {
+            prompt: request.prompt.len(),
+            context: info.context_length,
+        });
+    }
+    request.sampling.validate()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn info() -> ModelInfo {
+        ModelInfo {
+            id: "t".into(),
+            architecture: "llama".into(),
+            context_length: 8,
+            vocab_size: 10,
+        }
+    }
+
+    fn request(prompt: Vec<u32>) -> GenerationRequest {
+        GenerationRequest {
+            prompt,
+            max_tokens: 4,
+            sampling: SamplingParams::greedy(),
+            stop_token_ids: vec![],
+        }
+    }
+
+    #[test]
+    fn refuses_empty_out_of_vocab_and_too_long_prompts() {
+        assert!(check_request(&info(), &request(vec![])).is_err());
+        assert!(check_request(&info(), &request(vec![10])).is_err());
+        assert!(matches!(
+            check_request(&info(), &request(vec![1; 8])),
+            Err(EngineError::ContextOverflow { prompt: 8, .. })
+        ));
+        assert!(check_request(&info(), &request(vec![1; 7])).is_ok());
+    }
+}

@@ -1,0 +1,95 @@
+//! Sampling parameters shared by every engine.
+//!
+//! The parameters are plain data so the agent can build them from a run's
+//! `forwardedProps`; the MLX engine turns them into one filter chain per
+//! request.
+
+use crate::EngineError;
+
+/// How the next token is picked from the logits.
+///
+/// `temperature == 0` means greedy (argmax); the other filters then have no
+/// effect. A `seed` makes sampled runs reproducible.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SamplingParams {
+    /// Softmax temperature; 0 selects greedy decoding.
+    pub temperature: f32,
+    /// Keep only the `top_k` most likely tokens (0 = off).
+    pub top_k: usize,
+    /// Keep the smallest set whose probability mass reaches `top_p` (1 = off).
+    pub top_p: f32,
+    /// Drop tokens less likely than `min_p` times the best one (0 = off).
+    pub min_p: f32,
+    /// Divide positive logits (multiply negative ones) of recently seen
+    /// tokens by this factor (1 = off).
+    pub repetition_penalty: f32,
+    /// How many recent tokens the repetition penalty looks at.
+    pub repetition_context: usize,
+    /// Seed of the random generator; `None` seeds from the clock.
+    pub seed: Option<u64>,
+}
+
+impl SamplingParams {
+    /// Greedy decoding: always the most likely token.
+    #[must_use]
+    pub fn greedy() -> Self {
+        Self {
+            temperature: 0.0,
+            top_k: 0,
+            top_p: 1.0,
+            min_p: 0.0,
+            repetition_penalty: 1.0,
+            repetition_context: 64,
+            seed: None,
+        }
+    }
+
+    /// Whether this picks the argmax (no randomness involved).
+    #[must_use]
+    pub fn is_greedy(&self) -> bool {
+        self.temperature == 0.0
+    }
+
+    /// Rejects values no sampler can honour, naming the parameter.
+    pub fn validate(&self) -> Result<(), EngineError> {
+        let bad = |name: &str, why: &str| {
+            Err(EngineError::InvalidRequest(format!("sampling {name} {why}")))
+        };
+        if !self.temperature.is_finite() || self.temperature < 0.0 {
+            return bad("temperature", "must be a finite number >= 0");
+        }
+        if !(self.top_p > 0.0 && self.top_p <= 1.0) {
+            return bad("top_p", "must be in (0, 1]");
+        }
+        if !(0.0..=1.0).contains(&self.min_p) {
+            return bad("min_p", "must be in [0, 1]");
+        }
+        if !self.repetition_penalty.is_finite() || self.repetition_penalty <= 0.0 {
+            return bad("repetition_penalty", "must be a finite number > 0");
+        }
+        Ok(())
+    }
+}
+
+impl Default for SamplingParams {
+    fn default() -> Self {
+        Self::greedy()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn validation_names_the_parameter() {
+        let mut p = SamplingParams::greedy();
+        assert!(p.validate().is_ok());
+        p.top_p = 0.0;
+        let err = p.validate().unwrap_err().to_string();
+        assert!(err.contains("top_p"), "{err}");
+        p.top_p = 1.0;
+        p.temperature = f32::NAN;
+        assert!(p.validate().unwrap_err().to_string().contains("temperature"));
+    }
+}

@@ -1,0 +1,2 @@
+//! The `thinkwire` command line.
+fn main() {}
