@@ -6,14 +6,13 @@
 //! decode step to a [`TokenSink`], which may stop it between any two steps.
 //!
 //! ```
-//! use std::ops::ControlFlow;
-//! use thinkwire_engine::{TokenSink};
+//! use thinkwire_engine::{Directive, TokenSink};
 //!
 //! struct Collect(Vec<u32>);
 //! impl TokenSink for Collect {
-//!     fn on_token(&mut self, id: u32) -> ControlFlow<()> {
+//!     fn on_token(&mut self, id: u32) -> Directive {
 //!         self.0.push(id);
-//!         if self.0.len() < 8 { ControlFlow::Continue(()) } else { ControlFlow::Break(()) }
+//!         if self.0.len() < 8 { Directive::Continue } else { Directive::Stop }
 //!     }
 //! }
 //! ```
@@ -39,14 +38,25 @@ pub struct GenerationRequest {
     pub stop_token_ids: Vec<u32>,
 }
 
-/// Receives what the engine produces, and may stop it.
-///
-/// Returning [`ControlFlow::Break`] ends generation after the current step
-/// with [`Finish::Cancelled`]; that is how a disconnected client or a stop
-/// string stops the model within one decode step.
+/// What the sink wants after a token.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Directive {
+    /// Decode the next token.
+    Continue,
+    /// End generation now with [`Finish::Cancelled`]: a disconnected client
+    /// or a matched stop string stops the model within one decode step.
+    Stop,
+    /// Feed these tokens to the model as if it had generated them, then go
+    /// on decoding. This is how a reasoning budget closes the model's
+    /// thinking with its own close marker. Forced tokens are not echoed to
+    /// the sink; they count towards `max_tokens`.
+    Force(Vec<u32>),
+}
+
+/// Receives what the engine produces, and may stop or steer it.
 pub trait TokenSink {
     /// One generated token id (never a stop token).
-    fn on_token(&mut self, id: u32) -> ControlFlow<()>;
+    fn on_token(&mut self, id: u32) -> Directive;
 
     /// Prefill progress after each chunk of the prompt. Long prompts take
     /// seconds on a CPU; this lets a run be cancelled and transports keep
