@@ -134,7 +134,8 @@ function showConnection(status: ConnectionStatus): void {
 agent.onConnectionChange(showConnection);
 ui.reconnect.addEventListener("click", () => agent.reconnect());
 window.addEventListener("online", () => {
-  if (agent.connection.state !== "open") agent.reconnect();
+  // Skip the rest of the backoff wait: the network is back.
+  if (agent.connection.state === "reconnecting") agent.reconnect();
 });
 
 // ---- capabilities ----------------------------------------------------------
@@ -301,6 +302,7 @@ async function converse(): Promise<void> {
 
 /** The conversation task in progress (a run and its tool rounds), if any. */
 let task: Promise<void> | null = null;
+let completedTurns = 0;
 
 async function submit(): Promise<void> {
   const text = ui.input.value.trim();
@@ -312,6 +314,9 @@ async function submit(): Promise<void> {
   scheduleRender();
   task = converse().finally(() => {
     task = null;
+    // A counter that tests (and tools) can wait on: it moves once per answered message.
+    completedTurns++;
+    document.body.dataset.completedTurns = String(completedTurns);
   });
   await task;
 }
