@@ -141,6 +141,7 @@ window.addEventListener("online", () => {
 // ---- capabilities ----------------------------------------------------------
 
 interface ThinkwireCapabilities {
+  identity?: { name?: string; version?: string };
   reasoning?: { supported?: boolean; streaming?: boolean; encrypted?: boolean };
   transports?: string[];
   transport?: Record<string, boolean>;
@@ -157,7 +158,8 @@ async function showCapabilities(): Promise<void> {
       : [];
     const transports =
       caps.transports ?? Object.entries(caps.transport ?? {}).filter(([, on]) => on).map(([name]) => name);
-    ui.caps.textContent = [flags.join(" · "), transports.length ? `via ${transports.join(", ")}` : ""]
+    const who = caps.identity?.name ? `${caps.identity.name}${caps.identity.version ? ` ${caps.identity.version}` : ""}: ` : "";
+    ui.caps.textContent = [who + flags.join(" · "), transports.length ? `via ${transports.join(", ")}` : ""]
       .filter(Boolean)
       .join(" — ");
     ui.caps.dataset.reasoning = String(Boolean(reasoning?.supported));
