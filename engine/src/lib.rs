@@ -20,6 +20,7 @@
 use std::ops::ControlFlow;
 use std::time::Duration;
 
+pub mod gguf;
 mod sampling;
 
 pub use sampling::SamplingParams;
