@@ -222,6 +222,8 @@ pub struct Splitter {
     reasoning_gate: WsGate,
     text_gate: WsGate,
     args_gate: WsGate,
+    /// The last visible output was answer text (Harmony: a following text
+    /// message is separated from it by a blank line).
     text_emitted: bool,
     text_separator: bool,
     calls: Option<TaggedCalls>,
@@ -659,6 +661,7 @@ impl Splitter {
         }
         if !self.reasoning_open {
             self.reasoning_open = true;
+            self.text_emitted = false;
             out.push(Chunk::ReasoningStart);
         }
         push_merged(out, Chunk::ReasoningDelta(t));
@@ -746,6 +749,7 @@ impl Splitter {
         for event in events {
             match event {
                 CallEvent::Start { name } => {
+                    self.text_emitted = false;
                     let id = self.next_id();
                     out.push(Chunk::ToolCallStart {
                         id: id.clone(),
@@ -809,6 +813,7 @@ impl Splitter {
             (Some(recipient), Some(ns)) => {
                 let name = recipient.strip_prefix(ns.as_str()).unwrap_or(recipient);
                 let name = name.to_owned();
+                self.text_emitted = false;
                 let id = self.next_id();
                 out.push(Chunk::ToolCallStart {
                     id: id.clone(),
