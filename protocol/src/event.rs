@@ -204,6 +204,11 @@ impl Event {
         self.kind.event_type()
     }
 
+    /// Whether this event ends a run (`RUN_FINISHED`, `RUN_ERROR`).
+    pub fn is_terminal(&self) -> bool {
+        self.event_type().is_terminal()
+    }
+
     /// The type-specific fields.
     pub fn kind(&self) -> &EventKind {
         &self.kind

@@ -34,7 +34,7 @@
 //!     body.push_str(&sse_frame(event));
 //! }
 //! verifier.finish().unwrap();
-//! assert!(events.last().unwrap().event_type().is_terminal());
+//! assert!(events.last().unwrap().is_terminal());
 //!
 //! // A client reading the body gets the same events back.
 //! let decoded: Vec<Event> = SseDecoder::new()
@@ -83,7 +83,7 @@ pub use message::{
 };
 pub use outcome::{Interrupt, Outcome, SubagentOutcome, TokenUsage};
 pub use patch::{JsonPointer, PatchOp};
-pub use sse::{SSE_KEEPALIVE, SseDecoder, SseMessage, sse_frame, ws_text};
+pub use sse::{SSE_KEEPALIVE, SSE_MAX_EVENT_BYTES, SseDecoder, SseMessage, sse_frame, ws_text};
 pub use verify::{Entity, Verifier, VerifyError};
 pub use wire::{JsonObject, MAX_SAFE_INTEGER};
 

@@ -36,6 +36,11 @@ pub fn sse_frame(event: &Event) -> String {
 /// An SSE comment frame that keeps idle connections (and proxies) open.
 pub const SSE_KEEPALIVE: &str = ": keepalive\n\n";
 
+/// The official client fails the run when one unfinished SSE message grows
+/// past 10 MiB, so a single frame must stay below this many bytes (mind
+/// `MESSAGES_SNAPSHOT` and the `RUN_STARTED.input` echo).
+pub const SSE_MAX_EVENT_BYTES: usize = 10 * 1024 * 1024;
+
 /// The text of the WebSocket frame carrying `event`: the event's JSON alone.
 pub fn ws_text(event: &Event) -> String {
     event.to_json()
@@ -108,8 +113,20 @@ impl SseDecoder {
             .collect()
     }
 
-    /// Whether bytes of an unfinished message are buffered (at end of stream
-    /// these are discarded, per the SSE standard).
+    /// Ends the stream. Like the official client (and unlike a browser's
+    /// `EventSource`), a last message that lacks its closing blank line is
+    /// still delivered.
+    pub fn finish(&mut self) -> Option<SseMessage> {
+        let mut out = Vec::new();
+        if !self.line.is_empty() {
+            self.end_line(&mut out);
+        }
+        self.dispatch(&mut out);
+        self.after_cr = false;
+        out.pop()
+    }
+
+    /// Whether bytes of an unfinished message are buffered.
     pub fn has_partial(&self) -> bool {
         !self.line.is_empty() || self.has_data || self.event.is_some()
     }
@@ -215,6 +232,9 @@ mod tests {
         assert_eq!(data(d.push(b"\n")), ["1"]);
         assert!(d.push(b"data: tail").is_empty());
         assert!(d.has_partial());
+        assert_eq!(d.finish().map(|m| m.data).as_deref(), Some("tail"));
+        assert!(!d.has_partial());
+        assert_eq!(d.finish(), None);
     }
 
     #[test]
