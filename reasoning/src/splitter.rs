@@ -211,7 +211,8 @@ struct OpenCall {
 /// ([`push`](Self::push), or [`push_token`](Self::push_token) to count
 /// tokens and recognise special-token ids), and call
 /// [`finish`](Self::finish) when generation ends.
-#[derive(Debug)]
+///
+/// Its `Debug` output shows state and counts, never buffered model output.
 pub struct Splitter {
     kind: Kind,
     mode: Mode,
@@ -237,19 +238,34 @@ pub struct Splitter {
     finished: bool,
 }
 
+impl std::fmt::Debug for Splitter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Splitter")
+            .field("mode", &self.mode)
+            .field("held_bytes", &self.buf.len())
+            .field("counts", &self.counts)
+            .field("budget", &self.budget)
+            .field("finished", &self.finished)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Splitter {
-    /// A splitter for output generated with thinking on: it starts inside
-    /// reasoning when the family's template pre-fills the open tag. Use
-    /// [`for_prompt`](Self::for_prompt) when the rendered prompt is at hand.
+    /// A splitter for output generated with the family's default thinking
+    /// setting: it starts inside reasoning when the template pre-fills the
+    /// open tag and thinking is on by default (or cannot be turned off).
+    /// Prefer [`for_prompt`](Self::for_prompt), which reads the rendered
+    /// prompt and the thinking setting actually used.
     pub fn new(spec: &FormatSpec) -> Self {
-        let prefilled = matches!(&spec.reasoning, ReasoningStyle::Tags(t) if t.prefilled);
-        Self::build(spec).starting_in_reasoning(prefilled)
+        let thinking = spec.thinking.default_on || !spec.thinking.can_disable;
+        Self::for_prompt(spec, "", thinking)
     }
 
     /// A splitter for output that continues `prompt`: it starts inside
     /// reasoning if the prompt ends with the open tag, in text if it ends
     /// with the close tag, and otherwise as the family's `prefilled` flag
-    /// and `thinking` say ([`FormatSpec::starts_in_reasoning`]).
+    /// and `thinking` say ([`FormatSpec::starts_in_reasoning`]). Passing
+    /// only the prompt's tail, or `""`, is fine.
     pub fn for_prompt(spec: &FormatSpec, prompt: &str, thinking: bool) -> Self {
         Self::build(spec).starting_in_reasoning(spec.starts_in_reasoning(prompt, thinking))
     }
@@ -396,9 +412,14 @@ impl Splitter {
     /// if the detokenizer rendered it as nothing.
     pub fn push_token(&mut self, id: u32, piece: &str) -> Vec<Chunk> {
         let before = self.mode;
+        // A detokenizer that skips special tokens renders the marker as
+        // nothing, and one that waits for whole UTF-8 characters may hand
+        // out earlier text with it: keep that text, add the marker.
         let text: Cow<'_, str> = match self.special.iter().find(|(sid, _)| *sid == id) {
-            Some((_, marker)) => Cow::Owned(marker.clone()),
-            None => Cow::Borrowed(piece),
+            Some((_, marker)) if !piece.contains(marker.as_str()) => {
+                Cow::Owned(format!("{piece}{marker}"))
+            }
+            _ => Cow::Borrowed(piece),
         };
         let out = self.push(&text);
         let after = self.mode;
@@ -922,4 +943,77 @@ pub fn merge_deltas(chunks: impl IntoIterator<Item = Chunk>) -> Vec<Chunk> {
         push_merged(&mut out, chunk);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry::Registry;
+
+    fn qwen3() -> FormatSpec {
+        Registry::builtin().family("qwen3").cloned().unwrap()
+    }
+
+    #[test]
+    fn ws_gate_trims_segment_ends_only() {
+        let mut g = WsGate::new();
+        assert_eq!(g.feed("\n\n"), "");
+        assert_eq!(g.feed(" a"), "a");
+        assert_eq!(g.feed(" b\n"), " b");
+        assert_eq!(g.feed("\n"), "");
+        assert_eq!(g.feed("c"), "\n\nc");
+        g.reset();
+        assert_eq!(g.feed(" d "), "d");
+    }
+
+    #[test]
+    fn special_token_keeps_text_handed_out_with_it() {
+        let mut s = Splitter::new(&qwen3()).starting_in_reasoning(true);
+        let mut chunks = s.push_token(1, "caf");
+        // A detokenizer that held back an incomplete character hands it out
+        // together with the next token, here the close tag rendered empty.
+        chunks.extend(s.push_token(151668, "é"));
+        chunks.extend(s.push_token(2, "Answer"));
+        chunks.extend(s.finish());
+        assert_eq!(
+            merge_deltas(chunks),
+            vec![
+                Chunk::ReasoningStart,
+                Chunk::ReasoningDelta("café".into()),
+                Chunk::ReasoningEnd,
+                Chunk::Text("Answer".into()),
+            ]
+        );
+    }
+
+    #[test]
+    fn debug_shows_no_output() {
+        let mut s = Splitter::new(&qwen3());
+        let _ = s.push("secret plan </thi");
+        let shown = format!("{s:?}");
+        assert!(
+            !shown.contains("secret") && !shown.contains("thi"),
+            "{shown}"
+        );
+    }
+
+    #[test]
+    fn default_start_follows_the_family_default() {
+        let r = Registry::builtin();
+        // EXAONE 4.0 pre-fills `<think>` only when thinking is on, which it
+        // is not by default.
+        let exaone = r.family("exaone4").unwrap();
+        assert!(!Splitter::new(exaone).in_reasoning());
+        assert!(Splitter::for_prompt(exaone, "[|assistant|]<think>\n", true).in_reasoning());
+        assert!(Splitter::new(r.family("deepseek-r1").unwrap()).in_reasoning());
+    }
+
+    #[test]
+    fn fed_after_finish_is_ignored() {
+        let mut s = Splitter::new(&qwen3());
+        let _ = s.push("Hi");
+        assert_eq!(s.finish(), vec![]);
+        assert_eq!(s.push("more"), vec![]);
+        assert_eq!(s.finish(), vec![]);
+    }
 }
