@@ -1,0 +1,472 @@
+//! A Hugging Face `tokenizer.json` rebuilt from the tokenizer that a GGUF
+//! file carries in its metadata.
+//!
+//! llama.cpp stores a byte-level BPE tokenizer as its vocabulary
+//! (`tokenizer.ggml.tokens`), token kinds (`tokenizer.ggml.token_type`),
+//! merges (`tokenizer.ggml.merges`) and the *name* of a pre-tokenizer
+//! (`tokenizer.ggml.pre`) whose split rules it keeps in its own code
+//! (`llama-vocab.cpp`). The pre-tokenizer is therefore rebuilt here from
+//! that name, in the form the original model's `tokenizer.json` has, so
+//! that encoding matches the model's training.
+
+use serde_json::{Map, Value, json};
+use thinkwire_engine::gguf::GgufFile;
+
+use crate::error::{ChatError, Result};
+
+/// GGUF token kinds (`llama_token_type` in llama.cpp).
+mod token_type {
+    pub const UNKNOWN: i64 = 2;
+    pub const CONTROL: i64 = 3;
+    pub const USER_DEFINED: i64 = 4;
+}
+
+/// Split patterns from the Llama 3 and Qwen2 `tokenizer.json` files (GPT-2's
+/// own pattern is built into the ByteLevel pre-tokenizer).
+const LLAMA3_PATTERN: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
+const QWEN2_PATTERN: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
+
+/// How a family of `tokenizer.ggml.pre` names splits text before BPE.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum PreFamily {
+    /// GPT-2's pattern (ByteLevel with its built-in regex).
+    Gpt2,
+    /// Each digit alone, then GPT-2's pattern (StarCoder, SmolLM).
+    DigitsGpt2,
+    /// Qwen2's pattern (single digits, newline runs), NFC first.
+    Qwen2,
+    /// Llama 3's pattern (digits in threes).
+    Llama3 { ignore_merges: bool },
+}
+
+/// `tokenizer.ggml.pre` names handled, grouped as llama.cpp groups them.
+const PRE_NAMES: &[(&str, PreFamily)] = &[
+    ("gpt2", PreFamily::Gpt2),
+    ("gpt-2", PreFamily::Gpt2),
+    ("mpt", PreFamily::Gpt2),
+    ("olmo", PreFamily::Gpt2),
+    ("jais", PreFamily::Gpt2),
+    ("exaone4", PreFamily::Gpt2),
+    ("smollm", PreFamily::DigitsGpt2),
+    ("starcoder", PreFamily::DigitsGpt2),
+    ("refact", PreFamily::DigitsGpt2),
+    ("command-r", PreFamily::DigitsGpt2),
+    ("codeshell", PreFamily::DigitsGpt2),
+    ("exaone", PreFamily::DigitsGpt2),
+    ("qwen2", PreFamily::Qwen2),
+    ("deepseek-r1-qwen", PreFamily::Qwen2),
+    ("stablelm2", PreFamily::Qwen2),
+    (
+        "llama-bpe",
+        PreFamily::Llama3 {
+            ignore_merges: true,
+        },
+    ),
+    (
+        "llama3",
+        PreFamily::Llama3 {
+            ignore_merges: true,
+        },
+    ),
+    (
+        "llama-v3",
+        PreFamily::Llama3 {
+            ignore_merges: true,
+        },
+    ),
+    (
+        "falcon3",
+        PreFamily::Llama3 {
+            ignore_merges: true,
+        },
+    ),
+    (
+        "dbrx",
+        PreFamily::Llama3 {
+            ignore_merges: false,
+        },
+    ),
+    (
+        "smaug-bpe",
+        PreFamily::Llama3 {
+            ignore_merges: false,
+        },
+    ),
+];
+
+fn byte_level(add_prefix_space: bool, trim_offsets: bool, use_regex: bool) -> Value {
+    json!({
+        "type": "ByteLevel",
+        "add_prefix_space": add_prefix_space,
+        "trim_offsets": trim_offsets,
+        "use_regex": use_regex,
+    })
+}
+
+fn split(pattern: &str) -> Value {
+    json!({
+        "type": "Split",
+        "pattern": {"Regex": pattern},
+        "behavior": "Isolated",
+        "invert": false,
+    })
+}
+
+impl PreFamily {
+    fn lookup(name: &str) -> Option<Self> {
+        PRE_NAMES.iter().find(|(n, _)| *n == name).map(|&(_, f)| f)
+    }
+
+    /// `(normalizer, pre_tokenizer)` as the original models' tokenizer.json
+    /// files write them.
+    fn pipeline(self) -> (Value, Value) {
+        match self {
+            Self::Gpt2 => (Value::Null, byte_level(false, true, true)),
+            Self::DigitsGpt2 => (
+                Value::Null,
+                json!({
+                    "type": "Sequence",
+                    "pretokenizers": [
+                        {"type": "Digits", "individual_digits": true},
+                        byte_level(false, true, true),
+                    ],
+                }),
+            ),
+            Self::Qwen2 => (
+                json!({"type": "NFC"}),
+                json!({
+                    "type": "Sequence",
+                    "pretokenizers": [split(QWEN2_PATTERN), byte_level(false, false, false)],
+                }),
+            ),
+            Self::Llama3 { .. } => (
+                Value::Null,
+                json!({
+                    "type": "Sequence",
+                    "pretokenizers": [split(LLAMA3_PATTERN), byte_level(false, true, false)],
+                }),
+            ),
+        }
+    }
+
+    fn ignore_merges(self) -> bool {
+        matches!(
+            self,
+            Self::Llama3 {
+                ignore_merges: true
+            }
+        )
+    }
+}
+
+/// The names of `tokenizer.ggml.pre` that [`tokenizer_json_from_gguf`]
+/// handles.
+pub fn supported_pre_tokenizers() -> impl Iterator<Item = &'static str> {
+    PRE_NAMES.iter().map(|(n, _)| *n)
+}
+
+/// Builds the `tokenizer.json` document equivalent to the GGUF's tokenizer.
+///
+/// Control tokens (token type 3) and the unknown token become special added
+/// tokens; user-defined tokens (type 4, e.g. Qwen's `<think>`) become
+/// non-special added tokens, matched whole in input text as Hugging Face
+/// does. `tokenizer.ggml.add_bos_token` / `add_eos_token` become a
+/// post-processor that adds them.
+pub fn tokenizer_json_from_gguf(gguf: &GgufFile) -> Result<Value> {
+    let path = gguf.path().to_path_buf();
+    let invalid = |reason: String| ChatError::InvalidTokenizerMetadata {
+        path: path.clone(),
+        reason,
+    };
+
+    let model = gguf.get_str("tokenizer.ggml.model")?;
+    if model != "gpt2" {
+        return Err(ChatError::UnsupportedTokenizerModel {
+            path,
+            model: model.to_owned(),
+        });
+    }
+    let pre_name = gguf.opt_str("tokenizer.ggml.pre")?.unwrap_or("default");
+    let family = PreFamily::lookup(pre_name).ok_or_else(|| ChatError::UnsupportedPreTokenizer {
+        path: path.clone(),
+        pre: pre_name.to_owned(),
+        known: supported_pre_tokenizers().collect::<Vec<_>>().join(", "),
+    })?;
+
+    let tokens = gguf.get_str_array("tokenizer.ggml.tokens")?;
+    let types: Vec<i64> = match gguf.get("tokenizer.ggml.token_type") {
+        None => vec![1; tokens.len()],
+        Some(_) => gguf
+            .get_array("tokenizer.ggml.token_type")?
+            .iter()
+            .map(|v| {
+                v.as_i64()
+                    .ok_or_else(|| invalid("tokenizer.ggml.token_type holds a non-integer".into()))
+            })
+            .collect::<Result<_>>()?,
+    };
+    if types.len() != tokens.len() {
+        return Err(invalid(format!(
+            "{} token types for {} tokens",
+            types.len(),
+            tokens.len()
+        )));
+    }
+    let n_tokens = u32::try_from(tokens.len())
+        .map_err(|_| invalid(format!("{} tokens is too many", tokens.len())))?;
+
+    let mut vocab = Map::with_capacity(tokens.len());
+    let mut added = Vec::new();
+    for (id, (token, kind)) in (0..n_tokens).zip(tokens.iter().zip(&types)) {
+        if vocab.contains_key(*token) {
+            // Hugging Face vocabularies are maps; a repeated string keeps its
+            // first id, as llama.cpp's own text-to-id map does.
+            tracing::warn!(
+                id,
+                "GGUF vocabulary repeats a token; the later id is only decodable"
+            );
+            continue;
+        }
+        vocab.insert((*token).to_owned(), json!(id));
+        let special = match *kind {
+            token_type::CONTROL | token_type::UNKNOWN => true,
+            token_type::USER_DEFINED => false,
+            _ => continue,
+        };
+        added.push(json!({
+            "id": id,
+            "content": token,
+            "single_word": false,
+            "lstrip": false,
+            "rstrip": false,
+            "normalized": false,
+            "special": special,
+        }));
+    }
+
+    let merges = gguf
+        .get_str_array("tokenizer.ggml.merges")?
+        .into_iter()
+        .enumerate()
+        .map(|(i, merge)| {
+            // As llama.cpp splits them: at the first space after the first
+            // character, so a left part may itself start with a space.
+            let at = merge
+                .char_indices()
+                .skip(1)
+                .find(|&(_, c)| c == ' ')
+                .map(|(at, _)| at)
+                .ok_or_else(|| invalid(format!("merge {i} has no separating space")))?;
+            Ok(json!([&merge[..at], &merge[at + 1..]]))
+        })
+        .collect::<Result<Vec<_>>>()?;
+
+    let special_id = |key: &str| -> Result<Option<u32>> {
+        match gguf.opt_u64(key)? {
+            None => Ok(None),
+            Some(id) if id < u64::from(n_tokens) => Ok(u32::try_from(id).ok()),
+            Some(id) => Err(invalid(format!("{key} = {id} is outside the vocabulary"))),
+        }
+    };
+    let add_bos = gguf
+        .opt_bool("tokenizer.ggml.add_bos_token")?
+        .unwrap_or(false);
+    let add_eos = gguf
+        .opt_bool("tokenizer.ggml.add_eos_token")?
+        .unwrap_or(false);
+    let bos = special_id("tokenizer.ggml.bos_token_id")?.filter(|_| add_bos);
+    let eos = special_id("tokenizer.ggml.eos_token_id")?.filter(|_| add_eos);
+    let post_processor = post_processor(&tokens, bos, eos);
+
+    let (normalizer, pre_tokenizer) = family.pipeline();
+    Ok(json!({
+        "version": "1.0",
+        "truncation": null,
+        "padding": null,
+        "added_tokens": added,
+        "normalizer": normalizer,
+        "pre_tokenizer": pre_tokenizer,
+        "post_processor": post_processor,
+        "decoder": byte_level(true, true, true),
+        "model": {
+            "type": "BPE",
+            "dropout": null,
+            "unk_token": null,
+            "continuing_subword_prefix": null,
+            "end_of_word_suffix": null,
+            "fuse_unk": false,
+            "byte_fallback": false,
+            "ignore_merges": family.ignore_merges(),
+            "vocab": vocab,
+            "merges": merges,
+        },
+    }))
+}
+
+/// A template post-processor adding BOS/EOS, or the plain ByteLevel one.
+fn post_processor(tokens: &[&str], bos: Option<u32>, eos: Option<u32>) -> Value {
+    if bos.is_none() && eos.is_none() {
+        return byte_level(false, false, false);
+    }
+    let mut specials = Map::new();
+    let mut piece = |id: u32| {
+        let content = tokens.get(id as usize).copied().unwrap_or_default();
+        specials.insert(
+            content.to_owned(),
+            json!({"id": content, "ids": [id], "tokens": [content]}),
+        );
+        json!({"SpecialToken": {"id": content, "type_id": 0}})
+    };
+    let mut single = Vec::new();
+    let mut pair = Vec::new();
+    if let Some(id) = bos {
+        single.push(piece(id));
+        pair.push(piece(id));
+    }
+    single.push(json!({"Sequence": {"id": "A", "type_id": 0}}));
+    pair.push(json!({"Sequence": {"id": "A", "type_id": 0}}));
+    if let Some(id) = eos {
+        single.push(piece(id));
+        pair.push(piece(id));
+    }
+    if let Some(id) = bos {
+        pair.push(piece(id));
+    }
+    pair.push(json!({"Sequence": {"id": "B", "type_id": 1}}));
+    if let Some(id) = eos {
+        pair.push(piece(id));
+    }
+    json!({
+        "type": "TemplateProcessing",
+        "single": single,
+        "pair": pair,
+        "special_tokens": specials,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use thinkwire_engine::gguf::{MetadataValue as V, ValueType, write};
+
+    fn strings(items: &[&str]) -> V {
+        V::Array(
+            ValueType::String,
+            items.iter().map(|s| V::String((*s).into())).collect(),
+        )
+    }
+
+    fn tiny(pre: &str, extra: Vec<(&'static str, V)>) -> GgufFile {
+        // A byte-level vocabulary over "hello world" and two specials.
+        let tokens = [
+            "<|end|>", "h", "e", "l", "o", "Ġ", "w", "r", "d", "he", "ll", "hell", "hello", "Ġw",
+            "Ġwo", "Ġwor", "Ġworld", "or", "ld", "1", "2", "<think>",
+        ];
+        let mut types = vec![V::I32(1); tokens.len()];
+        types[0] = V::I32(3);
+        types[21] = V::I32(4);
+        let mut md = vec![
+            ("tokenizer.ggml.model", V::String("gpt2".into())),
+            ("tokenizer.ggml.pre", V::String(pre.into())),
+            ("tokenizer.ggml.tokens", strings(&tokens)),
+            ("tokenizer.ggml.token_type", V::Array(ValueType::I32, types)),
+            (
+                "tokenizer.ggml.merges",
+                strings(&[
+                    "h e", "l l", "he ll", "hell o", "Ġ w", "o r", "Ġw or", "l d", "Ġwor ld",
+                ]),
+            ),
+            ("tokenizer.ggml.bos_token_id", V::U32(0)),
+        ];
+        md.extend(extra);
+        let bytes = write::file(&md, &[]);
+        let dir = std::env::temp_dir().join(format!("thinkwire-chat-gguf-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(format!("{pre}-{}.gguf", md.len()));
+        std::fs::write(&path, bytes).unwrap();
+        GgufFile::open(path).unwrap()
+    }
+
+    fn load(json: &Value) -> tokenizers::Tokenizer {
+        serde_json::from_value(json.clone()).unwrap()
+    }
+
+    #[test]
+    fn builds_a_working_bpe() {
+        let json = tokenizer_json_from_gguf(&tiny("gpt2", vec![])).unwrap();
+        let tok = load(&json);
+        let enc = tok.encode("hello world<|end|><think>", false).unwrap();
+        assert_eq!(enc.get_ids(), &[12, 16, 0, 21]);
+        assert_eq!(tok.decode(&[12, 16, 0], true).unwrap(), "hello world");
+        assert_eq!(json["added_tokens"][0]["special"], true);
+        assert_eq!(json["added_tokens"][1]["content"], "<think>");
+        assert_eq!(json["added_tokens"][1]["special"], false);
+        assert_eq!(json["model"]["merges"][4], json!(["Ġ", "w"]));
+    }
+
+    #[test]
+    fn digits_are_split_for_smollm() {
+        let json = tokenizer_json_from_gguf(&tiny("smollm", vec![])).unwrap();
+        let ids = load(&json).encode("12", false).unwrap().get_ids().to_vec();
+        assert_eq!(ids, vec![19, 20]);
+        assert_eq!(json["pre_tokenizer"]["pretokenizers"][0]["type"], "Digits");
+    }
+
+    #[test]
+    fn qwen2_and_llama3_families() {
+        let json = tokenizer_json_from_gguf(&tiny("qwen2", vec![])).unwrap();
+        assert_eq!(json["normalizer"]["type"], "NFC");
+        assert_eq!(
+            load(&json).encode("hello world", false).unwrap().get_ids(),
+            &[12, 16]
+        );
+        let json = tokenizer_json_from_gguf(&tiny(
+            "llama-bpe",
+            vec![("tokenizer.ggml.add_bos_token", V::Bool(true))],
+        ))
+        .unwrap();
+        assert_eq!(json["model"]["ignore_merges"], true);
+        let ids = load(&json)
+            .encode("hello world", true)
+            .unwrap()
+            .get_ids()
+            .to_vec();
+        assert_eq!(ids, vec![0, 12, 16]);
+    }
+
+    #[test]
+    fn unsupported_kinds_are_named() {
+        let e = tokenizer_json_from_gguf(&tiny("mystery", vec![])).unwrap_err();
+        let msg = e.to_string();
+        assert!(
+            msg.contains("\"mystery\"") && msg.contains("smollm"),
+            "{msg}"
+        );
+
+        let bytes = write::file(
+            &[
+                ("tokenizer.ggml.model", V::String("llama".into())),
+                ("tokenizer.ggml.tokens", strings(&["a"])),
+            ],
+            &[],
+        );
+        let path =
+            std::env::temp_dir().join(format!("thinkwire-chat-spm-{}.gguf", std::process::id()));
+        std::fs::write(&path, bytes).unwrap();
+        let e = tokenizer_json_from_gguf(&GgufFile::open(&path).unwrap()).unwrap_err();
+        assert!(
+            matches!(e, ChatError::UnsupportedTokenizerModel { .. }),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn inconsistent_metadata_is_rejected() {
+        let e = tokenizer_json_from_gguf(&tiny(
+            "gpt2",
+            vec![("tokenizer.ggml.eos_token_id", V::U32(999))],
+        ))
+        .unwrap_err();
+        assert!(e.to_string().contains("eos_token_id"), "{e}");
+    }
+}

@@ -1,0 +1,233 @@
+//! [`Tokenizer`]: a Hugging Face tokenizer (the `tokenizers` crate), loaded
+//! from a `tokenizer.json` or rebuilt from a GGUF file.
+
+use std::collections::HashSet;
+use std::path::Path;
+use std::sync::Arc;
+
+use serde_json::Value;
+use thinkwire_engine::gguf::GgufFile;
+
+use crate::bytelevel;
+use crate::detok::IncrementalDecoder;
+use crate::error::{ChatError, Result};
+use crate::gguf_tokenizer::tokenizer_json_from_gguf;
+
+/// A tokenizer. Cheap to clone (shared), `Send + Sync`.
+#[derive(Clone)]
+pub struct Tokenizer {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    tk: tokenizers::Tokenizer,
+    /// Whether each id is a special added token (by content, as
+    /// `tokenizers` decides when skipping).
+    special: Vec<bool>,
+    /// For byte-level decoders: every id's raw bytes, so that streaming
+    /// decode is exact and O(1) per token. `None` for other decoders.
+    bytes: Option<TokenBytes>,
+}
+
+/// All tokens' bytes, concatenated; `offsets[id]..offsets[id + 1]`.
+struct TokenBytes {
+    data: Vec<u8>,
+    offsets: Vec<usize>,
+}
+
+impl std::fmt::Debug for Tokenizer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tokenizer")
+            .field("vocab_size", &self.vocab_size())
+            .field("byte_level", &self.inner.bytes.is_some())
+            .finish()
+    }
+}
+
+impl Tokenizer {
+    /// Loads a `tokenizer.json`.
+    pub fn from_file(path: impl AsRef<Path>) -> Result<Self> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path).map_err(|source| ChatError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Self::from_json_str(&text)
+            .map_err(|e| ChatError::tokenizer(format!("loading {}", path.display()), e))
+    }
+
+    /// Parses the text of a `tokenizer.json`.
+    pub fn from_json_str(json: &str) -> Result<Self> {
+        let tk: tokenizers::Tokenizer = json
+            .parse()
+            .map_err(|e| ChatError::tokenizer("parsing tokenizer.json", e))?;
+        Self::from_tokenizers(tk)
+    }
+
+    /// Builds from a parsed `tokenizer.json` document.
+    pub fn from_json(json: &Value) -> Result<Self> {
+        let tk: tokenizers::Tokenizer = serde_json::from_value(json.clone())
+            .map_err(|e| ChatError::tokenizer("parsing tokenizer.json", e))?;
+        Self::from_tokenizers(tk)
+    }
+
+    /// Rebuilds the tokenizer a GGUF file carries (see
+    /// [`crate::tokenizer_json_from_gguf`] for the document it goes
+    /// through).
+    pub fn from_gguf(gguf: &GgufFile) -> Result<Self> {
+        Self::from_json(&tokenizer_json_from_gguf(gguf)?)
+    }
+
+    /// Wraps a tokenizer built by other means.
+    pub fn from_tokenizers(tk: tokenizers::Tokenizer) -> Result<Self> {
+        let added = tk.get_added_tokens_decoder();
+        let special_contents: HashSet<&str> = added
+            .values()
+            .filter(|t| t.special)
+            .map(|t| t.content.as_str())
+            .collect();
+        let max_added = added.keys().max().map_or(0, |&id| id as usize + 1);
+        let size = tk.get_vocab_size(true).max(max_added);
+        let tokens: Vec<Option<String>> = (0..size)
+            .map(|id| u32::try_from(id).ok().and_then(|id| tk.id_to_token(id)))
+            .collect();
+        let special = tokens
+            .iter()
+            .map(|t| t.as_deref().is_some_and(|t| special_contents.contains(t)))
+            .collect();
+        let bytes = is_byte_level(&tk).then(|| {
+            let mut data = Vec::new();
+            let mut offsets = Vec::with_capacity(size + 1);
+            offsets.push(0);
+            for token in &tokens {
+                if let Some(token) = token {
+                    data.extend(bytelevel::token_bytes(token));
+                }
+                offsets.push(data.len());
+            }
+            TokenBytes { data, offsets }
+        });
+        Ok(Self {
+            inner: Arc::new(Inner { tk, special, bytes }),
+        })
+    }
+
+    /// Token ids for `text`. `add_special_tokens` applies the
+    /// tokenizer's post-processor (e.g. a BOS for Llama 3); special tokens
+    /// written in the text (`<|im_start|>`) are always matched, which is
+    /// what a rendered chat template needs.
+    pub fn encode(&self, text: &str, add_special_tokens: bool) -> Result<Vec<u32>> {
+        let enc = self
+            .inner
+            .tk
+            .encode_fast(text, add_special_tokens)
+            .map_err(|e| ChatError::tokenizer("encoding", e))?;
+        Ok(enc.get_ids().to_vec())
+    }
+
+    /// Text for `ids`, as Hugging Face decodes it. Unknown ids are skipped.
+    pub fn decode(&self, ids: &[u32], skip_special_tokens: bool) -> Result<String> {
+        self.inner
+            .tk
+            .decode(ids, skip_special_tokens)
+            .map_err(|e| ChatError::tokenizer("decoding", e))
+    }
+
+    /// A streaming decoder: ids in, text pieces out.
+    pub fn incremental_decoder(&self, skip_special_tokens: bool) -> IncrementalDecoder {
+        IncrementalDecoder::new(self.clone(), skip_special_tokens)
+    }
+
+    /// The id of a token string (added tokens included).
+    pub fn token_to_id(&self, token: &str) -> Option<u32> {
+        self.inner.tk.token_to_id(token)
+    }
+
+    /// The string of a token id, in vocabulary spelling (`Ġ` for space in
+    /// byte-level vocabularies).
+    pub fn id_to_token(&self, id: u32) -> Option<String> {
+        self.inner.tk.id_to_token(id)
+    }
+
+    /// Number of ids, added tokens included.
+    pub fn vocab_size(&self) -> usize {
+        self.inner.special.len()
+    }
+
+    /// Whether `id` is a special added token (skipped by
+    /// `skip_special_tokens`).
+    pub fn is_special(&self, id: u32) -> bool {
+        self.inner
+            .special
+            .get(id as usize)
+            .copied()
+            .unwrap_or(false)
+    }
+
+    /// Added tokens as `(id, content, special)`, by id.
+    pub fn added_tokens(&self) -> Vec<(u32, String, bool)> {
+        let mut v: Vec<_> = self
+            .inner
+            .tk
+            .get_added_tokens_decoder()
+            .into_iter()
+            .map(|(id, t)| (id, t.content, t.special))
+            .collect();
+        v.sort_by_key(|t| t.0);
+        v
+    }
+
+    /// Whether the decoder is byte-level (GPT-2 style), so that streaming
+    /// decode works on exact bytes.
+    pub fn is_byte_level(&self) -> bool {
+        self.inner.bytes.is_some()
+    }
+
+    /// The `tokenizer.json` text of this tokenizer, as the `tokenizers`
+    /// crate serializes it; `thinkwire convert` writes it next to
+    /// converted weights.
+    pub fn to_json_string(&self, pretty: bool) -> Result<String> {
+        self.inner
+            .tk
+            .to_string(pretty)
+            .map_err(|e| ChatError::tokenizer("serializing", e))
+    }
+
+    /// The underlying `tokenizers` tokenizer.
+    pub fn inner(&self) -> &tokenizers::Tokenizer {
+        &self.inner.tk
+    }
+
+    /// Raw bytes of one token for byte-level tokenizers (`None` for other
+    /// decoders); unknown ids give an empty slice, as decode skips them.
+    pub(crate) fn token_bytes(&self, id: u32) -> Option<&[u8]> {
+        let table = self.inner.bytes.as_ref()?;
+        let i = id as usize;
+        match (table.offsets.get(i), table.offsets.get(i + 1)) {
+            (Some(&a), Some(&b)) => table.data.get(a..b),
+            _ => Some(&[]),
+        }
+    }
+}
+
+/// Whether `tk`'s decoder is ByteLevel alone (or a sequence of only
+/// ByteLevel decoders).
+fn is_byte_level(tk: &tokenizers::Tokenizer) -> bool {
+    let Some(decoder) = tk.get_decoder() else {
+        return false;
+    };
+    let Ok(json) = serde_json::to_value(decoder) else {
+        return false;
+    };
+    fn check(v: &Value) -> bool {
+        match v.get("type").and_then(Value::as_str) {
+            Some("ByteLevel") => true,
+            Some("Sequence") => v
+                .get("decoders")
+                .and_then(Value::as_array)
+                .is_some_and(|ds| !ds.is_empty() && ds.iter().all(check)),
+            _ => false,
+        }
+    }
+    check(&json)
+}
