@@ -26,7 +26,11 @@
 //!   short window of ids before and after the last emitted point and emit
 //!   the difference, which keeps context-dependent rules right (a leading
 //!   `▁` is a space except at the very start) and holds back text that ends
-//!   in U+FFFD (a character still incomplete).
+//!   in U+FFFD (a character still incomplete). One case cannot stream
+//!   exactly: `tokenizers`' ByteFallback decoder turns a whole run of byte
+//!   tokens into U+FFFD when any of it is invalid, rewriting characters
+//!   already shown; there the pieces hold U+FFFD only for the bytes not yet
+//!   shown (the held ids decoded on their own).
 
 use crate::error::Result;
 use crate::tokenizer::Tokenizer;
@@ -95,18 +99,20 @@ impl IncrementalDecoder {
                 let full = self.tokenizer.decode(ids, self.skip_special_tokens)?;
                 let held = ids.len() - *read;
                 let incomplete = full.ends_with('\u{FFFD}') && held < MAX_HELD_IDS;
-                match full.strip_prefix(prefix.as_str()) {
-                    Some(new) if !new.is_empty() && !incomplete => {
-                        let new = new.to_owned();
-                        // Keep the last emitted ids as context for the next
-                        // window, drop the rest.
-                        let keep_from = *read;
-                        ids.drain(..keep_from);
-                        *read = ids.len();
-                        Ok(new)
-                    }
-                    _ => Ok(String::new()),
+                let new = match full.strip_prefix(prefix.as_str()) {
+                    Some(rest) => rest.to_owned(),
+                    None => self
+                        .tokenizer
+                        .decode(&ids[*read..], self.skip_special_tokens)?,
+                };
+                if new.is_empty() || incomplete {
+                    return Ok(String::new());
                 }
+                // The ids just emitted stay as context for the next window;
+                // older ones are dropped.
+                ids.drain(..*read);
+                *read = ids.len();
+                Ok(new)
             }
         }
     }
@@ -121,13 +127,12 @@ impl IncrementalDecoder {
                     .tokenizer
                     .decode(&ids[..read], self.skip_special_tokens)?;
                 let full = self.tokenizer.decode(&ids, self.skip_special_tokens)?;
-                // A decoder that rewrote earlier text breaks the prefix
-                // relation; emit what lies past the old prefix anyway.
-                Ok(full
-                    .strip_prefix(prefix.as_str())
-                    .or_else(|| full.get(prefix.len()..))
-                    .unwrap_or_default()
-                    .to_owned())
+                match full.strip_prefix(prefix.as_str()) {
+                    Some(rest) => Ok(rest.to_owned()),
+                    None => self
+                        .tokenizer
+                        .decode(&ids[read..], self.skip_special_tokens),
+                }
             }
         }
     }
