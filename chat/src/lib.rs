@@ -44,6 +44,7 @@ mod gguf_tokenizer;
 mod message;
 mod model;
 mod pyjson;
+mod sanitize;
 mod stop;
 mod template;
 mod tokenizer;

@@ -24,7 +24,9 @@ use thinkwire_engine::gguf::GgufFile;
 
 use crate::error::{ChatError, Result};
 use crate::gguf_tokenizer::tokenizer_json_from_gguf;
-use crate::template::ChatTemplate;
+use crate::message::TemplateMessage;
+use crate::sanitize::{ControlTokens, encode_marked};
+use crate::template::{ChatTemplate, RenderOptions};
 use crate::tokenizer::Tokenizer;
 
 /// Token strings that end a turn in the common chat formats; when the
@@ -335,6 +337,43 @@ impl ChatModel {
                     ModelSource::HfDir(_) => "chat_template.jinja, tokenizer_config.json",
                 },
             })
+    }
+
+    /// Renders `messages` with the template [`ChatModel::template_for`]
+    /// picks and encodes the prompt, such that control tokens written in
+    /// the conversation (message fields, tools, extra variables) are
+    /// encoded as plain text: only the template itself can write
+    /// `<|im_start|>` or `<think>`. This is transformers'
+    /// `apply_chat_template(tokenize=True, sanitize_control_tokens=True)`;
+    /// on conversations without such text it equals rendering then
+    /// `encode(prompt, false)`.
+    pub fn encode_chat(
+        &self,
+        messages: &[TemplateMessage],
+        options: &RenderOptions,
+    ) -> Result<Vec<u32>> {
+        let template = self.template_for(options.tools.is_some())?;
+        let control = ControlTokens::new(&self.tokenizer, template.source());
+        let messages: Vec<TemplateMessage> =
+            messages.iter().map(|m| control.mark_message(m)).collect();
+        let options = RenderOptions {
+            tools: options
+                .tools
+                .as_ref()
+                .map(|tools| tools.iter().map(|t| control.mark_json(t)).collect()),
+            documents: options
+                .documents
+                .as_ref()
+                .map(|docs| docs.iter().map(|d| control.mark_json(d)).collect()),
+            extra: options
+                .extra
+                .iter()
+                .map(|(k, v)| (k.clone(), control.mark_json(v)))
+                .collect(),
+            ..options.clone()
+        };
+        let rendered = template.render(&messages, &options)?;
+        encode_marked(&self.tokenizer, &rendered)
     }
 
     /// All templates by name.

@@ -3,7 +3,7 @@
 
 use std::collections::HashSet;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use serde_json::Value;
 use thinkwire_engine::gguf::GgufFile;
@@ -27,6 +27,9 @@ struct Inner {
     /// For byte-level decoders: every id's raw bytes, so that streaming
     /// decode is exact and O(1) per token. `None` for other decoders.
     bytes: Option<TokenBytes>,
+    /// The same tokenizer without added tokens, built on first use by
+    /// [`Tokenizer::encode_plain`].
+    plain: OnceLock<std::result::Result<tokenizers::Tokenizer, String>>,
 }
 
 /// All tokens' bytes, concatenated; `offsets[id]..offsets[id + 1]`.
@@ -108,7 +111,12 @@ impl Tokenizer {
             TokenBytes { data, offsets }
         });
         Ok(Self {
-            inner: Arc::new(Inner { tk, special, bytes }),
+            inner: Arc::new(Inner {
+                tk,
+                special,
+                bytes,
+                plain: OnceLock::new(),
+            }),
         })
     }
 
@@ -121,6 +129,23 @@ impl Tokenizer {
             .inner
             .tk
             .encode_fast(text, add_special_tokens)
+            .map_err(|e| ChatError::tokenizer("encoding", e))?;
+        Ok(enc.get_ids().to_vec())
+    }
+
+    /// Token ids for `text` read as plain text: added tokens written in it
+    /// (`<|im_end|>`, `<think>`) are not matched but split like any text.
+    /// Used to encode conversation text that must not forge control
+    /// tokens.
+    pub fn encode_plain(&self, text: &str) -> Result<Vec<u32>> {
+        let plain = self
+            .inner
+            .plain
+            .get_or_init(|| without_added_tokens(&self.inner.tk))
+            .as_ref()
+            .map_err(|e| ChatError::tokenizer("building the plain-text tokenizer", e))?;
+        let enc = plain
+            .encode_fast(text, false)
             .map_err(|e| ChatError::tokenizer("encoding", e))?;
         Ok(enc.get_ids().to_vec())
     }
@@ -208,6 +233,16 @@ impl Tokenizer {
             _ => Some(&[]),
         }
     }
+}
+
+/// `tk` with its added-token list emptied (the model's own vocabulary is
+/// untouched).
+fn without_added_tokens(
+    tk: &tokenizers::Tokenizer,
+) -> std::result::Result<tokenizers::Tokenizer, String> {
+    let mut json: Value = serde_json::to_value(tk).map_err(|e| e.to_string())?;
+    json["added_tokens"] = Value::Array(Vec::new());
+    serde_json::from_value(json).map_err(|e| e.to_string())
 }
 
 /// Whether `tk`'s decoder is ByteLevel alone (or a sequence of only
