@@ -58,3 +58,18 @@ pub use pyjson::float_repr as python_float_repr;
 pub use stop::{StopMatcher, StopStep};
 pub use template::{ChatTemplate, RenderOptions};
 pub use tokenizer::Tokenizer;
+
+#[cfg(test)]
+mod tests {
+    /// The agent shares these across tasks and threads.
+    #[test]
+    fn shared_types_are_send_and_sync() {
+        fn check<T: Send + Sync>() {}
+        check::<super::Tokenizer>();
+        check::<super::ChatTemplate>();
+        check::<super::ChatModel>();
+        check::<super::IncrementalDecoder>();
+        check::<super::StopMatcher>();
+        check::<super::ChatError>();
+    }
+}

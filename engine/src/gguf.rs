@@ -619,7 +619,7 @@ impl TensorInfo {
 }
 
 /// An opened GGUF file: its header, metadata and tensor directory.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct GgufFile {
     path: PathBuf,
     version: u32,
@@ -630,6 +630,18 @@ pub struct GgufFile {
     tensor_index: HashMap<String, usize>,
     alignment: u64,
     data_offset: u64,
+}
+
+impl fmt::Debug for GgufFile {
+    /// Brief: the metadata holds whole vocabularies.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GgufFile")
+            .field("path", &self.path)
+            .field("version", &self.version)
+            .field("metadata", &self.metadata.len())
+            .field("tensors", &self.tensors.len())
+            .finish_non_exhaustive()
+    }
 }
 
 impl GgufFile {
