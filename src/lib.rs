@@ -1,3 +1,12 @@
 //! thinkwire: an AG-UI runtime that streams a local model's reasoning,
 //! text and tool calls to any AG-UI frontend, and keeps reasoning sealed
 //! between turns so the server retains nothing.
+//!
+//! - [`agent`]: from a `RunAgentInput` to the event stream of one run.
+//! - [`server`]: the HTTP surface (SSE, WebSocket, health, capabilities,
+//!   web demo).
+//! - [`cli`]: the subcommands of the `thinkwire` binary.
+
+pub mod agent;
+pub mod cli;
+pub mod server;

@@ -1,0 +1,215 @@
+//! From a `RunAgentInput`'s messages to the turns a chat template renders.
+//!
+//! The interesting part is reasoning. A reasoning message the client replays
+//! carries the value the server sealed at the end of that message; it is
+//! opened (bound to this thread and that message id) and attached, as
+//! `reasoning_content`, to the assistant turn that follows it. The chat
+//! template then decides what earlier turns keep (Qwen3 keeps reasoning only
+//! after the last user turn, so tool loops keep theirs). A reasoning
+//! message's plaintext `content` is never taken as the model's own reasoning
+//! unless the operator allows it: a client could write anything there.
+
+use thinkwire_chat::{TemplateMessage, TemplateToolCall};
+use thinkwire_protocol::{AssistantMessage, Content, ContentPart, Message};
+use thinkwire_seal::{Binding, KeyRing, OpenError};
+
+use super::rejection::{RejectKind, RunRejected};
+
+/// What to do with a sealed value that does not open.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ReplayFailure {
+    /// Refuse the run before it starts (HTTP 422 / `RUN_ERROR`).
+    #[default]
+    Reject,
+    /// Run without that reasoning and say so in a `CUSTOM` event.
+    Drop,
+}
+
+/// How replayed reasoning is treated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ReplayPolicy {
+    /// A sealed value that does not open.
+    pub on_failure: ReplayFailure,
+    /// Take a reasoning message's plaintext `content` as the model's own
+    /// reasoning when it has no sealed value. Off by default.
+    pub trust_client_reasoning: bool,
+}
+
+/// One turn as the chat template sees it.
+pub type Turn = TemplateMessage;
+
+/// A sealed value that was dropped (drop mode), for the `CUSTOM` warning.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DroppedReasoning {
+    /// The reasoning message's id.
+    pub message_id: String,
+    /// Why it did not open (no content, just the class of failure).
+    pub reason: String,
+}
+
+/// The turns of a conversation, and what was dropped on the way.
+#[derive(Debug, Default)]
+pub struct History {
+    /// Turns in order.
+    pub turns: Vec<Turn>,
+    /// Sealed values that did not open (drop mode only).
+    pub dropped: Vec<DroppedReasoning>,
+    /// How many replayed reasoning messages were opened.
+    pub opened: usize,
+}
+
+/// Converts `messages` of `thread_id`, opening sealed reasoning with `keys`
+/// at time `now_ms`.
+///
+/// `open_tag` is the reasoning format's open marker (e.g. `<think>`): an
+/// assistant turn whose content already holds a think block gets no second
+/// copy injected.
+pub fn build(
+    messages: &[Message],
+    thread_id: &str,
+    keys: &KeyRing,
+    policy: ReplayPolicy,
+    open_tag: Option<&str>,
+    now_ms: u64,
+) -> Result<History, RunRejected> {
+    let mut history = History::default();
+    // Reasoning waiting for the assistant turn it belongs to.
+    let mut pending: Vec<String> = Vec::new();
+    for (index, message) in messages.iter().enumerate() {
+        let path = |field: &str| format!("messages[{index}]{field}");
+        match message {
+            Message::Developer(m) => history.turns.push(text_turn("system", &m.content, &m.name)),
+            Message::System(m) => history.turns.push(text_turn("system", &m.content, &m.name)),
+            Message::User(m) => {
+                pending.clear();
+                let content = content_text(&m.content, &path(".content"))?;
+                history.turns.push(text_turn("user", &content, &m.name));
+            }
+            Message::Tool(m) => {
+                let content = content_text(&m.content, &path(".content"))?;
+                history
+                    .turns
+                    .push(Turn::tool(m.tool_call_id.clone(), content));
+            }
+            Message::Assistant(m) => {
+                let mut turn = assistant_turn(m);
+                if !pending.is_empty() {
+                    let already_there = match (open_tag, &turn.content) {
+                        (Some(tag), Some(content)) => content.contains(tag),
+                        _ => false,
+                    };
+                    let reasoning = std::mem::take(&mut pending).join("\n\n");
+                    if !already_there {
+                        turn.reasoning_content = Some(reasoning);
+                    }
+                }
+                history.turns.push(turn);
+            }
+            Message::Reasoning(m) => {
+                if let Some(sealed) = &m.encrypted_value {
+                    match keys.open(sealed, Binding::new(thread_id, &m.id), now_ms) {
+                        Ok(opened) => {
+                            history.opened += 1;
+                            pending.push(opened.text);
+                        }
+                        Err(err) => {
+                            let reason = open_failure(&err);
+                            match policy.on_failure {
+                                ReplayFailure::Reject => {
+                                    return Err(RunRejected::new(
+                                        RejectKind::Unprocessable,
+                                        "SEALED_REASONING_REJECTED",
+                                        format!(
+                                            "the sealed reasoning of message {:?} {reason}",
+                                            m.id
+                                        ),
+                                    )
+                                    .at(path(".encryptedValue")));
+                                }
+                                ReplayFailure::Drop => history.dropped.push(DroppedReasoning {
+                                    message_id: m.id.clone(),
+                                    reason: reason.to_owned(),
+                                }),
+                            }
+                        }
+                    }
+                } else if policy.trust_client_reasoning && !m.content.is_empty() {
+                    pending.push(m.content.clone());
+                }
+            }
+            // Activity messages are UI state, not conversation.
+            Message::Activity(_) => {}
+        }
+    }
+    Ok(history)
+}
+
+/// Why a value did not open, in words safe to show: the class of failure,
+/// never key material or content.
+fn open_failure(err: &OpenError) -> &'static str {
+    match err {
+        OpenError::Malformed(_) => "is malformed or truncated",
+        OpenError::UnknownKey(_) => "was sealed by a key this server does not hold",
+        OpenError::Authentication => {
+            "does not authenticate: it was altered, or belongs to another thread or message"
+        }
+        OpenError::Expired { .. } => "has expired",
+        OpenError::UnsupportedPayload => "holds a payload this server version does not understand",
+    }
+}
+
+fn text_turn(role: &str, content: &str, name: &Option<String>) -> Turn {
+    Turn {
+        role: role.to_owned(),
+        content: Some(content.to_owned()),
+        name: name.clone(),
+        ..Turn::default()
+    }
+}
+
+fn assistant_turn(m: &AssistantMessage) -> Turn {
+    let tool_calls = m
+        .tool_calls
+        .iter()
+        .flatten()
+        .map(|call| {
+            // Templates print object arguments with `tojson`; arguments that
+            // are not valid JSON are passed on as the string the client sent.
+            let arguments = serde_json::from_str(&call.function.arguments)
+                .unwrap_or_else(|_| serde_json::Value::String(call.function.arguments.clone()));
+            TemplateToolCall::function(Some(call.id.clone()), &call.function.name, arguments)
+        })
+        .collect();
+    Turn {
+        role: "assistant".to_owned(),
+        content: m.content.clone(),
+        tool_calls,
+        name: m.name.clone(),
+        ..Turn::default()
+    }
+}
+
+/// The text of a message's content. These are text models: a part that is
+/// not text is refused rather than silently dropped.
+fn content_text(content: &Content, path: &str) -> Result<String, RunRejected> {
+    match content {
+        Content::Text(text) => Ok(text.clone()),
+        Content::Parts(parts) => {
+            let mut text = String::new();
+            for (i, part) in parts.iter().enumerate() {
+                match part {
+                    ContentPart::Text(part) => text.push_str(&part.text),
+                    _ => {
+                        return Err(RunRejected::new(
+                            RejectKind::Unprocessable,
+                            "UNSUPPORTED_CONTENT",
+                            "this model reads text only; remove image, audio or file parts",
+                        )
+                        .at(format!("{path}[{i}]")));
+                    }
+                }
+            }
+            Ok(text)
+        }
+    }
+}

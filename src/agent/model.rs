@@ -1,0 +1,210 @@
+//! A served model: the engine that generates, the tokenizer and chat
+//! template that frame its prompts, and the reasoning format that says how
+//! it thinks. The agent sees only this.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use serde_json::Value;
+use thinkwire_chat::{ChatModel, IncrementalDecoder, RenderOptions, TemplateMessage};
+use thinkwire_engine::Engine;
+use thinkwire_protocol::Tool;
+use thinkwire_reasoning::{
+    FormatSpec, ModelFacts, ReasoningStyle, Registry, Resolution, SeparatePassSpec,
+};
+
+/// Why a model could not be assembled or used.
+#[derive(Debug, thiserror::Error)]
+pub enum ModelError {
+    /// Tokenizer or template failure.
+    #[error(transparent)]
+    Chat(#[from] thinkwire_chat::ChatError),
+    /// Reasoning-format registry failure.
+    #[error(transparent)]
+    Format(#[from] thinkwire_reasoning::FormatError),
+    /// Engine failure while loading.
+    #[error(transparent)]
+    Engine(#[from] thinkwire_engine::EngineError),
+    /// The tokenizer and the engine disagree.
+    #[error("{0}")]
+    Mismatch(String),
+}
+
+/// A model ready to serve.
+pub struct Model {
+    engine: Arc<dyn Engine>,
+    chat: ChatModel,
+    format: Resolution,
+    summary: Option<SeparatePassSpec>,
+}
+
+impl Model {
+    /// Assembles a model from its parts, resolving its reasoning format in
+    /// `registry` from the model id, architecture and chat template.
+    pub fn new(
+        engine: Arc<dyn Engine>,
+        chat: ChatModel,
+        registry: &Registry,
+    ) -> Result<Self, ModelError> {
+        let info = engine.info();
+        let template = chat.template_source().unwrap_or_default().to_owned();
+        let facts = ModelFacts::new(&info.id)
+            .architecture(&info.architecture)
+            .chat_template(&template);
+        let format = registry.resolve(&facts);
+        let summary = format
+            .spec
+            .separate_pass()
+            .or_else(|| registry.default_spec().separate_pass())
+            .cloned();
+        let vocab = chat.tokenizer.vocab_size();
+        if vocab > info.vocab_size {
+            return Err(ModelError::Mismatch(format!(
+                "the tokenizer has {vocab} tokens but the model's output layer only {}",
+                info.vocab_size
+            )));
+        }
+        Ok(Self {
+            engine,
+            chat,
+            format,
+            summary,
+        })
+    }
+
+    /// Loads the tokenizer and template of a GGUF file or a Hugging Face
+    /// folder (the engine is loaded separately).
+    pub fn load_chat(path: &Path) -> Result<ChatModel, ModelError> {
+        Ok(ChatModel::load(path)?)
+    }
+
+    /// The model's id.
+    pub fn id(&self) -> &str {
+        &self.engine.info().id
+    }
+
+    /// The generating engine.
+    pub fn engine(&self) -> &dyn Engine {
+        self.engine.as_ref()
+    }
+
+    /// Tokenizer, templates, special tokens.
+    pub fn chat(&self) -> &ChatModel {
+        &self.chat
+    }
+
+    /// How the model thinks.
+    pub fn format(&self) -> &FormatSpec {
+        &self.format.spec
+    }
+
+    /// How the format was chosen (for `thinkwire inspect`).
+    pub fn format_resolution(&self) -> &Resolution {
+        &self.format
+    }
+
+    /// Prompts for `summary` visibility.
+    pub fn summary_prompts(&self) -> Option<&SeparatePassSpec> {
+        self.summary.as_ref()
+    }
+
+    /// Longest prompt plus generation.
+    pub fn context_length(&self) -> usize {
+        self.engine.info().context_length
+    }
+
+    /// Token ids that end a turn.
+    pub fn stop_token_ids(&self) -> &[u32] {
+        &self.chat.special.stop_ids
+    }
+
+    /// The marker that opens reasoning in the model's output, if any: an
+    /// assistant turn whose content holds it already carries its reasoning.
+    pub fn reasoning_open_tag(&self) -> Option<&str> {
+        match &self.format.spec.reasoning {
+            ReasoningStyle::Tags(tags) => Some(&tags.open),
+            ReasoningStyle::Harmony(_) => Some("<|channel|>analysis"),
+            ReasoningStyle::SeparatePass(_) | ReasoningStyle::None => None,
+        }
+    }
+
+    /// The generation prompt for `turns` with `tools`, extra template
+    /// variables (`enable_thinking`, ...) and a trusted `suffix` the
+    /// reasoning format appends after the template (a pre-filled `<think>`).
+    ///
+    /// The ids come from [`ChatModel::encode_chat`]: control tokens that a
+    /// client wrote into a message (`<|im_end|>`, `<think>`) are encoded as
+    /// plain text, so a user cannot forge a turn or the model's reasoning.
+    pub fn prompt(
+        &self,
+        turns: &[TemplateMessage],
+        tools: &[Tool],
+        kwargs: &[(String, Value)],
+        suffix: Option<&str>,
+    ) -> Result<Prompt, ModelError> {
+        let mut options = RenderOptions::generation();
+        if !tools.is_empty() {
+            options = options.with_tools(super::run::template_tools(tools));
+        }
+        for (name, value) in kwargs {
+            options = options.with_var(name.clone(), value.clone());
+        }
+        let template = self.chat.template_for(!tools.is_empty())?;
+        let mut text = template.render(turns, &options)?;
+        let mut ids = self.chat.encode_chat(turns, &options)?;
+        if let Some(suffix) = suffix {
+            text.push_str(suffix);
+            ids.extend(self.encode(suffix)?);
+        }
+        Ok(Prompt { text, ids })
+    }
+
+    /// Tokenizes a rendered prompt (templates write their own BOS).
+    pub fn encode(&self, text: &str) -> Result<Vec<u32>, ModelError> {
+        Ok(self.chat.tokenizer.encode(text, false)?)
+    }
+
+    /// Decodes ids to text, special tokens included.
+    pub fn decode(&self, ids: &[u32]) -> Result<String, ModelError> {
+        Ok(self.chat.tokenizer.decode(ids, false)?)
+    }
+
+    /// A fresh incremental decoder. Special tokens are kept: reasoning
+    /// markers such as `<think>` or Harmony's `<|channel|>` are special in
+    /// some tokenizers, and the splitter needs to see them.
+    pub fn detokenizer(&self) -> Detokenizer {
+        Detokenizer(Some(self.chat.tokenizer.incremental_decoder(false)))
+    }
+}
+
+/// A rendered generation prompt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Prompt {
+    /// As the template wrote it (what the reasoning format inspects).
+    pub text: String,
+    /// As the engine gets it.
+    pub ids: Vec<u32>,
+}
+
+/// Token ids to text pieces that never split a character.
+pub struct Detokenizer(Option<IncrementalDecoder>);
+
+impl Detokenizer {
+    /// The text `id` completes (often empty mid-character).
+    pub fn push(&mut self, id: u32) -> String {
+        match &mut self.0 {
+            // An id the tokenizer does not know cannot come from the engine
+            // (the vocabularies are checked at load); nothing to show.
+            Some(decoder) => decoder.push(id).unwrap_or_default(),
+            None => String::new(),
+        }
+    }
+
+    /// Whatever is still held back (an incomplete character at the end).
+    pub fn finish(&mut self) -> String {
+        self.0
+            .take()
+            .and_then(|decoder| decoder.finish().ok())
+            .unwrap_or_default()
+    }
+}

@@ -1,0 +1,83 @@
+//! Why a run could not start. Produced before `RUN_STARTED`, so a transport
+//! can still answer with an HTTP status (SSE) or a lone `RUN_ERROR`
+//! (WebSocket). Messages name fields, ids and limits, never user content.
+
+use super::output::Frame;
+
+/// The class of a rejection, which transports map to a status code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RejectKind {
+    /// Not JSON, or not a `RunAgentInput` (HTTP 400).
+    Malformed,
+    /// Over a size limit (HTTP 413).
+    TooLarge,
+    /// Well-formed but unusable: a sealed value that does not open, a prompt
+    /// longer than the context, a control the server does not allow (422).
+    Unprocessable,
+    /// The server cannot run it now (503).
+    Unavailable,
+}
+
+/// A run refused before it started.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunRejected {
+    /// Status class.
+    pub kind: RejectKind,
+    /// Stable machine-readable code, also the `RUN_ERROR.code`.
+    pub code: &'static str,
+    /// Human-readable reason; never contains prompt, answer or reasoning.
+    pub message: String,
+    /// JSON path of the offending input field, when there is one.
+    pub path: Option<String>,
+}
+
+impl RunRejected {
+    /// A rejection of `kind` with `code` and `message`.
+    pub fn new(kind: RejectKind, code: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            kind,
+            code,
+            message: message.into(),
+            path: None,
+        }
+    }
+
+    /// Points the rejection at an input field.
+    #[must_use]
+    pub fn at(mut self, path: impl Into<String>) -> Self {
+        self.path = Some(path.into());
+        self
+    }
+
+    /// Input over the byte limit.
+    pub fn too_large(limit: usize) -> Self {
+        Self::new(
+            RejectKind::TooLarge,
+            "INPUT_TOO_LARGE",
+            format!("the input exceeds the limit of {limit} bytes"),
+        )
+    }
+
+    /// A binary WebSocket frame, where a text frame holding JSON is expected.
+    pub fn binary_frame() -> Self {
+        Self::new(
+            RejectKind::Malformed,
+            "BINARY_FRAME",
+            "send the RunAgentInput as a text frame holding JSON",
+        )
+    }
+
+    /// Something on our side failed; details go to the log, not the client.
+    pub fn internal(message: &str) -> Self {
+        Self::new(RejectKind::Unavailable, "INTERNAL_ERROR", message)
+    }
+
+    /// The `RUN_ERROR` event a socket client gets instead of an HTTP status.
+    pub fn run_error_frame(&self) -> Frame {
+        let message = match &self.path {
+            Some(path) => format!("{} (at {path})", self.message),
+            None => self.message.clone(),
+        };
+        Frame::run_error(&message, self.code)
+    }
+}

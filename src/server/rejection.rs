@@ -1,0 +1,66 @@
+//! How a request that cannot start a run is answered over HTTP: a status and
+//! a JSON body naming the problem, never echoing the request's content.
+
+use axum::Json;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+
+use crate::agent::{RejectKind, RunRejected};
+
+/// A request refused before `RUN_STARTED`.
+#[derive(Debug)]
+pub struct Rejection {
+    status: StatusCode,
+    code: &'static str,
+    message: String,
+    path: Option<String>,
+}
+
+impl Rejection {
+    /// The body was not `application/json`.
+    pub fn unsupported_media_type() -> Self {
+        Self {
+            status: StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            code: "UNSUPPORTED_MEDIA_TYPE",
+            message: "send the RunAgentInput as Content-Type: application/json".into(),
+            path: None,
+        }
+    }
+
+    /// The body was larger than the server accepts.
+    pub fn too_large(limit: usize) -> Self {
+        Self {
+            status: StatusCode::PAYLOAD_TOO_LARGE,
+            code: "INPUT_TOO_LARGE",
+            message: format!("the request body exceeds the limit of {limit} bytes"),
+            path: None,
+        }
+    }
+}
+
+impl From<RunRejected> for Rejection {
+    fn from(rejected: RunRejected) -> Self {
+        let status = match rejected.kind {
+            RejectKind::Malformed => StatusCode::BAD_REQUEST,
+            RejectKind::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            RejectKind::Unprocessable => StatusCode::UNPROCESSABLE_ENTITY,
+            RejectKind::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+        };
+        Self {
+            status,
+            code: rejected.code,
+            message: rejected.message,
+            path: rejected.path,
+        }
+    }
+}
+
+impl IntoResponse for Rejection {
+    fn into_response(self) -> Response {
+        let mut error = serde_json::json!({ "code": self.code, "message": self.message });
+        if let Some(path) = self.path {
+            error["path"] = serde_json::Value::String(path);
+        }
+        (self.status, Json(serde_json::json!({ "error": error }))).into_response()
+    }
+}

@@ -1,0 +1,70 @@
+//! Starting a run for a transport: prepare it (all validation happens here,
+//! before `RUN_STARTED`), then drive it on a blocking thread that hands
+//! encoded event frames to the transport through a bounded channel.
+//!
+//! Dropping the receiver is how a transport says the client is gone: the
+//! agent's next send fails and it stops the engine within one decode step.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::agent::{Agent, CancelRun, Frame, RunOutput, RunRejected};
+
+/// Frames buffered between the engine thread and a slow client. When full,
+/// the engine waits for the client rather than queueing without bound.
+const FRAME_BUFFER: usize = 256;
+
+/// A run in progress, as a transport sees it.
+pub(crate) struct ActiveRun {
+    /// Encoded events, ending with a terminal one (or closed early if the
+    /// run's thread died, which the transport reports as an error).
+    pub frames: mpsc::Receiver<Frame>,
+    /// Asks the run to stop: it closes what is open and finishes with
+    /// `outcome: cancelled`.
+    pub cancel: CancelRun,
+    /// The run's id, to match cancel requests.
+    pub run_id: String,
+}
+
+/// Validates `body` and starts the run; a rejection comes back before any
+/// event was produced.
+pub(crate) async fn start(
+    agent: Arc<Agent>,
+    body: Bytes,
+    shutdown: &CancellationToken,
+) -> Result<ActiveRun, RunRejected> {
+    // Preparing renders the template, tokenizes and opens sealed reasoning:
+    // milliseconds of CPU, kept off the async workers.
+    let prep_agent = Arc::clone(&agent);
+    let prepared = tokio::task::spawn_blocking(move || prep_agent.prepare(&body))
+        .await
+        .map_err(|_| RunRejected::internal("run preparation failed"))??;
+    let run_id = prepared.run_id().to_owned();
+    let (tx, frames) = mpsc::channel(FRAME_BUFFER);
+    let cancel = CancelRun::default();
+    let output = RunOutput::new(tx, cancel.clone());
+    let done = CancellationToken::new();
+    let done_guard = done.clone().drop_guard();
+    tokio::task::spawn_blocking(move || {
+        let _done = done_guard;
+        prepared.execute(output);
+    });
+    // Server shutdown cancels runs in progress so their clients get a proper
+    // terminal event before the connection closes.
+    let shutdown = shutdown.clone();
+    let on_shutdown = cancel.clone();
+    tokio::spawn(async move {
+        tokio::select! {
+            () = shutdown.cancelled() => on_shutdown.cancel(),
+            () = done.cancelled() => {}
+        }
+    });
+    Ok(ActiveRun {
+        frames,
+        cancel,
+        run_id,
+    })
+}

@@ -1,0 +1,82 @@
+//! `POST /agent`: one run per request, answered as `text/event-stream` with
+//! LF-only `data: {json}\n\n` frames and `: keepalive` comments while the
+//! model is busy (a long prefill sends nothing for seconds).
+
+use std::convert::Infallible;
+
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, header};
+use axum::response::{IntoResponse, Response};
+use tokio::sync::mpsc;
+use tokio_stream::wrappers::ReceiverStream;
+
+use super::AppState;
+use super::rejection::Rejection;
+use super::run;
+use crate::agent::RunRejected;
+
+pub(super) async fn post_agent(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, Rejection> {
+    if !is_json(&headers) {
+        return Err(Rejection::unsupported_media_type());
+    }
+    let limit = state.config.max_input_bytes;
+    let body = axum::body::to_bytes(body, limit)
+        .await
+        .map_err(|_| Rejection::too_large(limit))?;
+    let mut active = run::start(state.agent.clone(), body, &state.shutdown).await?;
+
+    let keepalive = state.config.keepalive;
+    let (tx, rx) = mpsc::channel::<Result<Bytes, Infallible>>(16);
+    tokio::spawn(async move {
+        loop {
+            let next = tokio::time::timeout(keepalive, active.frames.recv()).await;
+            let bytes = match next {
+                Ok(Some(frame)) => {
+                    let terminal = frame.terminal;
+                    let bytes = Bytes::from(format!("data: {}\n\n", frame.json));
+                    if tx.send(Ok(bytes)).await.is_err() || terminal {
+                        break;
+                    }
+                    continue;
+                }
+                Ok(None) => {
+                    // The run ended without a terminal event: only a crashed
+                    // run thread does that. Say so rather than hang.
+                    let frame =
+                        RunRejected::internal("the run ended unexpectedly").run_error_frame();
+                    Bytes::from(format!("data: {}\n\n", frame.json))
+                }
+                Err(_) => Bytes::from_static(b": keepalive\n\n"),
+            };
+            let ended = !bytes.starts_with(b":");
+            if tx.send(Ok(bytes)).await.is_err() || ended {
+                break;
+            }
+        }
+        // Dropping `active.frames` here tells a still-running agent the
+        // client is gone; it stops the engine within one step.
+    });
+
+    let mut response = Body::from_stream(ReceiverStream::new(rx)).into_response();
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    Ok(response)
+}
+
+fn is_json(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|mime| mime.trim().eq_ignore_ascii_case("application/json"))
+}

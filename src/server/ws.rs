@@ -1,0 +1,190 @@
+//! `GET /agent/ws`: AG-UI over a WebSocket.
+//!
+//! Framing (as in ag-ui PR 2085, which thinkwire follows): the client sends
+//! one text frame holding a `RunAgentInput`; the server answers with one
+//! text frame per event, the same JSON as an SSE `data:` line. A socket
+//! carries any number of runs, one at a time: inputs that arrive while a run
+//! is in progress wait their turn. Input that cannot start a run gets a
+//! `RUN_ERROR` with a `code`, and the socket stays usable.
+//!
+//! thinkwire adds one control frame, since AG-UI defines none for sockets:
+//! `{"type":"CANCEL_RUN","runId":"…"}` stops the run in progress (or, with
+//! no `runId`, whichever run is in progress); it ends with `RUN_FINISHED`
+//! and `outcome: {"type":"cancelled"}`. The server pings idle clients and
+//! closes with 1000 on shutdown.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket, WebSocketUpgrade};
+use axum::response::Response;
+use bytes::Bytes;
+use futures_util::{SinkExt, StreamExt};
+use serde::Deserialize;
+
+use super::AppState;
+use super::run::{self, ActiveRun};
+use crate::agent::{Frame, RunRejected};
+
+/// The control frame's `type`.
+const CANCEL_RUN: &str = "CANCEL_RUN";
+
+/// How long a run cancelled by shutdown gets to send its terminal event.
+const SHUTDOWN_DRAIN: Duration = Duration::from_secs(5);
+
+pub(super) async fn upgrade(State(state): State<AppState>, ws: WebSocketUpgrade) -> Response {
+    // Frames up to twice the limit are read and answered with a limit
+    // error; larger ones end the connection before they are buffered.
+    let hard_limit = state.config.max_input_bytes.saturating_mul(2);
+    ws.max_message_size(hard_limit)
+        .max_frame_size(hard_limit)
+        .on_upgrade(move |socket| session(socket, state))
+}
+
+/// A frame a client sent: either the control frame or, by elimination, an
+/// input. Parsing only `type` and `runId` keeps it cheap and tolerant.
+#[derive(Deserialize)]
+struct Control {
+    #[serde(rename = "type")]
+    kind: Option<serde_json::Value>,
+    #[serde(rename = "runId")]
+    run_id: Option<serde_json::Value>,
+}
+
+enum Incoming {
+    Cancel(Option<String>),
+    Input(Bytes),
+    Reject(RunRejected),
+}
+
+fn classify(text: &str, limit: usize) -> Incoming {
+    if text.len() > limit {
+        return Incoming::Reject(RunRejected::too_large(limit));
+    }
+    if let Ok(control) = serde_json::from_str::<Control>(text)
+        && control.kind.as_ref().and_then(|k| k.as_str()) == Some(CANCEL_RUN)
+    {
+        let run_id = control.run_id.and_then(|id| id.as_str().map(str::to_owned));
+        return Incoming::Cancel(run_id);
+    }
+    Incoming::Input(Bytes::copy_from_slice(text.as_bytes()))
+}
+
+async fn next_frame(active: &mut Option<ActiveRun>) -> Option<Frame> {
+    match active {
+        Some(run) => run.frames.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+async fn session(socket: WebSocket, state: AppState) {
+    let (mut tx, mut rx) = socket.split();
+    let mut pending: VecDeque<Incoming> = VecDeque::new();
+    let mut active: Option<ActiveRun> = None;
+    let mut ping = tokio::time::interval(state.config.ws_ping);
+    ping.tick().await;
+    let limit = state.config.max_input_bytes;
+
+    loop {
+        // Between runs, take the next waiting input.
+        while active.is_none() {
+            let Some(next) = pending.pop_front() else {
+                break;
+            };
+            let rejected = match next {
+                Incoming::Cancel(_) => continue,
+                Incoming::Reject(rejected) => rejected,
+                Incoming::Input(body) => {
+                    match run::start(state.agent.clone(), body, &state.shutdown).await {
+                        Ok(run) => {
+                            active = Some(run);
+                            continue;
+                        }
+                        Err(rejected) => rejected,
+                    }
+                }
+            };
+            if send(&mut tx, &rejected.run_error_frame()).await.is_err() {
+                return;
+            }
+        }
+
+        tokio::select! {
+            frame = next_frame(&mut active) => {
+                // A closed channel without a terminal event means the run's
+                // thread died: say so rather than leave the client waiting.
+                let frame = frame.unwrap_or_else(|| {
+                    RunRejected::internal("the run ended unexpectedly").run_error_frame()
+                });
+                if frame.terminal {
+                    active = None;
+                }
+                if send(&mut tx, &frame).await.is_err() {
+                    return;
+                }
+            }
+            message = rx.next() => match message {
+                Some(Ok(Message::Text(text))) => match classify(&text, limit) {
+                    Incoming::Cancel(run_id) => {
+                        if let Some(run) = &active
+                            && run_id.as_deref().is_none_or(|id| id == run.run_id)
+                        {
+                            run.cancel.cancel();
+                        }
+                    }
+                    incoming => {
+                        if pending.len() >= state.config.ws_max_queued_runs {
+                            let _ = close(&mut tx, 1008, "too many runs queued on this socket").await;
+                            return;
+                        }
+                        pending.push_back(incoming);
+                    }
+                },
+                Some(Ok(Message::Binary(_))) => {
+                    pending.push_back(Incoming::Reject(RunRejected::binary_frame()));
+                }
+                Some(Ok(Message::Ping(_) | Message::Pong(_))) => {}
+                Some(Ok(Message::Close(_)) | Err(_)) | None => {
+                    // The client is gone: dropping `active` stops its run.
+                    return;
+                }
+            },
+            _ = ping.tick() => {
+                if tx.send(Message::Ping(Bytes::new())).await.is_err() {
+                    return;
+                }
+            }
+            () = state.shutdown.cancelled() => {
+                if let Some(mut run) = active.take() {
+                    // The run was cancelled by shutdown; let it say so.
+                    let drain = async {
+                        while let Some(frame) = run.frames.recv().await {
+                            if send(&mut tx, &frame).await.is_err() || frame.terminal {
+                                break;
+                            }
+                        }
+                    };
+                    let _ = tokio::time::timeout(SHUTDOWN_DRAIN, drain).await;
+                }
+                let _ = close(&mut tx, 1000, "server shutting down").await;
+                return;
+            }
+        }
+    }
+}
+
+type WsSink = futures_util::stream::SplitSink<WebSocket, Message>;
+
+async fn send(tx: &mut WsSink, frame: &Frame) -> Result<(), axum::Error> {
+    tx.send(Message::Text(Utf8Bytes::from(frame.json.as_str())))
+        .await
+}
+
+async fn close(tx: &mut WsSink, code: u16, reason: &'static str) -> Result<(), axum::Error> {
+    tx.send(Message::Close(Some(CloseFrame {
+        code,
+        reason: Utf8Bytes::from_static(reason),
+    })))
+    .await
+}

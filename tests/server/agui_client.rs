@@ -1,0 +1,94 @@
+//! The official `@ag-ui/client` `HttpAgent` (installed by setup under
+//! tests/node) against a live server: it verifies every event and applies
+//! them to its message list; any violation makes it fail.
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::support::*;
+
+/// Runs tests/node/agui-client.mjs against `url`; returns its JSON summary.
+pub fn run_official_client(url: &str, args: &[&str]) -> Value {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let script = root.join("tests/node/agui-client.mjs");
+    assert!(
+        root.join("tests/node/node_modules/@ag-ui/client").is_dir(),
+        "@ag-ui/client is not installed in tests/node — run scripts/setup"
+    );
+    let output = Command::new("node")
+        .arg(&script)
+        .arg(url)
+        .args(args)
+        .output()
+        .expect("running node");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "the official client failed:\n{stderr}"
+    );
+    serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|e| panic!("bad client output ({e}): {stderr}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_official_client_completes_two_turns_and_keeps_the_sealed_reasoning() {
+    let scripts = [
+        qwen3_turn("They ask about Paris.", "Paris is the capital of France."),
+        qwen3_turn("A follow-up about Paris.", "About two million people."),
+    ];
+    let (server, observed) = TestServer::qwen3(&scripts).await;
+    let url = server.url("/agent");
+    let summary = tokio::task::spawn_blocking(move || {
+        run_official_client(
+            &url,
+            &[
+                "--turns",
+                "2",
+                "--prompt",
+                "What is the capital of France?",
+                "--prompt",
+                "How many people live there?",
+                "--forwarded",
+                r#"{"reasoning":{"visibility":"full"}}"#,
+            ],
+        )
+    })
+    .await
+    .unwrap();
+    let messages = summary["messages"].as_array().unwrap();
+    let roles: Vec<&str> = messages
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        roles,
+        [
+            "user",
+            "reasoning",
+            "assistant",
+            "user",
+            "reasoning",
+            "assistant"
+        ],
+        "{messages:#?}"
+    );
+    assert_eq!(messages[1]["content"], "They ask about Paris.");
+    assert!(
+        messages[1]["encryptedValue"]
+            .as_str()
+            .is_some_and(|v| v.len() > 40)
+    );
+    assert_eq!(messages[2]["content"], "Paris is the capital of France.");
+    assert_eq!(messages[5]["content"], "About two million people.");
+    // Turn 2's prompt carries turn 1's reasoning, which came back sealed.
+    let prompts = observed.prompts.lock().unwrap().clone();
+    assert_eq!(prompts.len(), 2);
+    let second = server.agent.model().decode(&prompts[1]).unwrap();
+    assert!(
+        second.contains("What is the capital of France?"),
+        "{second}"
+    );
+    server.shutdown().await;
+}

@@ -1,0 +1,11 @@
+//! Integration tests of the server over real sockets: SSE and WebSocket
+//! transports, input validation, cancellation, the official AG-UI client,
+//! sealed reasoning across turns, and what the server retains.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod agui_client;
+mod sse;
+mod ws;

@@ -1,0 +1,189 @@
+//! `GET /agent/ws`: several runs per socket, errors that leave the socket
+//! usable, cancellation, and close 1000 on shutdown.
+
+use std::time::Duration;
+
+use futures_util::{SinkExt, StreamExt};
+use serde_json::json;
+use thinkwire::agent::{Agent, AgentConfig};
+use thinkwire::server::ServerConfig;
+use thinkwire_protocol::{Event, EventKind, EventType, Outcome, decode_event};
+use thinkwire_seal::{Key, KeyRing};
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+
+use crate::support::*;
+
+type Socket =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+pub async fn connect(server: &TestServer) -> Socket {
+    let (socket, _) = tokio_tungstenite::connect_async(server.ws_url())
+        .await
+        .unwrap();
+    socket
+}
+
+/// Reads events until a terminal one.
+pub async fn read_run(socket: &mut Socket) -> Vec<Event> {
+    let mut events = Vec::new();
+    loop {
+        let message = tokio::time::timeout(Duration::from_secs(20), socket.next())
+            .await
+            .expect("an event within 20 s")
+            .expect("the socket stays open")
+            .unwrap();
+        let Message::Text(text) = message else {
+            continue;
+        };
+        let event = decode_event(&text).unwrap().expect("a known event type");
+        let terminal = event.event_type().is_terminal();
+        events.push(event);
+        if terminal {
+            return events;
+        }
+    }
+}
+
+fn run_error_code(events: &[Event]) -> String {
+    assert_eq!(
+        events.len(),
+        1,
+        "a refusal is a lone RUN_ERROR: {:?}",
+        types(events)
+    );
+    match &events[0].kind {
+        EventKind::RunError(e) => e.code.clone().unwrap_or_default(),
+        other => panic!("expected RUN_ERROR, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn two_runs_with_bad_frames_between_them_on_one_socket() {
+    let scripts = [
+        qwen3_turn("first thoughts", "First."),
+        qwen3_turn("second thoughts", "Second."),
+    ];
+    let (server, observed) = TestServer::qwen3(&scripts).await;
+    let mut socket = connect(&server).await;
+
+    socket
+        .send(Message::text(
+            input("t", "r1", "one", json!({})).to_string(),
+        ))
+        .await
+        .unwrap();
+    let first = read_run(&mut socket).await;
+    verify(&first);
+    assert_eq!(answer_text(&first), "First.");
+
+    socket
+        .send(Message::text("{ this is not json"))
+        .await
+        .unwrap();
+    assert_eq!(
+        run_error_code(&read_run(&mut socket).await),
+        "INVALID_INPUT"
+    );
+
+    let mut invalid = input("t", "r2", "two", json!({}));
+    invalid.as_object_mut().unwrap().remove("runId");
+    socket
+        .send(Message::text(invalid.to_string()))
+        .await
+        .unwrap();
+    assert_eq!(
+        run_error_code(&read_run(&mut socket).await),
+        "INVALID_INPUT"
+    );
+
+    socket.send(Message::binary(vec![1, 2, 3])).await.unwrap();
+    assert_eq!(run_error_code(&read_run(&mut socket).await), "BINARY_FRAME");
+
+    socket
+        .send(Message::text(
+            input("t", "r3", "three", json!({})).to_string(),
+        ))
+        .await
+        .unwrap();
+    let second = read_run(&mut socket).await;
+    verify(&second);
+    assert_eq!(answer_text(&second), "Second.");
+    assert_eq!(
+        observed.prompts.lock().unwrap().len(),
+        2,
+        "refusals never reached the engine"
+    );
+
+    socket.close(None).await.unwrap();
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn cancel_run_ends_with_a_cancelled_outcome_and_the_socket_goes_on() {
+    let long = format!("{}<|im_end|>", "word ".repeat(300));
+    let (model, observed) =
+        scripted_qwen3(&[long, qwen3_turn("x", "Next.")], Duration::from_millis(20));
+    let keys = KeyRing::new(Key::generate().unwrap());
+    let server = TestServer::start(
+        Agent::new(model, keys, AgentConfig::default()),
+        ServerConfig::default(),
+    )
+    .await;
+    let mut socket = connect(&server).await;
+    socket
+        .send(Message::text(
+            input("t", "r1", "go", json!({"reasoning": {"visibility": "off"}})).to_string(),
+        ))
+        .await
+        .unwrap();
+    // Wait for the answer to start, then cancel.
+    let mut events = Vec::new();
+    while !events
+        .iter()
+        .any(|e: &Event| e.event_type() == EventType::TextMessageContent)
+    {
+        let Some(Ok(Message::Text(text))) = socket.next().await else {
+            panic!("socket closed early")
+        };
+        events.push(decode_event(&text).unwrap().unwrap());
+    }
+    socket
+        .send(Message::text(
+            json!({"type": "CANCEL_RUN", "runId": "r1"}).to_string(),
+        ))
+        .await
+        .unwrap();
+    events.extend(read_run(&mut socket).await);
+    verify(&events);
+    let EventKind::RunFinished(finished) = &events.last().unwrap().kind else {
+        panic!("expected RUN_FINISHED, got {:?}", types(&events).last())
+    };
+    assert_eq!(finished.outcome, Some(Outcome::Cancelled));
+    assert!(observed.steps.load(std::sync::atomic::Ordering::SeqCst) < 300);
+
+    socket
+        .send(Message::text(
+            input("t", "r2", "again", json!({})).to_string(),
+        ))
+        .await
+        .unwrap();
+    let next = read_run(&mut socket).await;
+    assert_eq!(answer_text(&next), "Next.");
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn shutdown_closes_the_socket_with_1000() {
+    let (server, _) = TestServer::qwen3(&[qwen3_turn("x", "y")]).await;
+    let mut socket = connect(&server).await;
+    server.shutdown().await;
+    let close = loop {
+        match tokio::time::timeout(Duration::from_secs(5), socket.next()).await {
+            Ok(Some(Ok(Message::Close(frame)))) => break frame,
+            Ok(Some(Ok(_))) => continue,
+            other => panic!("expected a close frame, got {other:?}"),
+        }
+    };
+    assert_eq!(close.map(|f| f.code), Some(CloseCode::Normal));
+}

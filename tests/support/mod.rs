@@ -1,0 +1,197 @@
+//! Shared test support: a Qwen3-tokenizer model over a scripted engine, a
+//! live server on `127.0.0.1:0`, and small clients.
+#![allow(dead_code)]
+
+pub mod scripted_engine;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use thinkwire::agent::{Agent, AgentConfig, Model};
+use thinkwire::server::{self, AppState, ServerConfig};
+use thinkwire_chat::ChatModel;
+use thinkwire_engine::ModelInfo;
+use thinkwire_protocol::{Event, EventType, SseDecoder, Verifier};
+use thinkwire_reasoning::Registry;
+use thinkwire_seal::{Key, KeyRing};
+use tokio_util::sync::CancellationToken;
+
+pub use scripted_engine::{Observed, ScriptedEngine};
+
+/// The official Qwen3 tokenizer and chat template, fetched by setup.
+pub fn qwen3_chat() -> ChatModel {
+    let dir = thinkwire_chat::assets::qwen3_tokenizer_dir();
+    assert!(
+        dir.join("tokenizer.json").is_file(),
+        "the Qwen3 tokenizer is missing at {} — run scripts/setup",
+        dir.display()
+    );
+    ChatModel::load(&dir).expect("loading the Qwen3 tokenizer")
+}
+
+/// What a Qwen3 model says when it thinks, then answers.
+pub fn qwen3_turn(reasoning: &str, answer: &str) -> String {
+    format!("<think>\n{reasoning}\n</think>\n\n{answer}<|im_end|>")
+}
+
+/// A model with the real Qwen3 tokenizer and template whose engine replays
+/// `scripts` (text, tokenized with that tokenizer), one per generation.
+pub fn scripted_qwen3(scripts: &[String], step_delay: Duration) -> (Model, Arc<Observed>) {
+    let chat = qwen3_chat();
+    let ids: Vec<Vec<u32>> = scripts
+        .iter()
+        .map(|s| chat.tokenizer.encode(s, false).expect("encoding a script"))
+        .collect();
+    let info = ModelInfo {
+        id: "Qwen3-0.6B-scripted".into(),
+        architecture: "qwen3".into(),
+        context_length: 4096,
+        vocab_size: 151_936,
+    };
+    let engine = ScriptedEngine::new(info, ids).with_step_delay(step_delay);
+    let observed = Arc::clone(&engine.observed);
+    let model =
+        Model::new(Arc::new(engine), chat, &Registry::builtin()).expect("assembling the model");
+    (model, observed)
+}
+
+/// A running server; dropping it does not stop it, `shutdown` does.
+pub struct TestServer {
+    pub addr: SocketAddr,
+    pub agent: Arc<Agent>,
+    shutdown: CancellationToken,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl TestServer {
+    /// Serves `agent` on `127.0.0.1:0`.
+    pub async fn start(agent: Agent, config: ServerConfig) -> Self {
+        let agent = Arc::new(agent);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let state = AppState::new(Arc::clone(&agent), config);
+        let shutdown = CancellationToken::new();
+        let signal = shutdown.clone();
+        let task = tokio::spawn(async move {
+            server::serve(listener, state, async move { signal.cancelled().await })
+                .await
+                .unwrap();
+        });
+        Self {
+            addr,
+            agent,
+            shutdown,
+            task,
+        }
+    }
+
+    /// A scripted Qwen3 server with a fresh key.
+    pub async fn qwen3(scripts: &[String]) -> (Self, Arc<Observed>) {
+        let (model, observed) = scripted_qwen3(scripts, Duration::ZERO);
+        let keys = KeyRing::new(Key::generate().unwrap());
+        let server = Self::start(
+            Agent::new(model, keys, AgentConfig::default()),
+            ServerConfig::default(),
+        )
+        .await;
+        (server, observed)
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
+    pub fn ws_url(&self) -> String {
+        format!("ws://{}/agent/ws", self.addr)
+    }
+
+    /// Stops the server and waits for it.
+    pub async fn shutdown(self) {
+        self.shutdown.cancel();
+        let _ = tokio::time::timeout(Duration::from_secs(10), self.task).await;
+    }
+}
+
+/// A minimal valid input with one user message.
+pub fn input(
+    thread: &str,
+    run: &str,
+    text: &str,
+    forwarded: serde_json::Value,
+) -> serde_json::Value {
+    serde_json::json!({
+        "threadId": thread,
+        "runId": run,
+        "messages": [{"id": format!("{run}-user"), "role": "user", "content": text}],
+        "tools": [],
+        "context": [],
+        "state": {},
+        "forwardedProps": forwarded,
+    })
+}
+
+/// Posts `body` to `/agent` and reads the whole SSE stream; every event is
+/// decoded and checked against the AG-UI sequence rules.
+pub async fn post_run(server: &TestServer, body: &serde_json::Value) -> Vec<Event> {
+    let response = reqwest::Client::new()
+        .post(server.url("/agent"))
+        .header("content-type", "application/json")
+        .header("accept", "text/event-stream")
+        .json(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["content-type"], "text/event-stream");
+    let bytes = response.bytes().await.unwrap();
+    assert!(
+        !bytes.windows(2).any(|w| w == b"\r\n"),
+        "SSE frames must be LF-only"
+    );
+    let events: Vec<Event> = SseDecoder::new()
+        .push_events(&bytes)
+        .into_iter()
+        .collect::<Result<_, _>>()
+        .expect("every frame decodes");
+    verify(&events);
+    events
+}
+
+/// Checks a run's events against the AG-UI sequence rules.
+pub fn verify(events: &[Event]) {
+    let mut verifier = Verifier::new();
+    for event in events {
+        verifier
+            .check(event)
+            .unwrap_or_else(|e| panic!("invalid sequence at {:?}: {e}", event.event_type()));
+    }
+    verifier.finish().expect("the stream ends properly");
+}
+
+/// The types of `events`, for compact assertions.
+pub fn types(events: &[Event]) -> Vec<EventType> {
+    events.iter().map(Event::event_type).collect()
+}
+
+/// The answer text of `events`.
+pub fn answer_text(events: &[Event]) -> String {
+    events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            thinkwire_protocol::EventKind::TextMessageContent(c) => Some(c.delta.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The streamed reasoning text of `events`.
+pub fn reasoning_text(events: &[Event]) -> String {
+    events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            thinkwire_protocol::EventKind::ReasoningMessageContent(c) => Some(c.delta.as_str()),
+            _ => None,
+        })
+        .collect()
+}

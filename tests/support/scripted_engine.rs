@@ -1,0 +1,136 @@
+//! A test double for [`Engine`]: replays scripted token sequences instead of
+//! running a model, and records every prompt it was given.
+//!
+//! It honours the engine contract exactly as the MLX engine does — stop
+//! tokens, `max_tokens`, `Directive::Stop` and `Directive::Force`, context
+//! checks — so the agent loop and transports are tested against the same
+//! behaviour they get in production. Tests only: it never ships.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use thinkwire_engine::{
+    Directive, Engine, EngineError, Finish, GenerationRequest, GenerationStats, ModelInfo,
+    TokenSink, check_request,
+};
+
+/// What the engine saw and did, shared with the test that owns it.
+#[derive(Debug, Default)]
+pub struct Observed {
+    /// Every prompt, in order.
+    pub prompts: Mutex<Vec<Vec<u32>>>,
+    /// Decode steps taken over all generations.
+    pub steps: AtomicUsize,
+    /// Generations that ended because the sink said stop.
+    pub cancelled: AtomicUsize,
+    /// Generations that have ended, however they ended.
+    pub finished: AtomicUsize,
+}
+
+/// Replays one scripted token sequence per generation, in order; once the
+/// scripts run out it repeats the last one.
+pub struct ScriptedEngine {
+    info: ModelInfo,
+    scripts: Mutex<VecDeque<Vec<u32>>>,
+    last: Mutex<Vec<u32>>,
+    step_delay: Duration,
+    /// What the engine saw.
+    pub observed: Arc<Observed>,
+}
+
+impl ScriptedEngine {
+    /// An engine whose generations produce `scripts` in turn.
+    pub fn new(info: ModelInfo, scripts: Vec<Vec<u32>>) -> Self {
+        Self {
+            info,
+            scripts: Mutex::new(scripts.into()),
+            last: Mutex::new(Vec::new()),
+            step_delay: Duration::ZERO,
+            observed: Arc::default(),
+        }
+    }
+
+    /// Sleeps this long per decode step, like a slow model, so tests can
+    /// disconnect or cancel in the middle of a run.
+    #[must_use]
+    pub fn with_step_delay(mut self, delay: Duration) -> Self {
+        self.step_delay = delay;
+        self
+    }
+
+    fn next_script(&self) -> Vec<u32> {
+        let mut scripts = self.scripts.lock().expect("scripts lock");
+        let mut last = self.last.lock().expect("last lock");
+        if let Some(next) = scripts.pop_front() {
+            *last = next;
+        }
+        last.clone()
+    }
+}
+
+impl Engine for ScriptedEngine {
+    fn info(&self) -> &ModelInfo {
+        &self.info
+    }
+
+    fn generate(
+        &self,
+        request: &GenerationRequest,
+        sink: &mut dyn TokenSink,
+    ) -> Result<GenerationStats, EngineError> {
+        check_request(&self.info, request)?;
+        self.observed
+            .prompts
+            .lock()
+            .expect("prompts lock")
+            .push(request.prompt.clone());
+        let started = Instant::now();
+        let script = self.next_script();
+        let mut produced = 0usize;
+        let mut handed = 0usize;
+        let mut finish = Finish::Length;
+        let mut prefill_time = Duration::ZERO;
+        // Forced tokens replace the script from where they are injected: a
+        // real model continues from what it was fed, and scripts that test
+        // forcing are written with that in mind (the rest of the script is
+        // the continuation after the forced tokens).
+        let mut tokens = script.into_iter();
+        while produced < request.max_tokens {
+            let Some(id) = tokens.next() else {
+                break;
+            };
+            if !self.step_delay.is_zero() {
+                std::thread::sleep(self.step_delay);
+            }
+            self.observed.steps.fetch_add(1, Ordering::SeqCst);
+            if produced == 0 {
+                prefill_time = started.elapsed();
+            }
+            produced += 1;
+            if request.stop_token_ids.contains(&id) {
+                finish = Finish::StopToken(id);
+                break;
+            }
+            handed += 1;
+            match sink.on_token(id) {
+                Directive::Continue => {}
+                Directive::Stop => {
+                    finish = Finish::Cancelled;
+                    self.observed.cancelled.fetch_add(1, Ordering::SeqCst);
+                    break;
+                }
+                Directive::Force(forced) => produced += forced.len(),
+            }
+        }
+        self.observed.finished.fetch_add(1, Ordering::SeqCst);
+        Ok(GenerationStats {
+            finish,
+            prompt_tokens: request.prompt.len(),
+            generated_tokens: handed,
+            prefill_time,
+            decode_time: started.elapsed().saturating_sub(prefill_time),
+        })
+    }
+}
