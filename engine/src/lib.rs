@@ -21,6 +21,8 @@ use std::ops::ControlFlow;
 use std::time::Duration;
 
 pub mod gguf;
+#[cfg(feature = "mlx")]
+pub mod mlx;
 mod sampling;
 
 pub use sampling::SamplingParams;

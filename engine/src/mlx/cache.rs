@@ -1,0 +1,106 @@
+//! The key/value cache of one attention layer: `offset()` and
+//! `update_and_fetch(k, v)`, growing in steps so that decoding writes in
+//! place instead of concatenating every token.
+
+use mlx_rs::Array;
+use mlx_rs::ops::indexing::{TryIndexMutOp, TryIndexOp};
+
+/// Keys/values grow by this many positions at a time.
+const STEP: i32 = 256;
+
+/// One layer's cache; arrays are `[batch, kv_heads, positions, head_dim]`.
+#[derive(Default)]
+pub struct KvCache {
+    keys: Option<Array>,
+    values: Option<Array>,
+    offset: i32,
+}
+
+impl KvCache {
+    /// Positions stored so far (the RoPE offset of the next token).
+    pub fn offset(&self) -> i32 {
+        self.offset
+    }
+
+    /// Forgets positions from `offset` on (their slots get overwritten).
+    pub fn truncate(&mut self, offset: i32) {
+        self.offset = self.offset.min(offset.max(0));
+    }
+
+    /// Appends `k`, `v` (`[B, H, L, D]`) and returns all keys and values.
+    pub fn update_and_fetch(
+        &mut self,
+        k: &Array,
+        v: &Array,
+    ) -> mlx_rs::error::Result<(Array, Array)> {
+        let prev = self.offset;
+        let shape = k.shape().to_vec();
+        let (b, h, l, d) = (shape[0], shape[1], shape[2], shape[3]);
+        let vd = v.shape()[3];
+        let capacity = self.keys.as_ref().map_or(0, |a| a.shape()[2]);
+        if prev + l > capacity {
+            // The old buffer is cut to its `prev` filled positions, so the
+            // new part must hold all `l` new ones.
+            let grow = (l + STEP - 1) / STEP * STEP;
+            let new_k = mlx_rs::ops::zeros_dtype(&[b, h, grow, d], k.dtype())?;
+            let new_v = mlx_rs::ops::zeros_dtype(&[b, h, grow, vd], v.dtype())?;
+            let (keys, values) = match (self.keys.take(), self.values.take()) {
+                (Some(ok), Some(ov)) => (
+                    mlx_rs::ops::concatenate(&[ok.try_index((.., .., ..prev, ..))?, new_k], 2)?,
+                    mlx_rs::ops::concatenate(&[ov.try_index((.., .., ..prev, ..))?, new_v], 2)?,
+                ),
+                _ => (new_k, new_v),
+            };
+            self.keys = Some(keys);
+            self.values = Some(values);
+        }
+        let (Some(keys), Some(values)) = (self.keys.as_mut(), self.values.as_mut()) else {
+            unreachable!("allocated above")
+        };
+        keys.try_index_mut((.., .., prev..prev + l, ..), k)?;
+        values.try_index_mut((.., .., prev..prev + l, ..), v)?;
+        self.offset = prev + l;
+        Ok((
+            keys.try_index((.., .., ..self.offset, ..))?,
+            values.try_index((.., .., ..self.offset, ..))?,
+        ))
+    }
+
+    /// The arrays to evaluate with a step's output.
+    pub fn arrays(&self) -> impl Iterator<Item = &Array> {
+        self.keys.iter().chain(self.values.iter())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A contiguous copy's values (the cache returns strided views).
+    fn contents(a: &Array) -> Vec<f32> {
+        let c = a.multiply(Array::from_f32(1.0)).unwrap();
+        c.eval().unwrap();
+        c.as_slice::<f32>().to_vec()
+    }
+
+    #[test]
+    fn grows_and_returns_everything_written() {
+        let mut c = KvCache::default();
+        let k = Array::from_slice(&[1.0f32, 2.0, 3.0, 4.0], &[1, 1, 2, 2]);
+        let (keys, _) = c.update_and_fetch(&k, &k).unwrap();
+        assert_eq!(keys.shape(), &[1, 1, 2, 2]);
+        let k2 = Array::from_slice(&[5.0f32, 6.0], &[1, 1, 1, 2]);
+        let (keys, values) = c.update_and_fetch(&k2, &k2).unwrap();
+        assert_eq!(c.offset(), 3);
+        assert_eq!(contents(&keys), &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+        assert_eq!(values.shape(), &[1, 1, 3, 2]);
+        c.truncate(2);
+        let (keys, _) = c.update_and_fetch(&k2, &k2).unwrap();
+        assert_eq!(contents(&keys), &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+        // Crossing the step boundary keeps the old contents.
+        let big = mlx_rs::ops::ones::<f32>(&[1, 1, 300, 2]).unwrap();
+        let (keys, _) = c.update_and_fetch(&big, &big).unwrap();
+        assert_eq!(keys.shape(), &[1, 1, 303, 2]);
+        assert_eq!(&contents(&keys)[..4], &[1.0, 2.0, 3.0, 4.0]);
+    }
+}

@@ -1,0 +1,253 @@
+//! Model hyper-parameters, named as Hugging Face `config.json` names them,
+//! read either from `config.json` or from GGUF metadata.
+
+use serde::{Deserialize, Serialize};
+
+use crate::EngineError;
+
+/// The architectures this engine runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Architecture {
+    /// Llama (and SmolLM, Mistral-style) decoders.
+    Llama,
+    /// Qwen2: llama plus biases on the q/k/v projections.
+    Qwen2,
+    /// Qwen3: llama plus RMS norms on queries and keys per head.
+    Qwen3,
+}
+
+impl Architecture {
+    /// Parses `model_type` (config.json) or `general.architecture` (GGUF).
+    pub fn parse(name: &str, field: &str) -> Result<Self, EngineError> {
+        match name {
+            "llama" | "mistral" => Ok(Self::Llama),
+            "qwen2" => Ok(Self::Qwen2),
+            "qwen3" => Ok(Self::Qwen3),
+            other => Err(EngineError::Load(format!(
+                "unsupported architecture `{other}` in {field} (supported: llama, qwen2, qwen3)"
+            ))),
+        }
+    }
+
+    /// The name configs use for it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Llama => "llama",
+            Self::Qwen2 => "qwen2",
+            Self::Qwen3 => "qwen3",
+        }
+    }
+}
+
+/// MLX quantization of a Hugging Face / mlx-community folder.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QuantizationConfig {
+    /// Weights per scale/bias pair.
+    pub group_size: i32,
+    /// Bits per weight.
+    pub bits: i32,
+    /// Only `affine` is supported.
+    #[serde(default = "affine", skip_serializing)]
+    pub mode: String,
+}
+
+fn affine() -> String {
+    "affine".into()
+}
+
+/// The part of `config.json` the decoder needs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelConfig {
+    /// `llama`, `qwen2` or `qwen3`.
+    pub model_type: String,
+    /// Width of the residual stream.
+    pub hidden_size: usize,
+    /// Decoder blocks.
+    pub num_hidden_layers: usize,
+    /// Width of the MLP.
+    pub intermediate_size: usize,
+    /// Query heads.
+    pub num_attention_heads: usize,
+    /// Key/value heads (grouped-query attention when fewer than queries).
+    #[serde(default)]
+    pub num_key_value_heads: Option<usize>,
+    /// Per-head width; `hidden_size / num_attention_heads` when absent.
+    #[serde(default)]
+    pub head_dim: Option<usize>,
+    /// Epsilon of every RMS norm.
+    pub rms_norm_eps: f32,
+    /// Rows of the embedding and output layers.
+    pub vocab_size: usize,
+    /// RoPE base frequency.
+    #[serde(default = "default_rope_theta")]
+    pub rope_theta: f32,
+    /// RoPE scaling, as the config spells it (`rope_type` or `type`).
+    #[serde(default)]
+    pub rope_scaling: Option<serde_json::Map<String, serde_json::Value>>,
+    /// Whether the output layer reuses the embedding matrix.
+    #[serde(default)]
+    pub tie_word_embeddings: bool,
+    /// Longest sequence the model was trained for.
+    #[serde(default)]
+    pub max_position_embeddings: Option<usize>,
+    /// Biases on q/k/v (`qwen2` always has them).
+    #[serde(default)]
+    pub attention_bias: Option<bool>,
+    /// MLX quantization of the stored weights.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quantization: Option<QuantizationConfig>,
+    /// End-of-sequence id(s), single or list.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eos_token_id: Option<serde_json::Value>,
+}
+
+fn default_rope_theta() -> f32 {
+    10_000.0
+}
+
+impl ModelConfig {
+    /// The architecture, or an error naming `model_type`.
+    pub fn architecture(&self) -> Result<Architecture, EngineError> {
+        Architecture::parse(&self.model_type, "config.json field `model_type`")
+    }
+
+    /// Key/value heads.
+    pub fn kv_heads(&self) -> usize {
+        self.num_key_value_heads.unwrap_or(self.num_attention_heads)
+    }
+
+    /// Per-head width.
+    pub fn head_dim(&self) -> usize {
+        self.head_dim
+            .unwrap_or(self.hidden_size / self.num_attention_heads.max(1))
+    }
+
+    /// Whether q/k/v carry biases.
+    pub fn qkv_bias(&self) -> bool {
+        self.attention_bias.unwrap_or(self.model_type == "qwen2")
+    }
+
+    /// Context length, with a conservative default when the config omits it.
+    pub fn context_length(&self) -> usize {
+        self.max_position_embeddings.unwrap_or(4096)
+    }
+
+    /// Checks the numbers a decoder divides by or allocates with.
+    pub fn validate(&self, source: &str) -> Result<(), EngineError> {
+        let bad = |what: String| Err(EngineError::Load(format!("{source}: {what}")));
+        for (name, v) in [
+            ("hidden_size", self.hidden_size),
+            ("num_hidden_layers", self.num_hidden_layers),
+            ("intermediate_size", self.intermediate_size),
+            ("num_attention_heads", self.num_attention_heads),
+            ("vocab_size", self.vocab_size),
+            ("num_key_value_heads", self.kv_heads()),
+            ("head_dim", self.head_dim()),
+        ] {
+            if v == 0 || v > 1 << 20 {
+                return bad(format!("field `{name}` = {v} is out of range"));
+            }
+        }
+        if self.num_attention_heads % self.kv_heads() != 0 {
+            return bad(format!(
+                "num_attention_heads {} is not a multiple of num_key_value_heads {}",
+                self.num_attention_heads,
+                self.kv_heads()
+            ));
+        }
+        if self.head_dim() % 2 != 0 {
+            return bad(format!(
+                "head_dim {} must be even for RoPE",
+                self.head_dim()
+            ));
+        }
+        if !(self.rms_norm_eps.is_finite() && self.rms_norm_eps > 0.0) {
+            return bad("field `rms_norm_eps` must be > 0".into());
+        }
+        if !(self.rope_theta.is_finite() && self.rope_theta > 0.0) {
+            return bad("field `rope_theta` must be > 0".into());
+        }
+        if let Some(q) = &self.quantization {
+            if q.mode != "affine" {
+                return bad(format!(
+                    "unsupported quantization mode `{}` in field `quantization.mode` (supported: affine)",
+                    q.mode
+                ));
+            }
+            if ![2, 3, 4, 5, 6, 8].contains(&q.bits) || ![32, 64, 128].contains(&q.group_size) {
+                return bad(format!(
+                    "unsupported quantization bits={} group_size={} in field `quantization`",
+                    q.bits, q.group_size
+                ));
+            }
+        }
+        self.architecture()?;
+        super::rope::RopeKind::from_config(self)?;
+        Ok(())
+    }
+
+    /// End-of-sequence ids declared in the config.
+    pub fn eos_ids(&self) -> Vec<u32> {
+        ids_of(self.eos_token_id.as_ref())
+    }
+}
+
+/// Reads a single id or a list of ids (`eos_token_id` in configs).
+pub fn ids_of(value: Option<&serde_json::Value>) -> Vec<u32> {
+    match value {
+        Some(serde_json::Value::Number(n)) => n.as_u64().map(|v| v as u32).into_iter().collect(),
+        Some(serde_json::Value::Array(items)) => items
+            .iter()
+            .filter_map(|v| v.as_u64().map(|v| v as u32))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn base() -> serde_json::Value {
+        serde_json::json!({
+            "model_type": "qwen3", "hidden_size": 64, "num_hidden_layers": 2,
+            "intermediate_size": 128, "num_attention_heads": 4, "num_key_value_heads": 2,
+            "head_dim": 32, "rms_norm_eps": 1e-6, "vocab_size": 100,
+            "eos_token_id": [7, 9]
+        })
+    }
+
+    #[test]
+    fn reads_hf_fields_and_defaults() {
+        let c: ModelConfig = serde_json::from_value(base()).unwrap();
+        c.validate("t").unwrap();
+        assert_eq!(c.architecture().unwrap(), Architecture::Qwen3);
+        assert_eq!(c.kv_heads(), 2);
+        assert_eq!(c.head_dim(), 32);
+        assert!(!c.qkv_bias());
+        assert_eq!(c.eos_ids(), vec![7, 9]);
+        assert_eq!(c.rope_theta, 10_000.0);
+    }
+
+    #[test]
+    fn unknown_architecture_names_the_field() {
+        let mut v = base();
+        v["model_type"] = "gpt2".into();
+        let c: ModelConfig = serde_json::from_value(v).unwrap();
+        let e = c.validate("config.json").unwrap_err().to_string();
+        assert!(e.contains("model_type") && e.contains("gpt2"), "{e}");
+    }
+
+    #[test]
+    fn bad_head_counts_are_refused() {
+        let mut v = base();
+        v["num_key_value_heads"] = 3.into();
+        let c: ModelConfig = serde_json::from_value(v).unwrap();
+        assert!(
+            c.validate("c")
+                .unwrap_err()
+                .to_string()
+                .contains("multiple")
+        );
+    }
+}

@@ -1,0 +1,340 @@
+//! Reading a model: a GGUF file (metadata through the crate's own GGUF
+//! reader, which validates the file; tensors through MLX's GGUF reader) or a
+//! Hugging Face / mlx-community folder (config.json + safetensors).
+//! Both end as a [`ModelConfig`] and weights under Hugging Face names.
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+
+use mlx_rs::Array;
+
+use super::config::{ModelConfig, QuantizationConfig, ids_of};
+use super::weights::{Quant, WeightMap};
+use crate::EngineError;
+use crate::gguf::{GgmlType, GgufFile};
+
+/// A model read from disk, before the precision policy.
+pub(crate) struct Loaded {
+    pub config: ModelConfig,
+    pub weights: WeightMap,
+    /// End-of-turn ids the files declare (generation_config.json, config,
+    /// GGUF `tokenizer.ggml.eos_token_id`).
+    pub stop_ids: Vec<u32>,
+}
+
+fn load_err(path: &Path, what: impl std::fmt::Display) -> EngineError {
+    EngineError::Load(format!("{}: {what}", path.display()))
+}
+
+/// Tensor types MLX's GGUF reader turns into arrays (others it refuses).
+fn mlx_reads(t: GgmlType) -> bool {
+    matches!(
+        t,
+        GgmlType::F32
+            | GgmlType::F16
+            | GgmlType::BF16
+            | GgmlType::Q4_0
+            | GgmlType::Q4_1
+            | GgmlType::Q8_0
+    )
+}
+
+/// GGUF tensor name → Hugging Face name (`None` for tensors the decoder
+/// does not use, e.g. `rope_freqs`).
+fn hf_name(gguf: &str) -> Option<String> {
+    let (stem, suffix) = gguf.rsplit_once('.')?;
+    let suffix = match suffix {
+        "weight" | "bias" | "scales" | "biases" => suffix,
+        _ => return None,
+    };
+    let top = match stem {
+        "token_embd" => Some("model.embed_tokens".to_string()),
+        "output_norm" => Some("model.norm".to_string()),
+        "output" => Some("lm_head".to_string()),
+        _ => None,
+    };
+    if let Some(t) = top {
+        return Some(format!("{t}.{suffix}"));
+    }
+    let rest = stem.strip_prefix("blk.")?;
+    let (layer, part) = rest.split_once('.')?;
+    let layer: usize = layer.parse().ok()?;
+    let part = match part {
+        "attn_q" => "self_attn.q_proj",
+        "attn_k" => "self_attn.k_proj",
+        "attn_v" => "self_attn.v_proj",
+        "attn_output" => "self_attn.o_proj",
+        "attn_q_norm" => "self_attn.q_norm",
+        "attn_k_norm" => "self_attn.k_norm",
+        "attn_norm" => "input_layernorm",
+        "ffn_norm" => "post_attention_layernorm",
+        "ffn_gate" => "mlp.gate_proj",
+        "ffn_up" => "mlp.up_proj",
+        "ffn_down" => "mlp.down_proj",
+        _ => return None,
+    };
+    Some(format!("model.layers.{layer}.{part}.{suffix}"))
+}
+
+/// Undoes llama.cpp's row permutation of llama Q/K projections (it stores
+/// them for interleaved RoPE): rows `(heads, head_dim/2, 2)` → `(heads, 2,
+/// head_dim/2)`.
+fn unpermute_rows(a: &Array, heads: i32) -> mlx_rs::error::Result<Array> {
+    let shape = a.shape().to_vec();
+    let rows = shape[0];
+    let half = rows / heads / 2;
+    let mut s = vec![heads, half, 2];
+    s.extend_from_slice(&shape[1..]);
+    let mut axes: Vec<i32> = vec![0, 2, 1];
+    axes.extend((3..s.len() as i32).collect::<Vec<_>>());
+    a.reshape(&s)?.transpose_axes(&axes)?.reshape(&shape)
+}
+
+/// Reads a GGUF file: config from its metadata, weights through MLX.
+pub(crate) fn load_gguf(path: &Path) -> Result<Loaded, EngineError> {
+    let file = GgufFile::open(path).map_err(|e| EngineError::Load(e.to_string()))?;
+    let meta_err = |e: crate::gguf::GgufError| EngineError::Load(e.to_string());
+    let arch = file.architecture().map_err(meta_err)?.to_string();
+    super::config::Architecture::parse(
+        &arch,
+        &format!("{} metadata `general.architecture`", path.display()),
+    )?;
+    for t in file.tensors() {
+        if !mlx_reads(t.ggml_type) && hf_name(&t.name).is_some() {
+            return Err(load_err(
+                path,
+                format!(
+                    "tensor `{}` uses unsupported quantization {} (supported: F32, F16, BF16, Q4_0, Q4_1, Q8_0)",
+                    t.name, t.ggml_type
+                ),
+            ));
+        }
+        // Bounds-checks the tensor's bytes against the file length, so a
+        // truncated file is reported here, naming the tensor.
+        file.tensor_range(t).map_err(meta_err)?;
+    }
+    let u = |suffix: &str| -> Result<usize, EngineError> {
+        Ok(file.get_arch_u64(suffix).map_err(meta_err)? as usize)
+    };
+    let heads = u("attention.head_count")?;
+    let hidden = u("embedding_length")?;
+    let vocab = match file.opt_arch_u64("vocab_size").map_err(meta_err)? {
+        Some(v) => v as usize,
+        None => match file.tensor("token_embd.weight") {
+            Some(t) => t.shape().first().copied().unwrap_or(0) as usize,
+            None => return Err(load_err(path, "tensor `token_embd.weight` is missing")),
+        },
+    };
+    let mut rope_scaling = None;
+    if let Some(kind) = file
+        .opt_str(&format!("{arch}.rope.scaling.type"))
+        .map_err(meta_err)?
+    {
+        let mut m = serde_json::Map::new();
+        m.insert("rope_type".into(), kind.into());
+        if let Some(f) = file.opt_arch_f64("rope.scaling.factor").map_err(meta_err)? {
+            m.insert("factor".into(), f.into());
+        }
+        if let Some(n) = file
+            .opt_arch_u64("rope.scaling.original_context_length")
+            .map_err(meta_err)?
+        {
+            m.insert("original_max_position_embeddings".into(), n.into());
+        }
+        if kind != "none" {
+            rope_scaling = Some(m);
+        }
+    }
+    let eos = file
+        .opt_u64("tokenizer.ggml.eos_token_id")
+        .map_err(meta_err)?;
+    let config = ModelConfig {
+        model_type: arch.clone(),
+        hidden_size: hidden,
+        num_hidden_layers: u("block_count")?,
+        intermediate_size: u("feed_forward_length")?,
+        num_attention_heads: heads,
+        num_key_value_heads: Some(
+            file.opt_arch_u64("attention.head_count_kv")
+                .map_err(meta_err)?
+                .map_or(heads, |v| v as usize),
+        ),
+        head_dim: file
+            .opt_arch_u64("attention.key_length")
+            .map_err(meta_err)?
+            .map(|v| v as usize),
+        rms_norm_eps: file
+            .opt_arch_f64("attention.layer_norm_rms_epsilon")
+            .map_err(meta_err)?
+            .unwrap_or(1e-5) as f32,
+        vocab_size: vocab,
+        rope_theta: file
+            .opt_arch_f64("rope.freq_base")
+            .map_err(meta_err)?
+            .unwrap_or(10_000.0) as f32,
+        rope_scaling,
+        tie_word_embeddings: file.tensor("output.weight").is_none(),
+        max_position_embeddings: file
+            .opt_arch_u64("context_length")
+            .map_err(meta_err)?
+            .map(|v| v as usize),
+        attention_bias: Some(file.tensor("blk.0.attn_q.bias").is_some()),
+        quantization: None,
+        eos_token_id: eos.map(serde_json::Value::from),
+    };
+    config.validate(&format!("{} metadata", path.display()))?;
+    let permuted = arch == "llama";
+    drop(file);
+
+    let mlx = mlx_rs::io::GgufFile::load(path)
+        .map_err(|e| load_err(path, format!("MLX could not read it: {e}")))?;
+    let arrays = mlx
+        .arrays()
+        .map_err(|e| load_err(path, format!("MLX could not read its tensors: {e}")))?;
+    let mut tensors = HashMap::with_capacity(arrays.len());
+    let (nq, nkv) = (config.num_attention_heads as i32, config.kv_heads() as i32);
+    for (name, a) in arrays {
+        let Some(hf) = hf_name(&name) else { continue };
+        let a =
+            if permuted && (hf.contains("self_attn.q_proj.") || hf.contains("self_attn.k_proj.")) {
+                let heads = if hf.contains("q_proj") { nq } else { nkv };
+                unpermute_rows(&a, heads)
+                    .map_err(|e| load_err(path, format!("tensor `{name}`: {e}")))?
+            } else {
+                a
+            };
+        tensors.insert(hf, a);
+    }
+    Ok(Loaded {
+        stop_ids: config.eos_ids(),
+        config,
+        weights: WeightMap {
+            tensors,
+            source: path.display().to_string(),
+            quant: None,
+        },
+    })
+}
+
+fn read_json(path: &Path) -> Result<serde_json::Value, EngineError> {
+    let text = std::fs::read_to_string(path).map_err(|e| load_err(path, e))?;
+    serde_json::from_str(&text).map_err(|e| load_err(path, format!("invalid JSON: {e}")))
+}
+
+/// Reads a Hugging Face / mlx-community folder.
+pub(crate) fn load_hf_dir(dir: &Path) -> Result<Loaded, EngineError> {
+    let config_path = dir.join("config.json");
+    if !config_path.is_file() {
+        return Err(load_err(
+            &config_path,
+            "missing (a model folder needs config.json)",
+        ));
+    }
+    let raw = read_json(&config_path)?;
+    let mut config: ModelConfig = serde_json::from_value(raw.clone())
+        .map_err(|e| load_err(&config_path, format!("invalid model config: {e}")))?;
+    // mlx-community writes `quantization`, transformers `quantization_config`.
+    if config.quantization.is_none() {
+        if let Some(q) = raw.get("quantization_config") {
+            config.quantization = Some(
+                serde_json::from_value::<QuantizationConfig>(q.clone()).map_err(|e| {
+                    load_err(
+                        &config_path,
+                        format!("unsupported `quantization_config`: {e}"),
+                    )
+                })?,
+            );
+        }
+    }
+    config.validate(&config_path.display().to_string())?;
+
+    let index = dir.join("model.safetensors.index.json");
+    let files: Vec<PathBuf> = if index.is_file() {
+        let idx = read_json(&index)?;
+        let map = idx
+            .get("weight_map")
+            .and_then(serde_json::Value::as_object)
+            .ok_or_else(|| load_err(&index, "lacks a `weight_map` object"))?;
+        let names: BTreeSet<&str> = map.values().filter_map(serde_json::Value::as_str).collect();
+        names.into_iter().map(|n| dir.join(n)).collect()
+    } else {
+        let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+            .map_err(|e| load_err(dir, e))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "safetensors"))
+            .collect();
+        v.sort();
+        v
+    };
+    if files.is_empty() {
+        return Err(load_err(dir, "no *.safetensors weights found"));
+    }
+    let mut tensors = HashMap::new();
+    for f in &files {
+        if !f.is_file() {
+            return Err(load_err(
+                f,
+                "missing (listed in model.safetensors.index.json)",
+            ));
+        }
+        let part = Array::load_safetensors(f)
+            .map_err(|e| load_err(f, format!("not a readable safetensors file: {e}")))?;
+        tensors.extend(part);
+    }
+
+    let mut stop_ids = config.eos_ids();
+    let gen_path = dir.join("generation_config.json");
+    if gen_path.is_file() {
+        let g = read_json(&gen_path)?;
+        for id in ids_of(g.get("eos_token_id")) {
+            if !stop_ids.contains(&id) {
+                stop_ids.push(id);
+            }
+        }
+    }
+    let quant = config.quantization.as_ref().map(|q| Quant {
+        group_size: q.group_size,
+        bits: q.bits,
+    });
+    Ok(Loaded {
+        config,
+        weights: WeightMap {
+            tensors,
+            source: dir.display().to_string(),
+            quant,
+        },
+        stop_ids,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn maps_gguf_names() {
+        assert_eq!(
+            hf_name("token_embd.weight").as_deref(),
+            Some("model.embed_tokens.weight")
+        );
+        assert_eq!(
+            hf_name("blk.12.attn_k.scales").as_deref(),
+            Some("model.layers.12.self_attn.k_proj.scales")
+        );
+        assert_eq!(
+            hf_name("blk.0.ffn_norm.weight").as_deref(),
+            Some("model.layers.0.post_attention_layernorm.weight")
+        );
+        assert_eq!(hf_name("rope_freqs.weight"), None);
+    }
+
+    #[test]
+    fn unpermute_inverts_llama_cpp_permutation() {
+        // HF rows for 2 heads of dim 4: 0..8. llama.cpp's permute maps
+        // (heads, 2, half) → (heads, half, 2).
+        let hf: Vec<f32> = (0..8).map(|v| v as f32).collect();
+        let permuted = Array::from_slice(&[0.0f32, 2.0, 1.0, 3.0, 4.0, 6.0, 5.0, 7.0], &[8, 1]);
+        let back = unpermute_rows(&permuted, 2).unwrap();
+        assert_eq!(back.as_slice::<f32>(), hf.as_slice());
+    }
+}

@@ -1,0 +1,335 @@
+//! The decoder: llama, qwen2 (q/k/v biases) and qwen3 (q/k RMS norms) share
+//! one block, whose differences are data (optional biases and norms), so a
+//! fix to attention or the MLP reaches every family at once.
+//!
+//! Order as in mlx-lm's model files: attention → MLP → block → model. The
+//! q/k/v and gate/up projections are fused into one matmul each at load.
+
+use mlx_rs::Array;
+use mlx_rs::fast::ScaledDotProductAttentionMask;
+
+use super::cache::KvCache;
+use super::config::{Architecture, ModelConfig};
+use super::rope::Rope;
+use super::weights::{Embedding, Linear, Precision, Weight, WeightMap, last_axis, mlx_err};
+use crate::EngineError;
+
+type R<T> = mlx_rs::error::Result<T>;
+
+struct Attention {
+    qkv: Linear,
+    o: Linear,
+    q_norm: Option<Array>,
+    k_norm: Option<Array>,
+    heads: i32,
+    kv_heads: i32,
+    head_dim: i32,
+    scale: f32,
+    eps: f32,
+}
+
+impl Attention {
+    fn forward(&self, x: &Array, cache: &mut KvCache, rope: &Rope) -> R<Array> {
+        let (l, hd) = (x.shape()[1], self.head_dim);
+        let (nq, nkv) = (self.heads, self.kv_heads);
+        let qkv = self.qkv.forward(x)?;
+        let qkv = qkv.reshape(&[1, l, nq + 2 * nkv, hd])?;
+        let mut q = qkv.try_index_axis2(0, nq)?;
+        let mut k = qkv.try_index_axis2(nq, nq + nkv)?;
+        let v = qkv.try_index_axis2(nq + nkv, nq + 2 * nkv)?;
+        if let Some(w) = &self.q_norm {
+            q = mlx_rs::fast::rms_norm(&q, Some(w), self.eps)?;
+        }
+        if let Some(w) = &self.k_norm {
+            k = mlx_rs::fast::rms_norm(&k, Some(w), self.eps)?;
+        }
+        let q = q.transpose_axes(&[0, 2, 1, 3])?;
+        let k = k.transpose_axes(&[0, 2, 1, 3])?;
+        let v = v.transpose_axes(&[0, 2, 1, 3])?;
+        let offset = cache.offset();
+        let q = rope.apply(&q, offset)?;
+        let k = rope.apply(&k, offset)?;
+        let (keys, values) = cache.update_and_fetch(&k, &v)?;
+        let mask = (l > 1).then_some(ScaledDotProductAttentionMask::Causal);
+        let out =
+            mlx_rs::fast::scaled_dot_product_attention(&q, &keys, &values, self.scale, mask, None)?;
+        let out = out
+            .transpose_axes(&[0, 2, 1, 3])?
+            .reshape(&[1, l, nq * hd])?;
+        self.o.forward(&out)
+    }
+}
+
+/// Slicing of axis 2 of a `[B, L, H, D]` array.
+trait Axis2 {
+    fn try_index_axis2(&self, start: i32, end: i32) -> R<Array>;
+}
+
+impl Axis2 for Array {
+    fn try_index_axis2(&self, start: i32, end: i32) -> R<Array> {
+        use mlx_rs::ops::indexing::TryIndexOp;
+        self.try_index((.., .., start..end, ..))
+    }
+}
+
+struct Mlp {
+    gate_up: Linear,
+    down: Linear,
+    ffn: i32,
+}
+
+impl Mlp {
+    fn forward(&self, x: &Array) -> R<Array> {
+        let gu = self.gate_up.forward(x)?;
+        let g = last_axis(&gu, 0, self.ffn)?;
+        let u = last_axis(&gu, self.ffn, 2 * self.ffn)?;
+        let h = mlx_rs::nn::silu(&g)?.multiply(&u)?;
+        self.down.forward(&h)
+    }
+}
+
+struct Block {
+    attn_norm: Array,
+    attn: Attention,
+    mlp_norm: Array,
+    mlp: Mlp,
+    eps: f32,
+}
+
+impl Block {
+    fn forward(&self, x: &Array, cache: &mut KvCache, rope: &Rope) -> R<Array> {
+        let h = mlx_rs::fast::rms_norm(x, Some(&self.attn_norm), self.eps)?;
+        let x = x.add(self.attn.forward(&h, cache, rope)?)?;
+        let h = mlx_rs::fast::rms_norm(&x, Some(&self.mlp_norm), self.eps)?;
+        x.add(self.mlp.forward(&h)?)
+    }
+}
+
+/// A loaded decoder.
+pub(crate) struct Model {
+    embed: Embedding,
+    blocks: Vec<Block>,
+    norm: Array,
+    lm_head: Linear,
+    rope: Rope,
+    eps: f32,
+    pub architecture: Architecture,
+    pub vocab: usize,
+}
+
+impl Model {
+    /// Builds the decoder from weights named as in Hugging Face checkpoints.
+    pub fn build(
+        config: &ModelConfig,
+        mut w: WeightMap,
+        precision: Precision,
+    ) -> Result<Self, EngineError> {
+        let architecture = config.architecture()?;
+        let (nq, nkv, hd) = (
+            config.num_attention_heads as i32,
+            config.kv_heads() as i32,
+            config.head_dim() as i32,
+        );
+        let eps = config.rms_norm_eps;
+        let bias = config.qkv_bias();
+        let norm_dtype = |p: Precision| match p {
+            Precision::Bf16 => Some(mlx_rs::Dtype::Bfloat16),
+            Precision::F32 => Some(mlx_rs::Dtype::Float32),
+            Precision::Keep => None,
+        };
+        let cast = |a: Array| -> Result<Array, EngineError> {
+            match norm_dtype(precision) {
+                Some(d) if a.dtype() != d => a.as_dtype(d).map_err(mlx_err("casting a norm")),
+                _ => Ok(a),
+            }
+        };
+        let mut blocks = Vec::with_capacity(config.num_hidden_layers);
+        for i in 0..config.num_hidden_layers {
+            let p = format!("model.layers.{i}");
+            let mut parts = Vec::new();
+            for name in ["q_proj", "k_proj", "v_proj"] {
+                parts.push(
+                    w.take_weight(&format!("{p}.self_attn.{name}"))?
+                        .with_policy(precision)?,
+                );
+            }
+            let biases = if bias {
+                let mut b = Vec::new();
+                for name in ["q_proj", "k_proj", "v_proj"] {
+                    b.push(cast(w.take(&format!("{p}.self_attn.{name}.bias"))?)?);
+                }
+                Some(b)
+            } else {
+                None
+            };
+            let qkv = Linear::fused(parts, biases)?;
+            let o = Linear::new(
+                w.take_weight(&format!("{p}.self_attn.o_proj"))?
+                    .with_policy(precision)?,
+                None,
+            )?;
+            let (q_norm, k_norm) = if architecture == Architecture::Qwen3 {
+                (
+                    Some(cast(w.take(&format!("{p}.self_attn.q_norm.weight"))?)?),
+                    Some(cast(w.take(&format!("{p}.self_attn.k_norm.weight"))?)?),
+                )
+            } else {
+                (None, None)
+            };
+            let gate = w
+                .take_weight(&format!("{p}.mlp.gate_proj"))?
+                .with_policy(precision)?;
+            let up = w
+                .take_weight(&format!("{p}.mlp.up_proj"))?
+                .with_policy(precision)?;
+            let down = w
+                .take_weight(&format!("{p}.mlp.down_proj"))?
+                .with_policy(precision)?;
+            blocks.push(Block {
+                attn_norm: cast(w.take(&format!("{p}.input_layernorm.weight"))?)?,
+                attn: Attention {
+                    qkv,
+                    o,
+                    q_norm,
+                    k_norm,
+                    heads: nq,
+                    kv_heads: nkv,
+                    head_dim: hd,
+                    scale: (hd as f32).powf(-0.5),
+                    eps,
+                },
+                mlp_norm: cast(w.take(&format!("{p}.post_attention_layernorm.weight"))?)?,
+                mlp: Mlp {
+                    gate_up: Linear::fused(vec![gate, up], None)?,
+                    down: Linear::new(down, None)?,
+                    ffn: config.intermediate_size as i32,
+                },
+                eps,
+            });
+        }
+        let embed_w = w
+            .take_weight("model.embed_tokens")?
+            .with_policy(precision)?;
+        let tied = config.tie_word_embeddings || !w.has("lm_head");
+        let (embed, lm_head) = if tied {
+            match embed_w {
+                Weight::Dense(e) => (
+                    Embedding::Dense(e.clone()),
+                    Linear::new(Weight::Dense(e), None)?,
+                ),
+                q @ Weight::Quantized { .. } => {
+                    let (a, b) = split_quantized(q);
+                    (Embedding::new(a), Linear::new(b, None)?)
+                }
+            }
+        } else {
+            let head = w.take_weight("lm_head")?.with_policy(precision)?;
+            (Embedding::new(embed_w), Linear::new(head, None)?)
+        };
+        if embed.rows() as usize != config.vocab_size {
+            return Err(EngineError::Load(format!(
+                "{}: tensor `model.embed_tokens.weight` has {} rows but vocab_size is {}",
+                w.source,
+                embed.rows(),
+                config.vocab_size
+            )));
+        }
+        let norm = cast(w.take("model.norm.weight")?)?;
+        let model = Self {
+            embed,
+            blocks,
+            norm,
+            lm_head,
+            rope: Rope::new(config)?,
+            eps,
+            architecture,
+            vocab: config.vocab_size,
+        };
+        model.materialize()?;
+        Ok(model)
+    }
+
+    /// Evaluates every weight once, so the first request does not pay for
+    /// dequantization and the GGUF/safetensors buffers can be released.
+    fn materialize(&self) -> Result<(), EngineError> {
+        let mut all: Vec<&Array> = self.embed.arrays();
+        all.push(&self.norm);
+        all.extend(self.lm_head.arrays());
+        for b in &self.blocks {
+            all.push(&b.attn_norm);
+            all.push(&b.mlp_norm);
+            all.extend(b.attn.qkv.arrays());
+            all.extend(b.attn.o.arrays());
+            all.extend(b.attn.q_norm.iter());
+            all.extend(b.attn.k_norm.iter());
+            all.extend(b.mlp.gate_up.arrays());
+            all.extend(b.mlp.down.arrays());
+        }
+        mlx_rs::transforms::eval(all).map_err(mlx_err("materializing weights"))
+    }
+
+    /// A fresh cache for one sequence.
+    pub fn new_cache(&self) -> Vec<KvCache> {
+        (0..self.blocks.len()).map(|_| KvCache::default()).collect()
+    }
+
+    /// Runs `ids` (`[1, L]` int32) through the decoder and returns the
+    /// logits of the last position (`[1, vocab]`, f32).
+    pub fn forward_last(&self, ids: &Array, caches: &mut [KvCache]) -> R<Array> {
+        let mut x = self.embed.lookup(ids)?;
+        for (block, cache) in self.blocks.iter().zip(caches.iter_mut()) {
+            x = block.forward(&x, cache, &self.rope)?;
+        }
+        let l = x.shape()[1];
+        let x = if l > 1 {
+            use mlx_rs::ops::indexing::TryIndexOp;
+            x.try_index((.., l - 1.., ..))?
+        } else {
+            x
+        };
+        let x = mlx_rs::fast::rms_norm(&x, Some(&self.norm), self.eps)?;
+        let logits = self.lm_head.forward(&x)?.reshape(&[1, -1])?;
+        if logits.dtype() == mlx_rs::Dtype::Float32 {
+            Ok(logits)
+        } else {
+            logits.as_dtype(mlx_rs::Dtype::Float32)
+        }
+    }
+
+    /// Runs `ids` through the decoder for their cache entries only (a
+    /// prefill chunk that is not the last one).
+    pub fn forward_fill(&self, ids: &Array, caches: &mut [KvCache]) -> R<Array> {
+        let mut x = self.embed.lookup(ids)?;
+        for (block, cache) in self.blocks.iter().zip(caches.iter_mut()) {
+            x = block.forward(&x, cache, &self.rope)?;
+        }
+        Ok(x)
+    }
+}
+
+/// A tied quantized embedding serves both as lookup table and output layer;
+/// the arrays are shared, not copied.
+fn split_quantized(w: Weight) -> (Weight, Weight) {
+    match w {
+        Weight::Quantized {
+            w,
+            scales,
+            biases,
+            q,
+        } => (
+            Weight::Quantized {
+                w: w.clone(),
+                scales: scales.clone(),
+                biases: biases.clone(),
+                q,
+            },
+            Weight::Quantized {
+                w,
+                scales,
+                biases,
+                q,
+            },
+        ),
+        Weight::Dense(d) => (Weight::Dense(d.clone()), Weight::Dense(d)),
+    }
+}

@@ -1,0 +1,398 @@
+//! Weights by Hugging Face name, the precision policy applied at load, and
+//! the linear/embedding layers built from them.
+
+use std::collections::HashMap;
+
+use mlx_rs::ops::indexing::TryIndexOp;
+use mlx_rs::{Array, Dtype};
+
+use crate::EngineError;
+
+/// What precision the weights are kept in after loading.
+///
+/// On a CPU, MLX sends only f32 matmuls to BLAS; half-precision and
+/// quantized matmuls run its own loops, much slower per FLOP, so `F32` is
+/// the default there (see `thinkwire bench` and the engine README for the
+/// figures behind that choice).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Precision {
+    /// Dequantize everything to f32 (the fast path with OpenBLAS).
+    #[default]
+    F32,
+    /// Dequantize everything to bf16 (half the memory, slow on CPUs).
+    Bf16,
+    /// Keep quantized weights quantized and dense weights in their dtype.
+    Keep,
+}
+
+impl Precision {
+    /// Parses `f32`, `bf16` or `keep` (CLI and config spelling).
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "f32" | "float32" => Some(Self::F32),
+            "bf16" | "bfloat16" => Some(Self::Bf16),
+            "keep" | "quantized" => Some(Self::Keep),
+            _ => None,
+        }
+    }
+
+    /// The name [`Precision::parse`] accepts.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::F32 => "f32",
+            Self::Bf16 => "bf16",
+            Self::Keep => "keep",
+        }
+    }
+}
+
+pub(crate) fn mlx_err(context: &str) -> impl Fn(mlx_rs::error::Exception) -> EngineError + '_ {
+    move |e| EngineError::Backend(format!("{context}: {e}"))
+}
+
+/// Affine quantization parameters of one tensor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Quant {
+    pub group_size: i32,
+    pub bits: i32,
+}
+
+/// Weights by Hugging Face tensor name, with the file they came from (for
+/// error messages).
+pub(crate) struct WeightMap {
+    pub tensors: HashMap<String, Array>,
+    pub source: String,
+    /// Quantization of every `*.scales`-carrying tensor; `None` means infer
+    /// per tensor (GGUF: groups of 32).
+    pub quant: Option<Quant>,
+}
+
+/// A weight in the form the policy chose.
+pub(crate) enum Weight {
+    Dense(Array),
+    Quantized {
+        w: Array,
+        scales: Array,
+        biases: Array,
+        q: Quant,
+    },
+}
+
+impl WeightMap {
+    fn missing(&self, name: &str) -> EngineError {
+        EngineError::Load(format!("{}: tensor `{name}` is missing", self.source))
+    }
+
+    pub fn has(&self, name: &str) -> bool {
+        self.tensors.contains_key(&format!("{name}.weight"))
+    }
+
+    /// Removes and returns a plain tensor (norm weights, biases).
+    pub fn take(&mut self, name: &str) -> Result<Array, EngineError> {
+        self.tensors.remove(name).ok_or_else(|| self.missing(name))
+    }
+
+    /// Removes `{name}.weight` (and its scales/biases when quantized).
+    pub fn take_weight(&mut self, name: &str) -> Result<Weight, EngineError> {
+        let key = format!("{name}.weight");
+        let w = self
+            .tensors
+            .remove(&key)
+            .ok_or_else(|| self.missing(&key))?;
+        let Some(scales) = self.tensors.remove(&format!("{name}.scales")) else {
+            if w.dtype() == Dtype::Uint32 {
+                return Err(EngineError::Load(format!(
+                    "{}: tensor `{key}` is packed (uint32) but `{name}.scales` is missing",
+                    self.source
+                )));
+            }
+            return Ok(Weight::Dense(w));
+        };
+        let biases_key = format!("{name}.biases");
+        let biases = self
+            .tensors
+            .remove(&biases_key)
+            .ok_or_else(|| self.missing(&biases_key))?;
+        let (ws, ss) = (w.shape(), scales.shape());
+        let shape_err = || {
+            EngineError::Load(format!(
+                "{}: quantized tensor `{key}` has shape {ws:?} that does not match its scales {ss:?}",
+                self.source
+            ))
+        };
+        if ws.len() != 2 || ss.len() != 2 || ws[0] != ss[0] || ss[1] == 0 {
+            return Err(shape_err());
+        }
+        let q = match self.quant {
+            Some(q) => {
+                // columns * 32 / bits == groups * group_size
+                if ws[1] * 32 != ss[1] * q.group_size * q.bits {
+                    return Err(shape_err());
+                }
+                q
+            }
+            None => {
+                // GGML blocks hold 32 weights; the packing gives the bits.
+                if ws[1] % ss[1] != 0 {
+                    return Err(shape_err());
+                }
+                Quant {
+                    group_size: 32,
+                    bits: ws[1] / ss[1],
+                }
+            }
+        };
+        if ![2, 3, 4, 5, 6, 8].contains(&q.bits) {
+            return Err(EngineError::Load(format!(
+                "{}: tensor `{key}` uses unsupported {}-bit quantization",
+                self.source, q.bits
+            )));
+        }
+        Ok(Weight::Quantized {
+            w,
+            scales,
+            biases,
+            q,
+        })
+    }
+}
+
+impl Weight {
+    /// Dense weights as `dtype`; quantized ones dequantized with f32 scales
+    /// (as llama.cpp does) and then cast.
+    pub fn dense(self, dtype: Dtype) -> Result<Array, EngineError> {
+        let err = mlx_err("dequantizing a weight");
+        match self {
+            Weight::Dense(w) => {
+                if w.dtype() == dtype {
+                    Ok(w)
+                } else {
+                    w.as_dtype(dtype).map_err(err)
+                }
+            }
+            Weight::Quantized {
+                w,
+                scales,
+                biases,
+                q,
+            } => {
+                let s = scales.as_dtype(Dtype::Float32).map_err(&err)?;
+                let b = biases.as_dtype(Dtype::Float32).map_err(&err)?;
+                let d = mlx_rs::ops::dequantize(&w, &s, &b, q.group_size, q.bits).map_err(&err)?;
+                if dtype == Dtype::Float32 {
+                    Ok(d)
+                } else {
+                    d.as_dtype(dtype).map_err(err)
+                }
+            }
+        }
+    }
+
+    /// Applies the policy.
+    pub fn with_policy(self, precision: Precision) -> Result<Weight, EngineError> {
+        Ok(match (precision, self) {
+            (Precision::F32, w) => Weight::Dense(w.dense(Dtype::Float32)?),
+            (Precision::Bf16, w) => Weight::Dense(w.dense(Dtype::Bfloat16)?),
+            (Precision::Keep, w) => w,
+        })
+    }
+}
+
+/// `y = x W^T (+ b)`, dense or quantized.
+pub(crate) struct Linear {
+    weight: LinearWeight,
+    bias: Option<Array>,
+}
+
+enum LinearWeight {
+    /// `W^T` as a transposed view, so each step adds no transpose node and
+    /// BLAS receives the transposed flag.
+    Dense(Array),
+    Quantized {
+        w: Array,
+        scales: Array,
+        biases: Array,
+        q: Quant,
+    },
+}
+
+impl Linear {
+    /// Builds one layer from several weights stacked by rows, so that one
+    /// matmul computes them all (q/k/v, gate/up).
+    pub fn fused(parts: Vec<Weight>, bias: Option<Vec<Array>>) -> Result<Self, EngineError> {
+        let err = mlx_err("building a linear layer");
+        let all_dense = parts.iter().all(|p| matches!(p, Weight::Dense(_)));
+        let same_quant = {
+            let qs: Vec<Quant> = parts
+                .iter()
+                .filter_map(|p| match p {
+                    Weight::Quantized { q, .. } => Some(*q),
+                    Weight::Dense(_) => None,
+                })
+                .collect();
+            qs.len() == parts.len() && qs.windows(2).all(|w| w[0] == w[1])
+        };
+        let weight = if all_dense || !same_quant {
+            let dtype = parts
+                .iter()
+                .find_map(|p| match p {
+                    Weight::Dense(w) => Some(w.dtype()),
+                    Weight::Quantized { .. } => None,
+                })
+                .unwrap_or(Dtype::Float32);
+            let dense = parts
+                .into_iter()
+                .map(|p| p.dense(dtype))
+                .collect::<Result<Vec<_>, _>>()?;
+            let w = concat_rows(dense).map_err(&err)?;
+            let wt = w.transpose().map_err(&err)?;
+            LinearWeight::Dense(wt)
+        } else {
+            let mut ws = Vec::new();
+            let mut ss = Vec::new();
+            let mut bs = Vec::new();
+            let mut quant = None;
+            for p in parts {
+                if let Weight::Quantized {
+                    w,
+                    scales,
+                    biases,
+                    q,
+                } = p
+                {
+                    ws.push(w);
+                    ss.push(scales);
+                    bs.push(biases);
+                    quant = Some(q);
+                }
+            }
+            LinearWeight::Quantized {
+                w: concat_rows(ws).map_err(&err)?,
+                scales: concat_rows(ss).map_err(&err)?,
+                biases: concat_rows(bs).map_err(&err)?,
+                q: quant.unwrap_or(Quant {
+                    group_size: 32,
+                    bits: 4,
+                }),
+            }
+        };
+        let bias = match bias {
+            Some(b) => Some(concat_rows(b).map_err(&err)?),
+            None => None,
+        };
+        Ok(Self { weight, bias })
+    }
+
+    /// A single weight.
+    pub fn new(weight: Weight, bias: Option<Array>) -> Result<Self, EngineError> {
+        Self::fused(vec![weight], bias.map(|b| vec![b]))
+    }
+
+    /// The arrays to evaluate once at load.
+    pub fn arrays(&self) -> Vec<&Array> {
+        let mut v = match &self.weight {
+            LinearWeight::Dense(w) => vec![w],
+            LinearWeight::Quantized {
+                w, scales, biases, ..
+            } => vec![w, scales, biases],
+        };
+        v.extend(self.bias.as_ref());
+        v
+    }
+
+    pub fn forward(&self, x: &Array) -> mlx_rs::error::Result<Array> {
+        let y = match &self.weight {
+            LinearWeight::Dense(wt) => x.matmul(wt)?,
+            LinearWeight::Quantized {
+                w,
+                scales,
+                biases,
+                q,
+            } => mlx_rs::ops::quantized_matmul(x, w, scales, biases, true, q.group_size, q.bits)?,
+        };
+        match &self.bias {
+            Some(b) => y.add(b),
+            None => Ok(y),
+        }
+    }
+}
+
+fn concat_rows(mut parts: Vec<Array>) -> mlx_rs::error::Result<Array> {
+    if parts.len() == 1 {
+        if let Some(p) = parts.pop() {
+            return Ok(p);
+        }
+    }
+    mlx_rs::ops::concatenate(&parts, 0)
+}
+
+/// Token embedding; also the output layer when embeddings are tied.
+pub(crate) enum Embedding {
+    Dense(Array),
+    Quantized {
+        w: Array,
+        scales: Array,
+        biases: Array,
+        q: Quant,
+    },
+}
+
+impl Embedding {
+    pub fn new(weight: Weight) -> Self {
+        match weight {
+            Weight::Dense(w) => Self::Dense(w),
+            Weight::Quantized {
+                w,
+                scales,
+                biases,
+                q,
+            } => Self::Quantized {
+                w,
+                scales,
+                biases,
+                q,
+            },
+        }
+    }
+
+    pub fn arrays(&self) -> Vec<&Array> {
+        match self {
+            Self::Dense(w) => vec![w],
+            Self::Quantized {
+                w, scales, biases, ..
+            } => vec![w, scales, biases],
+        }
+    }
+
+    /// Rows for `ids` ([1, L] int32) → [1, L, hidden].
+    pub fn lookup(&self, ids: &Array) -> mlx_rs::error::Result<Array> {
+        match self {
+            Self::Dense(w) => w.take_axis(ids, 0),
+            Self::Quantized {
+                w,
+                scales,
+                biases,
+                q,
+            } => {
+                let (wr, sr, br) = (
+                    w.take_axis(ids, 0)?,
+                    scales.take_axis(ids, 0)?,
+                    biases.take_axis(ids, 0)?,
+                );
+                mlx_rs::ops::dequantize(&wr, &sr, &br, q.group_size, q.bits)
+            }
+        }
+    }
+
+    /// Rows of the vocabulary.
+    pub fn rows(&self) -> i32 {
+        match self {
+            Self::Dense(w) | Self::Quantized { w, .. } => w.shape()[0],
+        }
+    }
+}
+
+/// Selects `[.., start..end]` along the last axis (used for splits).
+pub(crate) fn last_axis(x: &Array, start: i32, end: i32) -> mlx_rs::error::Result<Array> {
+    x.try_index((.., .., start..end))
+}

@@ -1,0 +1,137 @@
+//! Greedy parity with mlx-lm on the same weights.
+//!
+//! The references in `tests/golden/*.json` come from
+//! `scripts/golden/mlx_lm_ref.py golden` (see `scripts/golden/README.md`):
+//! prompt ids (chat template applied by mlx-lm's tokenizer), 64 greedy
+//! output ids and, per step, the gap between mlx-lm's two largest logits.
+//!
+//! Near-ties: at a step whose reference gap is below [`NEAR_TIE`], a change
+//! of operation order or fusion may legitimately pick the other token, and
+//! the texts diverge from there without a bug. So each case compares ids up
+//! to (not including) its first near-tie step, and the number of steps
+//! compared is asserted to be substantial.
+#![cfg(feature = "mlx")]
+
+use std::path::{Path, PathBuf};
+
+use thinkwire_engine::mlx::{LoadOptions, MlxEngine, Precision};
+use thinkwire_engine::{Directive, Engine, GenerationRequest, SamplingParams, TokenSink};
+
+/// Logit gap (top-1 minus top-2) under which a reference step is a near-tie.
+const NEAR_TIE: f64 = 0.02;
+
+struct Collect(Vec<u32>);
+impl TokenSink for Collect {
+    fn on_token(&mut self, id: u32) -> Directive {
+        self.0.push(id);
+        Directive::Continue
+    }
+}
+
+#[derive(serde::Deserialize)]
+struct Golden {
+    max_tokens: usize,
+    cases: Vec<Case>,
+}
+
+#[derive(serde::Deserialize)]
+struct Case {
+    prompt_ids: Vec<u32>,
+    output_ids: Vec<u32>,
+    gaps: Vec<f64>,
+}
+
+fn golden(name: &str) -> Golden {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden")
+        .join(name);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).expect("golden JSON")
+}
+
+fn thinkwire_home() -> PathBuf {
+    match std::env::var_os("THINKWIRE_HOME").filter(|v| !v.is_empty()) {
+        Some(h) => PathBuf::from(h),
+        None => PathBuf::from(std::env::var_os("HOME").expect("HOME")).join(".cache/thinkwire"),
+    }
+}
+
+/// Runs every case and returns how many steps were compared per case.
+fn check(engine: &MlxEngine, golden: &Golden, min_compared: usize) -> Vec<usize> {
+    let mut compared = Vec::new();
+    for (i, case) in golden.cases.iter().enumerate() {
+        let mut sink = Collect(Vec::new());
+        engine
+            .generate(
+                &GenerationRequest {
+                    prompt: case.prompt_ids.clone(),
+                    max_tokens: golden.max_tokens,
+                    sampling: SamplingParams::greedy(),
+                    stop_token_ids: vec![],
+                },
+                &mut sink,
+            )
+            .expect("generation");
+        let limit = case
+            .gaps
+            .iter()
+            .position(|&g| g < NEAR_TIE)
+            .unwrap_or(case.output_ids.len());
+        assert!(
+            limit >= min_compared.min(case.output_ids.len()),
+            "case {i}: near-tie at step {limit} leaves too little to compare"
+        );
+        assert_eq!(
+            &sink.0[..limit],
+            &case.output_ids[..limit],
+            "case {i}: ids differ before the first near-tie (step {limit})"
+        );
+        compared.push(limit);
+    }
+    compared
+}
+
+#[test]
+fn default_model_matches_mlx_lm_greedy() {
+    let model = thinkwire_home().join("models/SmolLM2-135M-Instruct.Q4_1.gguf");
+    assert!(
+        model.is_file(),
+        "the default model is missing at {}: run `scripts/setup` (it fetches it)",
+        model.display()
+    );
+    let golden = golden("smollm2-135m.json");
+    assert!(golden.cases.len() >= 3 && golden.max_tokens >= 64);
+    let engine = MlxEngine::load(&model, &LoadOptions::default()).unwrap();
+    let compared = check(&engine, &golden, 7);
+    eprintln!("default model: steps compared per prompt (near-tie < {NEAR_TIE}): {compared:?}");
+    // At least three prompts agree on all 64 tokens.
+    assert!(
+        compared.iter().filter(|&&n| n >= 64).count() >= 3,
+        "{compared:?}"
+    );
+}
+
+#[test]
+fn tiny_random_models_match_mlx_lm_greedy() {
+    for (name, precision) in [
+        ("tiny-qwen2", Precision::F32),
+        ("tiny-qwen3", Precision::F32),
+        ("tiny-qwen3-4bit", Precision::Keep),
+        ("tiny-llama3-untied", Precision::F32),
+    ] {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/golden")
+            .join(name);
+        let engine = MlxEngine::load(
+            &dir,
+            &LoadOptions {
+                precision,
+                ..LoadOptions::default()
+            },
+        )
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let golden = golden(&format!("{name}.json"));
+        let compared = check(&engine, &golden, 16);
+        eprintln!("{name}: steps compared (near-tie < {NEAR_TIE}): {compared:?}");
+    }
+}

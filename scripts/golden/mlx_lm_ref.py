@@ -1,0 +1,138 @@
+#!/usr/bin/env python3
+"""mlx-lm as the reference for thinkwire's MLX engine.
+
+Runs in the venv that scripts/setup-mlx creates ($THINKWIRE_HOME/venv: the
+same MLX version and BLAS as thinkwire). Two modes:
+
+  golden  MODEL_DIR --prompt TEXT... [--max-tokens 64] --out FILE.json
+          Applies the chat template with mlx-lm's tokenizer, decodes
+          greedily (no stop token, exactly --max-tokens tokens) and records,
+          per prompt, the prompt ids, the output ids and the gap between the
+          two largest logits at every step (near-ties tell where an
+          implementation may legitimately diverge).
+
+  bench   MODEL_DIR --prompt-ids 1,2,3 [--max-tokens 128] [--runs 2]
+          Prints one JSON object: load time, time to first token, prefill
+          and decode tokens/s (best of --runs), peak RSS.
+
+MODEL_DIR is a Hugging Face / MLX folder, e.g. written by
+`thinkwire convert MODEL.gguf DIR`.
+"""
+
+import argparse
+import json
+import resource
+import sys
+import time
+from pathlib import Path
+
+import mlx.core as mx
+import mlx_lm
+from mlx_lm.generate import generate_step
+from mlx_lm.utils import load
+
+
+def top2_gap(logprobs):
+    # logprobs = logits - logsumexp(logits): the gap is the same.
+    top = mx.topk(logprobs.astype(mx.float32), 2, axis=-1)
+    top = sorted(top.tolist(), reverse=True)
+    return float(top[0] - top[1])
+
+
+def greedy(model, prompt_ids, max_tokens):
+    ids, gaps = [], []
+    for token, logprobs in generate_step(mx.array(prompt_ids), model, max_tokens=max_tokens):
+        ids.append(int(token))
+        gaps.append(round(top2_gap(logprobs), 6))
+    return ids, gaps
+
+
+def cmd_golden(args):
+    model, tokenizer = load(args.model_dir)
+    cases = []
+    for text in args.prompt:
+        prompt_ids = tokenizer.apply_chat_template(
+            [{"role": "user", "content": text}], add_generation_prompt=True
+        )
+        if isinstance(prompt_ids, dict):
+            prompt_ids = prompt_ids["input_ids"]
+        ids, gaps = greedy(model, list(prompt_ids), args.max_tokens)
+        cases.append(
+            {"prompt": text, "prompt_ids": list(map(int, prompt_ids)), "output_ids": ids, "gaps": gaps}
+        )
+    out = {
+        "generator": "scripts/golden/mlx_lm_ref.py golden",
+        "mlx_lm_version": mlx_lm.__version__,
+        "mlx_version": mx.__version__,
+        "model": args.label or str(args.model_dir),
+        "max_tokens": args.max_tokens,
+        "cases": cases,
+    }
+    text = json.dumps(out, indent=1) + "\n"
+    if args.out:
+        Path(args.out).write_text(text)
+    else:
+        sys.stdout.write(text)
+
+
+def cmd_bench(args):
+    prompt = [int(t) for t in args.prompt_ids.split(",") if t.strip()]
+    t0 = time.perf_counter()
+    model, _ = load(args.model_dir)
+    mx.eval(model.parameters())
+    load_s = time.perf_counter() - t0
+    best = None
+    for _ in range(max(1, args.runs)):
+        t0 = time.perf_counter()
+        t1 = None
+        n = 0
+        for token, _ in generate_step(mx.array(prompt), model, max_tokens=args.max_tokens):
+            int(token)
+            if t1 is None:
+                t1 = time.perf_counter()
+            n += 1
+        t2 = time.perf_counter()
+        run = {
+            "ttft_s": t1 - t0,
+            "prefill_tok_s": len(prompt) / (t1 - t0),
+            "decode_tok_s": (n - 1) / (t2 - t1) if n > 1 else 0.0,
+            "generated_tokens": n,
+        }
+        if best is None or run["decode_tok_s"] > best["decode_tok_s"]:
+            best = run
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    print(
+        json.dumps(
+            {
+                "engine": "mlx-lm",
+                "mlx_lm_version": mlx_lm.__version__,
+                "mlx_version": mx.__version__,
+                "load_s": load_s,
+                "prompt_tokens": len(prompt),
+                **best,
+                "peak_rss_mb": rss,
+            }
+        )
+    )
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    g = sub.add_parser("golden")
+    g.add_argument("model_dir", type=Path)
+    g.add_argument("--prompt", action="append", required=True)
+    g.add_argument("--max-tokens", type=int, default=64)
+    g.add_argument("--label")
+    g.add_argument("--out")
+    b = sub.add_parser("bench")
+    b.add_argument("model_dir", type=Path)
+    b.add_argument("--prompt-ids", required=True)
+    b.add_argument("--max-tokens", type=int, default=128)
+    b.add_argument("--runs", type=int, default=2)
+    args = p.parse_args()
+    {"golden": cmd_golden, "bench": cmd_bench}[args.cmd](args)
+
+
+if __name__ == "__main__":
+    main()
