@@ -25,9 +25,12 @@ mod sampling;
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::json;
 use thinkwire_engine::SamplingParams;
-use thinkwire_protocol::{RunAgentInput, Tool, decode_run_agent_input};
+use thinkwire_protocol::{
+    AgentCapabilities, IdentityCapabilities, ReasoningCapabilities, RunAgentInput, Tool,
+    ToolsCapabilities, TransportCapabilities, decode_run_agent_input,
+};
 use thinkwire_seal::KeyRing;
 
 pub use controls::{Effort, ReasoningControls, ReasoningPolicy, Visibility};
@@ -108,28 +111,40 @@ impl Agent {
         &self.inner.model
     }
 
-    /// AG-UI's capability object for `GET /capabilities`.
-    pub fn capabilities(&self) -> Value {
+    /// AG-UI's capability object (schema `AgentCapabilities`) for
+    /// `GET /capabilities`; thinkwire's own facts go under `custom`.
+    pub fn capabilities(&self) -> AgentCapabilities {
         let model = &self.inner.model;
         let policy = &self.inner.config.policy;
-        json!({
-            "identity": { "name": "thinkwire", "version": env!("CARGO_PKG_VERSION") },
-            "transport": { "streaming": true, "websocket": true },
-            "tools": { "supported": true, "clientProvided": true },
-            "reasoning": {
-                "supported": true,
-                "streaming": true,
-                "encrypted": true,
-            },
-            "thinkwire": {
-                "model": model.id(),
-                "reasoningFormat": model.format().family,
-                "visibility": policy.allowed_visibility.iter().map(|v| v.as_str()).collect::<Vec<_>>(),
-                "defaultVisibility": policy.default_visibility.as_str(),
-                "maxReasoningTokens": policy.max_reasoning_tokens,
-                "transports": ["sse", "websocket"],
-            },
-        })
+        let custom = json!({
+            "model": model.id(),
+            "reasoningFormat": model.format().family,
+            "visibility": policy.allowed_visibility.iter().map(|v| v.as_str()).collect::<Vec<_>>(),
+            "defaultVisibility": policy.default_visibility.as_str(),
+            "maxReasoningTokens": policy.max_reasoning_tokens,
+            "transports": ["sse", "websocket"],
+        });
+        AgentCapabilities {
+            identity: Some(IdentityCapabilities {
+                name: Some("thinkwire".into()),
+                r#type: Some("local".into()),
+                version: Some(env!("CARGO_PKG_VERSION").into()),
+                ..IdentityCapabilities::default()
+            }),
+            transport: Some(TransportCapabilities {
+                streaming: Some(true),
+                websocket: Some(true),
+                ..TransportCapabilities::default()
+            }),
+            tools: Some(ToolsCapabilities {
+                supported: Some(true),
+                client_provided: Some(true),
+                ..ToolsCapabilities::default()
+            }),
+            reasoning: Some(ReasoningCapabilities::all()),
+            custom: custom.as_object().cloned(),
+            ..AgentCapabilities::default()
+        }
     }
 
     /// Validates `body` as a `RunAgentInput` and prepares its run. Every

@@ -73,6 +73,16 @@ pub(crate) fn prepare(inner: Arc<Inner>, input: RunAgentInput) -> Result<Prepare
         model.reasoning_open_tag(),
         thinkwire_seal::now_unix_ms(),
     )?;
+    // Ids and counts only: never message content.
+    tracing::debug!(
+        run_id = %input.run_id,
+        thread_id = %input.thread_id,
+        messages = input.messages.len(),
+        tools = input.tools.len(),
+        reasoning_opened = history.opened,
+        reasoning_dropped = history.dropped.len(),
+        "conversation rebuilt"
+    );
     let mut turns = history.turns;
     let thinking = controls.visibility != Visibility::Off;
     let prompt_plan = spec.prompt_plan(Some(thinking), controls.effort);
@@ -90,7 +100,11 @@ pub(crate) fn prepare(inner: Arc<Inner>, input: RunAgentInput) -> Result<Prepare
             None
         };
         // The answer pass must fit too, before its reasoning is known.
-        let answer_turns = with_system(&turns, &pass.answer_system_with(""));
+        // Without a reasoning pass the conversation is rendered as it is.
+        let answer_turns = match reasoning_prompt {
+            Some(_) => with_system(&turns, &pass.answer_system_with("")),
+            None => turns.clone(),
+        };
         checked_prompt(model, &answer_turns, &input.tools, &[], None)?;
         Plan::SeparatePass {
             turns,
@@ -296,6 +310,13 @@ pub(crate) fn execute(run: PreparedRun, out: &mut RunOutput) {
         offered,
     );
     let mut usage = Usage::default();
+    let started = std::time::Instant::now();
+    tracing::info!(
+        run_id = %run.run_id,
+        thread_id = %run.thread_id,
+        visibility = run.controls.visibility.as_str(),
+        "run started"
+    );
     let result = drive(&run, model, &mut events, &mut usage);
     let token_usage = TokenUsage {
         model: Some(model.id().to_owned()),
@@ -305,6 +326,21 @@ pub(crate) fn execute(run: PreparedRun, out: &mut RunOutput) {
         reasoning_tokens: Some(usage.reasoning as u64),
         ..TokenUsage::default()
     };
+    let outcome = match &result {
+        Ok(()) if events.output().cancel_requested() => "cancelled",
+        Ok(()) => "success",
+        Err(Stopped::Gone) => "client_gone",
+        Err(Stopped::Engine(_)) => "engine_error",
+    };
+    tracing::info!(
+        run_id = %run.run_id,
+        outcome,
+        input_tokens = usage.input,
+        output_tokens = usage.output,
+        reasoning_tokens = usage.reasoning,
+        elapsed_ms = started.elapsed().as_millis() as u64,
+        "run finished"
+    );
     let _ = match result {
         Ok(()) => {
             let cancelled = events.output().cancel_requested();
@@ -625,7 +661,10 @@ fn separate_pass(
     if events.output().should_stop() {
         return Ok(());
     }
-    let answer_turns = with_system(turns, &pass.answer_system_with(&reasoning));
+    let answer_turns = match reasoning_prompt {
+        Some(_) => with_system(turns, &pass.answer_system_with(&reasoning)),
+        None => turns.to_vec(),
+    };
     let prompt = model
         .prompt(&answer_turns, &run.tools, &[], None)
         .map_err(|e| Stopped::Engine(EngineError::InvalidRequest(e.to_string())))?

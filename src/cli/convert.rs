@@ -1,19 +1,53 @@
-//! `thinkwire convert MODEL.gguf OUT_DIR`.
+//! `thinkwire convert MODEL.gguf OUT_DIR`: a GGUF model as a Hugging Face /
+//! MLX folder (safetensors, `config.json`, `tokenizer.json`,
+//! `tokenizer_config.json`), so other MLX tools — mlx-lm for the parity and
+//! speed comparisons — run on exactly the weights thinkwire runs.
 
 use std::path::PathBuf;
 
-use anyhow::{Result, bail};
+use anyhow::Result;
 
 /// `thinkwire convert`.
 #[derive(clap::Args, Debug)]
 pub struct ConvertArgs {
     /// The GGUF file.
     gguf: PathBuf,
-    /// The folder to write.
+    /// The folder to write (created if missing).
     out: PathBuf,
+    /// `f32` (default) or `bf16` dense weights, or `keep` to write the GGUF
+    /// quantized tensors as MLX-quantized ones.
+    #[arg(long, default_value = "f32")]
+    precision: String,
 }
 
 /// Runs `thinkwire convert`.
+#[cfg(feature = "mlx")]
+pub fn convert(args: &ConvertArgs) -> Result<()> {
+    use anyhow::{Context, bail};
+    use thinkwire_engine::gguf::GgufFile;
+    use thinkwire_engine::mlx::{ConvertOptions, Precision, convert_gguf};
+
+    let Some(precision) = Precision::parse(&args.precision) else {
+        bail!("--precision: expected f32, bf16 or keep, not {:?}", args.precision);
+    };
+    let gguf = GgufFile::open(&args.gguf)?;
+    let tokenizer_json = thinkwire_chat::tokenizer_json_from_gguf(&gguf)
+        .with_context(|| format!("rebuilding the tokenizer of {}", args.gguf.display()))?;
+    let options = ConvertOptions {
+        precision,
+        tokenizer_json: Some(tokenizer_json),
+    };
+    let report = convert_gguf(&args.gguf, &args.out, &options)
+        .with_context(|| format!("converting {}", args.gguf.display()))?;
+    println!("wrote {} tensors:", report.tensors);
+    for file in &report.files {
+        println!("  {}", file.display());
+    }
+    Ok(())
+}
+
+/// Runs `thinkwire convert`.
+#[cfg(not(feature = "mlx"))]
 pub fn convert(_args: &ConvertArgs) -> Result<()> {
-    bail!("convert needs the MLX engine, which is not wired into this build yet")
+    anyhow::bail!("this thinkwire was built without the `mlx` feature, so it cannot convert models")
 }

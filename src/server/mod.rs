@@ -103,7 +103,9 @@ async fn healthz(State(state): State<AppState>) -> axum::Json<serde_json::Value>
     }))
 }
 
-async fn capabilities(State(state): State<AppState>) -> axum::Json<serde_json::Value> {
+async fn capabilities(
+    State(state): State<AppState>,
+) -> axum::Json<thinkwire_protocol::AgentCapabilities> {
     axum::Json(state.agent.capabilities())
 }
 

@@ -1,0 +1,184 @@
+//! A Qwen3-architecture model on the MLX engine, with the real Qwen3
+//! tokenizer and chat template, streams reasoning then text through the
+//! official `@ag-ui/client`.
+//!
+//! No reasoning-model weights can be had here, so the test writes a tiny
+//! Qwen3 model with seeded random weights. Its name marks it as a
+//! thinking-only release (`*qwen3*thinking*` in the registry), so its output
+//! starts inside reasoning; the reasoning budget then force-feeds
+//! `</think>` and the answer follows. Every token comes from MLX.
+#![cfg(feature = "mlx")]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "support/mod.rs"]
+mod support;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+
+use serde_json::json;
+use thinkwire::agent::{Agent, AgentConfig};
+use thinkwire::cli::ModelArgs;
+use thinkwire::server::ServerConfig;
+use thinkwire_seal::{Key, KeyRing};
+
+use support::TestServer;
+
+const HIDDEN: usize = 64;
+const LAYERS: usize = 2;
+const HEADS: usize = 4;
+const KV_HEADS: usize = 2;
+const HEAD_DIM: usize = 16;
+const FFN: usize = 128;
+const VOCAB: usize = 151_936;
+
+/// A tiny xorshift generator: seeded, so the model is the same every run.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> f32 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        // Uniform in [-1, 1).
+        (self.0 >> 40) as f32 / (1u64 << 23) as f32 - 1.0
+    }
+}
+
+/// Writes `tensors` (name, shape, f32 data) as a safetensors file.
+fn write_safetensors(path: &Path, tensors: &[(String, Vec<usize>, Vec<f32>)]) {
+    let mut header = serde_json::Map::new();
+    let mut offset = 0usize;
+    for (name, shape, data) in tensors {
+        let len = data.len() * 4;
+        header.insert(
+            name.clone(),
+            json!({"dtype": "F32", "shape": shape, "data_offsets": [offset, offset + len]}),
+        );
+        offset += len;
+    }
+    let mut header = serde_json::Value::Object(header).to_string();
+    while header.len() % 8 != 0 {
+        header.push(' ');
+    }
+    let mut file = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
+    file.write_all(&(header.len() as u64).to_le_bytes()).unwrap();
+    file.write_all(header.as_bytes()).unwrap();
+    for (_, _, data) in tensors {
+        for v in data {
+            file.write_all(&v.to_le_bytes()).unwrap();
+        }
+    }
+    file.flush().unwrap();
+}
+
+/// The model folder, written once per target directory.
+fn tiny_qwen3() -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/test-models/Qwen3-Tiny-Thinking-Random");
+    if dir.join("model.safetensors").is_file() {
+        return dir;
+    }
+    std::fs::create_dir_all(&dir).unwrap();
+    let tokenizer = thinkwire_chat::assets::qwen3_tokenizer_dir();
+    for file in ["tokenizer.json", "tokenizer_config.json"] {
+        std::fs::copy(tokenizer.join(file), dir.join(file))
+            .unwrap_or_else(|e| panic!("copying {file} from {} (run scripts/setup): {e}", tokenizer.display()));
+    }
+    let config = json!({
+        "architectures": ["Qwen3ForCausalLM"],
+        "model_type": "qwen3",
+        "hidden_size": HIDDEN,
+        "intermediate_size": FFN,
+        "num_hidden_layers": LAYERS,
+        "num_attention_heads": HEADS,
+        "num_key_value_heads": KV_HEADS,
+        "head_dim": HEAD_DIM,
+        "vocab_size": VOCAB,
+        "max_position_embeddings": 4096,
+        "rms_norm_eps": 1e-6,
+        "rope_theta": 1_000_000.0,
+        "tie_word_embeddings": true,
+        "torch_dtype": "float32",
+        "bos_token_id": 151_643,
+        "eos_token_id": 151_645,
+    });
+    std::fs::write(dir.join("config.json"), config.to_string()).unwrap();
+    let mut rng = Rng(0x5eed_1234_abcd_0042);
+    let mut random = |shape: Vec<usize>, scale: f32| {
+        let n = shape.iter().product();
+        (shape, (0..n).map(|_| rng.next() * scale).collect::<Vec<f32>>())
+    };
+    let ones = |n: usize| (vec![n], vec![1.0f32; n]);
+    let mut tensors = Vec::new();
+    let mut push = |name: String, (shape, data): (Vec<usize>, Vec<f32>)| tensors.push((name, shape, data));
+    push("model.embed_tokens.weight".into(), random(vec![VOCAB, HIDDEN], 0.5));
+    push("model.norm.weight".into(), ones(HIDDEN));
+    for i in 0..LAYERS {
+        let p = format!("model.layers.{i}");
+        push(format!("{p}.input_layernorm.weight"), ones(HIDDEN));
+        push(format!("{p}.post_attention_layernorm.weight"), ones(HIDDEN));
+        push(format!("{p}.self_attn.q_proj.weight"), random(vec![HEADS * HEAD_DIM, HIDDEN], 0.2));
+        push(format!("{p}.self_attn.k_proj.weight"), random(vec![KV_HEADS * HEAD_DIM, HIDDEN], 0.2));
+        push(format!("{p}.self_attn.v_proj.weight"), random(vec![KV_HEADS * HEAD_DIM, HIDDEN], 0.2));
+        push(format!("{p}.self_attn.o_proj.weight"), random(vec![HIDDEN, HEADS * HEAD_DIM], 0.2));
+        push(format!("{p}.self_attn.q_norm.weight"), ones(HEAD_DIM));
+        push(format!("{p}.self_attn.k_norm.weight"), ones(HEAD_DIM));
+        push(format!("{p}.mlp.gate_proj.weight"), random(vec![FFN, HIDDEN], 0.2));
+        push(format!("{p}.mlp.up_proj.weight"), random(vec![FFN, HIDDEN], 0.2));
+        push(format!("{p}.mlp.down_proj.weight"), random(vec![HIDDEN, FFN], 0.2));
+    }
+    let part = dir.join("model.safetensors.part");
+    write_safetensors(&part, &tensors);
+    std::fs::rename(part, dir.join("model.safetensors")).unwrap();
+    dir
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_qwen3_model_on_mlx_streams_reasoning_then_text_to_the_official_client() {
+    let args = ModelArgs {
+        model: Some(tiny_qwen3()),
+        precision: "auto".into(),
+        formats: None,
+    };
+    let model = args.load().expect("loading the tiny Qwen3 model");
+    assert_eq!(model.format().family, "qwen3");
+    assert_eq!(model.engine().info().architecture, "qwen3");
+    let agent = Agent::new(model, KeyRing::new(Key::generate().unwrap()), AgentConfig::default());
+    let server = TestServer::start_shared(Arc::new(agent), ServerConfig::default()).await;
+    let url = server.url("/agent");
+    let forwarded = json!({
+        "reasoning": {"visibility": "full", "budgetTokens": 12},
+        "sampling": {"temperature": 1.0, "seed": 7, "maxTokens": 40},
+    })
+    .to_string();
+    let output = tokio::task::spawn_blocking(move || {
+        Command::new("node")
+            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/node/agui-client.mjs"))
+            .args([url.as_str(), "--prompt", "Think, then answer.", "--forwarded", &forwarded])
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    assert!(
+        output.status.success(),
+        "the official client failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let summary: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let events: Vec<&str> = summary["events"].as_array().unwrap().iter().map(|e| e.as_str().unwrap()).collect();
+    let first_reasoning = events.iter().position(|e| *e == "REASONING_MESSAGE_CONTENT");
+    let first_text = events.iter().position(|e| *e == "TEXT_MESSAGE_CONTENT");
+    assert!(
+        matches!((first_reasoning, first_text), (Some(r), Some(t)) if r < t),
+        "expected reasoning then text: {events:?}"
+    );
+    assert!(events.contains(&"REASONING_ENCRYPTED_VALUE"));
+    let messages = summary["messages"].as_array().unwrap();
+    let reasoning = messages.iter().find(|m| m["role"] == "reasoning").expect("a reasoning message");
+    assert!(!reasoning["content"].as_str().unwrap().is_empty());
+    assert!(reasoning["encryptedValue"].as_str().is_some_and(|v| !v.is_empty()));
+    server.shutdown().await;
+}
