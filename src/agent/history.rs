@@ -182,7 +182,10 @@ fn assistant_turn(m: &AssistantMessage) -> Turn {
         .collect();
     Turn {
         role: "assistant".to_owned(),
-        content: m.content.clone(),
+        // The official client sends a tool-calling assistant message without
+        // `content`; templates (Qwen3's among them) call string methods on
+        // it, so absent content is given as empty, as OpenAI-style servers do.
+        content: Some(m.content.clone().unwrap_or_default()),
         tool_calls,
         name: m.name.clone(),
         ..Turn::default()

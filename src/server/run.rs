@@ -41,7 +41,18 @@ pub(crate) async fn start(
     let prep_agent = Arc::clone(&agent);
     let prepared = tokio::task::spawn_blocking(move || prep_agent.prepare(&body))
         .await
-        .map_err(|_| RunRejected::internal("run preparation failed"))??;
+        .map_err(|_| {
+            tracing::error!("run preparation panicked");
+            RunRejected::internal("run preparation failed")
+        })?
+        .inspect_err(|rejected| {
+            // The code and field only: the message may quote the input.
+            tracing::info!(
+                code = rejected.code,
+                path = rejected.path.as_deref().unwrap_or(""),
+                "run refused before it started"
+            );
+        })?;
     let run_id = prepared.run_id().to_owned();
     let (tx, frames) = mpsc::channel(FRAME_BUFFER);
     let cancel = CancelRun::default();
