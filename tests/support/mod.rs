@@ -1,6 +1,6 @@
 //! Shared test support: a Qwen3-tokenizer model over a scripted engine, a
 //! live server on `127.0.0.1:0`, and small clients.
-#![allow(dead_code)]
+#![allow(dead_code, unused_imports)]
 
 pub mod scripted_engine;
 
@@ -17,7 +17,7 @@ use thinkwire_reasoning::Registry;
 use thinkwire_seal::{Key, KeyRing};
 use tokio_util::sync::CancellationToken;
 
-pub use scripted_engine::{Observed, ScriptedEngine};
+pub use scripted_engine::{Forced, Observed, ScriptedEngine};
 
 /// The official Qwen3 tokenizer and chat template, fetched by setup.
 pub fn qwen3_chat() -> ChatModel {
@@ -67,7 +67,11 @@ pub struct TestServer {
 impl TestServer {
     /// Serves `agent` on `127.0.0.1:0`.
     pub async fn start(agent: Agent, config: ServerConfig) -> Self {
-        let agent = Arc::new(agent);
+        Self::start_shared(Arc::new(agent), config).await
+    }
+
+    /// Serves an agent shared with other servers (a model loaded once).
+    pub async fn start_shared(agent: Arc<Agent>, config: ServerConfig) -> Self {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let state = AppState::new(Arc::clone(&agent), config);
