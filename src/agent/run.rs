@@ -471,15 +471,19 @@ impl TokenSink for PassSink<'_, '_, '_> {
                 self.gone = true;
                 return Directive::Stop;
             }
+            let forced = self.model.encode(&marker).unwrap_or_default();
+            // The marker is part of what the model consumed either way: when
+            // summary visibility pauses here, the resumed generation must
+            // start after it, or the model would go on reasoning into what
+            // the client is shown as the answer.
+            self.consumed.extend_from_slice(&forced);
             if self.paused {
                 return Directive::Stop;
             }
-            return match self.model.encode(&marker) {
-                Ok(forced) if !forced.is_empty() => {
-                    self.consumed.extend_from_slice(&forced);
-                    Directive::Force(forced)
-                }
-                _ => Directive::Continue,
+            return if forced.is_empty() {
+                Directive::Continue
+            } else {
+                Directive::Force(forced)
             };
         }
         Directive::Continue

@@ -27,6 +27,20 @@ pub struct Observed {
     pub cancelled: AtomicUsize,
     /// Generations that have ended, however they ended.
     pub finished: AtomicUsize,
+    /// Every `Directive::Force` the engine obeyed, in order.
+    pub forced: Mutex<Vec<Forced>>,
+}
+
+/// One forced injection (a reasoning budget closing reasoning).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Forced {
+    /// The generation it happened in (0-based, the index of its prompt).
+    pub generation: usize,
+    /// Tokens of that generation handed to the sink before it, the one
+    /// whose directive forced included.
+    pub after: usize,
+    /// The forced tokens.
+    pub tokens: Vec<u32>,
 }
 
 /// Replays one scripted token sequence per generation, in order; once the
@@ -35,6 +49,7 @@ pub struct ScriptedEngine {
     info: ModelInfo,
     scripts: Mutex<VecDeque<Vec<u32>>>,
     last: Mutex<Vec<u32>>,
+    after_force: Mutex<VecDeque<Vec<u32>>>,
     step_delay: Duration,
     /// What the engine saw.
     pub observed: Arc<Observed>,
@@ -47,6 +62,7 @@ impl ScriptedEngine {
             info,
             scripts: Mutex::new(scripts.into()),
             last: Mutex::new(Vec::new()),
+            after_force: Mutex::new(VecDeque::new()),
             step_delay: Duration::ZERO,
             observed: Arc::default(),
         }
@@ -57,6 +73,17 @@ impl ScriptedEngine {
     #[must_use]
     pub fn with_step_delay(mut self, delay: Duration) -> Self {
         self.step_delay = delay;
+        self
+    }
+
+    /// What the model says after each forced injection, in turn: the rest
+    /// of the script being replayed is replaced by the next of these, as a
+    /// real model continues from what it was fed rather than from what it
+    /// would have said. Once they run out (or without any), the script
+    /// simply goes on after the forced tokens.
+    #[must_use]
+    pub fn with_after_force(self, continuations: Vec<Vec<u32>>) -> Self {
+        *self.after_force.lock().expect("after_force lock") = continuations.into();
         self
     }
 
@@ -81,11 +108,11 @@ impl Engine for ScriptedEngine {
         sink: &mut dyn TokenSink,
     ) -> Result<GenerationStats, EngineError> {
         check_request(&self.info, request)?;
-        self.observed
-            .prompts
-            .lock()
-            .expect("prompts lock")
-            .push(request.prompt.clone());
+        let generation = {
+            let mut prompts = self.observed.prompts.lock().expect("prompts lock");
+            prompts.push(request.prompt.clone());
+            prompts.len() - 1
+        };
         let started = Instant::now();
         let script = self.next_script();
         let mut produced = 0usize;
@@ -93,9 +120,9 @@ impl Engine for ScriptedEngine {
         let mut finish = Finish::Length;
         let mut prefill_time = Duration::ZERO;
         // Forced tokens replace the script from where they are injected: a
-        // real model continues from what it was fed, and scripts that test
-        // forcing are written with that in mind (the rest of the script is
-        // the continuation after the forced tokens).
+        // real model continues from what it was fed. The continuation is the
+        // next `with_after_force` script if there is one, else the rest of
+        // this script (written as the continuation after the forced tokens).
         let mut tokens = script.into_iter();
         while produced < request.max_tokens {
             let Some(id) = tokens.next() else {
@@ -121,7 +148,26 @@ impl Engine for ScriptedEngine {
                     self.observed.cancelled.fetch_add(1, Ordering::SeqCst);
                     break;
                 }
-                Directive::Force(forced) => produced += forced.len(),
+                Directive::Force(forced) => {
+                    produced += forced.len();
+                    self.observed
+                        .forced
+                        .lock()
+                        .expect("forced lock")
+                        .push(Forced {
+                            generation,
+                            after: handed,
+                            tokens: forced,
+                        });
+                    if let Some(next) = self
+                        .after_force
+                        .lock()
+                        .expect("after_force lock")
+                        .pop_front()
+                    {
+                        tokens = next.into_iter();
+                    }
+                }
             }
         }
         self.observed.finished.fetch_add(1, Ordering::SeqCst);
