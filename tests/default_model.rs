@@ -32,13 +32,19 @@ fn agent() -> Arc<Agent> {
                 precision: "auto".into(),
                 formats: None,
             };
-            let model = args.load().expect("loading the default model (run scripts/setup)");
+            let model = args
+                .load()
+                .expect("loading the default model (run scripts/setup)");
             let mut config = AgentConfig::default();
             // Short passes keep a CPU test quick; the behaviour is the same.
             config.max_new_tokens = 40;
             config.policy.max_reasoning_tokens = 40;
             config.sampling = thinkwire_engine::SamplingParams::greedy();
-            Arc::new(Agent::new(model, KeyRing::new(Key::generate().unwrap()), config))
+            Arc::new(Agent::new(
+                model,
+                KeyRing::new(Key::generate().unwrap()),
+                config,
+            ))
         })
         .clone()
 }
@@ -54,7 +60,12 @@ async fn server(web: bool) -> TestServer {
 #[test]
 fn chat_answers_the_capital_of_france() {
     let output = Command::new(env!("CARGO_BIN_EXE_thinkwire"))
-        .args(["chat", "What is the capital of France?", "--max-tokens", "24"])
+        .args([
+            "chat",
+            "What is the capital of France?",
+            "--max-tokens",
+            "24",
+        ])
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);
@@ -63,7 +74,10 @@ fn chat_answers_the_capital_of_france() {
         "thinkwire chat failed: {}",
         String::from_utf8_lossy(&output.stderr)
     );
-    assert!(stdout.contains("Paris"), "the answer does not mention Paris: {stdout:?}");
+    assert!(
+        stdout.contains("Paris"),
+        "the answer does not mention Paris: {stdout:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -92,11 +106,27 @@ async fn the_official_client_streams_separate_pass_reasoning_on_the_default_mode
     );
     let summary: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     let messages = summary["messages"].as_array().unwrap();
-    let reasoning = messages.iter().find(|m| m["role"] == "reasoning").expect("a reasoning message");
-    assert!(!reasoning["content"].as_str().unwrap().trim().is_empty(), "{reasoning}");
-    assert!(reasoning["encryptedValue"].as_str().is_some_and(|v| !v.is_empty()));
-    let answer = messages.iter().find(|m| m["role"] == "assistant").expect("an answer");
-    assert!(!answer["content"].as_str().unwrap().trim().is_empty(), "{answer}");
+    let reasoning = messages
+        .iter()
+        .find(|m| m["role"] == "reasoning")
+        .expect("a reasoning message");
+    assert!(
+        !reasoning["content"].as_str().unwrap().trim().is_empty(),
+        "{reasoning}"
+    );
+    assert!(
+        reasoning["encryptedValue"]
+            .as_str()
+            .is_some_and(|v| !v.is_empty())
+    );
+    let answer = messages
+        .iter()
+        .find(|m| m["role"] == "assistant")
+        .expect("an answer");
+    assert!(
+        !answer["content"].as_str().unwrap().trim().is_empty(),
+        "{answer}"
+    );
     server.shutdown().await;
 }
 

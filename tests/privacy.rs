@@ -12,7 +12,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 // Shared support; not every helper it exports is used here.
-#[allow(unused_imports)]
 #[path = "support/mod.rs"]
 mod support;
 

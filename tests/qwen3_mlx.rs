@@ -64,7 +64,8 @@ fn write_safetensors(path: &Path, tensors: &[(String, Vec<usize>, Vec<f32>)]) {
         header.push(' ');
     }
     let mut file = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
-    file.write_all(&(header.len() as u64).to_le_bytes()).unwrap();
+    file.write_all(&(header.len() as u64).to_le_bytes())
+        .unwrap();
     file.write_all(header.as_bytes()).unwrap();
     for (_, _, data) in tensors {
         for v in data {
@@ -76,15 +77,20 @@ fn write_safetensors(path: &Path, tensors: &[(String, Vec<usize>, Vec<f32>)]) {
 
 /// The model folder, written once per target directory.
 fn tiny_qwen3() -> PathBuf {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/test-models/Qwen3-Tiny-Thinking-Random");
+    let dir =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("target/test-models/Qwen3-Tiny-Thinking-Random");
     if dir.join("model.safetensors").is_file() {
         return dir;
     }
     std::fs::create_dir_all(&dir).unwrap();
     let tokenizer = thinkwire_chat::assets::qwen3_tokenizer_dir();
     for file in ["tokenizer.json", "tokenizer_config.json"] {
-        std::fs::copy(tokenizer.join(file), dir.join(file))
-            .unwrap_or_else(|e| panic!("copying {file} from {} (run scripts/setup): {e}", tokenizer.display()));
+        std::fs::copy(tokenizer.join(file), dir.join(file)).unwrap_or_else(|e| {
+            panic!(
+                "copying {file} from {} (run scripts/setup): {e}",
+                tokenizer.display()
+            )
+        });
     }
     let config = json!({
         "architectures": ["Qwen3ForCausalLM"],
@@ -108,26 +114,54 @@ fn tiny_qwen3() -> PathBuf {
     let mut rng = Rng(0x5eed_1234_abcd_0042);
     let mut random = |shape: Vec<usize>, scale: f32| {
         let n = shape.iter().product();
-        (shape, (0..n).map(|_| rng.next() * scale).collect::<Vec<f32>>())
+        (
+            shape,
+            (0..n).map(|_| rng.next() * scale).collect::<Vec<f32>>(),
+        )
     };
     let ones = |n: usize| (vec![n], vec![1.0f32; n]);
     let mut tensors = Vec::new();
-    let mut push = |name: String, (shape, data): (Vec<usize>, Vec<f32>)| tensors.push((name, shape, data));
-    push("model.embed_tokens.weight".into(), random(vec![VOCAB, HIDDEN], 0.5));
+    let mut push =
+        |name: String, (shape, data): (Vec<usize>, Vec<f32>)| tensors.push((name, shape, data));
+    push(
+        "model.embed_tokens.weight".into(),
+        random(vec![VOCAB, HIDDEN], 0.5),
+    );
     push("model.norm.weight".into(), ones(HIDDEN));
     for i in 0..LAYERS {
         let p = format!("model.layers.{i}");
         push(format!("{p}.input_layernorm.weight"), ones(HIDDEN));
         push(format!("{p}.post_attention_layernorm.weight"), ones(HIDDEN));
-        push(format!("{p}.self_attn.q_proj.weight"), random(vec![HEADS * HEAD_DIM, HIDDEN], 0.2));
-        push(format!("{p}.self_attn.k_proj.weight"), random(vec![KV_HEADS * HEAD_DIM, HIDDEN], 0.2));
-        push(format!("{p}.self_attn.v_proj.weight"), random(vec![KV_HEADS * HEAD_DIM, HIDDEN], 0.2));
-        push(format!("{p}.self_attn.o_proj.weight"), random(vec![HIDDEN, HEADS * HEAD_DIM], 0.2));
+        push(
+            format!("{p}.self_attn.q_proj.weight"),
+            random(vec![HEADS * HEAD_DIM, HIDDEN], 0.2),
+        );
+        push(
+            format!("{p}.self_attn.k_proj.weight"),
+            random(vec![KV_HEADS * HEAD_DIM, HIDDEN], 0.2),
+        );
+        push(
+            format!("{p}.self_attn.v_proj.weight"),
+            random(vec![KV_HEADS * HEAD_DIM, HIDDEN], 0.2),
+        );
+        push(
+            format!("{p}.self_attn.o_proj.weight"),
+            random(vec![HIDDEN, HEADS * HEAD_DIM], 0.2),
+        );
         push(format!("{p}.self_attn.q_norm.weight"), ones(HEAD_DIM));
         push(format!("{p}.self_attn.k_norm.weight"), ones(HEAD_DIM));
-        push(format!("{p}.mlp.gate_proj.weight"), random(vec![FFN, HIDDEN], 0.2));
-        push(format!("{p}.mlp.up_proj.weight"), random(vec![FFN, HIDDEN], 0.2));
-        push(format!("{p}.mlp.down_proj.weight"), random(vec![HIDDEN, FFN], 0.2));
+        push(
+            format!("{p}.mlp.gate_proj.weight"),
+            random(vec![FFN, HIDDEN], 0.2),
+        );
+        push(
+            format!("{p}.mlp.up_proj.weight"),
+            random(vec![FFN, HIDDEN], 0.2),
+        );
+        push(
+            format!("{p}.mlp.down_proj.weight"),
+            random(vec![HIDDEN, FFN], 0.2),
+        );
     }
     let part = dir.join("model.safetensors.part");
     write_safetensors(&part, &tensors);
@@ -145,7 +179,11 @@ async fn a_qwen3_model_on_mlx_streams_reasoning_then_text_to_the_official_client
     let model = args.load().expect("loading the tiny Qwen3 model");
     assert_eq!(model.format().family, "qwen3");
     assert_eq!(model.engine().info().architecture, "qwen3");
-    let agent = Agent::new(model, KeyRing::new(Key::generate().unwrap()), AgentConfig::default());
+    let agent = Agent::new(
+        model,
+        KeyRing::new(Key::generate().unwrap()),
+        AgentConfig::default(),
+    );
     let server = TestServer::start_shared(Arc::new(agent), ServerConfig::default()).await;
     let url = server.url("/agent");
     let forwarded = json!({
@@ -156,7 +194,13 @@ async fn a_qwen3_model_on_mlx_streams_reasoning_then_text_to_the_official_client
     let output = tokio::task::spawn_blocking(move || {
         Command::new("node")
             .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/node/agui-client.mjs"))
-            .args([url.as_str(), "--prompt", "Think, then answer.", "--forwarded", &forwarded])
+            .args([
+                url.as_str(),
+                "--prompt",
+                "Think, then answer.",
+                "--forwarded",
+                &forwarded,
+            ])
             .output()
             .unwrap()
     })
@@ -168,8 +212,15 @@ async fn a_qwen3_model_on_mlx_streams_reasoning_then_text_to_the_official_client
         String::from_utf8_lossy(&output.stderr)
     );
     let summary: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
-    let events: Vec<&str> = summary["events"].as_array().unwrap().iter().map(|e| e.as_str().unwrap()).collect();
-    let first_reasoning = events.iter().position(|e| *e == "REASONING_MESSAGE_CONTENT");
+    let events: Vec<&str> = summary["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e.as_str().unwrap())
+        .collect();
+    let first_reasoning = events
+        .iter()
+        .position(|e| *e == "REASONING_MESSAGE_CONTENT");
     let first_text = events.iter().position(|e| *e == "TEXT_MESSAGE_CONTENT");
     assert!(
         matches!((first_reasoning, first_text), (Some(r), Some(t)) if r < t),
@@ -177,8 +228,15 @@ async fn a_qwen3_model_on_mlx_streams_reasoning_then_text_to_the_official_client
     );
     assert!(events.contains(&"REASONING_ENCRYPTED_VALUE"));
     let messages = summary["messages"].as_array().unwrap();
-    let reasoning = messages.iter().find(|m| m["role"] == "reasoning").expect("a reasoning message");
+    let reasoning = messages
+        .iter()
+        .find(|m| m["role"] == "reasoning")
+        .expect("a reasoning message");
     assert!(!reasoning["content"].as_str().unwrap().is_empty());
-    assert!(reasoning["encryptedValue"].as_str().is_some_and(|v| !v.is_empty()));
+    assert!(
+        reasoning["encryptedValue"]
+            .as_str()
+            .is_some_and(|v| !v.is_empty())
+    );
     server.shutdown().await;
 }

@@ -28,7 +28,10 @@ pub fn convert(args: &ConvertArgs) -> Result<()> {
     use thinkwire_engine::mlx::{ConvertOptions, Precision, convert_gguf};
 
     let Some(precision) = Precision::parse(&args.precision) else {
-        bail!("--precision: expected f32, bf16 or keep, not {:?}", args.precision);
+        bail!(
+            "--precision: expected f32, bf16 or keep, not {:?}",
+            args.precision
+        );
     };
     let gguf = GgufFile::open(&args.gguf)?;
     let tokenizer_json = thinkwire_chat::tokenizer_json_from_gguf(&gguf)
