@@ -21,6 +21,7 @@
 //! # Ok::<(), thinkwire_engine::EngineError>(())
 //! ```
 
+pub mod bench;
 mod cache;
 pub mod config;
 mod convert;

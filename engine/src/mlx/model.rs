@@ -10,7 +10,7 @@ use mlx_rs::fast::ScaledDotProductAttentionMask;
 
 use super::cache::KvCache;
 use super::config::{Architecture, ModelConfig};
-use super::rope::Rope;
+use super::rope::{Rope, RopeStep};
 use super::weights::{Embedding, Linear, Precision, Weight, WeightMap, last_axis, mlx_err};
 use crate::EngineError;
 
@@ -29,26 +29,34 @@ struct Attention {
 }
 
 impl Attention {
-    fn forward(&self, x: &Array, cache: &mut KvCache, rope: &Rope) -> R<Array> {
+    fn forward(&self, x: &Array, cache: &mut KvCache, rope: &Rope, step: &RopeStep) -> R<Array> {
         let (l, hd) = (x.shape()[1], self.head_dim);
         let (nq, nkv) = (self.heads, self.kv_heads);
         let qkv = self.qkv.forward(x)?;
         let qkv = qkv.reshape(&[1, l, nq + 2 * nkv, hd])?;
-        let mut q = qkv.try_index_axis2(0, nq)?;
-        let mut k = qkv.try_index_axis2(nq, nq + nkv)?;
-        let v = qkv.try_index_axis2(nq + nkv, nq + 2 * nkv)?;
-        if let Some(w) = &self.q_norm {
-            q = mlx_rs::fast::rms_norm(&q, Some(w), self.eps)?;
-        }
-        if let Some(w) = &self.k_norm {
-            k = mlx_rs::fast::rms_norm(&k, Some(w), self.eps)?;
-        }
-        let q = q.transpose_axes(&[0, 2, 1, 3])?;
-        let k = k.transpose_axes(&[0, 2, 1, 3])?;
-        let v = v.transpose_axes(&[0, 2, 1, 3])?;
-        let offset = cache.offset();
-        let q = rope.apply(&q, offset)?;
-        let k = rope.apply(&k, offset)?;
+        let v = qkv
+            .try_index_axis2(nq + nkv, nq + 2 * nkv)?
+            .transpose_axes(&[0, 2, 1, 3])?;
+        let (q, k) = match (&self.q_norm, &self.k_norm) {
+            (Some(qn), Some(kn)) => {
+                let q = mlx_rs::fast::rms_norm(qkv.try_index_axis2(0, nq)?, Some(qn), self.eps)?;
+                let k =
+                    mlx_rs::fast::rms_norm(qkv.try_index_axis2(nq, nq + nkv)?, Some(kn), self.eps)?;
+                (
+                    rope.apply_with(&q.transpose_axes(&[0, 2, 1, 3])?, step)?,
+                    rope.apply_with(&k.transpose_axes(&[0, 2, 1, 3])?, step)?,
+                )
+            }
+            _ => {
+                // Queries and keys rotate together: one RoPE per layer.
+                let qk = qkv
+                    .try_index_axis2(0, nq + nkv)?
+                    .transpose_axes(&[0, 2, 1, 3])?;
+                let qk = rope.apply_with(&qk, step)?;
+                use mlx_rs::ops::indexing::TryIndexOp;
+                (qk.try_index((.., ..nq))?, qk.try_index((.., nq..))?)
+            }
+        };
         let (keys, values) = cache.update_and_fetch(&k, &v)?;
         let mask = (l > 1).then_some(ScaledDotProductAttentionMask::Causal);
         let out =
@@ -83,7 +91,9 @@ impl Mlp {
         let gu = self.gate_up.forward(x)?;
         let g = last_axis(&gu, 0, self.ffn)?;
         let u = last_axis(&gu, self.ffn, 2 * self.ffn)?;
-        let h = mlx_rs::nn::silu(&g)?.multiply(&u)?;
+        // silu(g) = g * sigmoid(g), spelled out: mlx-rs's compiled silu
+        // costs twice as much per call on the CPU backend.
+        let h = g.multiply(mlx_rs::ops::sigmoid(&g)?)?.multiply(&u)?;
         self.down.forward(&h)
     }
 }
@@ -97,9 +107,9 @@ struct Block {
 }
 
 impl Block {
-    fn forward(&self, x: &Array, cache: &mut KvCache, rope: &Rope) -> R<Array> {
+    fn forward(&self, x: &Array, cache: &mut KvCache, rope: &Rope, step: &RopeStep) -> R<Array> {
         let h = mlx_rs::fast::rms_norm(x, Some(&self.attn_norm), self.eps)?;
-        let x = x.add(self.attn.forward(&h, cache, rope)?)?;
+        let x = x.add(self.attn.forward(&h, cache, rope, step)?)?;
         let h = mlx_rs::fast::rms_norm(&x, Some(&self.mlp_norm), self.eps)?;
         x.add(self.mlp.forward(&h)?)
     }
@@ -254,6 +264,7 @@ impl Model {
     fn materialize(&self) -> Result<(), EngineError> {
         let mut all: Vec<&Array> = self.embed.arrays();
         all.push(&self.norm);
+        all.extend(self.rope.arrays());
         all.extend(self.lm_head.arrays());
         for b in &self.blocks {
             all.push(&b.attn_norm);
@@ -277,8 +288,10 @@ impl Model {
     /// logits of the last position (`[1, vocab]`, f32).
     pub fn forward_last(&self, ids: &Array, caches: &mut [KvCache]) -> R<Array> {
         let mut x = self.embed.lookup(ids)?;
+        let offset = caches.first().map_or(0, KvCache::offset);
+        let step = self.rope.step(offset, ids.shape()[1])?;
         for (block, cache) in self.blocks.iter().zip(caches.iter_mut()) {
-            x = block.forward(&x, cache, &self.rope)?;
+            x = block.forward(&x, cache, &self.rope, &step)?;
         }
         let l = x.shape()[1];
         let x = if l > 1 {
@@ -300,8 +313,10 @@ impl Model {
     /// prefill chunk that is not the last one).
     pub fn forward_fill(&self, ids: &Array, caches: &mut [KvCache]) -> R<Array> {
         let mut x = self.embed.lookup(ids)?;
+        let offset = caches.first().map_or(0, KvCache::offset);
+        let step = self.rope.step(offset, ids.shape()[1])?;
         for (block, cache) in self.blocks.iter().zip(caches.iter_mut()) {
-            x = block.forward(&x, cache, &self.rope)?;
+            x = block.forward(&x, cache, &self.rope, &step)?;
         }
         Ok(x)
     }

@@ -73,66 +73,148 @@ impl RopeKind {
     }
 }
 
+/// Positions whose angles are tabulated at load (beyond, `fast::rope`).
+const TABLE_POSITIONS: usize = 32_768;
+
 /// A ready-to-apply RoPE for one model.
+///
+/// MLX's CPU backend computes `fast::rope` from scratch on every call
+/// (frequencies, angles, cos, sin: transcendental work per head and
+/// position), which made RoPE the largest non-matmul cost of a decode step.
+/// The angles depend only on the position, so their cos/sin are tabulated
+/// once at load; a step slices one row range shared by every layer and
+/// rotates with plain multiplies ([`Rope::apply_with`]).
 pub struct Rope {
     dims: i32,
     base: Option<f32>,
     scale: f32,
     freqs: Option<Array>,
+    cos: Array,
+    sin: Array,
+    positions: i32,
+}
+
+/// The cos/sin rows of one step, shared by every layer.
+pub struct RopeStep {
+    cos: Option<Array>,
+    sin: Option<Array>,
+    offset: i32,
 }
 
 impl Rope {
     /// Builds the rotation for `config` (head_dim dimensions rotated).
     pub fn new(config: &ModelConfig) -> Result<Self, EngineError> {
         let dims = config.head_dim() as i32;
+        let half = (dims / 2) as usize;
         let base = config.rope_theta;
-        Ok(match RopeKind::from_config(config)? {
-            RopeKind::Default => Self {
-                dims,
-                base: Some(base),
-                scale: 1.0,
-                freqs: None,
-            },
-            RopeKind::Linear { factor } => Self {
-                dims,
-                base: Some(base),
-                scale: 1.0 / factor,
-                freqs: None,
-            },
+        let default_periods = || -> Vec<f64> {
+            (0..half)
+                .map(|i| (base as f64).powf(2.0 * i as f64 / dims as f64))
+                .collect()
+        };
+        let (base_opt, scale, periods) = match RopeKind::from_config(config)? {
+            RopeKind::Default => (Some(base), 1.0f32, default_periods()),
+            RopeKind::Linear { factor } => (Some(base), 1.0 / factor, default_periods()),
             RopeKind::Llama3 {
                 factor,
                 low_freq_factor,
                 high_freq_factor,
                 original_max_position_embeddings: old,
             } => {
-                let low_wavelen = old / low_freq_factor;
-                let high_wavelen = old / high_freq_factor;
-                let periods: Vec<f32> = (0..dims / 2)
-                    .map(|i| {
-                        let p = base.powf(2.0 * i as f32 / dims as f32);
-                        let wavelen = 2.0 * std::f32::consts::PI * p;
+                let low_wavelen = old as f64 / low_freq_factor as f64;
+                let high_wavelen = old as f64 / high_freq_factor as f64;
+                let periods = default_periods()
+                    .into_iter()
+                    .map(|p| {
+                        let wavelen = 2.0 * std::f64::consts::PI * p;
                         if wavelen > low_wavelen {
-                            p * factor
+                            p * factor as f64
                         } else if wavelen > high_wavelen {
-                            let smooth = (old / wavelen - low_freq_factor)
-                                / (high_freq_factor - low_freq_factor);
-                            p / ((1.0 - smooth) / factor + smooth)
+                            let smooth = (old as f64 / wavelen - low_freq_factor as f64)
+                                / (high_freq_factor as f64 - low_freq_factor as f64);
+                            p / ((1.0 - smooth) / factor as f64 + smooth)
                         } else {
                             p
                         }
                     })
                     .collect();
-                Self {
-                    dims,
-                    base: None,
-                    scale: 1.0,
-                    freqs: Some(Array::from_slice(&periods, &[dims / 2])),
-                }
+                (None, 1.0, periods)
             }
+        };
+        let positions = config.context_length().clamp(1, TABLE_POSITIONS);
+        let mut cos = Vec::with_capacity(positions * half * 2);
+        let mut sin = Vec::with_capacity(positions * half * 2);
+        // Full-width rows [cos, cos] and [-sin, sin], so that a rotation is
+        // x * cos + swap_halves(x) * sin: the same products and sums as
+        // `x1*cos - x2*sin`, `x2*cos + x1*sin`, in fewer ops.
+        for p in 0..positions {
+            let angles: Vec<f64> = periods
+                .iter()
+                .map(|period| p as f64 * scale as f64 / period)
+                .collect();
+            cos.extend(angles.iter().map(|a| a.cos() as f32));
+            cos.extend(angles.iter().map(|a| a.cos() as f32));
+            sin.extend(angles.iter().map(|a| -a.sin() as f32));
+            sin.extend(angles.iter().map(|a| a.sin() as f32));
+        }
+        let shape = [positions as i32, dims];
+        let freqs = if base_opt.is_none() {
+            let f: Vec<f32> = periods.iter().map(|&p| p as f32).collect();
+            Some(Array::from_slice(&f, &[half as i32]))
+        } else {
+            None
+        };
+        Ok(Self {
+            dims,
+            base: base_opt,
+            scale,
+            freqs,
+            cos: Array::from_slice(&cos, &shape),
+            sin: Array::from_slice(&sin, &shape),
+            positions: positions as i32,
         })
     }
 
-    /// Rotates `x` ([batch, heads, len, head_dim]) for positions from `offset`.
+    /// The tables, to evaluate at load.
+    pub fn arrays(&self) -> [&Array; 2] {
+        [&self.cos, &self.sin]
+    }
+
+    /// The rows for `len` positions from `offset`.
+    pub fn step(&self, offset: i32, len: i32) -> mlx_rs::error::Result<RopeStep> {
+        use mlx_rs::ops::indexing::TryIndexOp;
+        if offset + len > self.positions {
+            return Ok(RopeStep {
+                cos: None,
+                sin: None,
+                offset,
+            });
+        }
+        Ok(RopeStep {
+            cos: Some(self.cos.try_index(offset..offset + len)?),
+            sin: Some(self.sin.try_index(offset..offset + len)?),
+            offset,
+        })
+    }
+
+    /// Rotates `x` (`[batch, heads, len, head_dim]`) at the step's positions.
+    pub fn apply_with(&self, x: &Array, step: &RopeStep) -> mlx_rs::error::Result<Array> {
+        use mlx_rs::ops::indexing::TryIndexOp;
+        let (Some(cos), Some(sin)) = (&step.cos, &step.sin) else {
+            return self.apply(x, step.offset);
+        };
+        let half = self.dims / 2;
+        let swapped = mlx_rs::ops::concatenate(
+            &[
+                x.try_index((.., .., .., half..))?,
+                x.try_index((.., .., .., ..half))?,
+            ],
+            -1,
+        )?;
+        x.multiply(cos)?.add(swapped.multiply(sin)?)
+    }
+
+    /// Rotates `x` for positions from `offset` with `fast::rope`.
     pub fn apply(&self, x: &Array, offset: i32) -> mlx_rs::error::Result<Array> {
         mlx_rs::fast::rope(
             x,
@@ -157,6 +239,29 @@ mod tests {
             "vocab_size": 10, "rope_scaling": scaling
         }))
         .unwrap()
+    }
+
+    #[test]
+    fn tables_match_fast_rope() {
+        for scaling in [
+            serde_json::Value::Null,
+            serde_json::json!({"type": "linear", "factor": 2.0}),
+            serde_json::json!({"rope_type": "llama3", "factor": 8.0, "original_max_position_embeddings": 16}),
+        ] {
+            let rope = Rope::new(&config(scaling)).unwrap();
+            let x = mlx_rs::random::normal::<f32>(&[1, 2, 3, 32], None, None, None).unwrap();
+            let want = rope.apply(&x, 5).unwrap();
+            let got = rope.apply_with(&x, &rope.step(5, 3).unwrap()).unwrap();
+            let diff = want
+                .subtract(&got)
+                .unwrap()
+                .abs()
+                .unwrap()
+                .max(None)
+                .unwrap();
+            let diff = diff.item_exact::<f32>();
+            assert!(diff < 1e-4, "{diff}");
+        }
     }
 
     #[test]

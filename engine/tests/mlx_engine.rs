@@ -1,0 +1,311 @@
+//! Behaviour of the MLX engine on the tiny random models of
+//! `tests/golden/` (no download needed): chunked prefill, directives,
+//! stop tokens, limits, seeded sampling, and load errors.
+#![cfg(feature = "mlx")]
+// Test helpers outside #[test] functions unwrap too.
+#![allow(clippy::unwrap_used)]
+
+use std::ops::ControlFlow;
+use std::path::{Path, PathBuf};
+
+use thinkwire_engine::mlx::{LoadOptions, MlxEngine, Precision};
+use thinkwire_engine::{
+    Directive, Engine, EngineError, Finish, GenerationRequest, SamplingParams, TokenSink,
+};
+
+fn tiny(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden")
+        .join(name)
+}
+
+fn load(name: &str, chunk: usize) -> MlxEngine {
+    MlxEngine::load(
+        &tiny(name),
+        &LoadOptions {
+            prefill_chunk: chunk,
+            ..LoadOptions::default()
+        },
+    )
+    .unwrap()
+}
+
+fn request(prompt: Vec<u32>, max_tokens: usize) -> GenerationRequest {
+    GenerationRequest {
+        prompt,
+        max_tokens,
+        sampling: SamplingParams::greedy(),
+        stop_token_ids: vec![],
+    }
+}
+
+/// Records tokens and prefill progress; scripted directives by position.
+#[derive(Default)]
+struct Script {
+    tokens: Vec<u32>,
+    prefill: Vec<(usize, usize)>,
+    force_at: Option<(usize, Vec<u32>)>,
+    stop_at: Option<usize>,
+    cancel_prefill_after: Option<usize>,
+}
+
+impl TokenSink for Script {
+    fn on_token(&mut self, id: u32) -> Directive {
+        self.tokens.push(id);
+        let n = self.tokens.len();
+        if self.stop_at == Some(n) {
+            return Directive::Stop;
+        }
+        match &self.force_at {
+            Some((at, forced)) if *at == n => Directive::Force(forced.clone()),
+            _ => Directive::Continue,
+        }
+    }
+
+    fn on_prefill(&mut self, done: usize, total: usize) -> ControlFlow<()> {
+        self.prefill.push((done, total));
+        match self.cancel_prefill_after {
+            Some(n) if self.prefill.len() >= n => ControlFlow::Break(()),
+            _ => ControlFlow::Continue(()),
+        }
+    }
+}
+
+fn run(
+    engine: &MlxEngine,
+    req: &GenerationRequest,
+    sink: &mut Script,
+) -> thinkwire_engine::GenerationStats {
+    engine.generate(req, sink).unwrap()
+}
+
+const PROMPT: [u32; 23] = [
+    5, 17, 99, 3, 250, 7, 31, 64, 128, 200, 11, 42, 77, 90, 13, 8, 150, 19, 23, 180, 66, 2, 9,
+];
+
+#[test]
+fn chunked_prefill_matches_one_shot_and_reports_progress() {
+    let whole = load("tiny-qwen3", 512);
+    let chunked = load("tiny-qwen3", 5);
+    let mut a = Script::default();
+    let mut b = Script::default();
+    run(&whole, &request(PROMPT.to_vec(), 24), &mut a);
+    let stats = run(&chunked, &request(PROMPT.to_vec(), 24), &mut b);
+    assert_eq!(a.tokens, b.tokens);
+    assert_eq!(stats.prompt_tokens, PROMPT.len());
+    assert_eq!(
+        b.prefill,
+        vec![(5, 23), (10, 23), (15, 23), (20, 23), (23, 23)]
+    );
+}
+
+#[test]
+fn max_tokens_stop_and_cancellation() {
+    let e = load("tiny-qwen2", 512);
+    let mut s = Script::default();
+    let stats = run(&e, &request(PROMPT.to_vec(), 10), &mut s);
+    assert_eq!(stats.finish, Finish::Length);
+    assert_eq!((s.tokens.len(), stats.generated_tokens), (10, 10));
+
+    // A stop token ends generation and is not handed to the sink.
+    let stop = s.tokens[4];
+    let first = s.tokens.iter().position(|&t| t == stop).unwrap();
+    let mut s2 = Script::default();
+    let stats = run(
+        &e,
+        &GenerationRequest {
+            stop_token_ids: vec![stop],
+            ..request(PROMPT.to_vec(), 10)
+        },
+        &mut s2,
+    );
+    assert_eq!(stats.finish, Finish::StopToken(stop));
+    assert_eq!(s2.tokens, s.tokens[..first]);
+
+    let mut s3 = Script {
+        stop_at: Some(3),
+        ..Script::default()
+    };
+    let stats = run(&e, &request(PROMPT.to_vec(), 10), &mut s3);
+    assert_eq!(stats.finish, Finish::Cancelled);
+    assert_eq!(s3.tokens, s.tokens[..3]);
+
+    let mut s4 = Script {
+        cancel_prefill_after: Some(1),
+        ..Script::default()
+    };
+    let stats = run(
+        &load("tiny-qwen2", 8),
+        &request(PROMPT.to_vec(), 10),
+        &mut s4,
+    );
+    assert_eq!(stats.finish, Finish::Cancelled);
+    assert!(s4.tokens.is_empty());
+}
+
+#[test]
+fn forced_tokens_continue_as_if_generated() {
+    let e = load("tiny-llama3-untied", 512);
+    let forced = vec![40u32, 41, 42];
+    let mut s = Script {
+        force_at: Some((2, forced.clone())),
+        ..Script::default()
+    };
+    let stats = run(&e, &request(PROMPT.to_vec(), 12), &mut s);
+    assert_eq!(stats.finish, Finish::Length);
+    // 2 generated + 3 forced count towards max_tokens: 7 more generated.
+    assert_eq!(s.tokens.len(), 9);
+
+    // Same as a prompt that already contains those tokens.
+    let mut prompt = PROMPT.to_vec();
+    prompt.extend_from_slice(&s.tokens[..2]);
+    prompt.extend_from_slice(&forced);
+    let mut plain = Script::default();
+    run(&e, &request(prompt, 7), &mut plain);
+    assert_eq!(&s.tokens[2..], &plain.tokens[..]);
+}
+
+#[test]
+fn seeded_sampling_is_reproducible() {
+    let e = load("tiny-qwen3", 512);
+    let sampled = |seed| {
+        let mut s = Script::default();
+        run(
+            &e,
+            &GenerationRequest {
+                sampling: SamplingParams {
+                    temperature: 1.5,
+                    top_k: 50,
+                    top_p: 0.95,
+                    min_p: 0.01,
+                    repetition_penalty: 1.1,
+                    seed: Some(seed),
+                    ..SamplingParams::greedy()
+                },
+                ..request(PROMPT.to_vec(), 16)
+            },
+            &mut s,
+        );
+        s.tokens
+    };
+    assert_eq!(sampled(1), sampled(1));
+    assert_ne!(sampled(1), sampled(2));
+}
+
+#[test]
+fn precision_policies_agree_on_a_dense_model() {
+    // bf16 rounds the weights; the first tokens of a decisive prompt stay.
+    let f32e = load("tiny-qwen2", 512);
+    let keep = MlxEngine::load(
+        &tiny("tiny-qwen2"),
+        &LoadOptions {
+            precision: Precision::Keep,
+            ..LoadOptions::default()
+        },
+    )
+    .unwrap();
+    let (mut a, mut b) = (Script::default(), Script::default());
+    run(&f32e, &request(PROMPT.to_vec(), 8), &mut a);
+    run(&keep, &request(PROMPT.to_vec(), 8), &mut b);
+    assert_eq!(a.tokens, b.tokens);
+}
+
+#[test]
+fn prompt_longer_than_context_is_refused_before_generation() {
+    let e = load("tiny-qwen2", 512);
+    let ctx = e.info().context_length;
+    let mut s = Script::default();
+    let err = e
+        .generate(&request(vec![1; ctx + 1], 4), &mut s)
+        .unwrap_err();
+    assert!(matches!(err, EngineError::ContextOverflow { .. }), "{err}");
+    assert!(err.to_string().contains(&ctx.to_string()));
+    assert!(s.prefill.is_empty() && s.tokens.is_empty());
+}
+
+fn load_err(path: &Path) -> String {
+    MlxEngine::load(path, &LoadOptions::default())
+        .unwrap_err()
+        .to_string()
+}
+
+fn copy_model(name: &str, dest: &Path) {
+    std::fs::create_dir_all(dest).unwrap();
+    for entry in std::fs::read_dir(tiny(name)).unwrap() {
+        let p = entry.unwrap().path();
+        std::fs::copy(&p, dest.join(p.file_name().unwrap())).unwrap();
+    }
+}
+
+#[test]
+fn load_errors_name_the_file_tensor_or_field() {
+    let tmp = std::env::temp_dir().join(format!("thinkwire-engine-errors-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&tmp);
+
+    let missing = tmp.join("nope.gguf");
+    assert!(load_err(&missing).contains("nope.gguf"));
+
+    // A corrupt GGUF.
+    std::fs::create_dir_all(&tmp).unwrap();
+    let bad = tmp.join("bad.gguf");
+    std::fs::write(&bad, b"GGUF\x03\x00\x00\x00garbage").unwrap();
+    assert!(load_err(&bad).contains("bad.gguf"));
+
+    // Unknown architecture: the config field is named.
+    let arch = tmp.join("arch");
+    copy_model("tiny-qwen3", &arch);
+    let cfg = arch.join("config.json");
+    let text = std::fs::read_to_string(&cfg).unwrap();
+    std::fs::write(&cfg, text.replace("\"qwen3\"", "\"gpt_neox\"")).unwrap();
+    let e = load_err(&arch);
+    assert!(e.contains("model_type") && e.contains("gpt_neox"), "{e}");
+
+    // Unknown RoPE type.
+    let rope = tmp.join("rope");
+    copy_model("tiny-llama3-untied", &rope);
+    let cfg = rope.join("config.json");
+    let text = std::fs::read_to_string(&cfg).unwrap();
+    std::fs::write(&cfg, text.replace("\"llama3\"", "\"longrope\"")).unwrap();
+    let e = load_err(&rope);
+    assert!(e.contains("rope_scaling") && e.contains("longrope"), "{e}");
+
+    // Unsupported quantization.
+    let quant = tmp.join("quant");
+    copy_model("tiny-qwen3-4bit", &quant);
+    let cfg = quant.join("config.json");
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&cfg).unwrap()).unwrap();
+    v["quantization"]["bits"] = 7.into();
+    v["quantization_config"]["bits"] = 7.into();
+    std::fs::write(&cfg, v.to_string()).unwrap();
+    let e = load_err(&quant);
+    assert!(e.contains("quantization") && e.contains('7'), "{e}");
+
+    // A missing shard and a truncated one.
+    let shard = tmp.join("shard");
+    copy_model("tiny-qwen2", &shard);
+    std::fs::remove_file(shard.join("model-00002-of-00002.safetensors")).unwrap();
+    assert!(load_err(&shard).contains("model-00002-of-00002.safetensors"));
+    let trunc = tmp.join("trunc");
+    copy_model("tiny-qwen2", &trunc);
+    let f = trunc.join("model-00001-of-00002.safetensors");
+    let bytes = std::fs::read(&f).unwrap();
+    std::fs::write(&f, &bytes[..bytes.len() / 2]).unwrap();
+    assert!(load_err(&trunc).contains("model-00001-of-00002.safetensors"));
+
+    // A missing tensor is named.
+    let gone = tmp.join("gone");
+    copy_model("tiny-qwen3", &gone);
+    let st = gone.join("model.safetensors");
+    let arrays = mlx_rs::Array::load_safetensors(&st).unwrap();
+    let kept: Vec<(String, mlx_rs::Array)> = arrays
+        .into_iter()
+        .filter(|(k, _)| k != "model.layers.1.mlp.down_proj.weight")
+        .collect();
+    mlx_rs::Array::save_safetensors(kept.iter().map(|(k, v)| (k.as_str(), v)), None, &st).unwrap();
+    std::fs::remove_file(gone.join("model.safetensors.index.json")).unwrap();
+    let e = load_err(&gone);
+    assert!(e.contains("model.layers.1.mlp.down_proj.weight"), "{e}");
+
+    let _ = std::fs::remove_dir_all(&tmp);
+}
