@@ -53,7 +53,9 @@ impl SamplingParams {
     /// Rejects values no sampler can honour, naming the parameter.
     pub fn validate(&self) -> Result<(), EngineError> {
         let bad = |name: &str, why: &str| {
-            Err(EngineError::InvalidRequest(format!("sampling {name} {why}")))
+            Err(EngineError::InvalidRequest(format!(
+                "sampling {name} {why}"
+            )))
         };
         if !self.temperature.is_finite() || self.temperature < 0.0 {
             return bad("temperature", "must be a finite number >= 0");
@@ -90,6 +92,11 @@ mod tests {
         assert!(err.contains("top_p"), "{err}");
         p.top_p = 1.0;
         p.temperature = f32::NAN;
-        assert!(p.validate().unwrap_err().to_string().contains("temperature"));
+        assert!(
+            p.validate()
+                .unwrap_err()
+                .to_string()
+                .contains("temperature")
+        );
     }
 }
