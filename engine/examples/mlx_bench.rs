@@ -1,7 +1,7 @@
 //! `thinkwire bench --compare-mlx-lm` in small: converts the GGUF to an f32
 //! folder (unless given), measures thinkwire on the GGUF and mlx-lm on the
 //! folder, prints both reports and the decode ratio.
-//! `cargo run --release -p thinkwire-engine --example mlx_bench -- MODEL.gguf [TOKENS] [RUNS] [f32|bf16|keep]`
+//! `cargo run --release -p thinkwire-engine --example mlx_bench -- MODEL.gguf [TOKENS] [RUNS] [f32|bf16|keep] [nocompare]`
 
 use std::path::PathBuf;
 
@@ -53,6 +53,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 )?)?),
             },
         )?;
+    }
+    if args.get(5).is_some_and(|a| a == "nocompare") {
+        println!("{}", serde_json::to_string(&bench(&model, &options)?)?);
+        return Ok(());
     }
     let lm = MlxLmReference::locate().bench(&folder, &options)?;
     let tw = bench(&model, &options)?;

@@ -309,3 +309,24 @@ fn load_errors_name_the_file_tensor_or_field() {
 
     let _ = std::fs::remove_dir_all(&tmp);
 }
+
+#[test]
+fn generates_from_other_threads_than_the_loading_one() {
+    // Servers call `generate` from whichever blocking thread is free.
+    let e = std::sync::Arc::new(load("tiny-qwen3", 512));
+    let mut here = Script::default();
+    run(&e, &request(PROMPT.to_vec(), 8), &mut here);
+    let handles: Vec<_> = (0..3)
+        .map(|_| {
+            let e = e.clone();
+            std::thread::spawn(move || {
+                let mut s = Script::default();
+                run(&e, &request(PROMPT.to_vec(), 8), &mut s);
+                s.tokens
+            })
+        })
+        .collect();
+    for h in handles {
+        assert_eq!(h.join().unwrap(), here.tokens);
+    }
+}

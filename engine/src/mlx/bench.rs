@@ -109,6 +109,11 @@ pub struct MlxLmReference {
     pub python: PathBuf,
     /// `scripts/golden/mlx_lm_ref.py`.
     pub script: PathBuf,
+    /// A BLAS library to preload into mlx-lm's process (`LD_PRELOAD`), e.g.
+    /// the plain system OpenBLAS: its `cblas_sgemm` then takes precedence
+    /// over thinkwire's gemv forwarding layer that the venv shares
+    /// (`THINKWIRE_MLX_LM_PRELOAD`). `None` compares on the same BLAS.
+    pub preload: Option<PathBuf>,
 }
 
 impl MlxLmReference {
@@ -128,7 +133,14 @@ impl MlxLmReference {
             .unwrap_or_else(|| {
                 Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/golden/mlx_lm_ref.py")
             });
-        Self { python, script }
+        let preload = std::env::var_os("THINKWIRE_MLX_LM_PRELOAD")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from);
+        Self {
+            python,
+            script,
+            preload,
+        }
     }
 
     /// Runs mlx-lm on the folder `model_dir` (e.g. written by
@@ -145,7 +157,11 @@ impl MlxLmReference {
             )));
         }
         let ids: Vec<String> = options.prompt.iter().map(u32::to_string).collect();
-        let out = Command::new(&self.python)
+        let mut cmd = Command::new(&self.python);
+        if let Some(lib) = &self.preload {
+            cmd.env("LD_PRELOAD", lib);
+        }
+        let out = cmd
             .arg(&self.script)
             .arg("bench")
             .arg(model_dir)
