@@ -211,6 +211,25 @@ fn precision_policies_agree_on_a_dense_model() {
 }
 
 #[test]
+fn mlx_quantized_weights_dequantize_to_the_same_model() {
+    // An mlx-community style 4-bit folder, run quantized and dequantized
+    // to f32: different kernels, same weights, same decisive tokens.
+    let keep = MlxEngine::load(
+        &tiny("tiny-qwen3-4bit"),
+        &LoadOptions {
+            precision: Precision::Keep,
+            ..LoadOptions::default()
+        },
+    )
+    .unwrap();
+    let f32e = load("tiny-qwen3-4bit", 512);
+    let (mut a, mut b) = (Script::default(), Script::default());
+    run(&keep, &request(PROMPT.to_vec(), 6), &mut a);
+    run(&f32e, &request(PROMPT.to_vec(), 6), &mut b);
+    assert_eq!(a.tokens, b.tokens);
+}
+
+#[test]
 fn prompt_longer_than_context_is_refused_before_generation() {
     let e = load("tiny-qwen2", 512);
     let ctx = e.info().context_length;
