@@ -2,6 +2,16 @@
 //! MLX wheel. This crate replaces the registry crate `mlx-sys` 0.7.0
 //! (through `[patch.crates-io]`) so that `mlx-rs` builds on Linux; see
 //! `README.md` for the variants (CPU, CUDA, Metal) and how they are chosen.
+//!
+//! Doctests link and load MLX like any binary (no rpath needed):
+//!
+//! ```
+//! let mut s = unsafe { mlx_sys::mlx_string_new() };
+//! assert_eq!(unsafe { mlx_sys::mlx_version(&mut s) }, 0);
+//! let v = unsafe { std::ffi::CStr::from_ptr(mlx_sys::mlx_string_data(s)) };
+//! assert!(v.to_string_lossy().starts_with("0.32"));
+//! unsafe { mlx_sys::mlx_string_free(s) };
+//! ```
 
 #![allow(non_upper_case_globals)]
 #![allow(non_camel_case_types)]
