@@ -31,9 +31,6 @@ use tokio_tungstenite::tungstenite::Message;
 
 use support::*;
 
-type Socket =
-    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
-
 /// The secrets of the test: anything in here found in a log or a file is a
 /// failure.
 struct Secrets {
@@ -236,13 +233,6 @@ async fn sse_run(server: &TestServer, input: &Value) -> (Vec<Event>, Vec<u8>) {
         .unwrap();
     verify(&events);
     (events, bytes)
-}
-
-async fn connect(server: &TestServer) -> Socket {
-    tokio_tungstenite::connect_async(server.ws_url())
-        .await
-        .unwrap()
-        .0
 }
 
 /// Sends `text` as one frame and reads until a terminal event: the events

@@ -229,16 +229,6 @@ async fn post_refused(server: &TestServer, body: &Value) -> (u16, Value) {
     (status, response.json().await.unwrap())
 }
 
-type Socket =
-    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
-
-async fn ws_connect(server: &TestServer) -> Socket {
-    tokio_tungstenite::connect_async(server.ws_url())
-        .await
-        .unwrap()
-        .0
-}
-
 /// Sends one input over the socket and reads its events to the terminal one.
 async fn ws_run(socket: &mut Socket, body: &Value) -> Vec<Event> {
     socket.send(Message::text(body.to_string())).await.unwrap();
@@ -270,7 +260,7 @@ async fn hidden_is_the_default_a_span_an_empty_message_and_a_sealed_value_over_s
     let rig = Rig::qwen3(&[qwen3_turn(raw, "Hello!"), qwen3_turn(raw, "Hello again!")]).await;
 
     let over_sse = post_run(&rig.server, &input("t-hidden", "r1", "Hi", json!({}))).await;
-    let mut socket = ws_connect(&rig.server).await;
+    let mut socket = connect(&rig.server).await;
     let over_ws = ws_run(
         &mut socket,
         &input("t-hidden", "r2", "Hi", reasoning("hidden")),
@@ -624,7 +614,7 @@ async fn a_policy_that_allows_only_hidden_refuses_full_over_sse_and_ws() {
         "the message names what is allowed: {body}"
     );
 
-    let mut socket = ws_connect(&rig.server).await;
+    let mut socket = connect(&rig.server).await;
     let refused = ws_run(
         &mut socket,
         &input("t-pol", "r2", "Hi", reasoning("summary")),
@@ -753,7 +743,7 @@ async fn effort_levels_map_to_the_family_budgets_from_the_registry() {
     )
     .await;
 
-    let mut socket = ws_connect(&rig.server).await;
+    let mut socket = connect(&rig.server).await;
     let mut run = async |id: &str, forwarded: Value| {
         let events = ws_run(&mut socket, &input("t-effort", id, "Think", forwarded)).await;
         verify(&events);

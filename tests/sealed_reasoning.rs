@@ -69,16 +69,6 @@ fn weather_tool() -> Value {
 // ---------------------------------------------------------------------------
 // A small client that builds its message list the way @ag-ui/client does.
 
-type Socket =
-    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
-
-async fn connect(server: &TestServer) -> Socket {
-    let (socket, _) = tokio_tungstenite::connect_async(server.ws_url())
-        .await
-        .unwrap();
-    socket
-}
-
 /// One run's events, and the raw text frames they came in.
 struct RunResult {
     events: Vec<Event>,

@@ -8,9 +8,6 @@
 #[path = "support/mod.rs"]
 mod support;
 
-use std::path::Path;
-use std::process::Command;
-
 use serde_json::{Value, json};
 use thinkwire_protocol::{Event, EventKind, EventType as T, Outcome};
 use thinkwire_seal::{Binding, KeyRing};
@@ -424,28 +421,6 @@ async fn the_sealed_reasoning_of_a_tool_turn_is_bound_to_its_thread() {
 
 // ---------------------------------------------------------------------------
 // The official client
-
-/// Runs tests/node/agui-client.mjs against `url`; returns its JSON summary.
-fn run_official_client(url: &str, args: &[&str]) -> Value {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    assert!(
-        root.join("tests/node/node_modules/@ag-ui/client").is_dir(),
-        "@ag-ui/client is not installed in tests/node — run scripts/setup"
-    );
-    let output = Command::new("node")
-        .arg(root.join("tests/node/agui-client.mjs"))
-        .arg(url)
-        .args(args)
-        .output()
-        .expect("running node");
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "the official client failed:\n{stderr}"
-    );
-    serde_json::from_slice(&output.stdout)
-        .unwrap_or_else(|e| panic!("bad client output ({e}): {stderr}"))
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_official_client_runs_a_tool_loop() {

@@ -2,35 +2,7 @@
 //! tests/node) against a live server: it verifies every event and applies
 //! them to its message list; any violation makes it fail.
 
-use std::path::Path;
-use std::process::Command;
-
-use serde_json::Value;
-
 use crate::support::*;
-
-/// Runs tests/node/agui-client.mjs against `url`; returns its JSON summary.
-pub fn run_official_client(url: &str, args: &[&str]) -> Value {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let script = root.join("tests/node/agui-client.mjs");
-    assert!(
-        root.join("tests/node/node_modules/@ag-ui/client").is_dir(),
-        "@ag-ui/client is not installed in tests/node — run scripts/setup"
-    );
-    let output = Command::new("node")
-        .arg(&script)
-        .arg(url)
-        .args(args)
-        .output()
-        .expect("running node");
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "the official client failed:\n{stderr}"
-    );
-    serde_json::from_slice(&output.stdout)
-        .unwrap_or_else(|e| panic!("bad client output ({e}): {stderr}"))
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_official_client_completes_two_turns_and_keeps_the_sealed_reasoning() {

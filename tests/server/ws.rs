@@ -14,16 +14,6 @@ use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 
 use crate::support::*;
 
-type Socket =
-    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
-
-pub async fn connect(server: &TestServer) -> Socket {
-    let (socket, _) = tokio_tungstenite::connect_async(server.ws_url())
-        .await
-        .unwrap();
-    socket
-}
-
 /// Reads events until a terminal one.
 pub async fn read_run(socket: &mut Socket) -> Vec<Event> {
     let mut events = Vec::new();

@@ -199,3 +199,39 @@ pub fn reasoning_text(events: &[Event]) -> String {
         })
         .collect()
 }
+
+/// A WebSocket client connection.
+pub type Socket =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+/// Opens a WebSocket to the server's `/agent/ws`.
+pub async fn connect(server: &TestServer) -> Socket {
+    let (socket, _) = tokio_tungstenite::connect_async(server.ws_url())
+        .await
+        .unwrap();
+    socket
+}
+
+/// Runs `tests/node/agui-client.mjs` (the official `@ag-ui/client`
+/// `HttpAgent`) against `url`; returns its JSON summary. Any verification
+/// or schema error inside the client fails the test with its message.
+pub fn run_official_client(url: &str, args: &[&str]) -> serde_json::Value {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    assert!(
+        root.join("tests/node/node_modules/@ag-ui/client").is_dir(),
+        "@ag-ui/client is not installed in tests/node — run scripts/setup"
+    );
+    let output = std::process::Command::new("node")
+        .arg(root.join("tests/node/agui-client.mjs"))
+        .arg(url)
+        .args(args)
+        .output()
+        .expect("running node");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "the official client failed:\n{stderr}"
+    );
+    serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|e| panic!("bad client output ({e}): {stderr}"))
+}
