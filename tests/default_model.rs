@@ -11,7 +11,7 @@ use std::path::Path;
 use std::process::Command;
 use std::sync::{Arc, OnceLock};
 
-use thinkwire::agent::{Agent, AgentConfig};
+use thinkwire::agent::{Agent, AgentConfig, ReasoningPolicy};
 use thinkwire::cli::ModelArgs;
 use thinkwire::server::ServerConfig;
 use thinkwire_seal::{Key, KeyRing};
@@ -35,11 +35,16 @@ fn agent() -> Arc<Agent> {
             let model = args
                 .load()
                 .expect("loading the default model (run scripts/setup)");
-            let mut config = AgentConfig::default();
             // Short passes keep a CPU test quick; the behaviour is the same.
-            config.max_new_tokens = 40;
-            config.policy.max_reasoning_tokens = 40;
-            config.sampling = thinkwire_engine::SamplingParams::greedy();
+            let config = AgentConfig {
+                max_new_tokens: 40,
+                policy: ReasoningPolicy {
+                    max_reasoning_tokens: 40,
+                    ..ReasoningPolicy::default()
+                },
+                sampling: thinkwire_engine::SamplingParams::greedy(),
+                ..AgentConfig::default()
+            };
             Arc::new(Agent::new(
                 model,
                 KeyRing::new(Key::generate().unwrap()),
