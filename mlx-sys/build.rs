@@ -14,6 +14,13 @@ use std::process::exit;
 const MLX_VERSION: &str = "0.32.4";
 /// The registry crate whose mlx-c source setup patches and builds.
 const MLX_C_CRATE_VERSION: &str = "0.7.0";
+/// thinkwire's own C API sources that `scripts/setup-mlx` builds into libmlxc.
+const NATIVE_FILES: [&str; 4] = [
+    "thinkwire.h",
+    "quantized_kernels.h",
+    "quantized_kernels.cpp",
+    "quantized_matmul.cpp",
+];
 
 fn fail(lines: &[String]) -> ! {
     // cargo shows a failing build script's stderr; a panic would bury the
@@ -87,11 +94,18 @@ fn main() {
     .iter()
     .all(|want| have.lines().any(|line| line == want));
     let applied = fs::read(prefix.join("mlx-c.patch")).ok();
-    if !stamp_ok || applied != fs::read(&patch).ok() {
+    // thinkwire's C additions (native/), compiled into libmlxc by setup.
+    let native_current = NATIVE_FILES.iter().all(|f| {
+        let ours = manifest.join("native").join(f);
+        println!("cargo:rerun-if-changed={}", ours.display());
+        let built = fs::read(prefix.join("native").join(f)).ok();
+        built.is_some() && built == fs::read(&ours).ok()
+    });
+    if !stamp_ok || applied != fs::read(&patch).ok() || !native_current {
         fail(&[
             format!("the MLX install in {} is out of date", prefix.display()),
             format!(
-                "(wanted MLX {MLX_VERSION}, variant {variant}, and the current {}).",
+                "(wanted MLX {MLX_VERSION}, variant {variant}, the current {} and mlx-sys/native).",
                 patch.display()
             ),
             "Run `scripts/setup-mlx` again.".into(),

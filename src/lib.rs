@@ -7,6 +7,8 @@
 //!   web demo).
 //! - [`cli`]: the subcommands of the `thinkwire` binary.
 
+#![forbid(unsafe_code)]
+
 pub mod agent;
 pub mod cli;
 pub mod server;

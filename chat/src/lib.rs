@@ -36,6 +36,8 @@
 //! # Ok::<(), thinkwire_chat::ChatError>(())
 //! ```
 
+#![forbid(unsafe_code)]
+
 pub mod assets;
 mod bytelevel;
 mod detok;

@@ -20,8 +20,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let runs: usize = args.get(3).map_or(Ok(2), |s| s.parse())?;
     let precision = args
         .get(4)
-        .map_or(Some(Precision::F32), |s| Precision::parse(s))
-        .ok_or("precision must be f32, bf16 or keep")?;
+        .map_or(Some(Precision::Auto), |s| Precision::parse(s))
+        .ok_or("precision must be auto, f32, bf16 or keep")?;
     let chat = ChatModel::load(&model)?;
     let prompt = chat.encode_chat(
         &[TemplateMessage::user(
@@ -41,13 +41,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             ..LoadOptions::default()
         },
     };
-    let folder = std::env::temp_dir().join(format!("thinkwire-bench-{}", precision.name()));
+    // mlx-lm's fastest CPU path: the exact f32 dequantization of the same weights.
+    let folder = std::env::temp_dir().join("thinkwire-bench-f32");
     if !folder.join("model.safetensors").is_file() {
         convert_gguf(
             &model,
             &folder,
             &ConvertOptions {
-                precision,
+                precision: Precision::F32,
                 tokenizer_json: Some(thinkwire_chat::tokenizer_json_from_gguf(&GgufFile::open(
                     &model,
                 )?)?),

@@ -45,6 +45,8 @@
 //! assert_eq!(decoded, events);
 //! ```
 
+#![forbid(unsafe_code)]
+
 mod capabilities;
 mod decode;
 mod event;

@@ -43,6 +43,8 @@
 //! This crate knows text pieces, token ids and chunks, nothing else; it
 //! logs no model output.
 
+#![forbid(unsafe_code)]
+
 mod harmony;
 mod pattern;
 mod registry;

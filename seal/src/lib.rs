@@ -47,6 +47,8 @@
 //!   (derived from the key) and [`KeyRing`] (rotation; key files and
 //!   environment variables).
 
+#![forbid(unsafe_code)]
+
 mod cipher;
 mod envelope;
 mod error;

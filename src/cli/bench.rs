@@ -2,9 +2,11 @@
 //! speed, peak memory; with `--compare-mlx-lm`, mlx-lm on the same weights in
 //! the same invocation, and the ratios.
 //!
-//! A comparison needs a folder both engines read: a GGUF model is converted
-//! once (f32, into `$THINKWIRE_HOME/converted/`), and both engines are then
-//! measured on that folder, so the weights are identical.
+//! mlx-lm reads only folders, so for a GGUF model it runs on copies of the
+//! same weights converted once into `$THINKWIRE_HOME/converted/`: the exact
+//! f32 dequantization (mlx-lm's fastest path on a CPU) and, for quantized
+//! files, the same packed bits in MLX's format. thinkwire runs the model as
+//! `serve` would. A folder model is measured as is by both.
 
 use anyhow::Result;
 
@@ -42,50 +44,24 @@ pub fn bench(args: &BenchArgs) -> Result<()> {
     use anyhow::{Context, bail};
     use thinkwire_chat::{ChatModel, RenderOptions, TemplateMessage};
     use thinkwire_engine::mlx::bench::{BenchOptions, BenchReport, MlxLmReference};
-    use thinkwire_engine::mlx::{ConvertOptions, LoadOptions, Precision, convert_gguf};
+    use thinkwire_engine::mlx::{LoadOptions, Precision};
 
     let path = args.model.path()?;
-    let precision = match args.model.precision.as_str() {
-        "auto" => Precision::default(),
-        other => Precision::parse(other).with_context(|| {
-            format!("--precision: expected auto, f32, bf16 or keep, not {other:?}")
-        })?,
+    let Some(precision) = Precision::parse(&args.model.precision) else {
+        bail!(
+            "--precision: expected auto, f32, bf16 or keep, not {:?}",
+            args.model.precision
+        );
     };
-    // With a comparison, both engines read one folder: the same weights.
-    let target = if args.compare_mlx_lm && path.is_file() {
-        let stem = path
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "model".into());
-        let dir = thinkwire_chat::assets::home()
-            .join("converted")
-            .join(format!("{stem}-f32"));
-        if !dir.join("config.json").is_file() {
-            eprintln!(
-                "converting {} to {} for mlx-lm…",
-                path.display(),
-                dir.display()
-            );
-            let gguf = thinkwire_engine::gguf::GgufFile::open(&path)?;
-            let options = ConvertOptions {
-                precision: Precision::F32,
-                tokenizer_json: Some(thinkwire_chat::tokenizer_json_from_gguf(&gguf)?),
-            };
-            convert_gguf(&path, &dir, &options)?;
-        }
-        dir
-    } else {
-        path
-    };
-    let chat = ChatModel::load(&target)
-        .with_context(|| format!("loading the tokenizer of {}", target.display()))?;
+    if args.runs == 0 || args.max_tokens == 0 {
+        bail!("--runs and --max-tokens must be at least 1");
+    }
+    let chat = ChatModel::load(&path)
+        .with_context(|| format!("loading the tokenizer of {}", path.display()))?;
     let prompt = chat.encode_chat(
         &[TemplateMessage::user(&args.prompt)],
         &RenderOptions::generation(),
     )?;
-    if args.runs == 0 || args.max_tokens == 0 {
-        bail!("--runs and --max-tokens must be at least 1");
-    }
     let options = BenchOptions {
         prompt,
         max_tokens: args.max_tokens,
@@ -95,39 +71,72 @@ pub fn bench(args: &BenchArgs) -> Result<()> {
             ..LoadOptions::default()
         },
     };
-    let ours = thinkwire_engine::mlx::bench::bench(&target, &options)
-        .with_context(|| format!("benchmarking {}", target.display()))?;
-    let reference = if args.compare_mlx_lm {
-        Some(
-            MlxLmReference::locate()
-                .bench(&target, &options)
-                .context("running mlx-lm (scripts/setup installs it)")?,
-        )
+    let ours = thinkwire_engine::mlx::bench::bench(&path, &options)
+        .with_context(|| format!("benchmarking {}", path.display()))?;
+    // After thinkwire's runs, so its peak memory is its own. mlx-lm reads
+    // folders only. For a GGUF model it runs on two copies of
+    // the same weights: the exact f32 dequantization (its fastest path on a
+    // CPU) and the same packed bits in MLX's quantized format.
+    let references: Vec<(&str, std::path::PathBuf)> = if !args.compare_mlx_lm {
+        Vec::new()
+    } else if path.is_file() {
+        let mut refs = vec![("f32 copy", converted(&path, Precision::F32)?)];
+        let packed = converted(&path, Precision::Auto)?;
+        if is_quantized(&packed)? {
+            refs.push(("quantized copy", packed));
+        }
+        refs
     } else {
-        None
+        vec![("same folder", path.clone())]
     };
+    let mut theirs: Vec<(&str, BenchReport)> = Vec::new();
+    for (label, dir) in &references {
+        let report = MlxLmReference::locate()
+            .bench(dir, &options)
+            .with_context(|| {
+                format!(
+                    "running mlx-lm on {} (scripts/setup installs it)",
+                    dir.display()
+                )
+            })?;
+        theirs.push((label, report));
+    }
     if args.json {
+        let reference: Vec<serde_json::Value> = theirs
+            .iter()
+            .zip(&references)
+            .map(|((label, r), (_, dir))| {
+                serde_json::json!({ "weights": label, "folder": dir, "report": r })
+            })
+            .collect();
         println!(
             "{}",
-            serde_json::json!({ "thinkwire": ours, "mlx_lm": reference })
+            serde_json::json!({
+                "model": path,
+                "precision": precision.name(),
+                "kernel_threads": thinkwire_engine::mlx::kernel_threads(),
+                "thinkwire": ours,
+                "mlx_lm": reference,
+            })
         );
         return Ok(());
     }
     println!(
-        "model {} · prompt {} tokens · {} decoded tokens · best of {} runs",
-        target.display(),
+        "model {} · precision {} · prompt {} tokens · {} decoded tokens · best of {} runs",
+        path.display(),
+        precision.name(),
         ours.prompt_tokens,
         args.max_tokens,
         args.runs
     );
     println!(
-        "{:<10} {:>8} {:>9} {:>14} {:>13} {:>9}",
+        "{:<26} {:>7} {:>8} {:>14} {:>13} {:>8}",
         "engine", "load s", "ttft ms", "prefill tok/s", "decode tok/s", "peak MB"
     );
-    let row = |r: &BenchReport| {
+    let row = |name: &str, r: &BenchReport| {
         println!(
-            "{:<10} {:>8.2} {:>9.1} {:>14.1} {:>13.1} {:>9}",
-            r.engine,
+            "{:<26} {:>7.2} {:>8.1} {:>14.1} {:>13.1} {:>8}",
+            name,
             r.load_s,
             r.ttft_s * 1000.0,
             r.prefill_tok_s,
@@ -135,16 +144,65 @@ pub fn bench(args: &BenchArgs) -> Result<()> {
             r.peak_rss_mb.map_or("-".into(), |m| format!("{m:.0}"))
         );
     };
-    row(&ours);
-    if let Some(reference) = &reference {
-        row(reference);
+    row("thinkwire", &ours);
+    for (label, r) in &theirs {
+        row(&format!("mlx-lm ({label})"), r);
+    }
+    for (label, r) in &theirs {
         println!(
-            "ratio thinkwire / mlx-lm: decode {:.2}x, prefill {:.2}x",
-            ours.decode_tok_s / reference.decode_tok_s,
-            ours.prefill_tok_s / reference.prefill_tok_s
+            "thinkwire / mlx-lm ({label}): decode {:.2}x, prefill {:.2}x",
+            ours.decode_tok_s / r.decode_tok_s,
+            ours.prefill_tok_s / r.prefill_tok_s
         );
     }
     Ok(())
+}
+
+/// The folder `$THINKWIRE_HOME/converted/<stem>-<precision>` holding `gguf`
+/// converted for mlx-lm, written on first use.
+#[cfg(feature = "mlx")]
+fn converted(
+    gguf: &std::path::Path,
+    precision: thinkwire_engine::mlx::Precision,
+) -> Result<std::path::PathBuf> {
+    use thinkwire_engine::mlx::{ConvertOptions, convert_gguf};
+    let stem = gguf
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "model".into());
+    let name = match precision {
+        thinkwire_engine::mlx::Precision::Auto => "mlx-quantized".to_string(),
+        other => other.name().to_string(),
+    };
+    let dir = thinkwire_chat::assets::home()
+        .join("converted")
+        .join(format!("{stem}-{name}"));
+    if !dir.join("config.json").is_file() {
+        eprintln!(
+            "converting {} to {} for mlx-lm…",
+            gguf.display(),
+            dir.display()
+        );
+        let file = thinkwire_engine::gguf::GgufFile::open(gguf)?;
+        let options = ConvertOptions {
+            precision,
+            tokenizer_json: Some(thinkwire_chat::tokenizer_json_from_gguf(&file)?),
+        };
+        convert_gguf(gguf, &dir, &options)?;
+    }
+    Ok(dir)
+}
+
+/// Whether a converted folder holds quantized weights.
+#[cfg(feature = "mlx")]
+fn is_quantized(dir: &std::path::Path) -> Result<bool> {
+    use anyhow::Context;
+    let path = dir.join("config.json");
+    let text =
+        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    let config: serde_json::Value =
+        serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
+    Ok(config.get("quantization").is_some())
 }
 
 /// Runs `thinkwire bench`.

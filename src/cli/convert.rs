@@ -14,9 +14,11 @@ pub struct ConvertArgs {
     gguf: PathBuf,
     /// The folder to write (created if missing).
     out: PathBuf,
-    /// `f32` (default) or `bf16` dense weights, or `keep` to write the GGUF
-    /// quantized tensors as MLX-quantized ones.
-    #[arg(long, default_value = "f32")]
+    /// `auto` (default): the GGUF's Q4_0/Q4_1/Q8_0 tensors as MLX-quantized
+    /// ones with f32 scales (exact, and what thinkwire runs fastest), other
+    /// tensors f32; `f32` or `bf16`: every weight dense; `keep`: quantized
+    /// with scales and dense tensors as stored.
+    #[arg(long, default_value = "auto")]
     precision: String,
 }
 
@@ -29,7 +31,7 @@ pub fn convert(args: &ConvertArgs) -> Result<()> {
 
     let Some(precision) = Precision::parse(&args.precision) else {
         bail!(
-            "--precision: expected f32, bf16 or keep, not {:?}",
+            "--precision: expected auto, f32, bf16 or keep, not {:?}",
             args.precision
         );
     };

@@ -29,8 +29,10 @@ pub struct ModelArgs {
     /// model `scripts/setup` installed).
     #[arg(long, short = 'm', env = "THINKWIRE_MODEL")]
     pub model: Option<PathBuf>,
-    /// Weight precision at load: `f32` (dequantize; fastest on CPUs with
-    /// BLAS), `bf16`, or `keep` (stay quantized: least memory).
+    /// Weight precision at load: `auto` (on a CPU, 4/8-bit weights stay
+    /// packed and run on thinkwire's kernels, the rest f32), `f32`
+    /// (dequantize everything; BLAS), `bf16`, or `keep` (MLX's own
+    /// quantized kernels).
     #[arg(long, default_value = "auto")]
     pub precision: String,
     /// A reasoning-formats file merged over the built-in registry.
@@ -84,12 +86,8 @@ impl ModelArgs {
 #[cfg(feature = "mlx")]
 fn load_engine(path: &Path, precision: &str) -> Result<Arc<dyn thinkwire_engine::Engine>> {
     use thinkwire_engine::mlx::{LoadOptions, MlxEngine, Precision};
-    let precision = match precision {
-        "auto" => Precision::default(),
-        "f32" => Precision::F32,
-        "bf16" => Precision::Bf16,
-        "keep" => Precision::Keep,
-        other => bail!("--precision: expected auto, f32, bf16 or keep, not {other:?}"),
+    let Some(precision) = Precision::parse(precision) else {
+        bail!("--precision: expected auto, f32, bf16 or keep, not {precision:?}");
     };
     let options = LoadOptions {
         precision,

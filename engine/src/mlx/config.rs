@@ -1,6 +1,8 @@
 //! Model hyper-parameters, named as Hugging Face `config.json` names them,
 //! read either from `config.json` or from GGUF metadata.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use crate::EngineError;
@@ -49,6 +51,43 @@ pub struct QuantizationConfig {
     /// Only `affine` is supported.
     #[serde(default = "affine", skip_serializing)]
     pub mode: String,
+    /// Other keys; mlx-lm's mixed quantization puts per-module entries here
+    /// (`"model.embed_tokens": {"group_size": 32, "bits": 8}`), see
+    /// [`QuantizationConfig::module`].
+    #[serde(flatten, default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub extra: BTreeMap<String, serde_json::Value>,
+}
+
+impl QuantizationConfig {
+    /// Quantization of one module (`model.layers.0.mlp.up_proj`): its own
+    /// entry when it has one, else the folder's.
+    pub fn module(&self, path: &str) -> (i32, i32) {
+        self.overrides()
+            .find(|(name, _, _)| *name == path)
+            .map_or((self.group_size, self.bits), |(_, g, b)| (g, b))
+    }
+
+    /// Per-module entries: (module path, group size, bits).
+    pub fn overrides(&self) -> impl Iterator<Item = (&str, i32, i32)> {
+        self.extra.iter().filter_map(|(name, v)| {
+            let g = v.get("group_size")?.as_i64()?;
+            let b = v.get("bits")?.as_i64()?;
+            Some((
+                name.as_str(),
+                i32::try_from(g).ok()?,
+                i32::try_from(b).ok()?,
+            ))
+        })
+    }
+
+    /// A quantization with one module (`name`) at its own width.
+    pub fn with_module(mut self, name: &str, group_size: i32, bits: i32) -> Self {
+        self.extra.insert(
+            name.to_string(),
+            serde_json::json!({ "group_size": group_size, "bits": bits }),
+        );
+        self
+    }
 }
 
 fn affine() -> String {
@@ -174,11 +213,18 @@ impl ModelConfig {
                     q.mode
                 ));
             }
-            if ![2, 3, 4, 5, 6, 8].contains(&q.bits) || ![32, 64, 128].contains(&q.group_size) {
-                return bad(format!(
-                    "unsupported quantization bits={} group_size={} in field `quantization`",
-                    q.bits, q.group_size
-                ));
+            let widths = std::iter::once(("", q.group_size, q.bits)).chain(q.overrides());
+            for (module, group_size, bits) in widths {
+                if ![2, 3, 4, 5, 6, 8].contains(&bits) || ![32, 64, 128].contains(&group_size) {
+                    let field = if module.is_empty() {
+                        "quantization".to_string()
+                    } else {
+                        format!("quantization.{module}")
+                    };
+                    return bad(format!(
+                        "unsupported quantization bits={bits} group_size={group_size} in field `{field}`"
+                    ));
+                }
             }
         }
         self.architecture()?;

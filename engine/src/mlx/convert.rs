@@ -12,17 +12,20 @@ use std::path::{Path, PathBuf};
 
 use mlx_rs::{Array, Dtype};
 
+use super::config::QuantizationConfig;
 use super::load::load_gguf;
-use super::weights::{Precision, Weight};
+use super::weights::{Precision, Quant, Weight};
 use crate::EngineError;
 use crate::gguf::GgufFile;
 
 /// What to write.
 #[derive(Debug, Clone, Default)]
 pub struct ConvertOptions {
-    /// `F32` (default) or `Bf16` write dense weights; `Keep` writes GGUF
-    /// Q4_0/Q4_1/Q8_0 tensors as MLX-quantized ones (with a
-    /// `quantization` entry in config.json, groups of 32).
+    /// `Auto` (default) writes GGUF Q4_0/Q4_1/Q8_0 tensors as MLX-quantized
+    /// ones with f32 scales (exact; a `quantization` entry in config.json,
+    /// groups of 32, per-module entries where widths differ) and the rest as
+    /// f32; `Keep` does the same with the scales and dense tensors as
+    /// stored; `F32` or `Bf16` write every weight dense.
     pub precision: Precision,
     /// The `tokenizer.json` to write, if the caller has one.
     pub tokenizer_json: Option<serde_json::Value>,
@@ -46,6 +49,32 @@ fn write_json(path: &Path, v: &serde_json::Value) -> Result<(), EngineError> {
     std::fs::write(path, text + "\n").map_err(|e| io_err(path, e))
 }
 
+/// The `quantization` entry of config.json: the most common format for the
+/// folder, per-module entries (as mlx-lm reads them) for the others, e.g. a
+/// Q8_0 embedding among Q4_1 layers.
+fn quantization_entry(packed: &[(String, Quant)]) -> Option<QuantizationConfig> {
+    let mut counts: Vec<(Quant, usize)> = Vec::new();
+    for (_, q) in packed {
+        match counts.iter_mut().find(|(c, _)| c == q) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((*q, 1)),
+        }
+    }
+    let (common, _) = counts.iter().max_by_key(|(_, n)| *n)?;
+    let mut entry = QuantizationConfig {
+        group_size: common.group_size,
+        bits: common.bits,
+        mode: "affine".into(),
+        extra: Default::default(),
+    };
+    for (module, q) in packed {
+        if q != common {
+            entry = entry.with_module(module, q.group_size, q.bits);
+        }
+    }
+    Some(entry)
+}
+
 /// Converts the GGUF file `src` into the folder `out` (created if needed).
 pub fn convert_gguf(
     src: &Path,
@@ -56,18 +85,24 @@ pub fn convert_gguf(
     std::fs::create_dir_all(out).map_err(|e| io_err(out, e))?;
     let mut config = loaded.config;
     let mut weights = loaded.weights;
-    let names: Vec<String> = weights
+    let mut names: Vec<String> = weights
         .tensors
         .keys()
         .filter_map(|k| k.strip_suffix(".weight").map(str::to_string))
         .collect();
+    names.sort();
+    let cast_err = |name: &str| {
+        let name = name.to_string();
+        move |e: mlx_rs::error::Exception| EngineError::Backend(format!("converting `{name}`: {e}"))
+    };
     let mut arrays: HashMap<String, Array> = HashMap::new();
-    let mut quantized = None;
+    // (module, quantization) of every tensor written packed.
+    let mut packed: Vec<(String, Quant)> = Vec::new();
     for name in names {
         let w = weights.take_weight(&name)?;
         match (options.precision, w) {
             (
-                Precision::Keep,
+                Precision::Keep | Precision::Auto,
                 Weight::Quantized {
                     w,
                     scales,
@@ -75,23 +110,19 @@ pub fn convert_gguf(
                     q,
                 },
             ) => {
-                if quantized.is_some_and(|prev| prev != q.bits) {
-                    // One `quantization` entry covers the folder; mixed
-                    // widths (Q4 layers, Q8 embedding) dequantize the rest.
-                    let d = Weight::Quantized {
-                        w,
-                        scales,
-                        biases,
-                        q,
-                    }
-                    .dense(Dtype::Float32)?;
-                    arrays.insert(format!("{name}.weight"), d);
-                    continue;
-                }
-                quantized = Some(q.bits);
+                let (scales, biases) = if options.precision == Precision::Auto {
+                    // f16 → f32 is exact; MLX then keeps activations in f32.
+                    (
+                        scales.as_dtype(Dtype::Float32).map_err(cast_err(&name))?,
+                        biases.as_dtype(Dtype::Float32).map_err(cast_err(&name))?,
+                    )
+                } else {
+                    (scales, biases)
+                };
                 arrays.insert(format!("{name}.weight"), w);
                 arrays.insert(format!("{name}.scales"), scales);
                 arrays.insert(format!("{name}.biases"), biases);
+                packed.push((name, q));
             }
             (Precision::Bf16, w) => {
                 arrays.insert(format!("{name}.weight"), w.dense(Dtype::Bfloat16)?);
@@ -105,18 +136,11 @@ pub fn convert_gguf(
         let a = if a.dtype() == Dtype::Float32 || options.precision == Precision::Keep {
             a
         } else {
-            a.as_dtype(Dtype::Bfloat16)
-                .map_err(|e| EngineError::Backend(format!("casting `{name}`: {e}")))?
+            a.as_dtype(Dtype::Bfloat16).map_err(cast_err(&name))?
         };
         arrays.insert(name, a);
     }
-    if let Some(bits) = quantized {
-        config.quantization = Some(super::config::QuantizationConfig {
-            group_size: 32,
-            bits,
-            mode: "affine".into(),
-        });
-    }
+    config.quantization = quantization_entry(&packed);
     let mut files = Vec::new();
     let st = out.join("model.safetensors");
     let meta: HashMap<String, String> = [("format".to_string(), "mlx".to_string())].into();

@@ -212,6 +212,7 @@ pub(crate) fn load_gguf(path: &Path) -> Result<Loaded, EngineError> {
             tensors,
             source: path.display().to_string(),
             quant: None,
+            quant_overrides: Default::default(),
         },
     })
 }
@@ -296,12 +297,19 @@ pub(crate) fn load_hf_dir(dir: &Path) -> Result<Loaded, EngineError> {
         group_size: q.group_size,
         bits: q.bits,
     });
+    let quant_overrides = config
+        .quantization
+        .iter()
+        .flat_map(|q| q.overrides())
+        .map(|(module, group_size, bits)| (module.to_string(), Quant { group_size, bits }))
+        .collect();
     Ok(Loaded {
         config,
         weights: WeightMap {
             tensors,
             source: dir.display().to_string(),
             quant,
+            quant_overrides,
         },
         stop_ids,
     })

@@ -27,6 +27,9 @@ pub mod config;
 mod convert;
 mod load;
 mod model;
+// FFI into thinkwire's kernels (mlx-sys/native): the engine's only unsafe code.
+#[allow(unsafe_code)]
+mod quantized;
 mod rope;
 mod sampler;
 mod weights;
@@ -40,6 +43,7 @@ use mlx_rs::Array;
 
 pub use self::convert::{ConvertOptions, ConvertReport, convert_gguf};
 use self::model::Model;
+pub use self::quantized::kernel_threads;
 use self::sampler::Sampler;
 pub use self::weights::Precision;
 use self::weights::mlx_err;

@@ -142,13 +142,9 @@ impl Model {
         );
         let eps = config.rms_norm_eps;
         let bias = config.qkv_bias();
-        let norm_dtype = |p: Precision| match p {
-            Precision::Bf16 => Some(mlx_rs::Dtype::Bfloat16),
-            Precision::F32 => Some(mlx_rs::Dtype::Float32),
-            Precision::Keep => None,
-        };
+        let dense_dtype = precision.dense_dtype();
         let cast = |a: Array| -> Result<Array, EngineError> {
-            match norm_dtype(precision) {
+            match dense_dtype {
                 Some(d) if a.dtype() != d => a.as_dtype(d).map_err(mlx_err("casting a norm")),
                 _ => Ok(a),
             }
@@ -227,7 +223,7 @@ impl Model {
                     Embedding::Dense(e.clone()),
                     Linear::new(Weight::Dense(e), None)?,
                 ),
-                q @ Weight::Quantized { .. } => {
+                q @ (Weight::Quantized { .. } | Weight::Packed { .. }) => {
                     let (a, b) = split_quantized(q);
                     (Embedding::new(a), Linear::new(b, None)?)
                 }
@@ -339,6 +335,25 @@ fn split_quantized(w: Weight) -> (Weight, Weight) {
                 q,
             },
             Weight::Quantized {
+                w,
+                scales,
+                biases,
+                q,
+            },
+        ),
+        Weight::Packed {
+            w,
+            scales,
+            biases,
+            q,
+        } => (
+            Weight::Packed {
+                w: w.clone(),
+                scales: scales.clone(),
+                biases: biases.clone(),
+                q,
+            },
+            Weight::Packed {
                 w,
                 scales,
                 biases,

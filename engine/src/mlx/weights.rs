@@ -10,25 +10,32 @@ use crate::EngineError;
 
 /// What precision the weights are kept in after loading.
 ///
-/// On a CPU, MLX sends only f32 matmuls to BLAS; half-precision and
-/// quantized matmuls run its own loops, much slower per FLOP, so `F32` is
-/// the default there (see `thinkwire bench` and the engine README for the
-/// figures behind that choice).
+/// On a CPU, MLX sends only f32 matmuls to BLAS; its half-precision and
+/// quantized matmuls run generic loops, much slower per FLOP. thinkwire's
+/// own kernels (`quantized.rs`) make 4- and 8-bit weights the fast path
+/// instead, so `Auto` keeps those packed and everything else in f32 (see
+/// `thinkwire bench` and the engine README for the figures behind that).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Precision {
-    /// Dequantize everything to f32 (the fast path with OpenBLAS).
+    /// On the CPU: 4/8-bit quantized weights stay packed and run on
+    /// thinkwire's kernels, all others become f32. On a GPU: as stored
+    /// (MLX's own kernels are the fast ones there).
     #[default]
+    Auto,
+    /// Dequantize everything to f32 (BLAS for every matmul).
     F32,
     /// Dequantize everything to bf16 (half the memory, slow on CPUs).
     Bf16,
-    /// Keep quantized weights quantized and dense weights in their dtype.
+    /// Keep quantized weights quantized (MLX's quantized matmul) and dense
+    /// weights in their dtype.
     Keep,
 }
 
 impl Precision {
-    /// Parses `f32`, `bf16` or `keep` (CLI and config spelling).
+    /// Parses `auto`, `f32`, `bf16` or `keep` (CLI and config spelling).
     pub fn parse(s: &str) -> Option<Self> {
         match s {
+            "auto" => Some(Self::Auto),
             "f32" | "float32" => Some(Self::F32),
             "bf16" | "bfloat16" => Some(Self::Bf16),
             "keep" | "quantized" => Some(Self::Keep),
@@ -39,9 +46,21 @@ impl Precision {
     /// The name [`Precision::parse`] accepts.
     pub fn name(self) -> &'static str {
         match self {
+            Self::Auto => "auto",
             Self::F32 => "f32",
             Self::Bf16 => "bf16",
             Self::Keep => "keep",
+        }
+    }
+
+    /// The dtype dense tensors (norms, biases, unquantized weights) get;
+    /// `None` keeps theirs.
+    pub(crate) fn dense_dtype(self) -> Option<Dtype> {
+        match self {
+            Self::Auto if !super::quantized::default_device_is_cpu() => None,
+            Self::Auto | Self::F32 => Some(Dtype::Float32),
+            Self::Bf16 => Some(Dtype::Bfloat16),
+            Self::Keep => None,
         }
     }
 }
@@ -65,12 +84,23 @@ pub(crate) struct WeightMap {
     /// Quantization of every `*.scales`-carrying tensor; `None` means infer
     /// per tensor (GGUF: groups of 32).
     pub quant: Option<Quant>,
+    /// Modules quantized differently from `quant` (mlx-lm's per-module
+    /// entries in `quantization`), by module path.
+    pub quant_overrides: HashMap<String, Quant>,
 }
 
 /// A weight in the form the policy chose.
 pub(crate) enum Weight {
     Dense(Array),
+    /// Run by MLX's quantized matmul.
     Quantized {
+        w: Array,
+        scales: Array,
+        biases: Array,
+        q: Quant,
+    },
+    /// Run by thinkwire's kernels: f32 scales and biases, a supported format.
+    Packed {
         w: Array,
         scales: Array,
         biases: Array,
@@ -123,7 +153,7 @@ impl WeightMap {
         if ws.len() != 2 || ss.len() != 2 || ws[0] != ss[0] || ss[1] == 0 {
             return Err(shape_err());
         }
-        let q = match self.quant {
+        let q = match self.quant_overrides.get(name).copied().or(self.quant) {
             Some(q) => {
                 // columns * 32 / bits == groups * group_size
                 if ws[1] * 32 != ss[1] * q.group_size * q.bits {
@@ -175,6 +205,12 @@ impl Weight {
                 scales,
                 biases,
                 q,
+            }
+            | Weight::Packed {
+                w,
+                scales,
+                biases,
+                q,
             } => {
                 let s = scales.as_dtype(Dtype::Float32).map_err(&err)?;
                 let b = biases.as_dtype(Dtype::Float32).map_err(&err)?;
@@ -190,8 +226,25 @@ impl Weight {
 
     /// Applies the policy.
     pub fn with_policy(self, precision: Precision) -> Result<Weight, EngineError> {
+        let err = mlx_err("preparing packed weights");
         Ok(match (precision, self) {
-            (Precision::F32, w) => Weight::Dense(w.dense(Dtype::Float32)?),
+            (Precision::Auto, w) if !super::quantized::default_device_is_cpu() => w,
+            (
+                Precision::Auto,
+                Weight::Quantized {
+                    w,
+                    scales,
+                    biases,
+                    q,
+                },
+            ) if super::quantized::supported(q) => Weight::Packed {
+                w,
+                scales: scales.as_dtype(Dtype::Float32).map_err(&err)?,
+                biases: biases.as_dtype(Dtype::Float32).map_err(&err)?,
+                q,
+            },
+            (Precision::Auto, p @ Weight::Packed { .. }) => p,
+            (Precision::Auto | Precision::F32, w) => Weight::Dense(w.dense(Dtype::Float32)?),
             (Precision::Bf16, w) => Weight::Dense(w.dense(Dtype::Bfloat16)?),
             (Precision::Keep, w) => w,
         })
@@ -213,7 +266,44 @@ enum LinearWeight {
         scales: Array,
         biases: Array,
         q: Quant,
+        kernel: Kernel,
     },
+}
+
+/// Who multiplies a quantized weight.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kernel {
+    Mlx,
+    Thinkwire,
+}
+
+impl Weight {
+    /// The packed arrays, format and kernel of a quantized weight.
+    fn into_packed(self) -> Result<(Array, Array, Array, Quant, Kernel), Weight> {
+        match self {
+            Weight::Quantized {
+                w,
+                scales,
+                biases,
+                q,
+            } => Ok((w, scales, biases, q, Kernel::Mlx)),
+            Weight::Packed {
+                w,
+                scales,
+                biases,
+                q,
+            } => Ok((w, scales, biases, q, Kernel::Thinkwire)),
+            dense @ Weight::Dense(_) => Err(dense),
+        }
+    }
+
+    fn packing(&self) -> Option<(Quant, Kernel)> {
+        match self {
+            Weight::Quantized { q, .. } => Some((*q, Kernel::Mlx)),
+            Weight::Packed { q, .. } => Some((*q, Kernel::Thinkwire)),
+            Weight::Dense(_) => None,
+        }
+    }
 }
 
 impl Linear {
@@ -221,59 +311,44 @@ impl Linear {
     /// matmul computes them all (q/k/v, gate/up).
     pub fn fused(parts: Vec<Weight>, bias: Option<Vec<Array>>) -> Result<Self, EngineError> {
         let err = mlx_err("building a linear layer");
-        let all_dense = parts.iter().all(|p| matches!(p, Weight::Dense(_)));
-        let same_quant = {
-            let qs: Vec<Quant> = parts
-                .iter()
-                .filter_map(|p| match p {
-                    Weight::Quantized { q, .. } => Some(*q),
-                    Weight::Dense(_) => None,
-                })
-                .collect();
-            qs.len() == parts.len() && qs.windows(2).all(|w| w[0] == w[1])
+        let packings: Vec<Option<(Quant, Kernel)>> = parts.iter().map(Weight::packing).collect();
+        let common = match packings.first() {
+            Some(Some(first)) if packings.iter().all(|p| *p == Some(*first)) => Some(*first),
+            _ => None,
         };
-        let weight = if all_dense || !same_quant {
-            let dtype = parts
-                .iter()
-                .find_map(|p| match p {
-                    Weight::Dense(w) => Some(w.dtype()),
-                    Weight::Quantized { .. } => None,
-                })
-                .unwrap_or(Dtype::Float32);
-            let dense = parts
-                .into_iter()
-                .map(|p| p.dense(dtype))
-                .collect::<Result<Vec<_>, _>>()?;
-            let w = concat_rows(dense).map_err(&err)?;
-            let wt = w.transpose().map_err(&err)?;
-            LinearWeight::Dense(wt)
-        } else {
-            let mut ws = Vec::new();
-            let mut ss = Vec::new();
-            let mut bs = Vec::new();
-            let mut quant = None;
-            for p in parts {
-                if let Weight::Quantized {
-                    w,
-                    scales,
-                    biases,
+        let weight = match common {
+            Some((q, kernel)) => {
+                let (mut ws, mut ss, mut bs) = (Vec::new(), Vec::new(), Vec::new());
+                for p in parts {
+                    if let Ok((w, s, b, _, _)) = p.into_packed() {
+                        ws.push(w);
+                        ss.push(s);
+                        bs.push(b);
+                    }
+                }
+                LinearWeight::Quantized {
+                    w: concat_rows(ws).map_err(&err)?,
+                    scales: concat_rows(ss).map_err(&err)?,
+                    biases: concat_rows(bs).map_err(&err)?,
                     q,
-                } = p
-                {
-                    ws.push(w);
-                    ss.push(scales);
-                    bs.push(biases);
-                    quant = Some(q);
+                    kernel,
                 }
             }
-            LinearWeight::Quantized {
-                w: concat_rows(ws).map_err(&err)?,
-                scales: concat_rows(ss).map_err(&err)?,
-                biases: concat_rows(bs).map_err(&err)?,
-                q: quant.unwrap_or(Quant {
-                    group_size: 32,
-                    bits: 4,
-                }),
+            // Dense, or parts quantized differently: one dense matrix.
+            None => {
+                let dtype = parts
+                    .iter()
+                    .find_map(|p| match p {
+                        Weight::Dense(w) => Some(w.dtype()),
+                        _ => None,
+                    })
+                    .unwrap_or(Dtype::Float32);
+                let dense = parts
+                    .into_iter()
+                    .map(|p| p.dense(dtype))
+                    .collect::<Result<Vec<_>, _>>()?;
+                let w = concat_rows(dense).map_err(&err)?;
+                LinearWeight::Dense(w.transpose().map_err(&err)?)
             }
         };
         let bias = match bias {
@@ -308,7 +383,15 @@ impl Linear {
                 scales,
                 biases,
                 q,
+                kernel: Kernel::Mlx,
             } => mlx_rs::ops::quantized_matmul(x, w, scales, biases, true, q.group_size, q.bits)?,
+            LinearWeight::Quantized {
+                w,
+                scales,
+                biases,
+                q,
+                kernel: Kernel::Thinkwire,
+            } => super::quantized::matmul(x, w, scales, biases, *q)?,
         };
         match &self.bias {
             Some(b) => y.add(b),
@@ -342,6 +425,12 @@ impl Embedding {
         match weight {
             Weight::Dense(w) => Self::Dense(w),
             Weight::Quantized {
+                w,
+                scales,
+                biases,
+                q,
+            }
+            | Weight::Packed {
                 w,
                 scales,
                 biases,

@@ -1,0 +1,449 @@
+// thinkwire's CPU kernels for MLX's affine-quantized weights; see
+// quantized_kernels.h for the layout and why they exist.
+//
+// A row's dot product is computed per group as
+//     scale * sum(q_j * x_j) + bias * sum(x_j)
+// which equals the dot product with the dequantized row (scale * q + bias)
+// up to float rounding, reads each packed byte once and needs one multiply
+// per weight. The sums of x per group are shared by every row.
+
+#include "quantized_kernels.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <dlfcn.h>
+#if defined(__linux__)
+#include <sched.h>
+#endif
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+namespace thinkwire {
+namespace {
+
+// ---------------------------------------------------------------- threads
+
+// Runs one job split into parts on a fixed set of threads. The decode loop
+// calls it a few hundred times per token, so workers spin briefly before
+// sleeping: waking a sleeping thread costs more than a small matvec.
+class Pool {
+ public:
+  using Fn = void (*)(const void* ctx, int part, int parts);
+
+  static Pool& get() {
+    static Pool* pool = new Pool(configured_threads()); // never destroyed
+    return *pool;
+  }
+
+  int size() const {
+    return static_cast<int>(workers_.size()) + 1;
+  }
+
+  void run(Fn fn, const void* ctx, int parts) {
+    parts = std::min(parts, size());
+    std::unique_lock<std::mutex> busy(run_mutex_, std::try_to_lock);
+    if (parts <= 1 || !busy.owns_lock()) {
+      // Alone, or another stream is using the workers: run inline.
+      for (int p = 0; p < parts; p++) fn(ctx, p, parts);
+      return;
+    }
+    fn_ = fn;
+    ctx_ = ctx;
+    parts_ = parts;
+    remaining_.store(static_cast<int>(workers_.size()), std::memory_order_relaxed);
+    generation_.fetch_add(1, std::memory_order_release);
+    {
+      std::lock_guard<std::mutex> lock(sleep_mutex_);
+    }
+    wake_.notify_all();
+    fn(ctx, 0, parts);
+    while (remaining_.load(std::memory_order_acquire) != 0) relax();
+  }
+
+ private:
+  explicit Pool(int threads) {
+    for (int i = 1; i < threads; i++) {
+      workers_.emplace_back([this, i] { work(i); });
+      workers_.back().detach();
+    }
+  }
+
+  static int configured_threads() {
+    if (const char* v = std::getenv("THINKWIRE_KERNEL_THREADS")) {
+      int n = std::atoi(v);
+      if (n >= 1) return std::min(n, 64);
+    }
+    int n = 0;
+#if defined(__linux__)
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof(set), &set) == 0) n = CPU_COUNT(&set);
+#endif
+    if (n <= 0) n = static_cast<int>(std::thread::hardware_concurrency());
+    return std::clamp(n, 1, 16);
+  }
+
+  static void relax() {
+#if defined(__x86_64__)
+    _mm_pause();
+#else
+    std::this_thread::yield();
+#endif
+  }
+
+  void work(int index) {
+    uint64_t seen = 0;
+    for (;;) {
+      seen = wait_for(seen);
+      if (index < parts_) fn_(ctx_, index, parts_);
+      remaining_.fetch_sub(1, std::memory_order_acq_rel);
+    }
+  }
+
+  // Returns the next generation after `seen`: spin ~100 us, then sleep.
+  uint64_t wait_for(uint64_t seen) {
+    auto start = std::chrono::steady_clock::now();
+    for (int i = 1;; i++) {
+      uint64_t g = generation_.load(std::memory_order_acquire);
+      if (g != seen) return g;
+      relax();
+      if ((i & 255) == 0 &&
+          std::chrono::steady_clock::now() - start > std::chrono::microseconds(100)) {
+        break;
+      }
+    }
+    std::unique_lock<std::mutex> lock(sleep_mutex_);
+    wake_.wait(lock, [&] { return generation_.load(std::memory_order_acquire) != seen; });
+    return generation_.load(std::memory_order_acquire);
+  }
+
+  std::vector<std::thread> workers_;
+  std::mutex run_mutex_;
+  std::mutex sleep_mutex_;
+  std::condition_variable wake_;
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<int> remaining_{0};
+  // Written by run() before the generation is published.
+  Fn fn_ = nullptr;
+  const void* ctx_ = nullptr;
+  int parts_ = 0;
+};
+
+// ---------------------------------------------------------------- kernels
+
+// One matrix-vector product's shared inputs.
+struct Matvec {
+  const float* x;       // [k] (for 4 bits: permuted, see permute_for_4bit)
+  const float* xsum;    // [k / group_size]
+  const uint8_t* w;     // [n, k * bits / 8]
+  const float* scales;  // [n, groups]
+  const float* biases;  // [n, groups]
+  float* y;             // [n]
+  int n, k, group_size, bits;
+};
+
+// 4-bit rows hold elements (2i, 2i+1) in the low and high nibble of byte i.
+// Reordering x per 32-element chunk to [0,2,..,14 | 16,18,..,30 | 1,3,..,15 |
+// 17,..,31] lets the kernel take low and high nibbles as they come.
+void permute_for_4bit(const float* x, int k, float* out) {
+  for (int c = 0; c < k; c += 32) {
+    for (int i = 0; i < 8; i++) {
+      out[c + i] = x[c + 2 * i];
+      out[c + 8 + i] = x[c + 16 + 2 * i];
+      out[c + 16 + i] = x[c + 2 * i + 1];
+      out[c + 24 + i] = x[c + 17 + 2 * i];
+    }
+  }
+}
+
+inline float bias_term(const float* b, const float* xsum, int groups) {
+  float s = 0.0f;
+  for (int g = 0; g < groups; g++) s += b[g] * xsum[g];
+  return s;
+}
+
+void rows_portable(const Matvec& mv, int r0, int r1) {
+  const int groups = mv.k / mv.group_size;
+  const size_t row_bytes = static_cast<size_t>(mv.k) * mv.bits / 8;
+  for (int r = r0; r < r1; r++) {
+    const uint8_t* w = mv.w + r * row_bytes;
+    const float* s = mv.scales + static_cast<size_t>(r) * groups;
+    float total = 0.0f;
+    for (int g = 0; g < groups; g++) {
+      float acc = 0.0f;
+      const int e0 = g * mv.group_size;
+      if (mv.bits == 8) {
+        for (int j = 0; j < mv.group_size; j++) acc += w[e0 + j] * mv.x[e0 + j];
+      } else {
+        // x is permuted: chunk element order 0,2,..,14,16,..,30,1,..,31.
+        for (int c = e0; c < e0 + mv.group_size; c += 32) {
+          const uint8_t* b = w + c / 2;
+          for (int i = 0; i < 16; i++) {
+            acc += (b[i] & 15) * mv.x[c + i] + (b[i] >> 4) * mv.x[c + 16 + i];
+          }
+        }
+      }
+      total += s[g] * acc;
+    }
+    mv.y[r] = total + bias_term(mv.biases + static_cast<size_t>(r) * groups, mv.xsum, groups);
+  }
+}
+
+#if defined(__x86_64__)
+__attribute__((target("avx2,fma"))) inline float hsum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+__attribute__((target("avx2,fma"))) inline __m256 widen8(__m128i bytes) {
+  return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(bytes));
+}
+
+__attribute__((target("avx2,fma"))) void rows_avx2_4bit(const Matvec& mv, int r0, int r1) {
+  const int groups = mv.k / mv.group_size;
+  const int chunks = mv.group_size / 32;
+  const size_t row_bytes = static_cast<size_t>(mv.k) / 2;
+  const __m128i mask = _mm_set1_epi8(0x0f);
+  for (int r = r0; r < r1; r++) {
+    const uint8_t* w = mv.w + r * row_bytes;
+    const float* s = mv.scales + static_cast<size_t>(r) * groups;
+    const float* x = mv.x;
+    __m256 total = _mm256_setzero_ps();
+    for (int g = 0; g < groups; g++) {
+      __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+      for (int c = 0; c < chunks; c++) {
+        __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w));
+        __m128i lo = _mm_and_si128(v, mask);
+        __m128i hi = _mm_and_si128(_mm_srli_epi16(v, 4), mask);
+        a0 = _mm256_fmadd_ps(widen8(lo), _mm256_loadu_ps(x), a0);
+        a1 = _mm256_fmadd_ps(widen8(_mm_unpackhi_epi64(lo, lo)), _mm256_loadu_ps(x + 8), a1);
+        a0 = _mm256_fmadd_ps(widen8(hi), _mm256_loadu_ps(x + 16), a0);
+        a1 = _mm256_fmadd_ps(widen8(_mm_unpackhi_epi64(hi, hi)), _mm256_loadu_ps(x + 24), a1);
+        w += 16;
+        x += 32;
+      }
+      total = _mm256_fmadd_ps(_mm256_set1_ps(s[g]), _mm256_add_ps(a0, a1), total);
+    }
+    mv.y[r] = hsum(total) +
+              bias_term(mv.biases + static_cast<size_t>(r) * groups, mv.xsum, groups);
+  }
+}
+
+__attribute__((target("avx2,fma"))) void rows_avx2_8bit(const Matvec& mv, int r0, int r1) {
+  const int groups = mv.k / mv.group_size;
+  const int chunks = mv.group_size / 32;
+  const size_t row_bytes = static_cast<size_t>(mv.k);
+  for (int r = r0; r < r1; r++) {
+    const uint8_t* w = mv.w + r * row_bytes;
+    const float* s = mv.scales + static_cast<size_t>(r) * groups;
+    const float* x = mv.x;
+    __m256 total = _mm256_setzero_ps();
+    for (int g = 0; g < groups; g++) {
+      __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+      for (int c = 0; c < chunks; c++) {
+        __m128i v0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w));
+        __m128i v1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w + 16));
+        a0 = _mm256_fmadd_ps(widen8(v0), _mm256_loadu_ps(x), a0);
+        a1 = _mm256_fmadd_ps(widen8(_mm_unpackhi_epi64(v0, v0)), _mm256_loadu_ps(x + 8), a1);
+        a0 = _mm256_fmadd_ps(widen8(v1), _mm256_loadu_ps(x + 16), a0);
+        a1 = _mm256_fmadd_ps(widen8(_mm_unpackhi_epi64(v1, v1)), _mm256_loadu_ps(x + 24), a1);
+        w += 32;
+        x += 32;
+      }
+      total = _mm256_fmadd_ps(_mm256_set1_ps(s[g]), _mm256_add_ps(a0, a1), total);
+    }
+    mv.y[r] = hsum(total) +
+              bias_term(mv.biases + static_cast<size_t>(r) * groups, mv.xsum, groups);
+  }
+}
+
+bool have_avx2() {
+  static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return yes;
+}
+#endif
+
+void rows(const Matvec& mv, int r0, int r1) {
+#if defined(__x86_64__)
+  if (have_avx2()) {
+    if (mv.bits == 4) return rows_avx2_4bit(mv, r0, r1);
+    return rows_avx2_8bit(mv, r0, r1);
+  }
+#endif
+  rows_portable(mv, r0, r1);
+}
+
+void rows_part(const void* ctx, int part, int parts) {
+  const Matvec& mv = *static_cast<const Matvec*>(ctx);
+  // Split on multiples of 8 rows so parts do not share cache lines of y.
+  const int blocks = (mv.n + 7) / 8;
+  const int b0 = static_cast<int>(static_cast<int64_t>(blocks) * part / parts);
+  const int b1 = static_cast<int>(static_cast<int64_t>(blocks) * (part + 1) / parts);
+  rows(mv, std::min(b0 * 8, mv.n), std::min(b1 * 8, mv.n));
+}
+
+void matvec(const float* x, int k, const uint8_t* w, const float* scales, const float* biases,
+            int n, int group_size, int bits, float* y) {
+  const int groups = k / group_size;
+  std::vector<float> scratch(static_cast<size_t>(groups) + (bits == 4 ? k : 0));
+  float* xsum = scratch.data();
+  for (int g = 0; g < groups; g++) {
+    float s = 0.0f;
+    for (int j = 0; j < group_size; j++) s += x[g * group_size + j];
+    xsum[g] = s;
+  }
+  const float* xk = x;
+  if (bits == 4) {
+    permute_for_4bit(x, k, scratch.data() + groups);
+    xk = scratch.data() + groups;
+  }
+  Matvec mv{xk, xsum, w, scales, biases, y, n, k, group_size, bits};
+  // Below ~64 KB of weights a second thread costs more than it saves.
+  const size_t bytes = static_cast<size_t>(n) * k * bits / 8;
+  const int parts = bytes < (64u << 10) ? 1 : Pool::get().size();
+  Pool::get().run(rows_part, &mv, parts);
+}
+
+using SgemmFn = void (*)(int, int, int, int, int, int, float, const float*, int, const float*,
+                         int, float, float*, int);
+
+SgemmFn blas_sgemm() {
+  // The BLAS that libmlx loaded (OpenBLAS behind thinkwire's forwarding layer
+  // on the CPU wheel); looked up at run time so this library links no BLAS.
+  static SgemmFn fn = reinterpret_cast<SgemmFn>(dlsym(RTLD_DEFAULT, "cblas_sgemm"));
+  return fn;
+}
+
+// Rows [r0, r1) of W dequantized to f32, row-major, into out.
+struct Dequant {
+  const uint8_t* w;
+  const float* scales;
+  const float* biases;
+  int r0, r1, k, group_size, bits;
+  float* out;
+};
+
+void dequantize_portable(const Dequant& d, int r0, int r1) {
+  const int groups = d.k / d.group_size;
+  const size_t row_bytes = static_cast<size_t>(d.k) * d.bits / 8;
+  for (int r = r0; r < r1; r++) {
+    const uint8_t* wr = d.w + r * row_bytes;
+    const float* s = d.scales + static_cast<size_t>(r) * groups;
+    const float* b = d.biases + static_cast<size_t>(r) * groups;
+    float* o = d.out + static_cast<size_t>(r - d.r0) * d.k;
+    for (int g = 0; g < groups; g++) {
+      for (int j = g * d.group_size; j < (g + 1) * d.group_size; j++) {
+        const int q = d.bits == 8 ? wr[j] : (wr[j / 2] >> ((j & 1) * 4)) & 15;
+        o[j] = s[g] * q + b[g];
+      }
+    }
+  }
+}
+
+#if defined(__x86_64__)
+__attribute__((target("avx2,fma"))) void dequantize_avx2(const Dequant& d, int r0, int r1) {
+  const int groups = d.k / d.group_size;
+  const size_t row_bytes = static_cast<size_t>(d.k) * d.bits / 8;
+  const __m128i mask = _mm_set1_epi8(0x0f);
+  for (int r = r0; r < r1; r++) {
+    const uint8_t* w = d.w + r * row_bytes;
+    const float* s = d.scales + static_cast<size_t>(r) * groups;
+    const float* b = d.biases + static_cast<size_t>(r) * groups;
+    float* o = d.out + static_cast<size_t>(r - d.r0) * d.k;
+    for (int g = 0; g < groups; g++) {
+      const __m256 sv = _mm256_set1_ps(s[g]), bv = _mm256_set1_ps(b[g]);
+      for (int c = 0; c < d.group_size; c += 32) {
+        __m128i q0, q1; // elements 0..15 and 16..31 of the chunk, in order
+        if (d.bits == 4) {
+          __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w));
+          __m128i lo = _mm_and_si128(v, mask);
+          __m128i hi = _mm_and_si128(_mm_srli_epi16(v, 4), mask);
+          q0 = _mm_unpacklo_epi8(lo, hi);
+          q1 = _mm_unpackhi_epi8(lo, hi);
+          w += 16;
+        } else {
+          q0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w));
+          q1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w + 16));
+          w += 32;
+        }
+        _mm256_storeu_ps(o, _mm256_fmadd_ps(sv, widen8(q0), bv));
+        _mm256_storeu_ps(o + 8, _mm256_fmadd_ps(sv, widen8(_mm_unpackhi_epi64(q0, q0)), bv));
+        _mm256_storeu_ps(o + 16, _mm256_fmadd_ps(sv, widen8(q1), bv));
+        _mm256_storeu_ps(o + 24, _mm256_fmadd_ps(sv, widen8(_mm_unpackhi_epi64(q1, q1)), bv));
+        o += 32;
+      }
+    }
+  }
+}
+#endif
+
+void dequantize_part(const void* ctx, int part, int parts) {
+  const Dequant& d = *static_cast<const Dequant*>(ctx);
+  const int rows = d.r1 - d.r0;
+  const int a = d.r0 + static_cast<int>(static_cast<int64_t>(rows) * part / parts);
+  const int b = d.r0 + static_cast<int>(static_cast<int64_t>(rows) * (part + 1) / parts);
+#if defined(__x86_64__)
+  if (have_avx2()) return dequantize_avx2(d, a, b);
+#endif
+  dequantize_portable(d, a, b);
+}
+
+} // namespace
+
+bool quantized_supported(int group_size, int bits) {
+  return (bits == 4 || bits == 8) && (group_size == 32 || group_size == 64 || group_size == 128);
+}
+
+int kernel_threads() {
+  return Pool::get().size();
+}
+
+void quantized_matmul_f32(const float* x, int m, int k, const uint8_t* w, const float* scales,
+                          const float* biases, int n, int group_size, int bits, float* y) {
+  if (!quantized_supported(group_size, bits)) {
+    throw std::invalid_argument("thinkwire quantized matmul: no kernel for " +
+                                std::to_string(bits) + "-bit weights in groups of " +
+                                std::to_string(group_size));
+  }
+  if (k <= 0 || k % group_size != 0) {
+    throw std::invalid_argument("thinkwire quantized matmul: input size " + std::to_string(k) +
+                                " is not a multiple of the group size " +
+                                std::to_string(group_size));
+  }
+  SgemmFn sgemm = m > 4 ? blas_sgemm() : nullptr;
+  if (sgemm == nullptr) {
+    // Decode steps (and a BLAS-less process): one pass over the packed
+    // weights per row of x.
+    for (int i = 0; i < m; i++) {
+      matvec(x + static_cast<size_t>(i) * k, k, w, scales, biases, n, group_size, bits,
+             y + static_cast<size_t>(i) * n);
+    }
+    return;
+  }
+  // Prefill: dequantize a tile of rows (on every thread) and let BLAS
+  // multiply it; the numbers are those of the dequantized f32 weights. A
+  // tile is at most ~8 MB, so most matrices of small models take one.
+  const int tile_rows = std::max(64, static_cast<int>((8u << 20) / (sizeof(float) * k)));
+  thread_local std::vector<float> tile;
+  tile.resize(static_cast<size_t>(std::min(tile_rows, n)) * k);
+  for (int r0 = 0; r0 < n; r0 += tile_rows) {
+    const int r1 = std::min(n, r0 + tile_rows);
+    Dequant d{w, scales, biases, r0, r1, k, group_size, bits, tile.data()};
+    Pool::get().run(dequantize_part, &d, Pool::get().size());
+    // y[:, r0:r1] = x . tile^T
+    sgemm(101, 111, 112, m, r1 - r0, k, 1.0f, x, k, tile.data(), k, 0.0f, y + r0, n);
+  }
+}
+
+} // namespace thinkwire

@@ -1,0 +1,38 @@
+/* thinkwire's CPU kernels for MLX's affine-quantized weights.
+ *
+ * MLX's CPU backend runs quantized matmuls in generic loops that are slower
+ * than reading the same weights dequantized to f32 through BLAS, so a
+ * quantized model costs more per token than its f32 copy even though it is
+ * 4-8x fewer bytes. These kernels make the small format the fast one:
+ * decode steps (one row of activations) read the packed weights once, in
+ * parallel, with AVX2 when the CPU has it; longer inputs dequantize row tiles
+ * and hand them to BLAS.
+ *
+ * Layout is MLX's: `w` is [n, k * bits / 8] bytes (the uint32 words of MLX,
+ * little-endian; element i of a row is nibble i % 2 of byte i / 2 for 4 bits,
+ * byte i for 8 bits), `scales` and `biases` are [n, k / group_size] f32, and
+ * a weight is `scale * q + bias`. */
+#ifndef THINKWIRE_QUANTIZED_KERNELS_H
+#define THINKWIRE_QUANTIZED_KERNELS_H
+
+#include <cstddef>
+#include <cstdint>
+
+namespace thinkwire {
+
+/** Whether `bits` and `group_size` have a kernel here. */
+bool quantized_supported(int group_size, int bits);
+
+/** y[m, n] = x[m, k] . W^T for the quantized W described above; every
+ * pointer row-contiguous. Throws std::invalid_argument on an unsupported
+ * format or a k that is not a multiple of the group size. */
+void quantized_matmul_f32(const float* x, int m, int k, const uint8_t* w,
+                          const float* scales, const float* biases, int n,
+                          int group_size, int bits, float* y);
+
+/** Worker threads the kernels use (the caller's thread included). */
+int kernel_threads();
+
+} // namespace thinkwire
+
+#endif

@@ -1,0 +1,187 @@
+// The MLX operation behind thinkwire_quantized_matmul (thinkwire.h): a
+// primitive whose CPU evaluation calls thinkwire's quantized kernels, so it
+// takes part in MLX's lazy graphs, async evaluation and memory accounting
+// like any built-in operation.
+
+#include "mlx/c/thinkwire.h"
+
+#include <stdexcept>
+#include <string>
+
+#include "mlx/allocator.h"
+#include "mlx/backend/cpu/encoder.h"
+#include "mlx/c/private/mlx.h"
+#include "mlx/ops.h"
+#include "mlx/primitives.h"
+#include "quantized_kernels.h"
+
+namespace {
+
+using mlx::core::array;
+
+// Copies a strided view into row-major order.
+void gather(const float* src, const std::vector<int>& shape, const std::vector<int64_t>& strides,
+            float* dst) {
+  const size_t dims = shape.size();
+  std::vector<int> index(dims, 0);
+  size_t total = 1;
+  for (int d : shape) total *= static_cast<size_t>(d);
+  for (size_t i = 0; i < total; i++) {
+    int64_t offset = 0;
+    for (size_t d = 0; d < dims; d++) offset += index[d] * strides[d];
+    dst[i] = src[offset];
+    for (size_t d = dims; d-- > 0;) {
+      if (++index[d] < shape[d]) break;
+      index[d] = 0;
+    }
+  }
+}
+
+class QuantizedMatmul : public mlx::core::Primitive {
+ public:
+  QuantizedMatmul(mlx::core::Stream stream, int group_size, int bits)
+      : Primitive(stream), group_size_(group_size), bits_(bits) {}
+
+  void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override {
+    const array& x = inputs[0];
+    const array& w = inputs[1];
+    const array& scales = inputs[2];
+    const array& biases = inputs[3];
+    array& out = outputs[0];
+    for (const array* a : {&w, &scales, &biases}) {
+      if (!a->flags().row_contiguous) {
+        throw std::runtime_error("thinkwire quantized matmul: weights must be row-contiguous");
+      }
+    }
+    // x may be a view (a slice or transpose); the task gathers it then.
+    std::vector<int> shape;
+    std::vector<int64_t> strides;
+    if (!x.flags().row_contiguous) {
+      shape.assign(x.shape().begin(), x.shape().end());
+      strides.assign(x.strides().begin(), x.strides().end());
+    }
+    out.set_data(mlx::core::allocator::malloc(out.nbytes()));
+    const int k = x.shape(-1);
+    const int m = static_cast<int>(x.size() / k);
+    const int n = w.shape(0);
+    auto& encoder = mlx::core::cpu::get_command_encoder(stream());
+    encoder.set_input_array(x);
+    encoder.set_input_array(w);
+    encoder.set_input_array(scales);
+    encoder.set_input_array(biases);
+    encoder.set_output_array(out);
+    // MLX keeps the input buffers alive until the stream has run this task.
+    encoder.dispatch([xp = x.data<float>(), wp = w.data<uint8_t>(), sp = scales.data<float>(),
+                      bp = biases.data<float>(), yp = out.data<float>(), m, k, n,
+                      gs = group_size_, bits = bits_, shape = std::move(shape),
+                      strides = std::move(strides)]() {
+      if (shape.empty()) {
+        thinkwire::quantized_matmul_f32(xp, m, k, wp, sp, bp, n, gs, bits, yp);
+        return;
+      }
+      std::vector<float> dense(static_cast<size_t>(m) * k);
+      gather(xp, shape, strides, dense.data());
+      thinkwire::quantized_matmul_f32(dense.data(), m, k, wp, sp, bp, n, gs, bits, yp);
+    });
+  }
+
+  void eval_gpu(const std::vector<array>&, std::vector<array>&) override {
+    throw std::runtime_error(
+        "thinkwire quantized matmul runs on the CPU only; use MLX's quantized_matmul on a GPU");
+  }
+
+  const char* name() const override {
+    return "ThinkwireQuantizedMatmul";
+  }
+
+  bool is_equivalent(const mlx::core::Primitive& other) const override {
+    auto* o = dynamic_cast<const QuantizedMatmul*>(&other);
+    return o != nullptr && o->group_size_ == group_size_ && o->bits_ == bits_;
+  }
+
+  std::vector<mlx::core::Shape> output_shapes(const std::vector<array>& inputs) override {
+    auto shape = inputs[0].shape();
+    shape.back() = inputs[1].shape(0);
+    return {shape};
+  }
+
+ private:
+  int group_size_;
+  int bits_;
+};
+
+std::string shape_text(const array& a) {
+  std::string s = "[";
+  for (int i = 0; i < a.ndim(); i++) s += (i ? ", " : "") + std::to_string(a.shape(i));
+  return s + "]";
+}
+
+array quantized_matmul(const array& x, const array& w, const array& scales, const array& biases,
+                       int group_size, int bits, mlx::core::Stream s) {
+  using mlx::core::float32;
+  using mlx::core::uint32;
+  auto fail = [&](const std::string& what) {
+    throw std::invalid_argument("thinkwire_quantized_matmul: " + what);
+  };
+  if (!thinkwire::quantized_supported(group_size, bits)) {
+    fail("no kernel for " + std::to_string(bits) + "-bit weights in groups of " +
+         std::to_string(group_size));
+  }
+  if (s.device != mlx::core::Device::cpu) fail("the stream must be a CPU stream");
+  if (x.dtype() != float32 || scales.dtype() != float32 || biases.dtype() != float32) {
+    fail("x, scales and biases must be float32");
+  }
+  if (w.dtype() != uint32) fail("w must be uint32 (MLX's packing)");
+  if (x.ndim() < 1 || w.ndim() != 2 || scales.ndim() != 2 || biases.shape() != scales.shape()) {
+    fail("expected x [..., k], w [n, k * bits / 32], scales and biases [n, k / group_size]");
+  }
+  const int k = x.shape(-1);
+  const int n = w.shape(0);
+  if (k % group_size != 0 || static_cast<int64_t>(w.shape(1)) * 32 != static_cast<int64_t>(k) * bits ||
+      scales.shape(0) != n || scales.shape(1) != k / group_size) {
+    fail("shapes do not match: x " + shape_text(x) + ", w " + shape_text(w) + ", scales " +
+         shape_text(scales) + " for " + std::to_string(bits) + "-bit groups of " +
+         std::to_string(group_size));
+  }
+  auto out_shape = x.shape();
+  out_shape.back() = n;
+  // Weights are evaluated once at load and then already row-major; anything
+  // else gets a copy in the graph.
+  auto row_major = [&](const array& a) {
+    return a.is_available() && a.flags().row_contiguous ? a : mlx::core::contiguous(a, false, s);
+  };
+  std::vector<array> inputs = {x, row_major(w), row_major(scales), row_major(biases)};
+  return array(std::move(out_shape), float32,
+               std::make_shared<QuantizedMatmul>(s, group_size, bits), std::move(inputs));
+}
+
+// The message of this thread's last failed call (see thinkwire.h).
+thread_local std::string last_error;
+
+} // namespace
+
+extern "C" bool thinkwire_quantized_supported(int group_size, int bits) {
+  return thinkwire::quantized_supported(group_size, bits);
+}
+
+extern "C" int thinkwire_kernel_threads(void) {
+  return thinkwire::kernel_threads();
+}
+
+extern "C" int thinkwire_quantized_matmul(mlx_array* res, const mlx_array x, const mlx_array w,
+                                          const mlx_array scales, const mlx_array biases,
+                                          int group_size, int bits, const mlx_stream s) {
+  try {
+    mlx_array_set_(*res, quantized_matmul(mlx_array_get_(x), mlx_array_get_(w),
+                                          mlx_array_get_(scales), mlx_array_get_(biases),
+                                          group_size, bits, mlx_stream_get_(s)));
+  } catch (std::exception& e) {
+    last_error = e.what();
+    return 1;
+  }
+  return 0;
+}
+
+extern "C" const char* thinkwire_last_error(void) {
+  return last_error.c_str();
+}

@@ -1,0 +1,46 @@
+/* thinkwire's additions to the mlx-c API (mlx-sys/native/).
+ *
+ * `scripts/setup-mlx` compiles them into libmlxc next to mlx-c and copies
+ * this header beside mlx-c's, so the mlx-sys build generates their bindings
+ * with the rest. Like mlx-c they return results through `res` and 0 on
+ * success; on failure they return 1 and keep the message for
+ * `thinkwire_last_error` (mlx-c's error handler belongs to mlx-rs). */
+#ifndef THINKWIRE_MLX_C_H
+#define THINKWIRE_MLX_C_H
+
+#include "mlx/c/array.h"
+#include "mlx/c/stream.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Whether thinkwire has a CPU kernel for this affine quantization. */
+bool thinkwire_quantized_supported(int group_size, int bits);
+
+/* res = x . dequantize(w, scales, biases)^T as one lazy MLX operation on the
+ * CPU, computed by thinkwire's kernels (quantized_kernels.h): x float32
+ * [..., k]; w uint32 [n, k * bits / 32]; scales and biases float32
+ * [n, k / group_size]. */
+int thinkwire_quantized_matmul(
+    mlx_array* res,
+    const mlx_array x,
+    const mlx_array w,
+    const mlx_array scales,
+    const mlx_array biases,
+    int group_size,
+    int bits,
+    const mlx_stream s);
+
+/* The message of the calling thread's last failed thinkwire_* call. */
+const char* thinkwire_last_error(void);
+
+/* Threads the kernels run on (THINKWIRE_KERNEL_THREADS, else the CPUs this
+ * process may use, at most 16). */
+int thinkwire_kernel_threads(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
