@@ -210,33 +210,53 @@ __attribute__((target("avx2,fma"))) inline __m256 widen8(__m128i bytes) {
   return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(bytes));
 }
 
+// Two rows per pass share the loads of x (the CPU's load ports and, on
+// cores that split 256-bit operations, its decoders are the limit here).
 __attribute__((target("avx2,fma"))) void rows_avx2_4bit(const Matvec& mv, int r0, int r1) {
   const int groups = mv.k / mv.group_size;
   const int chunks = mv.group_size / 32;
   const size_t row_bytes = static_cast<size_t>(mv.k) / 2;
   const __m128i mask = _mm_set1_epi8(0x0f);
-  for (int r = r0; r < r1; r++) {
-    const uint8_t* w = mv.w + r * row_bytes;
-    const float* s = mv.scales + static_cast<size_t>(r) * groups;
+  int r = r0;
+  for (; r + 2 <= r1; r += 2) {
+    const uint8_t* wa = mv.w + r * row_bytes;
+    const uint8_t* wb = wa + row_bytes;
+    const float* sa = mv.scales + static_cast<size_t>(r) * groups;
+    const float* sb = sa + groups;
     const float* x = mv.x;
-    __m256 total = _mm256_setzero_ps();
+    __m256 ta = _mm256_setzero_ps(), tb = _mm256_setzero_ps();
     for (int g = 0; g < groups; g++) {
       __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+      __m256 b0 = _mm256_setzero_ps(), b1 = _mm256_setzero_ps();
       for (int c = 0; c < chunks; c++) {
-        __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w));
-        __m128i lo = _mm_and_si128(v, mask);
-        __m128i hi = _mm_and_si128(_mm_srli_epi16(v, 4), mask);
-        a0 = _mm256_fmadd_ps(widen8(lo), _mm256_loadu_ps(x), a0);
-        a1 = _mm256_fmadd_ps(widen8(_mm_unpackhi_epi64(lo, lo)), _mm256_loadu_ps(x + 8), a1);
-        a0 = _mm256_fmadd_ps(widen8(hi), _mm256_loadu_ps(x + 16), a0);
-        a1 = _mm256_fmadd_ps(widen8(_mm_unpackhi_epi64(hi, hi)), _mm256_loadu_ps(x + 24), a1);
-        w += 16;
+        const __m256 x0 = _mm256_loadu_ps(x), x1 = _mm256_loadu_ps(x + 8);
+        const __m256 x2 = _mm256_loadu_ps(x + 16), x3 = _mm256_loadu_ps(x + 24);
+        __m128i va = _mm_loadu_si128(reinterpret_cast<const __m128i*>(wa));
+        __m128i vb = _mm_loadu_si128(reinterpret_cast<const __m128i*>(wb));
+        __m128i la = _mm_and_si128(va, mask), ha = _mm_and_si128(_mm_srli_epi16(va, 4), mask);
+        __m128i lb = _mm_and_si128(vb, mask), hb = _mm_and_si128(_mm_srli_epi16(vb, 4), mask);
+        a0 = _mm256_fmadd_ps(widen8(la), x0, a0);
+        b0 = _mm256_fmadd_ps(widen8(lb), x0, b0);
+        a1 = _mm256_fmadd_ps(widen8(_mm_unpackhi_epi64(la, la)), x1, a1);
+        b1 = _mm256_fmadd_ps(widen8(_mm_unpackhi_epi64(lb, lb)), x1, b1);
+        a0 = _mm256_fmadd_ps(widen8(ha), x2, a0);
+        b0 = _mm256_fmadd_ps(widen8(hb), x2, b0);
+        a1 = _mm256_fmadd_ps(widen8(_mm_unpackhi_epi64(ha, ha)), x3, a1);
+        b1 = _mm256_fmadd_ps(widen8(_mm_unpackhi_epi64(hb, hb)), x3, b1);
+        wa += 16;
+        wb += 16;
         x += 32;
       }
-      total = _mm256_fmadd_ps(_mm256_set1_ps(s[g]), _mm256_add_ps(a0, a1), total);
+      ta = _mm256_fmadd_ps(_mm256_set1_ps(sa[g]), _mm256_add_ps(a0, a1), ta);
+      tb = _mm256_fmadd_ps(_mm256_set1_ps(sb[g]), _mm256_add_ps(b0, b1), tb);
     }
-    mv.y[r] = hsum(total) +
-              bias_term(mv.biases + static_cast<size_t>(r) * groups, mv.xsum, groups);
+    const float* ba = mv.biases + static_cast<size_t>(r) * groups;
+    mv.y[r] = hsum(ta) + bias_term(ba, mv.xsum, groups);
+    mv.y[r + 1] = hsum(tb) + bias_term(ba + groups, mv.xsum, groups);
+  }
+  if (r < r1) {
+    Matvec one = mv;
+    rows_portable(one, r, r1);
   }
 }
 
@@ -268,8 +288,14 @@ __attribute__((target("avx2,fma"))) void rows_avx2_8bit(const Matvec& mv, int r0
   }
 }
 
+// THINKWIRE_KERNEL_ISA=portable forces the portable loops (tests use it
+// to check them on machines that have AVX2).
 bool have_avx2() {
-  static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  static const bool yes = [] {
+    const char* isa = std::getenv("THINKWIRE_KERNEL_ISA");
+    if (isa != nullptr && std::string(isa) == "portable") return false;
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  }();
   return yes;
 }
 #endif
@@ -317,6 +343,42 @@ void matvec(const float* x, int k, const uint8_t* w, const float* scales, const 
 
 using SgemmFn = void (*)(int, int, int, int, int, int, float, const float*, int, const float*,
                          int, float, float*, int);
+
+// OpenBLAS's own threads spin (yielding) for a long while after each
+// multi-threaded call. Once these kernels carry the weights, BLAS only sees
+// attention's small products between them, and its spinning threads would
+// take the cores the kernels need. So while thinkwire's kernels are in use,
+// OpenBLAS runs single-threaded, except inside the prefill products below,
+// which get its full thread count back. Other BLAS libraries are left alone.
+class BlasThreads {
+ public:
+  static BlasThreads& get() {
+    static BlasThreads* b = new BlasThreads(); // never destroyed
+    return *b;
+  }
+  // Called by every kernel entry: BLAS to one thread from now on.
+  void quiet() {
+    if (set_ != nullptr && !quiet_.exchange(true)) set_(1);
+  }
+  // Runs f with BLAS at its full thread count.
+  template <class F>
+  void full(F&& f) {
+    if (set_ == nullptr || full_threads_ <= 1) return f();
+    set_(full_threads_);
+    f();
+    set_(1);
+  }
+
+ private:
+  BlasThreads() {
+    set_ = reinterpret_cast<void (*)(int)>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"));
+    auto get = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "openblas_get_num_threads"));
+    full_threads_ = get != nullptr ? get() : 1;
+  }
+  void (*set_)(int) = nullptr;
+  int full_threads_ = 1;
+  std::atomic<bool> quiet_{false};
+};
 
 SgemmFn blas_sgemm() {
   // The BLAS that libmlx loaded (OpenBLAS behind thinkwire's forwarding layer
@@ -421,6 +483,7 @@ void quantized_matmul_f32(const float* x, int m, int k, const uint8_t* w, const 
                                 " is not a multiple of the group size " +
                                 std::to_string(group_size));
   }
+  BlasThreads::get().quiet();
   SgemmFn sgemm = m > 4 ? blas_sgemm() : nullptr;
   if (sgemm == nullptr) {
     // Decode steps (and a BLAS-less process): one pass over the packed
@@ -442,7 +505,8 @@ void quantized_matmul_f32(const float* x, int m, int k, const uint8_t* w, const 
     Dequant d{w, scales, biases, r0, r1, k, group_size, bits, tile.data()};
     Pool::get().run(dequantize_part, &d, Pool::get().size());
     // y[:, r0:r1] = x . tile^T
-    sgemm(101, 111, 112, m, r1 - r0, k, 1.0f, x, k, tile.data(), k, 0.0f, y + r0, n);
+    BlasThreads::get().full(
+        [&] { sgemm(101, 111, 112, m, r1 - r0, k, 1.0f, x, k, tile.data(), k, 0.0f, y + r0, n); });
   }
 }
 

@@ -276,6 +276,33 @@ mod tests {
     }
 
     #[test]
+    fn per_module_quantization_is_read_and_checked() {
+        let mut v = base();
+        v["quantization"] = serde_json::json!({
+            "group_size": 32, "bits": 4,
+            "model.embed_tokens": {"group_size": 32, "bits": 8},
+            "lm_head": false,
+        });
+        let c: ModelConfig = serde_json::from_value(v.clone()).unwrap();
+        c.validate("t").unwrap();
+        let q = c.quantization.as_ref().unwrap();
+        assert_eq!(q.module("model.embed_tokens"), (32, 8));
+        assert_eq!(q.module("model.layers.0.mlp.up_proj"), (32, 4));
+        assert_eq!(q.overrides().count(), 1);
+        // Written back the way mlx-lm reads it.
+        let back = serde_json::to_value(q).unwrap();
+        assert_eq!(back["model.embed_tokens"]["bits"], 8);
+
+        v["quantization"]["model.embed_tokens"]["bits"] = 7.into();
+        let c: ModelConfig = serde_json::from_value(v).unwrap();
+        let e = c.validate("t").unwrap_err().to_string();
+        assert!(
+            e.contains("quantization.model.embed_tokens") && e.contains("bits=7"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn unknown_architecture_names_the_field() {
         let mut v = base();
         v["model_type"] = "gpt2".into();

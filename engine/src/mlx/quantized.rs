@@ -100,7 +100,7 @@ mod tests {
             for group_size in [32, 64, 128] {
                 let q = Quant { group_size, bits };
                 assert!(supported(q));
-                let (n, k) = (96, 256);
+                let (n, k) = (99, 256); // odd: row tails
                 let wf = mlx_rs::random::normal::<f32>(&[n, k], None, None, None).unwrap();
                 let (w, s, b) = quantize(&wf, group_size, bits).unwrap();
                 let (s, b) = (
@@ -125,6 +125,28 @@ mod tests {
                 close(&got, &want, 1e-5);
             }
         }
+    }
+
+    /// The portable loops (what CPUs without AVX2 run), checked by running
+    /// the test above in a child process that asks for them.
+    #[test]
+    fn portable_kernels_match_too() {
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "mlx::quantized::tests::matches_dequantized_matmul",
+                "--exact",
+                "--test-threads=1",
+            ])
+            .env("THINKWIRE_KERNEL_ISA", "portable")
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(text.contains("1 passed"), "{text}");
     }
 
     #[test]
