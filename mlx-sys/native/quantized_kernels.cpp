@@ -109,17 +109,25 @@ class Pool {
     }
   }
 
-  // Returns the next generation after `seen`: spin ~100 us, then sleep.
+  // How long an idle worker spins before sleeping
+  // (THINKWIRE_KERNEL_SPIN_US, default 100).
+  static std::chrono::microseconds spin_time() {
+    static const std::chrono::microseconds t = [] {
+      const char* v = std::getenv("THINKWIRE_KERNEL_SPIN_US");
+      return std::chrono::microseconds(v != nullptr ? std::max(0, std::atoi(v)) : 100);
+    }();
+    return t;
+  }
+
+  // Returns the next generation after `seen`: spin a while, then sleep.
   uint64_t wait_for(uint64_t seen) {
-    auto start = std::chrono::steady_clock::now();
+    const auto start = std::chrono::steady_clock::now();
+    const auto spin = spin_time();
     for (int i = 1;; i++) {
       uint64_t g = generation_.load(std::memory_order_acquire);
       if (g != seen) return g;
       relax();
-      if ((i & 255) == 0 &&
-          std::chrono::steady_clock::now() - start > std::chrono::microseconds(100)) {
-        break;
-      }
+      if ((i & 255) == 0 && std::chrono::steady_clock::now() - start > spin) break;
     }
     std::unique_lock<std::mutex> lock(sleep_mutex_);
     wake_.wait(lock, [&] { return generation_.load(std::memory_order_acquire) != seen; });
