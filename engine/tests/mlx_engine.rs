@@ -277,6 +277,43 @@ fn converted_quantized_folder_is_the_same_model() {
 }
 
 #[test]
+fn prefix_cache_reuses_a_common_prefix_and_changes_no_token() {
+    let cached = MlxEngine::load(
+        &tiny("tiny-qwen3"),
+        &LoadOptions {
+            prefill_chunk: 4,
+            prefix_cache: true,
+            ..LoadOptions::default()
+        },
+    )
+    .unwrap();
+    let fresh = load("tiny-qwen3", 4);
+    let mut first = Script::default();
+    run(&cached, &request(PROMPT.to_vec(), 6), &mut first);
+    // A follow-up turn: the first prompt, its answer, then something new.
+    let mut follow = PROMPT.to_vec();
+    follow.extend(&first.tokens);
+    follow.extend([44, 45, 46, 47, 48, 49]);
+    let (mut a, mut b) = (Script::default(), Script::default());
+    run(&cached, &request(follow.clone(), 8), &mut a);
+    run(&fresh, &request(follow.clone(), 8), &mut b);
+    assert_eq!(a.tokens, b.tokens);
+    // Only the new part was prefilled: progress starts past the old prompt.
+    assert!(a.prefill[0].0 > PROMPT.len(), "{:?}", a.prefill);
+    assert_eq!(b.prefill[0].0, 4);
+    // A prompt that parts early from the kept one, and the same prompt
+    // again (all but its last token reused): still the fresh tokens.
+    let mut other = PROMPT[..3].to_vec();
+    other.extend([1, 2, 3, 4, 5, 6, 7]);
+    for prompt in [other.clone(), other] {
+        let (mut c, mut d) = (Script::default(), Script::default());
+        run(&cached, &request(prompt.clone(), 8), &mut c);
+        run(&fresh, &request(prompt, 8), &mut d);
+        assert_eq!(c.tokens, d.tokens);
+    }
+}
+
+#[test]
 fn prompt_longer_than_context_is_refused_before_generation() {
     let e = load("tiny-qwen2", 512);
     let ctx = e.info().context_length;

@@ -38,6 +38,13 @@ pub struct ModelArgs {
     /// A reasoning-formats file merged over the built-in registry.
     #[arg(long, env = "THINKWIRE_FORMATS")]
     pub formats: Option<PathBuf>,
+    /// Keep the last generation's attention cache in memory so a follow-up
+    /// turn only prefills what is new. It retains conversation-derived state
+    /// between requests and lets time-to-first-token reveal shared prefixes
+    /// across clients: leave it off for zero-data-retention or multi-user
+    /// servers. (`thinkwire chat`'s REPL always uses it.)
+    #[arg(long)]
+    pub prefix_cache: bool,
 }
 
 impl ModelArgs {
@@ -72,7 +79,7 @@ impl ModelArgs {
     /// Loads engine, tokenizer, template and reasoning format.
     pub fn load(&self) -> Result<Model> {
         let path = self.path()?;
-        let engine = load_engine(&path, &self.precision)?;
+        let engine = load_engine(&path, &self.precision, self.prefix_cache)?;
         let chat = Model::load_chat(&path).with_context(|| {
             format!(
                 "loading the tokenizer and chat template of {}",
@@ -84,13 +91,18 @@ impl ModelArgs {
 }
 
 #[cfg(feature = "mlx")]
-fn load_engine(path: &Path, precision: &str) -> Result<Arc<dyn thinkwire_engine::Engine>> {
+fn load_engine(
+    path: &Path,
+    precision: &str,
+    prefix_cache: bool,
+) -> Result<Arc<dyn thinkwire_engine::Engine>> {
     use thinkwire_engine::mlx::{LoadOptions, MlxEngine, Precision};
     let Some(precision) = Precision::parse(precision) else {
         bail!("--precision: expected auto, f32, bf16 or keep, not {precision:?}");
     };
     let options = LoadOptions {
         precision,
+        prefix_cache,
         ..LoadOptions::default()
     };
     let engine =
@@ -99,7 +111,11 @@ fn load_engine(path: &Path, precision: &str) -> Result<Arc<dyn thinkwire_engine:
 }
 
 #[cfg(not(feature = "mlx"))]
-fn load_engine(_path: &Path, _precision: &str) -> Result<Arc<dyn thinkwire_engine::Engine>> {
+fn load_engine(
+    _path: &Path,
+    _precision: &str,
+    _prefix_cache: bool,
+) -> Result<Arc<dyn thinkwire_engine::Engine>> {
     bail!("this thinkwire was built without the `mlx` feature, so it has no engine to load")
 }
 
@@ -139,7 +155,11 @@ pub struct ChatArgs {
 
 /// Runs `thinkwire chat`.
 pub fn chat(args: &ChatArgs) -> Result<()> {
-    let model = args.model.load()?;
+    // One user in one process: each REPL turn reuses the previous one's
+    // attention cache instead of prefilling the whole conversation again.
+    let mut model_args = args.model.clone();
+    model_args.prefix_cache |= args.prompt.is_none();
+    let model = model_args.load()?;
     let keys = KeyRing::new(Key::generate().context("generating a session key")?);
     let agent = Agent::new(model, keys, AgentConfig::default());
     let mut history: Vec<Message> = Vec::new();

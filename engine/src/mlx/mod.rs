@@ -60,6 +60,13 @@ pub struct LoadOptions {
     /// Prompt tokens per prefill step: bounds the memory of the attention
     /// scores and lets a long prefill report progress and be cancelled.
     pub prefill_chunk: usize,
+    /// Keep the attention cache of the last generation in memory and reuse
+    /// it for the next prompt's common prefix (a follow-up turn then only
+    /// prefills what is new). Off by default: it retains state derived
+    /// from a conversation (its reasoning included) between requests, and
+    /// the time to first token tells one client whether another's prompt
+    /// shared its prefix. For single-user processes (the chat REPL).
+    pub prefix_cache: bool,
 }
 
 impl Default for LoadOptions {
@@ -67,8 +74,16 @@ impl Default for LoadOptions {
         Self {
             precision: Precision::default(),
             prefill_chunk: 512,
+            prefix_cache: false,
         }
     }
+}
+
+/// The attention cache a generation left behind and the tokens it holds
+/// (`LoadOptions::prefix_cache`).
+struct KeptPrefix {
+    tokens: Vec<u32>,
+    caches: Vec<cache::KvCache>,
 }
 
 /// A model on MLX, ready to generate. One generation runs at a time.
@@ -77,6 +92,8 @@ pub struct MlxEngine {
     stop_ids: Vec<u32>,
     options: LoadOptions,
     model: Mutex<Model>,
+    /// Locked only while `model` is.
+    kept: Mutex<Option<KeptPrefix>>,
 }
 
 impl std::fmt::Debug for MlxEngine {
@@ -126,6 +143,7 @@ impl MlxEngine {
             stop_ids: loaded.stop_ids,
             options: options.clone(),
             model: Mutex::new(model),
+            kept: Mutex::new(None),
         })
     }
 
@@ -207,6 +225,24 @@ impl Run<'_> {
     }
 }
 
+/// The kept cache cut to its common prefix with `prompt`, and that length.
+/// At least the prompt's last token is always run again: its logits pick
+/// the first new token.
+fn reuse_prefix(kept: KeptPrefix, prompt: &[u32]) -> (Vec<cache::KvCache>, usize) {
+    let common = kept
+        .tokens
+        .iter()
+        .zip(prompt)
+        .take_while(|(a, b)| a == b)
+        .count()
+        .min(prompt.len().saturating_sub(1));
+    let mut caches = kept.caches;
+    for c in &mut caches {
+        c.truncate(common as i32);
+    }
+    (caches, common)
+}
+
 fn read_token(token: &Array) -> Result<u32, EngineError> {
     token.eval().map_err(mlx_err("evaluating a step"))?;
     let v = token
@@ -234,9 +270,19 @@ impl Engine for MlxEngine {
             .map_err(|_| EngineError::Backend("a previous generation panicked".into()))?;
         let start = Instant::now();
         let prompt = &request.prompt;
+        // Always taken, so a generation that fails or is cancelled leaves
+        // nothing behind.
+        let kept = self.kept.lock().ok().and_then(|mut k| k.take());
+        let (caches, reused) = match kept {
+            Some(kept) if self.options.prefix_cache => reuse_prefix(kept, prompt),
+            _ => (model.new_cache(), 0),
+        };
+        if reused > 0 {
+            tracing::debug!(reused, prompt = prompt.len(), "prefix cache hit");
+        }
         let mut run = Run {
             model: &model,
-            caches: model.new_cache(),
+            caches,
             context: self.info.context_length,
         };
         let mut stats = GenerationStats {
@@ -256,7 +302,7 @@ impl Engine for MlxEngine {
 
         // Chunked prefill: all chunks but the last only fill the cache.
         let chunk = self.options.prefill_chunk.max(1);
-        let mut done = 0;
+        let mut done = reused;
         while prompt.len() - done > chunk {
             let ids = ids_array(&prompt[done..done + chunk]);
             let x = model
@@ -371,6 +417,18 @@ impl Engine for MlxEngine {
             stats.prefill_time = start.elapsed();
         } else {
             stats.decode_time = decode_start.elapsed();
+        }
+        if self.options.prefix_cache {
+            // Position i of the cache holds history[i]; a queued speculative
+            // step wrote at most the last token read.
+            let held = run.offset().min(history.len());
+            history.truncate(held);
+            if let Ok(mut k) = self.kept.lock() {
+                *k = Some(KeptPrefix {
+                    tokens: history,
+                    caches: run.caches,
+                });
+            }
         }
         Ok(stats)
     }
