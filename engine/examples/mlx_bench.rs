@@ -6,7 +6,6 @@
 use std::path::PathBuf;
 
 use thinkwire_chat::{ChatModel, RenderOptions, TemplateMessage};
-use thinkwire_engine::gguf::GgufFile;
 use thinkwire_engine::mlx::bench::{BenchOptions, MlxLmReference, bench};
 use thinkwire_engine::mlx::{ConvertOptions, LoadOptions, Precision, convert_gguf};
 
@@ -49,9 +48,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             &folder,
             &ConvertOptions {
                 precision: Precision::F32,
-                tokenizer_json: Some(thinkwire_chat::tokenizer_json_from_gguf(&GgufFile::open(
-                    &model,
-                )?)?),
+                tokenizer_json: Some(chat.tokenizer_json()?),
+                tokenizer_config: Some(chat.tokenizer_config_json()),
             },
         )?;
     }

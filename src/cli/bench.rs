@@ -183,10 +183,11 @@ fn converted(
             gguf.display(),
             dir.display()
         );
-        let file = thinkwire_engine::gguf::GgufFile::open(gguf)?;
+        let chat = thinkwire_chat::ChatModel::load(gguf)?;
         let options = ConvertOptions {
             precision,
-            tokenizer_json: Some(thinkwire_chat::tokenizer_json_from_gguf(&file)?),
+            tokenizer_json: Some(chat.tokenizer_json()?),
+            tokenizer_config: Some(chat.tokenizer_config_json()),
         };
         convert_gguf(gguf, &dir, &options)?;
     }

@@ -26,7 +26,6 @@ pub struct ConvertArgs {
 #[cfg(feature = "mlx")]
 pub fn convert(args: &ConvertArgs) -> Result<()> {
     use anyhow::{Context, bail};
-    use thinkwire_engine::gguf::GgufFile;
     use thinkwire_engine::mlx::{ConvertOptions, Precision, convert_gguf};
 
     let Some(precision) = Precision::parse(&args.precision) else {
@@ -35,12 +34,15 @@ pub fn convert(args: &ConvertArgs) -> Result<()> {
             args.precision
         );
     };
-    let gguf = GgufFile::open(&args.gguf)?;
-    let tokenizer_json = thinkwire_chat::tokenizer_json_from_gguf(&gguf)
-        .with_context(|| format!("rebuilding the tokenizer of {}", args.gguf.display()))?;
+    let chat = thinkwire_chat::ChatModel::load(&args.gguf)
+        .with_context(|| format!("reading the tokenizer of {}", args.gguf.display()))?;
     let options = ConvertOptions {
         precision,
-        tokenizer_json: Some(tokenizer_json),
+        tokenizer_json: Some(
+            chat.tokenizer_json()
+                .with_context(|| format!("rebuilding the tokenizer of {}", args.gguf.display()))?,
+        ),
+        tokenizer_config: Some(chat.tokenizer_config_json()),
     };
     let report = convert_gguf(&args.gguf, &args.out, &options)
         .with_context(|| format!("converting {}", args.gguf.display()))?;

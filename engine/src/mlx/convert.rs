@@ -2,10 +2,10 @@
 //! on exactly the weights thinkwire runs: the same dequantization, the Q/K
 //! permutation undone, Hugging Face tensor names.
 //!
-//! The weights, `config.json`, `generation_config.json` and
-//! `tokenizer_config.json` (chat template and special tokens from the GGUF
-//! metadata) are written here; `tokenizer.json` is synthesized by the chat
-//! crate (`thinkwire_chat::tokenizer_json_from_gguf`) and passed in.
+//! The weights, `config.json` and `generation_config.json` are written here;
+//! `tokenizer.json` and `tokenizer_config.json` come from the chat crate
+//! (`ChatModel::tokenizer_json` / `tokenizer_config_json`), which owns
+//! tokenizers and templates, and are passed in.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -29,6 +29,9 @@ pub struct ConvertOptions {
     pub precision: Precision,
     /// The `tokenizer.json` to write, if the caller has one.
     pub tokenizer_json: Option<serde_json::Value>,
+    /// The `tokenizer_config.json` to write (chat template, special
+    /// tokens), if the caller has one; `model_max_length` is added.
+    pub tokenizer_config: Option<serde_json::Value>,
 }
 
 /// What was written.
@@ -176,43 +179,19 @@ pub fn convert_gguf(
     write_json(&path, &cfg)?;
     files.push(path);
 
+    if let Some(tc) = &options.tokenizer_config {
+        let mut tc = tc.clone();
+        if let Some(obj) = tc.as_object_mut() {
+            obj.entry("model_max_length")
+                .or_insert_with(|| config.context_length().into());
+        }
+        let path = out.join("tokenizer_config.json");
+        write_json(&path, &tc)?;
+        files.push(path);
+    }
+
     let gguf = GgufFile::open(src).map_err(|e| EngineError::Load(e.to_string()))?;
     let meta_err = |e: crate::gguf::GgufError| EngineError::Load(e.to_string());
-    let tokens = gguf
-        .get_str_array("tokenizer.ggml.tokens")
-        .map_err(meta_err)?;
-    let token = |key: &str| -> Result<Option<String>, EngineError> {
-        Ok(gguf
-            .opt_u64(key)
-            .map_err(meta_err)?
-            .and_then(|id| tokens.get(id as usize).map(|s| s.to_string())))
-    };
-    let bos = token("tokenizer.ggml.bos_token_id")?;
-    let eos = token("tokenizer.ggml.eos_token_id")?;
-    let mut tc = serde_json::json!({
-        "tokenizer_class": "PreTrainedTokenizerFast",
-        "model_max_length": config.context_length(),
-        "add_bos_token": gguf.opt_bool("tokenizer.ggml.add_bos_token").map_err(meta_err)?.unwrap_or(false),
-        "clean_up_tokenization_spaces": false,
-    });
-    if let Some(obj) = tc.as_object_mut() {
-        if let Some(b) = bos {
-            obj.insert("bos_token".into(), b.into());
-        }
-        if let Some(e) = eos {
-            obj.insert("eos_token".into(), e.into());
-        }
-        if let Some(p) = token("tokenizer.ggml.padding_token_id")? {
-            obj.insert("pad_token".into(), p.into());
-        }
-        if let Some(t) = gguf.opt_str("tokenizer.chat_template").map_err(meta_err)? {
-            obj.insert("chat_template".into(), t.into());
-        }
-    }
-    let path = out.join("tokenizer_config.json");
-    write_json(&path, &tc)?;
-    files.push(path);
-
     let mut gen_cfg = serde_json::json!({});
     if let Some(obj) = gen_cfg.as_object_mut() {
         if let Some(b) = gguf
