@@ -31,6 +31,7 @@ fn agent() -> Arc<Agent> {
                 model: None,
                 precision: "auto".into(),
                 formats: None,
+                prefix_cache: false,
             };
             let model = args
                 .load()

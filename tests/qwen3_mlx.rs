@@ -175,6 +175,7 @@ async fn a_qwen3_model_on_mlx_streams_reasoning_then_text_to_the_official_client
         model: Some(tiny_qwen3()),
         precision: "auto".into(),
         formats: None,
+        prefix_cache: false,
     };
     let model = args.load().expect("loading the tiny Qwen3 model");
     assert_eq!(model.format().family, "qwen3");
