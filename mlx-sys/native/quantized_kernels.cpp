@@ -17,6 +17,7 @@
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -73,7 +74,11 @@ class Pool {
  private:
   explicit Pool(int threads) {
     for (int i = 1; i < threads; i++) {
-      workers_.emplace_back([this, i] { work(i); });
+      try {
+        workers_.emplace_back([this, i] { work(i); });
+      } catch (const std::system_error&) {
+        break; // a thread limit: run with the workers we have
+      }
       workers_.back().detach();
     }
   }
@@ -369,13 +374,23 @@ class BlasThreads {
   void quiet() {
     if (set_ != nullptr && !quiet_.exchange(true)) set_(1);
   }
-  // Runs f with BLAS at its full thread count.
+  // Runs f with BLAS at its full thread count. Streams may prefill at
+  // the same time: the count goes up with the first and down with the last.
   template <class F>
   void full(F&& f) {
     if (set_ == nullptr || full_threads_ <= 1) return f();
-    set_(full_threads_);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (active_++ == 0) set_(full_threads_);
+    }
+    struct Down {
+      BlasThreads* b;
+      ~Down() {
+        std::lock_guard<std::mutex> lock(b->mutex_);
+        if (--b->active_ == 0) b->set_(1);
+      }
+    } down{this};
     f();
-    set_(1);
   }
 
  private:
@@ -387,6 +402,8 @@ class BlasThreads {
   void (*set_)(int) = nullptr;
   int full_threads_ = 1;
   std::atomic<bool> quiet_{false};
+  std::mutex mutex_;
+  int active_ = 0; // prefills running with the full count
 };
 
 SgemmFn blas_sgemm() {

@@ -137,6 +137,7 @@ array quantized_matmul(const array& x, const array& w, const array& scales, cons
   }
   const int k = x.shape(-1);
   const int n = w.shape(0);
+  if (k <= 0 || n <= 0) fail("x and w must not be empty, got x " + shape_text(x) + ", w " + shape_text(w));
   if (k % group_size != 0 || static_cast<int64_t>(w.shape(1)) * 32 != static_cast<int64_t>(k) * bits ||
       scales.shape(0) != n || scales.shape(1) != k / group_size) {
     fail("shapes do not match: x " + shape_text(x) + ", w " + shape_text(w) + ", scales " +
@@ -161,11 +162,16 @@ thread_local std::string last_error;
 } // namespace
 
 extern "C" bool thinkwire_quantized_supported(int group_size, int bits) {
-  return thinkwire::quantized_supported(group_size, bits);
+  return thinkwire::quantized_supported(group_size, bits); // cannot throw
 }
 
 extern "C" int thinkwire_kernel_threads(void) {
-  return thinkwire::kernel_threads();
+  try {
+    return thinkwire::kernel_threads();
+  } catch (std::exception& e) {
+    last_error = e.what();
+    return 1;
+  }
 }
 
 extern "C" int thinkwire_quantized_matmul(mlx_array* res, const mlx_array x, const mlx_array w,

@@ -178,6 +178,12 @@ mod tests {
         };
         let err = matmul(&x32, &w4, &s4, &b4, q4).unwrap_err();
         assert!(err.what().contains("shapes do not match"), "{}", err.what());
+        // Empty inputs are refused, not divided by.
+        let x0 = mlx_rs::ops::zeros::<f32>(&[1, 0]).unwrap();
+        let w0 = mlx_rs::ops::zeros_dtype(&[8, 0], Dtype::Uint32).unwrap();
+        let s0 = mlx_rs::ops::zeros::<f32>(&[8, 0]).unwrap();
+        let err = matmul(&x0, &w0, &s0, &s0, q4).unwrap_err();
+        assert!(err.what().contains("must not be empty"), "{}", err.what());
         assert!(kernel_threads() >= 1);
     }
 }
