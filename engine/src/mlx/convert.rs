@@ -111,6 +111,7 @@ pub fn convert_gguf(
                     scales,
                     biases,
                     q,
+                    ..
                 },
             ) => {
                 let (scales, biases) = if options.precision == Precision::Auto {

@@ -11,7 +11,7 @@ use mlx_rs::fast::ScaledDotProductAttentionMask;
 use super::cache::KvCache;
 use super::config::{Architecture, ModelConfig};
 use super::rope::{Rope, RopeStep};
-use super::weights::{Embedding, Linear, Precision, Weight, WeightMap, last_axis, mlx_err};
+use super::weights::{Embedding, Linear, Precision, WeightMap, last_axis, mlx_err};
 use crate::EngineError;
 
 type R<T> = mlx_rs::error::Result<T>;
@@ -218,16 +218,8 @@ impl Model {
             .with_policy(precision)?;
         let tied = config.tie_word_embeddings || !w.has("lm_head");
         let (embed, lm_head) = if tied {
-            match embed_w {
-                Weight::Dense(e) => (
-                    Embedding::Dense(e.clone()),
-                    Linear::new(Weight::Dense(e), None)?,
-                ),
-                q @ (Weight::Quantized { .. } | Weight::Packed { .. }) => {
-                    let (a, b) = split_quantized(q);
-                    (Embedding::new(a), Linear::new(b, None)?)
-                }
-            }
+            // One set of arrays (dense or packed) is table and output layer.
+            (Embedding::new(embed_w.clone()), Linear::new(embed_w, None)?)
         } else {
             let head = w.take_weight("lm_head")?.with_policy(precision)?;
             (Embedding::new(embed_w), Linear::new(head, None)?)
@@ -315,51 +307,5 @@ impl Model {
             x = block.forward(&x, cache, &self.rope, &step)?;
         }
         Ok(x)
-    }
-}
-
-/// A tied quantized embedding serves both as lookup table and output layer;
-/// the arrays are shared, not copied.
-fn split_quantized(w: Weight) -> (Weight, Weight) {
-    match w {
-        Weight::Quantized {
-            w,
-            scales,
-            biases,
-            q,
-        } => (
-            Weight::Quantized {
-                w: w.clone(),
-                scales: scales.clone(),
-                biases: biases.clone(),
-                q,
-            },
-            Weight::Quantized {
-                w,
-                scales,
-                biases,
-                q,
-            },
-        ),
-        Weight::Packed {
-            w,
-            scales,
-            biases,
-            q,
-        } => (
-            Weight::Packed {
-                w: w.clone(),
-                scales: scales.clone(),
-                biases: biases.clone(),
-                q,
-            },
-            Weight::Packed {
-                w,
-                scales,
-                biases,
-                q,
-            },
-        ),
-        Weight::Dense(d) => (Weight::Dense(d.clone()), Weight::Dense(d)),
     }
 }

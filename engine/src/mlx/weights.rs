@@ -89,22 +89,17 @@ pub(crate) struct WeightMap {
     pub quant_overrides: HashMap<String, Quant>,
 }
 
-/// A weight in the form the policy chose.
+/// A weight in the form the policy chose. Clones share the arrays.
+#[derive(Clone)]
 pub(crate) enum Weight {
     Dense(Array),
-    /// Run by MLX's quantized matmul.
     Quantized {
         w: Array,
         scales: Array,
         biases: Array,
         q: Quant,
-    },
-    /// Run by thinkwire's kernels: f32 scales and biases, a supported format.
-    Packed {
-        w: Array,
-        scales: Array,
-        biases: Array,
-        q: Quant,
+        /// `Thinkwire` only with f32 scales/biases and a supported format.
+        kernel: Kernel,
     },
 }
 
@@ -183,6 +178,7 @@ impl WeightMap {
             scales,
             biases,
             q,
+            kernel: Kernel::Mlx,
         })
     }
 }
@@ -205,12 +201,7 @@ impl Weight {
                 scales,
                 biases,
                 q,
-            }
-            | Weight::Packed {
-                w,
-                scales,
-                biases,
-                q,
+                ..
             } => {
                 let s = scales.as_dtype(Dtype::Float32).map_err(&err)?;
                 let b = biases.as_dtype(Dtype::Float32).map_err(&err)?;
@@ -236,14 +227,15 @@ impl Weight {
                     scales,
                     biases,
                     q,
+                    ..
                 },
-            ) if super::quantized::supported(q) => Weight::Packed {
+            ) if super::quantized::supported(q) => Weight::Quantized {
                 w,
                 scales: scales.as_dtype(Dtype::Float32).map_err(&err)?,
                 biases: biases.as_dtype(Dtype::Float32).map_err(&err)?,
                 q,
+                kernel: Kernel::Thinkwire,
             },
-            (Precision::Auto, p @ Weight::Packed { .. }) => p,
             (Precision::Auto | Precision::F32, w) => Weight::Dense(w.dense(Dtype::Float32)?),
             (Precision::Bf16, w) => Weight::Dense(w.dense(Dtype::Bfloat16)?),
             (Precision::Keep, w) => w,
@@ -272,35 +264,17 @@ enum LinearWeight {
 
 /// Who multiplies a quantized weight.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kernel {
+pub(crate) enum Kernel {
+    /// MLX's quantized matmul.
     Mlx,
+    /// thinkwire's CPU kernels (`quantized.rs`).
     Thinkwire,
 }
 
 impl Weight {
-    /// The packed arrays, format and kernel of a quantized weight.
-    fn into_packed(self) -> Result<(Array, Array, Array, Quant, Kernel), Weight> {
-        match self {
-            Weight::Quantized {
-                w,
-                scales,
-                biases,
-                q,
-            } => Ok((w, scales, biases, q, Kernel::Mlx)),
-            Weight::Packed {
-                w,
-                scales,
-                biases,
-                q,
-            } => Ok((w, scales, biases, q, Kernel::Thinkwire)),
-            dense @ Weight::Dense(_) => Err(dense),
-        }
-    }
-
     fn packing(&self) -> Option<(Quant, Kernel)> {
         match self {
-            Weight::Quantized { q, .. } => Some((*q, Kernel::Mlx)),
-            Weight::Packed { q, .. } => Some((*q, Kernel::Thinkwire)),
+            Weight::Quantized { q, kernel, .. } => Some((*q, *kernel)),
             Weight::Dense(_) => None,
         }
     }
@@ -320,10 +294,13 @@ impl Linear {
             Some((q, kernel)) => {
                 let (mut ws, mut ss, mut bs) = (Vec::new(), Vec::new(), Vec::new());
                 for p in parts {
-                    if let Ok((w, s, b, _, _)) = p.into_packed() {
+                    if let Weight::Quantized {
+                        w, scales, biases, ..
+                    } = p
+                    {
                         ws.push(w);
-                        ss.push(s);
-                        bs.push(b);
+                        ss.push(scales);
+                        bs.push(biases);
                     }
                 }
                 LinearWeight::Quantized {
@@ -429,12 +406,7 @@ impl Embedding {
                 scales,
                 biases,
                 q,
-            }
-            | Weight::Packed {
-                w,
-                scales,
-                biases,
-                q,
+                ..
             } => Self::Quantized {
                 w,
                 scales,
