@@ -7,12 +7,16 @@
 //! Reasoning and answer text never mix: each byte belongs to the state the
 //! machine was in when it arrived, and markers are never emitted as text.
 //!
-//! Whitespace follows the families' templates, which strip newlines around
-//! reasoning and `lstrip` the answer: each reasoning block and each answer
-//! segment drops its leading whitespace, and whitespace at a segment's end
-//! is held until more text shows it is inner whitespace (it is dropped when
-//! a marker or the end of output comes first). An all-whitespace reasoning
-//! block (`<think>\n\n</think>`) therefore produces no chunks at all.
+//! Whitespace next to a marker is the format's layout, not content: the
+//! families' templates strip newlines around reasoning and `lstrip` the
+//! answer after it. So each reasoning block drops its leading and trailing
+//! whitespace, and answer text drops the whitespace that follows a marker
+//! and the whitespace a marker follows (trailing whitespace is held until
+//! more text shows it is inner whitespace). Everything else is the model's
+//! text and streams as written: answer text at the very start or the very
+//! end of the output keeps its whitespace, as mlx-lm's `generate` and the
+//! OpenAI-style servers show it. An all-whitespace reasoning block
+//! (`<think>\n\n</think>`) produces no chunks at all.
 
 use std::borrow::Cow;
 
@@ -114,6 +118,20 @@ impl WsGate {
             at_start: true,
             pending: String::new(),
         }
+    }
+
+    /// A gate whose segment is already under way: nothing leading is
+    /// dropped (answer text at the start of the output, before any marker).
+    fn mid_segment() -> Self {
+        Self {
+            at_start: false,
+            pending: String::new(),
+        }
+    }
+
+    /// The held trailing blanks, at the end of the output.
+    fn flush(&mut self) -> String {
+        std::mem::take(&mut self.pending)
     }
 
     fn feed(&mut self, s: &str) -> String {
@@ -349,7 +367,7 @@ impl Splitter {
             special,
             reasoning_open: false,
             reasoning_gate: WsGate::new(),
-            text_gate: WsGate::new(),
+            text_gate: WsGate::mid_segment(),
             args_gate: WsGate::new(),
             text_emitted: false,
             text_separator: false,
@@ -463,7 +481,13 @@ impl Splitter {
             Mode::HMessage(Content::Tool) => self.end_harmony_call(&mut out),
             Mode::HHeader => self.bad_header(&mut out),
             Mode::HBetween => self.flush_stray(&mut out),
-            Mode::Text | Mode::HMessage(Content::Text) => {}
+            Mode::Text | Mode::HMessage(Content::Text) => {
+                let blanks = self.text_gate.flush();
+                if !blanks.is_empty() {
+                    self.text_emitted = true;
+                    push_merged(&mut out, Chunk::Text(blanks));
+                }
+            }
         }
         self.text_gate.reset();
         self.finished = true;
@@ -964,6 +988,34 @@ mod tests {
         assert_eq!(g.feed("c"), "\n\nc");
         g.reset();
         assert_eq!(g.feed(" d "), "d");
+    }
+
+    /// The model's own whitespace at the start and end of its answer is
+    /// text (issue 10: it was dropped, so streamed answers differed from
+    /// mlx-lm's); only whitespace next to a marker is layout.
+    #[test]
+    fn answer_whitespace_is_kept_except_next_to_markers() {
+        let mut s = Splitter::new(&qwen3());
+        let mut chunks = s.push("\n Hi,\n");
+        chunks.extend(s.push("there.\n"));
+        chunks.extend(s.finish());
+        assert_eq!(
+            merge_deltas(chunks),
+            vec![Chunk::Text("\n Hi,\nthere.\n".into())]
+        );
+
+        let mut s = Splitter::new(&qwen3());
+        let mut chunks = s.push("<think>\nplan\n</think>\n\nAnswer\n");
+        chunks.extend(s.finish());
+        assert_eq!(
+            merge_deltas(chunks),
+            vec![
+                Chunk::ReasoningStart,
+                Chunk::ReasoningDelta("plan".into()),
+                Chunk::ReasoningEnd,
+                Chunk::Text("Answer\n".into()),
+            ]
+        );
     }
 
     #[test]

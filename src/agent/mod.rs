@@ -66,10 +66,12 @@ impl Default for AgentConfig {
             replay: ReplayPolicy::default(),
             seal_ttl: None,
             max_new_tokens: 1024,
+            // No repetition penalty by default, as in mlx-lm, vLLM and
+            // llama.cpp: it changes greedy decoding too, so a client asking
+            // for `temperature: 0` would not get the model's argmax answer.
             sampling: SamplingParams {
                 temperature: 0.7,
                 top_p: 0.9,
-                repetition_penalty: 1.1,
                 ..SamplingParams::greedy()
             },
             max_messages: 1024,

@@ -173,7 +173,10 @@ impl Model {
     /// markers such as `<think>` or Harmony's `<|channel|>` are special in
     /// some tokenizers, and the splitter needs to see them.
     pub fn detokenizer(&self) -> Detokenizer {
-        Detokenizer(Some(self.chat.tokenizer.incremental_decoder(false)))
+        Detokenizer {
+            decoder: Some(self.chat.tokenizer.incremental_decoder(false)),
+            at_start: true,
+        }
     }
 }
 
@@ -187,24 +190,68 @@ pub struct Prompt {
 }
 
 /// Token ids to text pieces that never split a character.
-pub struct Detokenizer(Option<IncrementalDecoder>);
+///
+/// A generation's text does not begin with its first token's word-boundary
+/// space (`" Paris"` answers `"Paris"`), as SentencePiece decoders and
+/// mlx-lm's streaming detokenizers write it for every tokenizer.
+pub struct Detokenizer {
+    decoder: Option<IncrementalDecoder>,
+    at_start: bool,
+}
 
 impl Detokenizer {
     /// The text `id` completes (often empty mid-character).
     pub fn push(&mut self, id: u32) -> String {
-        match &mut self.0 {
+        let piece = match &mut self.decoder {
             // An id the tokenizer does not know cannot come from the engine
             // (the vocabularies are checked at load); nothing to show.
             Some(decoder) => decoder.push(id).unwrap_or_default(),
             None => String::new(),
-        }
+        };
+        self.trim_first_space(piece)
     }
 
     /// Whatever is still held back (an incomplete character at the end).
     pub fn finish(&mut self) -> String {
-        self.0
+        let rest = self
+            .decoder
             .take()
             .and_then(|decoder| decoder.finish().ok())
-            .unwrap_or_default()
+            .unwrap_or_default();
+        self.trim_first_space(rest)
+    }
+
+    fn trim_first_space(&mut self, piece: String) -> String {
+        if !self.at_start || piece.is_empty() {
+            return piece;
+        }
+        self.at_start = false;
+        match piece.strip_prefix(' ') {
+            Some(rest) => rest.to_owned(),
+            None => piece,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn detokenizer() -> Detokenizer {
+        Detokenizer {
+            decoder: None,
+            at_start: true,
+        }
+    }
+
+    #[test]
+    fn only_the_first_space_of_a_generation_goes() {
+        let mut d = detokenizer();
+        assert_eq!(d.trim_first_space(String::new()), "");
+        assert_eq!(d.trim_first_space("  Paris".into()), " Paris");
+        assert_eq!(d.trim_first_space(" is".into()), " is");
+        let mut d = detokenizer();
+        assert_eq!(d.trim_first_space("\n Hi".into()), "\n Hi");
+        assert_eq!(d.trim_first_space(" there".into()), " there");
     }
 }

@@ -101,6 +101,29 @@ mod tests {
         assert_eq!(n, 1024);
     }
 
+    /// Regression (issue 10): `temperature: 0` over the server's defaults
+    /// must be plain greedy decoding; a default repetition penalty made the
+    /// agent path answer differently from the engine and mlx-lm.
+    #[test]
+    fn temperature_zero_over_server_defaults_is_plain_greedy() {
+        let defaults = crate::agent::AgentConfig::default().sampling;
+        let (p, _) = from_forwarded(
+            Some(&json!({"sampling": {"temperature": 0}})),
+            &defaults,
+            64,
+        )
+        .unwrap();
+        assert!(p.is_greedy());
+        assert_eq!(p.repetition_penalty, 1.0, "{p:?}");
+        let (p, _) = from_forwarded(
+            Some(&json!({"sampling": {"temperature": 0, "repetitionPenalty": 1.3}})),
+            &defaults,
+            64,
+        )
+        .unwrap();
+        assert_eq!(p.repetition_penalty, 1.3, "an explicit penalty is honoured");
+    }
+
     #[test]
     fn names_the_bad_key() {
         let err = from_forwarded(
