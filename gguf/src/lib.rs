@@ -30,7 +30,7 @@
 //! ggml element types and the tensor directory (`tensor`), where the data
 //! section and each tensor lie (`layout`), the bounded byte reader
 //! (`reader`), the opened file (`file`) with its typed metadata getters
-//! (`metadata`), and [`write`] for synthetic test files.
+//! (`metadata`), and [`mod@write`] for synthetic test files.
 //!
 //! Format reference: the GGUF specification in the ggml repository
 //! (`docs/gguf.md`), versions 2 and 3 (version 1 used 32-bit counts and is
