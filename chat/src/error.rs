@@ -11,7 +11,7 @@ use std::path::PathBuf;
 pub enum ChatError {
     /// Reading the GGUF file failed.
     #[error(transparent)]
-    Gguf(#[from] thinkwire_engine::gguf::GgufError),
+    Gguf(#[from] thinkwire_gguf::GgufError),
     /// A file could not be read.
     #[error("{}: {source}", path.display())]
     Io {

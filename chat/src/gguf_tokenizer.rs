@@ -10,7 +10,7 @@
 //! that encoding matches the model's training.
 
 use serde_json::{Map, Value, json};
-use thinkwire_engine::gguf::GgufFile;
+use thinkwire_gguf::GgufFile;
 
 use crate::error::{ChatError, Result};
 
@@ -347,7 +347,7 @@ fn post_processor(tokens: &[&str], bos: Option<u32>, eos: Option<u32>) -> Value 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use thinkwire_engine::gguf::{MetadataValue as V, ValueType, write};
+    use thinkwire_gguf::{MetadataValue as V, ValueType, write};
 
     fn strings(items: &[&str]) -> V {
         V::Array(

@@ -20,7 +20,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
-use thinkwire_engine::gguf::GgufFile;
+use thinkwire_gguf::GgufFile;
 
 use crate::error::{ChatError, Result};
 use crate::gguf_tokenizer::tokenizer_json_from_gguf;

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
 use serde_json::Value;
-use thinkwire_engine::gguf::GgufFile;
+use thinkwire_gguf::GgufFile;
 
 use crate::bytelevel;
 use crate::detok::IncrementalDecoder;

@@ -11,7 +11,7 @@ use serde_json::Value;
 use thinkwire_chat::{
     ChatModel, RenderOptions, TemplateMessage, Tokenizer, assets, tokenizer_json_from_gguf,
 };
-use thinkwire_engine::gguf::GgufFile;
+use thinkwire_gguf::GgufFile;
 
 fn require(path: PathBuf) -> PathBuf {
     assert!(
@@ -406,7 +406,7 @@ fn template_features_match_jinja2() {
 /// user-defined) rebuilds a tokenizer that encodes like the official one.
 #[test]
 fn qwen2_family_from_gguf_matches_the_official_tokenizer() {
-    use thinkwire_engine::gguf::{MetadataValue as V, ValueType, write};
+    use thinkwire_gguf::{MetadataValue as V, ValueType, write};
 
     let official = &qwen3().tokenizer;
     let json: Value = serde_json::from_str(

@@ -20,7 +20,6 @@
 use std::ops::ControlFlow;
 use std::time::Duration;
 
-pub mod gguf;
 #[cfg(feature = "mlx")]
 pub mod mlx;
 mod sampling;

@@ -16,7 +16,7 @@ use super::config::QuantizationConfig;
 use super::load::load_gguf;
 use super::weights::{Precision, Quant, Weight};
 use crate::EngineError;
-use crate::gguf::GgufFile;
+use thinkwire_gguf::GgufFile;
 
 /// What to write.
 #[derive(Debug, Clone, Default)]
@@ -192,7 +192,7 @@ pub fn convert_gguf(
     }
 
     let gguf = GgufFile::open(src).map_err(|e| EngineError::Load(e.to_string()))?;
-    let meta_err = |e: crate::gguf::GgufError| EngineError::Load(e.to_string());
+    let meta_err = |e: thinkwire_gguf::GgufError| EngineError::Load(e.to_string());
     let mut gen_cfg = serde_json::json!({});
     if let Some(obj) = gen_cfg.as_object_mut() {
         if let Some(b) = gguf

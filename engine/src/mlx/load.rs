@@ -11,7 +11,7 @@ use mlx_rs::Array;
 use super::config::{ModelConfig, QuantizationConfig, ids_of};
 use super::weights::{Quant, WeightMap};
 use crate::EngineError;
-use crate::gguf::{GgmlType, GgufFile};
+use thinkwire_gguf::{GgmlType, GgufFile};
 
 /// A model read from disk, before the precision policy.
 pub(crate) struct Loaded {
@@ -93,7 +93,7 @@ fn unpermute_rows(a: &Array, heads: i32) -> mlx_rs::error::Result<Array> {
 /// Reads a GGUF file: config from its metadata, weights through MLX.
 pub(crate) fn load_gguf(path: &Path) -> Result<Loaded, EngineError> {
     let file = GgufFile::open(path).map_err(|e| EngineError::Load(e.to_string()))?;
-    let meta_err = |e: crate::gguf::GgufError| EngineError::Load(e.to_string());
+    let meta_err = |e: thinkwire_gguf::GgufError| EngineError::Load(e.to_string());
     let arch = file.architecture().map_err(meta_err)?.to_string();
     super::config::Architecture::parse(
         &arch,

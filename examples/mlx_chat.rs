@@ -1,5 +1,8 @@
 //! One chat turn, greedy, printing ids and text:
-//! `cargo run -p thinkwire-engine --example mlx_chat -- MODEL "question" [N]`
+//! `cargo run --release --example mlx_chat -- MODEL "question" [N]`
+//!
+//! Unlike `thinkwire chat`, this goes straight from the chat template to the
+//! engine (no agent, no reasoning format) and shows the generated ids.
 
 use thinkwire_chat::{ChatModel, RenderOptions, TemplateMessage};
 use thinkwire_engine::mlx::{LoadOptions, MlxEngine};

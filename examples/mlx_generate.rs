@@ -1,6 +1,7 @@
 //! Greedy generation from raw prompt ids, for quick checks:
-//! `cargo run -p thinkwire-engine --example mlx_generate -- MODEL IDS [N] [f32|bf16|keep]`
-//! where IDS is a comma-separated list of token ids.
+//! `cargo run --release --example mlx_generate -- MODEL IDS [N] [f32|bf16|keep]`
+//! where IDS is a comma-separated list of token ids. No tokenizer or chat
+//! template is involved: this checks the engine alone.
 
 use std::time::Instant;
 
