@@ -30,7 +30,7 @@ use crate::input::RunAgentInput;
 use crate::message::{Content, Message};
 use crate::outcome::{Outcome, SubagentOutcome, TokenUsage};
 use crate::patch::PatchOp;
-use crate::wire::{JsonObject, const_str, non_null, timestamp};
+use crate::wire::{JsonObject, const_str, non_null, timestamp, wire_struct};
 
 /// Declares `EventType`, `EventKind`, the `From` impls and the decoder from
 /// one table, so the 31 types cannot drift apart.
@@ -386,36 +386,22 @@ impl<'de> Deserialize<'de> for Event {
 // ---------------------------------------------------------------------------
 // Lifecycle
 
-/// `RUN_STARTED`: the first event of every run.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct RunStarted {
-    /// The conversation.
-    pub thread_id: String,
-    /// The run.
-    pub run_id: String,
-    /// The run that spawned this one.
-    #[serde(
-        default,
-        deserialize_with = "non_null",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub parent_run_id: Option<String>,
-    /// Echo of the request (boxed: it is large and rarely sent).
-    #[serde(
-        default,
-        deserialize_with = "non_null",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub input: Option<Box<RunAgentInput>>,
-    /// Protocol version the producer speaks (`"1.0"`).
-    #[serde(
-        default,
-        deserialize_with = "non_null",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub protocol_version: Option<String>,
-}
+wire_struct!(
+    /// `RUN_STARTED`: the first event of every run.
+    #[derive(Default)]
+    RunStarted {
+        /// The conversation.
+        thread_id: String,
+        /// The run.
+        run_id: String,
+        /// The run that spawned this one.
+        optional parent_run_id: String,
+        /// Echo of the request (boxed: it is large and rarely sent).
+        optional input: Box<RunAgentInput>,
+        /// Protocol version the producer speaks (`"1.0"`).
+        optional protocol_version: String,
+    }
+);
 
 impl RunStarted {
     /// A `RUN_STARTED` for `thread_id`/`run_id`.
@@ -428,28 +414,22 @@ impl RunStarted {
     }
 }
 
-/// `RUN_FINISHED`: the run ended normally (or stopped for an interrupt).
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct RunFinished {
-    /// The conversation.
-    pub thread_id: String,
-    /// The run.
-    pub run_id: String,
-    /// Any JSON result; `null` reads as absent (legacy tolerance).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub result: Option<Value>,
-    /// How it ended; absent means success. `null` reads as absent (legacy).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub outcome: Option<Outcome>,
-    /// Token accounting.
-    #[serde(
-        default,
-        deserialize_with = "non_null",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub usage: Option<Vec<TokenUsage>>,
-}
+wire_struct!(
+    /// `RUN_FINISHED`: the run ended normally (or stopped for an interrupt).
+    #[derive(Default)]
+    RunFinished {
+        /// The conversation.
+        thread_id: String,
+        /// The run.
+        run_id: String,
+        /// Any JSON result; `null` reads as absent (legacy tolerance).
+        nullable result: Value,
+        /// How it ended; absent means success. `null` reads as absent (legacy).
+        nullable outcome: Outcome,
+        /// Token accounting.
+        optional usage: Vec<TokenUsage>,
+    }
+);
 
 impl RunFinished {
     /// A successful `RUN_FINISHED` for `thread_id`/`run_id`.
@@ -462,28 +442,19 @@ impl RunFinished {
     }
 }
 
-/// `RUN_ERROR`: the run failed. The message is shown to users; keep it free
-/// of private data.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct RunError {
-    /// Human-readable description.
-    pub message: String,
-    /// Machine-readable code.
-    #[serde(
-        default,
-        deserialize_with = "non_null",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub code: Option<String>,
-    /// Token accounting up to the failure.
-    #[serde(
-        default,
-        deserialize_with = "non_null",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub usage: Option<Vec<TokenUsage>>,
-}
+wire_struct!(
+    /// `RUN_ERROR`: the run failed. The message is shown to users; keep it free
+    /// of private data.
+    #[derive(Default)]
+    RunError {
+        /// Human-readable description.
+        message: String,
+        /// Machine-readable code.
+        optional code: String,
+        /// Token accounting up to the failure.
+        optional usage: Vec<TokenUsage>,
+    }
+);
 
 impl RunError {
     /// A `RUN_ERROR` with a message and a code.
@@ -496,21 +467,23 @@ impl RunError {
     }
 }
 
-/// `STEP_STARTED`.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct StepStarted {
-    /// Step name (unique among open steps of one producer).
-    pub step_name: String,
-}
+wire_struct!(
+    /// `STEP_STARTED`.
+    #[derive(Eq, Default)]
+    StepStarted {
+        /// Step name (unique among open steps of one producer).
+        step_name: String,
+    }
+);
 
-/// `STEP_FINISHED`.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct StepFinished {
-    /// Step name.
-    pub step_name: String,
-}
+wire_struct!(
+    /// `STEP_FINISHED`.
+    #[derive(Eq, Default)]
+    StepFinished {
+        /// Step name.
+        step_name: String,
+    }
+);
 
 // ---------------------------------------------------------------------------
 // Text messages
@@ -530,27 +503,18 @@ pub enum TextMessageRole {
     User,
 }
 
-/// `TEXT_MESSAGE_START`: opens text message `message_id`.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct TextMessageStart {
-    /// The message id.
-    pub message_id: String,
-    /// Role; absent means assistant.
-    #[serde(
-        default,
-        deserialize_with = "non_null",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub role: Option<TextMessageRole>,
-    /// Optional author name.
-    #[serde(
-        default,
-        deserialize_with = "non_null",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub name: Option<String>,
-}
+wire_struct!(
+    /// `TEXT_MESSAGE_START`: opens text message `message_id`.
+    #[derive(Eq, Default)]
+    TextMessageStart {
+        /// The message id.
+        message_id: String,
+        /// Role; absent means assistant.
+        optional role: TextMessageRole,
+        /// Optional author name.
+        optional name: String,
+    }
+);
 
 impl TextMessageStart {
     /// An assistant message start with an explicit `role: "assistant"`.
@@ -563,235 +527,204 @@ impl TextMessageStart {
     }
 }
 
-/// `TEXT_MESSAGE_CONTENT`: appends `delta` to an open text message.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct TextMessageContent {
-    /// The open message.
-    pub message_id: String,
-    /// Text to append.
-    pub delta: String,
-}
+wire_struct!(
+    /// `TEXT_MESSAGE_CONTENT`: appends `delta` to an open text message.
+    #[derive(Eq, Default)]
+    TextMessageContent {
+        /// The open message.
+        message_id: String,
+        /// Text to append.
+        delta: String,
+    }
+);
 
-/// `TEXT_MESSAGE_END`: closes a text message.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct TextMessageEnd {
-    /// The open message.
-    pub message_id: String,
-}
+wire_struct!(
+    /// `TEXT_MESSAGE_END`: closes a text message.
+    #[derive(Eq, Default)]
+    TextMessageEnd {
+        /// The open message.
+        message_id: String,
+    }
+);
 
-/// `TEXT_MESSAGE_CHUNK`: shorthand that opens, continues (and implicitly
-/// closes) a text message; the client expands it into START/CONTENT/END.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct TextMessageChunk {
-    /// Required on the first chunk of a message.
-    #[serde(
-        default,
-        deserialize_with = "non_null",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub message_id: Option<String>,
-    /// Role of a new message.
-    #[serde(
-        default,
-        deserialize_with = "non_null",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub role: Option<TextMessageRole>,
-    /// Text to append.
-    #[serde(
-        default,
-        deserialize_with = "non_null",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub delta: Option<String>,
-    /// Author name of a new message.
-    #[serde(
-        default,
-        deserialize_with = "non_null",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub name: Option<String>,
-}
+wire_struct!(
+    /// `TEXT_MESSAGE_CHUNK`: shorthand that opens, continues (and implicitly
+    /// closes) a text message; the client expands it into START/CONTENT/END.
+    #[derive(Eq, Default)]
+    TextMessageChunk {
+        /// Required on the first chunk of a message.
+        optional message_id: String,
+        /// Role of a new message.
+        optional role: TextMessageRole,
+        /// Text to append.
+        optional delta: String,
+        /// Author name of a new message.
+        optional name: String,
+    }
+);
 
 // ---------------------------------------------------------------------------
 // Tool calls
 
-/// `TOOL_CALL_START`: opens tool call `tool_call_id`.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ToolCallStart {
-    /// The call id.
-    pub tool_call_id: String,
-    /// The tool called.
-    pub tool_call_name: String,
-    /// The assistant message carrying the call; `null` reads as absent (legacy).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub parent_message_id: Option<String>,
-}
+wire_struct!(
+    /// `TOOL_CALL_START`: opens tool call `tool_call_id`.
+    #[derive(Eq, Default)]
+    ToolCallStart {
+        /// The call id.
+        tool_call_id: String,
+        /// The tool called.
+        tool_call_name: String,
+        /// The assistant message carrying the call; `null` reads as absent (legacy).
+        nullable parent_message_id: String,
+    }
+);
 
-/// `TOOL_CALL_ARGS`: a fragment of the call's JSON arguments text.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ToolCallArgs {
-    /// The open call.
-    pub tool_call_id: String,
-    /// Arguments fragment.
-    pub delta: String,
-}
+wire_struct!(
+    /// `TOOL_CALL_ARGS`: a fragment of the call's JSON arguments text.
+    #[derive(Eq, Default)]
+    ToolCallArgs {
+        /// The open call.
+        tool_call_id: String,
+        /// Arguments fragment.
+        delta: String,
+    }
+);
 
-/// `TOOL_CALL_END`: closes a tool call.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ToolCallEnd {
-    /// The open call.
-    pub tool_call_id: String,
-}
+wire_struct!(
+    /// `TOOL_CALL_END`: closes a tool call.
+    #[derive(Eq, Default)]
+    ToolCallEnd {
+        /// The open call.
+        tool_call_id: String,
+    }
+);
 
-/// `TOOL_CALL_CHUNK`: shorthand for START/ARGS/END.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ToolCallChunk {
-    /// Required on the first chunk of a call.
-    #[serde(
-        default,
-        deserialize_with = "non_null",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub tool_call_id: Option<String>,
-    /// Required on the first chunk of a call.
-    #[serde(
-        default,
-        deserialize_with = "non_null",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub tool_call_name: Option<String>,
-    /// The assistant message carrying the call; `null` reads as absent (legacy).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub parent_message_id: Option<String>,
-    /// Arguments fragment.
-    #[serde(
-        default,
-        deserialize_with = "non_null",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub delta: Option<String>,
-}
+wire_struct!(
+    /// `TOOL_CALL_CHUNK`: shorthand for START/ARGS/END.
+    #[derive(Eq, Default)]
+    ToolCallChunk {
+        /// Required on the first chunk of a call.
+        optional tool_call_id: String,
+        /// Required on the first chunk of a call.
+        optional tool_call_name: String,
+        /// The assistant message carrying the call; `null` reads as absent (legacy).
+        nullable parent_message_id: String,
+        /// Arguments fragment.
+        optional delta: String,
+    }
+);
 
 const_str!(
     /// The `role: "tool"` of a `TOOL_CALL_RESULT`.
     ToolRole = "tool"
 );
 
-/// `TOOL_CALL_RESULT`: a tool's result, inserted as a tool message.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ToolCallResult {
-    /// Id of the tool message this becomes.
-    pub message_id: String,
-    /// The call answered.
-    pub tool_call_id: String,
-    /// The result.
-    pub content: Content,
-    /// Always `"tool"` when present.
-    #[serde(
-        default,
-        deserialize_with = "non_null",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub role: Option<ToolRole>,
-}
+wire_struct!(
+    /// `TOOL_CALL_RESULT`: a tool's result, inserted as a tool message.
+    #[derive(Default)]
+    ToolCallResult {
+        /// Id of the tool message this becomes.
+        message_id: String,
+        /// The call answered.
+        tool_call_id: String,
+        /// The result.
+        content: Content,
+        /// Always `"tool"` when present.
+        optional role: ToolRole,
+    }
+);
 
 // ---------------------------------------------------------------------------
 // State, messages, activities
 
-/// `STATE_SNAPSHOT`: the whole state.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-pub struct StateSnapshot {
-    /// Any JSON value.
-    pub snapshot: Value,
-}
+wire_struct!(
+    /// `STATE_SNAPSHOT`: the whole state.
+    #[derive(Default)]
+    StateSnapshot {
+        /// Any JSON value.
+        snapshot: Value,
+    }
+);
 
-/// `STATE_DELTA`: an RFC 6902 patch to the state.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-pub struct StateDelta {
-    /// The patch.
-    pub delta: Vec<PatchOp>,
-}
+wire_struct!(
+    /// `STATE_DELTA`: an RFC 6902 patch to the state.
+    #[derive(Default)]
+    StateDelta {
+        /// The patch.
+        delta: Vec<PatchOp>,
+    }
+);
 
-/// `MESSAGES_SNAPSHOT`: the whole conversation.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-pub struct MessagesSnapshot {
-    /// All messages, in order.
-    pub messages: Vec<Message>,
-}
+wire_struct!(
+    /// `MESSAGES_SNAPSHOT`: the whole conversation.
+    #[derive(Default)]
+    MessagesSnapshot {
+        /// All messages, in order.
+        messages: Vec<Message>,
+    }
+);
 
-/// `ACTIVITY_SNAPSHOT`: creates or replaces an activity message.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ActivitySnapshot {
-    /// The activity message id.
-    pub message_id: String,
-    /// Application-defined kind.
-    pub activity_type: String,
-    /// Its state (a JSON object).
-    pub content: JsonObject,
-    /// Replace an existing activity (default true).
-    #[serde(
-        default,
-        deserialize_with = "non_null",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub replace: Option<bool>,
-}
+wire_struct!(
+    /// `ACTIVITY_SNAPSHOT`: creates or replaces an activity message.
+    #[derive(Default)]
+    ActivitySnapshot {
+        /// The activity message id.
+        message_id: String,
+        /// Application-defined kind.
+        activity_type: String,
+        /// Its state (a JSON object).
+        content: JsonObject,
+        /// Replace an existing activity (default true).
+        optional replace: bool,
+    }
+);
 
-/// `ACTIVITY_DELTA`: patches an activity message.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ActivityDelta {
-    /// The activity message id.
-    pub message_id: String,
-    /// Application-defined kind.
-    pub activity_type: String,
-    /// The patch.
-    pub patch: Vec<PatchOp>,
-}
+wire_struct!(
+    /// `ACTIVITY_DELTA`: patches an activity message.
+    #[derive(Default)]
+    ActivityDelta {
+        /// The activity message id.
+        message_id: String,
+        /// Application-defined kind.
+        activity_type: String,
+        /// The patch.
+        patch: Vec<PatchOp>,
+    }
+);
 
-/// `RAW`: a provider event passed through.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-pub struct Raw {
-    /// The provider's event, any JSON.
-    pub event: Value,
-    /// Where it came from.
-    #[serde(
-        default,
-        deserialize_with = "non_null",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub source: Option<String>,
-}
+wire_struct!(
+    /// `RAW`: a provider event passed through.
+    #[derive(Default)]
+    Raw {
+        /// The provider's event, any JSON.
+        event: Value,
+        /// Where it came from.
+        optional source: String,
+    }
+);
 
-/// `CUSTOM`: an application-defined event.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-pub struct Custom {
-    /// Event name.
-    pub name: String,
-    /// Payload, any JSON.
-    pub value: Value,
-}
+wire_struct!(
+    /// `CUSTOM`: an application-defined event.
+    #[derive(Default)]
+    Custom {
+        /// Event name.
+        name: String,
+        /// Payload, any JSON.
+        value: Value,
+    }
+);
 
 // ---------------------------------------------------------------------------
 // Reasoning
 
-/// `REASONING_START`: opens a reasoning span (its id namespaces nothing).
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ReasoningStart {
-    /// The span id.
-    pub message_id: String,
-}
+wire_struct!(
+    /// `REASONING_START`: opens a reasoning span (its id namespaces nothing).
+    #[derive(Eq, Default)]
+    ReasoningStart {
+        /// The span id.
+        message_id: String,
+    }
+);
 
 const_str!(
     /// The `role: "reasoning"` every `REASONING_MESSAGE_START` carries;
@@ -799,15 +732,16 @@ const_str!(
     ReasoningRole = "reasoning"
 );
 
-/// `REASONING_MESSAGE_START`: opens reasoning message `message_id`.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ReasoningMessageStart {
-    /// The message id (also the `entityId` of its encrypted value).
-    pub message_id: String,
-    /// Always `"reasoning"`.
-    pub role: ReasoningRole,
-}
+wire_struct!(
+    /// `REASONING_MESSAGE_START`: opens reasoning message `message_id`.
+    #[derive(Eq, Default)]
+    ReasoningMessageStart {
+        /// The message id (also the `entityId` of its encrypted value).
+        message_id: String,
+        /// Always `"reasoning"`.
+        role: ReasoningRole,
+    }
+);
 
 impl ReasoningMessageStart {
     /// Opens reasoning message `message_id`.
@@ -819,51 +753,45 @@ impl ReasoningMessageStart {
     }
 }
 
-/// `REASONING_MESSAGE_CONTENT`: appends visible reasoning text.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ReasoningMessageContent {
-    /// The open reasoning message.
-    pub message_id: String,
-    /// Text to append.
-    pub delta: String,
-}
+wire_struct!(
+    /// `REASONING_MESSAGE_CONTENT`: appends visible reasoning text.
+    #[derive(Eq, Default)]
+    ReasoningMessageContent {
+        /// The open reasoning message.
+        message_id: String,
+        /// Text to append.
+        delta: String,
+    }
+);
 
-/// `REASONING_MESSAGE_END`: closes a reasoning message.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ReasoningMessageEnd {
-    /// The open reasoning message.
-    pub message_id: String,
-}
+wire_struct!(
+    /// `REASONING_MESSAGE_END`: closes a reasoning message.
+    #[derive(Eq, Default)]
+    ReasoningMessageEnd {
+        /// The open reasoning message.
+        message_id: String,
+    }
+);
 
-/// `REASONING_MESSAGE_CHUNK`: shorthand for START/CONTENT/END.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ReasoningMessageChunk {
-    /// Required on the first chunk of a message.
-    #[serde(
-        default,
-        deserialize_with = "non_null",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub message_id: Option<String>,
-    /// Text to append.
-    #[serde(
-        default,
-        deserialize_with = "non_null",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub delta: Option<String>,
-}
+wire_struct!(
+    /// `REASONING_MESSAGE_CHUNK`: shorthand for START/CONTENT/END.
+    #[derive(Eq, Default)]
+    ReasoningMessageChunk {
+        /// Required on the first chunk of a message.
+        optional message_id: String,
+        /// Text to append.
+        optional delta: String,
+    }
+);
 
-/// `REASONING_END`: closes a reasoning span.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ReasoningEnd {
-    /// The open span.
-    pub message_id: String,
-}
+wire_struct!(
+    /// `REASONING_END`: closes a reasoning span.
+    #[derive(Eq, Default)]
+    ReasoningEnd {
+        /// The open span.
+        message_id: String,
+    }
+);
 
 /// What a `REASONING_ENCRYPTED_VALUE` attaches to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
@@ -877,19 +805,20 @@ pub enum EncryptedValueSubtype {
     ToolCall,
 }
 
-/// `REASONING_ENCRYPTED_VALUE`: stores an opaque value on an existing
-/// message or tool call (dropped by the client if the entity is unknown, so
-/// emit it after the entity's START).
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ReasoningEncryptedValue {
-    /// Message or tool call.
-    pub subtype: EncryptedValueSubtype,
-    /// The message or tool call id.
-    pub entity_id: String,
-    /// The sealed value.
-    pub encrypted_value: String,
-}
+wire_struct!(
+    /// `REASONING_ENCRYPTED_VALUE`: stores an opaque value on an existing
+    /// message or tool call (dropped by the client if the entity is unknown, so
+    /// emit it after the entity's START).
+    #[derive(Eq, Default)]
+    ReasoningEncryptedValue {
+        /// Message or tool call.
+        subtype: EncryptedValueSubtype,
+        /// The message or tool call id.
+        entity_id: String,
+        /// The sealed value.
+        encrypted_value: String,
+    }
+);
 
 impl ReasoningEncryptedValue {
     /// An encrypted value for message `entity_id`.
@@ -905,78 +834,50 @@ impl ReasoningEncryptedValue {
 // ---------------------------------------------------------------------------
 // Subagents
 
-/// `SUBAGENT_STARTED`.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct SubagentStarted {
-    /// The subagent invocation's id (unique within the run).
-    pub subagent_run_id: String,
-    /// Subagent name.
-    pub name: String,
-    /// What it does.
-    #[serde(
-        default,
-        deserialize_with = "non_null",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub description: Option<String>,
-    /// The subagent that delegated to this one.
-    #[serde(
-        default,
-        deserialize_with = "non_null",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub parent_subagent_run_id: Option<String>,
-    /// The tool call that spawned it.
-    #[serde(
-        default,
-        deserialize_with = "non_null",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub parent_tool_call_id: Option<String>,
-    /// The message that spawned it.
-    #[serde(
-        default,
-        deserialize_with = "non_null",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub parent_message_id: Option<String>,
-}
+wire_struct!(
+    /// `SUBAGENT_STARTED`.
+    #[derive(Eq, Default)]
+    SubagentStarted {
+        /// The subagent invocation's id (unique within the run).
+        subagent_run_id: String,
+        /// Subagent name.
+        name: String,
+        /// What it does.
+        optional description: String,
+        /// The subagent that delegated to this one.
+        optional parent_subagent_run_id: String,
+        /// The tool call that spawned it.
+        optional parent_tool_call_id: String,
+        /// The message that spawned it.
+        optional parent_message_id: String,
+    }
+);
 
-/// `SUBAGENT_FINISHED`.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct SubagentFinished {
-    /// The subagent invocation.
-    pub subagent_run_id: String,
-    /// Any JSON result; `null` reads as absent (legacy tolerance).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub result: Option<Value>,
-    /// How it ended.
-    #[serde(
-        default,
-        deserialize_with = "non_null",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub outcome: Option<SubagentOutcome>,
-}
+wire_struct!(
+    /// `SUBAGENT_FINISHED`.
+    #[derive(Default)]
+    SubagentFinished {
+        /// The subagent invocation.
+        subagent_run_id: String,
+        /// Any JSON result; `null` reads as absent (legacy tolerance).
+        nullable result: Value,
+        /// How it ended.
+        optional outcome: SubagentOutcome,
+    }
+);
 
-/// `SUBAGENT_ERROR`.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct SubagentError {
-    /// The subagent invocation.
-    pub subagent_run_id: String,
-    /// Human-readable description.
-    pub message: String,
-    /// Machine-readable code.
-    #[serde(
-        default,
-        deserialize_with = "non_null",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub code: Option<String>,
-}
+wire_struct!(
+    /// `SUBAGENT_ERROR`.
+    #[derive(Eq, Default)]
+    SubagentError {
+        /// The subagent invocation.
+        subagent_run_id: String,
+        /// Human-readable description.
+        message: String,
+        /// Machine-readable code.
+        optional code: String,
+    }
+);
 
 #[cfg(test)]
 mod tests {

@@ -8,7 +8,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
 use crate::decode::{from_value, kind_of, tag_index};
-use crate::wire::{JsonObject, const_str, non_null};
+use crate::wire::{JsonObject, const_str, wire_struct};
 
 /// Every message role AG-UI knows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -45,269 +45,139 @@ impl Role {
     }
 }
 
-/// A message from the developer (`role: "developer"`).
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct DeveloperMessage {
-    /// Message id.
-    pub id: String,
-    /// The text.
-    pub content: String,
-    /// Optional author name.
-    #[serde(
-        default,
-        deserialize_with = "non_null",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub name: Option<String>,
-    /// Opaque sealed payload attached by the producer.
-    #[serde(
-        default,
-        deserialize_with = "non_null",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub encrypted_value: Option<String>,
-    /// Free-form metadata.
-    #[serde(
-        default,
-        deserialize_with = "non_null",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub metadata: Option<JsonObject>,
-    /// The subagent that produced it.
-    #[serde(
-        default,
-        deserialize_with = "non_null",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub subagent_run_id: Option<String>,
-}
+wire_struct!(
+    /// A message from the developer (`role: "developer"`).
+    #[derive(Default)]
+    DeveloperMessage {
+        /// Message id.
+        id: String,
+        /// The text.
+        content: String,
+        /// Optional author name.
+        optional name: String,
+        /// Opaque sealed payload attached by the producer.
+        optional encrypted_value: String,
+        /// Free-form metadata.
+        optional metadata: JsonObject,
+        /// The subagent that produced it.
+        optional subagent_run_id: String,
+    }
+);
 
-/// A system prompt (`role: "system"`).
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct SystemMessage {
-    /// Message id.
-    pub id: String,
-    /// The text.
-    pub content: String,
-    /// Optional author name.
-    #[serde(
-        default,
-        deserialize_with = "non_null",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub name: Option<String>,
-    /// Opaque sealed payload attached by the producer.
-    #[serde(
-        default,
-        deserialize_with = "non_null",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub encrypted_value: Option<String>,
-    /// Free-form metadata.
-    #[serde(
-        default,
-        deserialize_with = "non_null",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub metadata: Option<JsonObject>,
-    /// The subagent that produced it.
-    #[serde(
-        default,
-        deserialize_with = "non_null",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub subagent_run_id: Option<String>,
-}
+wire_struct!(
+    /// A system prompt (`role: "system"`).
+    #[derive(Default)]
+    SystemMessage {
+        /// Message id.
+        id: String,
+        /// The text.
+        content: String,
+        /// Optional author name.
+        optional name: String,
+        /// Opaque sealed payload attached by the producer.
+        optional encrypted_value: String,
+        /// Free-form metadata.
+        optional metadata: JsonObject,
+        /// The subagent that produced it.
+        optional subagent_run_id: String,
+    }
+);
 
-/// Model output (`role: "assistant"`): text, tool calls, or both.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct AssistantMessage {
-    /// Message id.
-    pub id: String,
-    /// The text, if any.
-    #[serde(
-        default,
-        deserialize_with = "non_null",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub content: Option<String>,
-    /// Tool calls the model made in this message.
-    #[serde(
-        default,
-        deserialize_with = "non_null",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub tool_calls: Option<Vec<ToolCall>>,
-    /// Optional author name.
-    #[serde(
-        default,
-        deserialize_with = "non_null",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub name: Option<String>,
-    /// Opaque sealed payload attached by the producer.
-    #[serde(
-        default,
-        deserialize_with = "non_null",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub encrypted_value: Option<String>,
-    /// Free-form metadata.
-    #[serde(
-        default,
-        deserialize_with = "non_null",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub metadata: Option<JsonObject>,
-    /// The subagent that produced it.
-    #[serde(
-        default,
-        deserialize_with = "non_null",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub subagent_run_id: Option<String>,
-}
+wire_struct!(
+    /// Model output (`role: "assistant"`): text, tool calls, or both.
+    #[derive(Default)]
+    AssistantMessage {
+        /// Message id.
+        id: String,
+        /// The text, if any.
+        optional content: String,
+        /// Tool calls the model made in this message.
+        optional tool_calls: Vec<ToolCall>,
+        /// Optional author name.
+        optional name: String,
+        /// Opaque sealed payload attached by the producer.
+        optional encrypted_value: String,
+        /// Free-form metadata.
+        optional metadata: JsonObject,
+        /// The subagent that produced it.
+        optional subagent_run_id: String,
+    }
+);
 
-/// End-user input (`role: "user"`): text or multimodal parts.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct UserMessage {
-    /// Message id.
-    pub id: String,
-    /// Text or content parts.
-    pub content: Content,
-    /// Optional author name.
-    #[serde(
-        default,
-        deserialize_with = "non_null",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub name: Option<String>,
-    /// Opaque sealed payload attached by the producer.
-    #[serde(
-        default,
-        deserialize_with = "non_null",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub encrypted_value: Option<String>,
-    /// Free-form metadata.
-    #[serde(
-        default,
-        deserialize_with = "non_null",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub metadata: Option<JsonObject>,
-    /// The subagent that produced it.
-    #[serde(
-        default,
-        deserialize_with = "non_null",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub subagent_run_id: Option<String>,
-}
+wire_struct!(
+    /// End-user input (`role: "user"`): text or multimodal parts.
+    UserMessage {
+        /// Message id.
+        id: String,
+        /// Text or content parts.
+        content: Content,
+        /// Optional author name.
+        optional name: String,
+        /// Opaque sealed payload attached by the producer.
+        optional encrypted_value: String,
+        /// Free-form metadata.
+        optional metadata: JsonObject,
+        /// The subagent that produced it.
+        optional subagent_run_id: String,
+    }
+);
 
-/// A tool's result (`role: "tool"`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ToolMessage {
-    /// Message id.
-    pub id: String,
-    /// The result: text or content parts.
-    pub content: Content,
-    /// The call this answers.
-    pub tool_call_id: String,
-    /// Set when the tool failed.
-    #[serde(
-        default,
-        deserialize_with = "non_null",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub error: Option<String>,
-    /// Opaque sealed payload attached by the producer.
-    #[serde(
-        default,
-        deserialize_with = "non_null",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub encrypted_value: Option<String>,
-    /// Free-form metadata.
-    #[serde(
-        default,
-        deserialize_with = "non_null",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub metadata: Option<JsonObject>,
-    /// The subagent that produced it.
-    #[serde(
-        default,
-        deserialize_with = "non_null",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub subagent_run_id: Option<String>,
-}
+wire_struct!(
+    /// A tool's result (`role: "tool"`).
+    ToolMessage {
+        /// Message id.
+        id: String,
+        /// The result: text or content parts.
+        content: Content,
+        /// The call this answers.
+        tool_call_id: String,
+        /// Set when the tool failed.
+        optional error: String,
+        /// Opaque sealed payload attached by the producer.
+        optional encrypted_value: String,
+        /// Free-form metadata.
+        optional metadata: JsonObject,
+        /// The subagent that produced it.
+        optional subagent_run_id: String,
+    }
+);
 
-/// A frontend activity (`role: "activity"`).
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ActivityMessage {
-    /// Message id.
-    pub id: String,
-    /// Application-defined activity kind.
-    pub activity_type: String,
-    /// The activity's state (a JSON object).
-    pub content: JsonObject,
-    /// Free-form metadata.
-    #[serde(
-        default,
-        deserialize_with = "non_null",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub metadata: Option<JsonObject>,
-    /// The subagent that produced it.
-    #[serde(
-        default,
-        deserialize_with = "non_null",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub subagent_run_id: Option<String>,
-}
+wire_struct!(
+    /// A frontend activity (`role: "activity"`).
+    #[derive(Default)]
+    ActivityMessage {
+        /// Message id.
+        id: String,
+        /// Application-defined activity kind.
+        activity_type: String,
+        /// The activity's state (a JSON object).
+        content: JsonObject,
+        /// Free-form metadata.
+        optional metadata: JsonObject,
+        /// The subagent that produced it.
+        optional subagent_run_id: String,
+    }
+);
 
-/// Model reasoning (`role: "reasoning"`).
-///
-/// For hidden reasoning `content` is empty and the sealed text travels in
-/// `encrypted_value`; clients send it back unchanged on the next turn.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ReasoningMessage {
-    /// Message id.
-    pub id: String,
-    /// The visible reasoning text (may be empty).
-    pub content: String,
-    /// Opaque sealed reasoning.
-    #[serde(
-        default,
-        deserialize_with = "non_null",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub encrypted_value: Option<String>,
-    /// Free-form metadata.
-    #[serde(
-        default,
-        deserialize_with = "non_null",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub metadata: Option<JsonObject>,
-    /// The subagent that produced it.
-    #[serde(
-        default,
-        deserialize_with = "non_null",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub subagent_run_id: Option<String>,
-}
+wire_struct!(
+    /// Model reasoning (`role: "reasoning"`).
+    ///
+    /// For hidden reasoning `content` is empty and the sealed text travels in
+    /// `encrypted_value`; clients send it back unchanged on the next turn.
+    #[derive(Default)]
+    ReasoningMessage {
+        /// Message id.
+        id: String,
+        /// The visible reasoning text (may be empty).
+        content: String,
+        /// Opaque sealed reasoning.
+        optional encrypted_value: String,
+        /// Free-form metadata.
+        optional metadata: JsonObject,
+        /// The subagent that produced it.
+        optional subagent_run_id: String,
+    }
+);
 
 /// One message of a conversation, tagged by `role` on the wire.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -432,32 +302,23 @@ const_str!(
     FunctionType = "function"
 );
 
-/// A tool call inside an assistant message.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ToolCall {
-    /// Call id.
-    pub id: String,
-    /// Always `"function"`.
-    #[serde(rename = "type")]
-    pub kind: FunctionType,
-    /// What is called, with which arguments.
-    pub function: FunctionCall,
-    /// Opaque sealed payload (e.g. reasoning behind the call).
-    #[serde(
-        default,
-        deserialize_with = "non_null",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub encrypted_value: Option<String>,
-    /// Free-form metadata.
-    #[serde(
-        default,
-        deserialize_with = "non_null",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub metadata: Option<JsonObject>,
-}
+wire_struct!(
+    /// A tool call inside an assistant message.
+    #[derive(Default)]
+    ToolCall {
+        /// Call id.
+        id: String,
+        /// Always `"function"`.
+        #[serde(rename = "type")]
+        kind: FunctionType,
+        /// What is called, with which arguments.
+        function: FunctionCall,
+        /// Opaque sealed payload (e.g. reasoning behind the call).
+        optional encrypted_value: String,
+        /// Free-form metadata.
+        optional metadata: JsonObject,
+    }
+);
 
 impl ToolCall {
     /// A function call with JSON-encoded `arguments`.
@@ -479,14 +340,16 @@ impl ToolCall {
     }
 }
 
-/// The function a [`ToolCall`] names.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-pub struct FunctionCall {
-    /// Tool name.
-    pub name: String,
-    /// The arguments as a JSON text (not parsed: it may be partial while streaming).
-    pub arguments: String,
-}
+wire_struct!(
+    /// The function a [`ToolCall`] names.
+    #[derive(Default)]
+    FunctionCall {
+        /// Tool name.
+        name: String,
+        /// The arguments as a JSON text (not parsed: it may be partial while streaming).
+        arguments: String,
+    }
+);
 
 /// Message content: plain text or a list of parts (user and tool messages,
 /// `TOOL_CALL_RESULT`).
@@ -585,44 +448,31 @@ impl<'de> Deserialize<'de> for ContentPart {
     }
 }
 
-/// A text part.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-pub struct TextPart {
-    /// The text.
-    pub text: String,
-    /// Optional part id.
-    #[serde(
-        default,
-        deserialize_with = "non_null",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub id: Option<String>,
-    /// Any JSON value except `null`.
-    #[serde(
-        default,
-        deserialize_with = "non_null",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub metadata: Option<Value>,
-}
+wire_struct!(
+    /// A text part.
+    #[derive(Default)]
+    TextPart {
+        /// The text.
+        text: String,
+        /// Optional part id.
+        optional id: String,
+        /// Any JSON value except `null`.
+        optional metadata: Value,
+    }
+);
 
-/// An image, audio, video or document part.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct MediaPart {
-    /// Where the bytes are.
-    pub source: PartSource,
-    /// Optional part id.
-    #[serde(
-        default,
-        deserialize_with = "non_null",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub id: Option<String>,
-    /// Any JSON value. `null` is read as absent: the official client
-    /// tolerates it here for older producers.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub metadata: Option<Value>,
-}
+wire_struct!(
+    /// An image, audio, video or document part.
+    MediaPart {
+        /// Where the bytes are.
+        source: PartSource,
+        /// Optional part id.
+        optional id: String,
+        /// Any JSON value. `null` is read as absent: the official client
+        /// tolerates it here for older producers.
+        nullable metadata: Value,
+    }
+);
 
 /// Where a media part's bytes are, tagged by `type`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -647,52 +497,40 @@ impl<'de> Deserialize<'de> for PartSource {
     }
 }
 
-/// Inline base64 bytes.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct DataSource {
-    /// Base64 data.
-    pub value: String,
-    /// MIME type of the decoded bytes.
-    pub mime_type: String,
-}
+wire_struct!(
+    /// Inline base64 bytes.
+    #[derive(Default)]
+    DataSource {
+        /// Base64 data.
+        value: String,
+        /// MIME type of the decoded bytes.
+        mime_type: String,
+    }
+);
 
-/// Bytes behind a URL.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct UrlSource {
-    /// The URL.
-    pub value: String,
-    /// MIME type, if known.
-    #[serde(
-        default,
-        deserialize_with = "non_null",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub mime_type: Option<String>,
-}
+wire_struct!(
+    /// Bytes behind a URL.
+    #[derive(Default)]
+    UrlSource {
+        /// The URL.
+        value: String,
+        /// MIME type, if known.
+        optional mime_type: String,
+    }
+);
 
-/// A file held by some provider.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct FileSource {
-    /// Provider-specific file reference.
-    pub value: String,
-    /// Who holds the file.
-    #[serde(
-        default,
-        deserialize_with = "non_null",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub provider: Option<String>,
-    /// MIME type, if known.
-    #[serde(
-        default,
-        deserialize_with = "non_null",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub mime_type: Option<String>,
-}
+wire_struct!(
+    /// A file held by some provider.
+    #[derive(Default)]
+    FileSource {
+        /// Provider-specific file reference.
+        value: String,
+        /// Who holds the file.
+        optional provider: String,
+        /// MIME type, if known.
+        optional mime_type: String,
+    }
+);
 
 #[cfg(test)]
 mod tests {
