@@ -4,7 +4,9 @@
 //!
 //! Pure data: no I/O, no async. The server builds [`Event`]s, frames them
 //! with [`sse_frame`] or [`ws_text`], and (in tests, or in debug builds)
-//! checks its own stream with a [`Verifier`].
+//! checks its own stream with a [`Verifier`]. A client reads the frames
+//! with [`SseDecoder`] and keeps its messages, sealed reasoning included,
+//! with a [`client::Conversation`].
 //!
 //! ```
 //! use thinkwire_protocol::*;
@@ -48,6 +50,8 @@
 #![forbid(unsafe_code)]
 
 mod capabilities;
+mod chunk;
+pub mod client;
 mod decode;
 mod event;
 mod input;

@@ -34,7 +34,6 @@
 //! assert!(err.to_string().contains("m1"));
 //! ```
 
-mod chunk;
 mod entity;
 mod error;
 mod owner;
@@ -44,15 +43,16 @@ mod subagent;
 
 use std::collections::HashSet;
 
+use crate::chunk::ChunkExpander;
 use crate::event::{
     Event, EventKind, ReasoningEnd, ReasoningMessageContent, ReasoningMessageEnd,
     ReasoningMessageStart, ReasoningStart, SubagentError, SubagentFinished, TextMessageContent,
     TextMessageEnd, ToolCallArgs, ToolCallEnd,
 };
 
-use chunk::Pending;
 pub use error::{Entity, VerifyError};
-use owner::{Owner, Owners, tag_of};
+use owner::Owners;
+pub(crate) use owner::{Owner, tag_of};
 
 /// Checks an AG-UI event stream against the official client's rules, one
 /// event at a time. One verifier per stream (an SSE response, a WebSocket
@@ -76,7 +76,7 @@ pub struct Verifier {
     active_subagents: Vec<String>,
     closed_subagents: HashSet<String>,
     /// Chunk streams being assembled, one lane per producer.
-    lanes: Vec<(Owner, Pending)>,
+    chunks: ChunkExpander,
 }
 
 fn remove(set: &mut Vec<String>, id: &str) -> bool {
@@ -106,44 +106,14 @@ impl Verifier {
 
     /// Checks the next event of the stream.
     pub fn check(&mut self, event: &Event) -> Result<(), VerifyError> {
-        let ty = event.event_type();
-        let tag = tag_of(event).map(str::to_owned);
-        match &event.kind {
-            EventKind::TextMessageChunk(_)
-            | EventKind::ToolCallChunk(_)
-            | EventKind::ReasoningMessageChunk(_) => {
-                for synthetic in self.expand_chunk(event)? {
-                    self.apply(&synthetic)?;
-                }
-                return Ok(());
-            }
-            EventKind::RunStarted(_)
-            | EventKind::RunFinished(_)
-            | EventKind::RunError(_)
-            | EventKind::MessagesSnapshot(_) => {
-                for (_, pending) in std::mem::take(&mut self.lanes) {
-                    self.apply(&pending.end_event())?;
-                }
-            }
-            EventKind::Raw(_)
-            | EventKind::ActivitySnapshot(_)
-            | EventKind::ActivityDelta(_)
-            | EventKind::ReasoningEncryptedValue(_)
-            | EventKind::SubagentStarted(_) => {}
-            EventKind::SubagentFinished(f) => {
-                let owner = Some(f.subagent_run_id.clone());
-                self.close_lane(&owner)?;
-            }
-            EventKind::SubagentError(e) => {
-                let owner = Some(e.subagent_run_id.clone());
-                self.close_lane(&owner)?;
-            }
-            _ => {
-                debug_assert!(ty.is_attributable());
-                self.close_lane(&tag)?;
-            }
+        let expanded = self.chunks.expand(event)?;
+        for derived in &expanded.derived {
+            self.apply(derived)?;
         }
-        self.apply(event)
+        if expanded.and_itself {
+            self.apply(event)?;
+        }
+        Ok(())
     }
 
     /// Checks the end of the stream. Stricter than the official client

@@ -13,7 +13,7 @@ use crate::event::{
 use crate::message::Message;
 
 /// Who produced an entity; `None` is the parent agent.
-pub(super) type Owner = Option<String>;
+pub(crate) type Owner = Option<String>;
 
 #[derive(Debug, Default)]
 pub(super) struct Owners {
@@ -24,7 +24,7 @@ pub(super) struct Owners {
 }
 
 /// The common `subagentRunId` of an event, where its type allows one.
-pub(super) fn tag_of(event: &Event) -> Option<&str> {
+pub(crate) fn tag_of(event: &Event) -> Option<&str> {
     event
         .subagent_run_id
         .as_deref()

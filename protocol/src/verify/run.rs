@@ -65,11 +65,11 @@ impl Verifier {
     }
 
     fn reset_run(&mut self) {
-        let lanes = std::mem::take(&mut self.lanes);
+        let chunks = std::mem::take(&mut self.chunks);
         *self = Verifier {
             first_seen: true,
             run_started: true,
-            lanes,
+            chunks,
             ..Verifier::default()
         };
     }

@@ -1,18 +1,22 @@
 //! `*_CHUNK` events, expanded into the START/CONTENT/END events the official
-//! client derives before it verifies anything. A chunk stream is a lane per
-//! producer (parent agent or subagent), closed by that producer's next
-//! non-chunk event.
+//! client derives before it verifies or applies anything. Both the
+//! [`Verifier`](crate::Verifier) and the [`client`](crate::client) reducer
+//! read a stream through one [`ChunkExpander`], so they agree on what a
+//! chunk means.
+//!
+//! A chunk stream is a lane per producer (parent agent or subagent), closed
+//! by that producer's next non-chunk event.
 
-use super::{Entity, Owner, Verifier, VerifyError, tag_of};
 use crate::event::{
     Event, EventKind, EventType, ReasoningMessageChunk, ReasoningMessageContent,
     ReasoningMessageEnd, ReasoningMessageStart, TextMessageChunk, TextMessageContent,
     TextMessageEnd, TextMessageRole, TextMessageStart, ToolCallArgs, ToolCallChunk, ToolCallEnd,
     ToolCallStart,
 };
+use crate::verify::{Entity, Owner, VerifyError, tag_of};
 
 #[derive(Debug, Clone)]
-pub(super) enum Pending {
+enum Pending {
     Text {
         id: String,
         role: TextMessageRole,
@@ -57,7 +61,7 @@ impl Pending {
     }
 
     /// The END event that closes this chunk stream.
-    pub(super) fn end_event(self) -> Event {
+    fn end_event(self) -> Event {
         let (kind, owner): (EventKind, Owner) = match self {
             Pending::Text { id, owner, .. } => (TextMessageEnd { message_id: id }.into(), owner),
             Pending::Tool { id, owner, .. } => (ToolCallEnd { tool_call_id: id }.into(), owner),
@@ -74,13 +78,68 @@ fn attributed(mut event: Event, owner: Owner) -> Event {
     event
 }
 
-impl Verifier {
-    pub(super) fn close_lane(&mut self, owner: &Owner) -> Result<(), VerifyError> {
-        if let Some(at) = self.lanes.iter().position(|(o, _)| o == owner) {
-            let (_, pending) = self.lanes.remove(at);
-            self.apply(&pending.end_event())?;
+/// What one incoming event stands for once chunks are expanded.
+#[derive(Debug)]
+pub(crate) struct Expanded {
+    /// Derived events to handle first: the END of a chunk stream the event
+    /// closes, or the START/CONTENT/END events a chunk becomes.
+    pub(crate) derived: Vec<Event>,
+    /// Whether the incoming event itself follows them (every event but a
+    /// chunk, which is replaced by what it derives).
+    pub(crate) and_itself: bool,
+}
+
+/// The open chunk streams of one event stream.
+#[derive(Debug, Default)]
+pub(crate) struct ChunkExpander {
+    lanes: Vec<(Owner, Pending)>,
+}
+
+impl ChunkExpander {
+    /// Expands the next event of the stream. An error is a chunk the
+    /// official client rejects; the expander is then as the client leaves it.
+    pub(crate) fn expand(&mut self, event: &Event) -> Result<Expanded, VerifyError> {
+        let ty = event.event_type();
+        let mut derived = Vec::new();
+        match &event.kind {
+            EventKind::TextMessageChunk(_)
+            | EventKind::ToolCallChunk(_)
+            | EventKind::ReasoningMessageChunk(_) => {
+                return Ok(Expanded {
+                    derived: self.expand_chunk(event)?,
+                    and_itself: false,
+                });
+            }
+            EventKind::RunStarted(_)
+            | EventKind::RunFinished(_)
+            | EventKind::RunError(_)
+            | EventKind::MessagesSnapshot(_) => {
+                derived.extend(
+                    std::mem::take(&mut self.lanes)
+                        .into_iter()
+                        .map(|(_, pending)| pending.end_event()),
+                );
+            }
+            EventKind::Raw(_)
+            | EventKind::ActivitySnapshot(_)
+            | EventKind::ActivityDelta(_)
+            | EventKind::ReasoningEncryptedValue(_)
+            | EventKind::SubagentStarted(_) => {}
+            EventKind::SubagentFinished(f) => {
+                self.close_lane_into(&Some(f.subagent_run_id.clone()), &mut derived);
+            }
+            EventKind::SubagentError(e) => {
+                self.close_lane_into(&Some(e.subagent_run_id.clone()), &mut derived);
+            }
+            _ => {
+                debug_assert!(ty.is_attributable());
+                self.close_lane_into(&tag_of(event).map(str::to_owned), &mut derived);
+            }
         }
-        Ok(())
+        Ok(Expanded {
+            derived,
+            and_itself: true,
+        })
     }
 
     fn lane(&self, owner: &Owner) -> Option<&Pending> {
@@ -132,7 +191,7 @@ impl Verifier {
     }
 
     /// Expands a chunk into the START/CONTENT/END events the client derives.
-    pub(super) fn expand_chunk(&mut self, event: &Event) -> Result<Vec<Event>, VerifyError> {
+    fn expand_chunk(&mut self, event: &Event) -> Result<Vec<Event>, VerifyError> {
         let ty = event.event_type();
         let tag = tag_of(event);
         let mut out = Vec::new();

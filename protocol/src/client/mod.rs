@@ -1,0 +1,465 @@
+//! The client side of a run: the message list a client holds, rebuilt from
+//! the events it receives the way `@ag-ui/client` does (`defaultApplyEvents`).
+//!
+//! AG-UI servers keep nothing between runs; the client sends the whole
+//! conversation back as the next `RunAgentInput.messages`. For sealed
+//! reasoning to survive that round trip the client must hold each reasoning
+//! message with the `encryptedValue` the server sent for it, before the
+//! assistant message it belongs to. [`Conversation`] does exactly that, so a
+//! Rust client (or a test) replays what the official client would.
+//!
+//! ```
+//! use thinkwire_protocol::client::Conversation;
+//! use thinkwire_protocol::*;
+//!
+//! let mut conversation = Conversation::new(vec![
+//!     UserMessage { id: "u1".into(), content: "Hi".into(), name: None, encrypted_value: None,
+//!                   metadata: None, subagent_run_id: None }.into(),
+//! ]);
+//! let events: Vec<Event> = vec![
+//!     RunStarted::new("t1", "r1").into(),
+//!     ReasoningMessageStart::new("r1-think").into(),
+//!     ReasoningMessageEnd { message_id: "r1-think".into() }.into(),
+//!     ReasoningEncryptedValue::message("r1-think", "c2VhbGVk").into(),
+//!     TextMessageStart::assistant("m1").into(),
+//!     TextMessageContent { message_id: "m1".into(), delta: "Hello".into() }.into(),
+//!     TextMessageEnd { message_id: "m1".into() }.into(),
+//!     RunFinished::new("t1", "r1").into(),
+//! ];
+//! conversation.apply_all(&events);
+//!
+//! // The next run's input: the reasoning travels back sealed, in place.
+//! let next = RunAgentInput::new("t1", "r2", conversation.messages.clone());
+//! assert_eq!(
+//!     serde_json::to_value(&next.messages).unwrap(),
+//!     serde_json::json!([
+//!         {"role": "user", "id": "u1", "content": "Hi"},
+//!         {"role": "reasoning", "id": "r1-think", "content": "", "encryptedValue": "c2VhbGVk"},
+//!         {"role": "assistant", "id": "m1", "content": "Hello"},
+//!     ])
+//! );
+//! ```
+//!
+//! Only messages are rebuilt: shared state (`STATE_*`) and `ACTIVITY_DELTA`
+//! patches are left to the application, as this crate applies no JSON
+//! Patch. The reducer trusts the stream's order; check the stream with a
+//! [`Verifier`](crate::Verifier) to reject one the official client would.
+
+mod snapshot;
+mod tool_call;
+
+use crate::chunk::ChunkExpander;
+use crate::event::{
+    EncryptedValueSubtype, Event, EventKind, ReasoningEncryptedValue, TextMessageRole,
+    TextMessageStart,
+};
+use crate::message::{
+    AssistantMessage, Content, DeveloperMessage, Message, ReasoningMessage, SystemMessage,
+    UserMessage,
+};
+
+/// The messages a client holds, kept up to date event by event.
+#[derive(Debug, Default)]
+pub struct Conversation {
+    /// The conversation, in order: what the next `RunAgentInput.messages`
+    /// should carry. Add the user's next message or a tool's result here.
+    pub messages: Vec<Message>,
+    chunks: ChunkExpander,
+}
+
+impl Conversation {
+    /// A conversation holding `messages` (what the client sent).
+    pub fn new(messages: Vec<Message>) -> Self {
+        Conversation {
+            messages,
+            chunks: ChunkExpander::default(),
+        }
+    }
+
+    /// The messages, leaving the conversation.
+    pub fn into_messages(self) -> Vec<Message> {
+        self.messages
+    }
+
+    /// Applies each of `events` in turn.
+    pub fn apply_all<'a>(&mut self, events: impl IntoIterator<Item = &'a Event>) {
+        for event in events {
+            self.apply(event);
+        }
+    }
+
+    /// Applies the next event of the stream. `*_CHUNK` events are expanded
+    /// first, as the official client does; a chunk it would reject (say, the
+    /// first of a message without `messageId`) changes nothing.
+    pub fn apply(&mut self, event: &Event) {
+        let Ok(expanded) = self.chunks.expand(event) else {
+            return;
+        };
+        for derived in &expanded.derived {
+            self.apply_expanded(derived);
+        }
+        if expanded.and_itself {
+            self.apply_expanded(event);
+        }
+    }
+
+    fn apply_expanded(&mut self, event: &Event) {
+        let attribution = event
+            .subagent_run_id
+            .clone()
+            .filter(|_| event.event_type().is_attributable());
+        match &event.kind {
+            // A START for a message the client holds adds nothing.
+            EventKind::TextMessageStart(e) if self.position(&e.message_id).is_none() => {
+                self.messages.push(text_message(e, attribution));
+            }
+            EventKind::TextMessageContent(e) => self.append(&e.message_id, &e.delta),
+            EventKind::ReasoningMessageStart(e) if self.position(&e.message_id).is_none() => {
+                self.messages.push(Message::Reasoning(ReasoningMessage {
+                    id: e.message_id.clone(),
+                    subagent_run_id: attribution,
+                    ..ReasoningMessage::default()
+                }));
+            }
+            EventKind::ReasoningMessageContent(e) => self.append(&e.message_id, &e.delta),
+            EventKind::ReasoningEncryptedValue(e) => self.store_encrypted_value(e),
+            EventKind::ToolCallStart(e) => self.start_tool_call(e, attribution),
+            EventKind::ToolCallArgs(e) => {
+                if let Some(call) = self.tool_call_mut(&e.tool_call_id) {
+                    call.function.arguments.push_str(&e.delta);
+                }
+            }
+            EventKind::ToolCallResult(e) => self.insert_tool_result(e, attribution),
+            EventKind::ActivitySnapshot(e) => self.snapshot_activity(e, attribution),
+            EventKind::MessagesSnapshot(e) => self.merge_snapshot(&e.messages),
+            EventKind::RunStarted(e) => {
+                // The input echo adds what the client does not hold yet.
+                for message in e.input.iter().flat_map(|input| &input.messages) {
+                    if self.position(message.id()).is_none() {
+                        self.messages.push(message.clone());
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The first message with `id`, as the official client looks it up.
+    fn position(&self, id: &str) -> Option<usize> {
+        self.messages.iter().position(|m| m.id() == id)
+    }
+
+    fn append(&mut self, id: &str, delta: &str) {
+        if let Some(at) = self.position(id) {
+            append_text(&mut self.messages[at], delta);
+        }
+    }
+
+    /// Stores a sealed value on its entity; a value for an entity the client
+    /// does not hold is dropped, as the official client drops it.
+    fn store_encrypted_value(&mut self, e: &ReasoningEncryptedValue) {
+        let value = Some(e.encrypted_value.clone());
+        match e.subtype {
+            EncryptedValueSubtype::ToolCall => {
+                if let Some(call) = self.tool_call_mut(&e.entity_id) {
+                    call.encrypted_value = value;
+                }
+            }
+            EncryptedValueSubtype::Message => {
+                let Some(at) = self.position(&e.entity_id) else {
+                    return;
+                };
+                match &mut self.messages[at] {
+                    Message::Developer(m) => m.encrypted_value = value,
+                    Message::System(m) => m.encrypted_value = value,
+                    Message::Assistant(m) => m.encrypted_value = value,
+                    Message::User(m) => m.encrypted_value = value,
+                    Message::Tool(m) => m.encrypted_value = value,
+                    Message::Reasoning(m) => m.encrypted_value = value,
+                    // Activities carry no sealed value.
+                    Message::Activity(_) => {}
+                }
+            }
+        }
+    }
+}
+
+impl From<Vec<Message>> for Conversation {
+    fn from(messages: Vec<Message>) -> Self {
+        Conversation::new(messages)
+    }
+}
+
+/// The message a `TEXT_MESSAGE_START` opens, empty, in its role.
+fn text_message(e: &TextMessageStart, subagent_run_id: Option<String>) -> Message {
+    let id = e.message_id.clone();
+    let name = e.name.clone();
+    match e.role.unwrap_or_default() {
+        TextMessageRole::Assistant => Message::Assistant(AssistantMessage {
+            id,
+            content: Some(String::new()),
+            name,
+            subagent_run_id,
+            ..AssistantMessage::default()
+        }),
+        TextMessageRole::User => Message::User(UserMessage {
+            id,
+            content: Content::default(),
+            name,
+            encrypted_value: None,
+            metadata: None,
+            subagent_run_id,
+        }),
+        TextMessageRole::System => Message::System(SystemMessage {
+            id,
+            name,
+            subagent_run_id,
+            ..SystemMessage::default()
+        }),
+        TextMessageRole::Developer => Message::Developer(DeveloperMessage {
+            id,
+            name,
+            subagent_run_id,
+            ..DeveloperMessage::default()
+        }),
+    }
+}
+
+/// Appends streamed text to a message's content. Content parts are replaced
+/// by the text, as the official client (which appends to a string only)
+/// does; an activity's content is an object and is left alone.
+fn append_text(message: &mut Message, delta: &str) {
+    fn append(content: &mut Content, delta: &str) {
+        match content {
+            Content::Text(text) => text.push_str(delta),
+            Content::Parts(_) => *content = Content::Text(delta.to_owned()),
+        }
+    }
+    match message {
+        Message::Developer(m) => m.content.push_str(delta),
+        Message::System(m) => m.content.push_str(delta),
+        Message::Assistant(m) => m.content.get_or_insert_default().push_str(delta),
+        Message::User(m) => append(&mut m.content, delta),
+        Message::Tool(m) => append(&mut m.content, delta),
+        Message::Reasoning(m) => m.content.push_str(delta),
+        Message::Activity(_) => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::{
+        ActivitySnapshot, ReasoningEnd, ReasoningMessageChunk, ReasoningMessageContent,
+        ReasoningMessageEnd, ReasoningMessageStart, ReasoningStart, RunFinished, RunStarted,
+        TextMessageChunk, TextMessageContent, TextMessageEnd, ToolCallArgs, ToolCallEnd,
+        ToolCallStart,
+    };
+    use crate::input::RunAgentInput;
+    use serde_json::json;
+
+    pub(super) fn user(id: &str, text: &str) -> Message {
+        Message::User(UserMessage {
+            id: id.into(),
+            content: text.into(),
+            name: None,
+            encrypted_value: None,
+            metadata: None,
+            subagent_run_id: None,
+        })
+    }
+
+    pub(super) fn json_of(conversation: &Conversation) -> serde_json::Value {
+        serde_json::to_value(&conversation.messages).unwrap()
+    }
+
+    pub(super) fn tool_start(call: &str, parent: Option<&str>) -> Event {
+        ToolCallStart {
+            tool_call_id: call.into(),
+            tool_call_name: "get_weather".into(),
+            parent_message_id: parent.map(Into::into),
+        }
+        .into()
+    }
+
+    pub(super) fn text(id: &str, delta: &str) -> Vec<Event> {
+        vec![
+            TextMessageStart::assistant(id).into(),
+            TextMessageContent {
+                message_id: id.into(),
+                delta: delta.into(),
+            }
+            .into(),
+            TextMessageEnd {
+                message_id: id.into(),
+            }
+            .into(),
+        ]
+    }
+
+    #[test]
+    fn sealed_reasoning_then_a_tool_call_as_thinkwire_streams_them() {
+        let mut c = Conversation::new(vec![user("u1", "Weather in Paris?")]);
+        c.apply_all(&[
+            RunStarted::new("t", "r").into(),
+            ReasoningStart {
+                message_id: "r-think".into(),
+            }
+            .into(),
+            ReasoningMessageStart::new("r-think").into(),
+            ReasoningMessageContent {
+                message_id: "r-think".into(),
+                delta: "Look it ".into(),
+            }
+            .into(),
+            ReasoningMessageContent {
+                message_id: "r-think".into(),
+                delta: "up.".into(),
+            }
+            .into(),
+            ReasoningMessageEnd {
+                message_id: "r-think".into(),
+            }
+            .into(),
+            ReasoningEncryptedValue::message("r-think", "sealed").into(),
+            ReasoningEnd {
+                message_id: "r-think".into(),
+            }
+            .into(),
+            tool_start("call-1", Some("r-answer")),
+            ToolCallArgs {
+                tool_call_id: "call-1".into(),
+                delta: "{\"city\":".into(),
+            }
+            .into(),
+            ToolCallArgs {
+                tool_call_id: "call-1".into(),
+                delta: "\"Paris\"}".into(),
+            }
+            .into(),
+            ToolCallEnd {
+                tool_call_id: "call-1".into(),
+            }
+            .into(),
+            ReasoningEncryptedValue {
+                subtype: EncryptedValueSubtype::ToolCall,
+                entity_id: "call-1".into(),
+                encrypted_value: "call-seal".into(),
+            }
+            .into(),
+            RunFinished::new("t", "r").into(),
+        ]);
+        assert_eq!(
+            json_of(&c),
+            json!([
+                {"role": "user", "id": "u1", "content": "Weather in Paris?"},
+                {"role": "reasoning", "id": "r-think", "content": "Look it up.", "encryptedValue": "sealed"},
+                {"role": "assistant", "id": "r-answer", "toolCalls": [{
+                    "id": "call-1", "type": "function", "encryptedValue": "call-seal",
+                    "function": {"name": "get_weather", "arguments": "{\"city\":\"Paris\"}"},
+                }]},
+            ])
+        );
+    }
+
+    #[test]
+    fn chunks_expand_into_messages() {
+        let mut c = Conversation::default();
+        c.apply_all(&[
+            ReasoningMessageChunk {
+                message_id: Some("r1".into()),
+                delta: Some("th".into()),
+            }
+            .into(),
+            ReasoningMessageChunk {
+                message_id: None,
+                delta: Some("ink".into()),
+            }
+            .into(),
+            TextMessageChunk {
+                message_id: Some("m1".into()),
+                delta: Some("Hel".into()),
+                ..TextMessageChunk::default()
+            }
+            .into(),
+            TextMessageChunk {
+                delta: Some("lo".into()),
+                ..TextMessageChunk::default()
+            }
+            .into(),
+            // Rejected by the official client: no message to continue.
+            ReasoningMessageChunk {
+                message_id: None,
+                delta: Some("lost".into()),
+            }
+            .into(),
+        ]);
+        assert_eq!(
+            json_of(&c),
+            json!([
+                {"role": "reasoning", "id": "r1", "content": "think"},
+                {"role": "assistant", "id": "m1", "content": "Hello"},
+            ])
+        );
+    }
+
+    #[test]
+    fn sealed_values_need_a_known_entity() {
+        let mut c = Conversation::default();
+        c.apply(&ReasoningEncryptedValue::message("r1", "early").into());
+        assert!(c.messages.is_empty());
+        c.apply(
+            &ActivitySnapshot {
+                message_id: "act".into(),
+                activity_type: "progress".into(),
+                content: Default::default(),
+                replace: None,
+            }
+            .into(),
+        );
+        c.apply(&ReasoningEncryptedValue::message("act", "ignored").into());
+        assert_eq!(c.messages[0].encrypted_value(), None);
+    }
+
+    #[test]
+    fn text_roles_and_attribution() {
+        let mut c = Conversation::default();
+        let start = TextMessageStart {
+            message_id: "s1".into(),
+            role: Some(TextMessageRole::System),
+            name: Some("ops".into()),
+        };
+        c.apply(&Event::from(start).with_subagent_run_id("sub"));
+        c.apply(
+            &TextMessageContent {
+                message_id: "s1".into(),
+                delta: "Be brief.".into(),
+            }
+            .into(),
+        );
+        assert_eq!(
+            json_of(&c),
+            json!([{"role": "system", "id": "s1", "content": "Be brief.", "name": "ops", "subagentRunId": "sub"}])
+        );
+    }
+
+    #[test]
+    fn the_input_echo_adds_missing_messages() {
+        let mut c = Conversation::new(vec![user("u1", "hi")]);
+        let mut started = RunStarted::new("t", "r");
+        started.input = Some(Box::new(RunAgentInput::new(
+            "t",
+            "r",
+            vec![user("u1", "changed"), user("u2", "more")],
+        )));
+        c.apply(&started.into());
+        assert_eq!(
+            json_of(&c),
+            json!([
+                {"role": "user", "id": "u1", "content": "hi"},
+                {"role": "user", "id": "u2", "content": "more"},
+            ])
+        );
+        assert_eq!(c.into_messages().len(), 2);
+    }
+}
