@@ -64,3 +64,134 @@ async fn the_official_client_completes_two_turns_and_keeps_the_sealed_reasoning(
     );
     server.shutdown().await;
 }
+
+/// The protocol crate's client reducer holds, after the same two runs, what
+/// `@ag-ui/client` holds: same messages in the same order with the same
+/// fields, the sealed reasoning and the tool call included. Only ids and
+/// sealed values differ between two runs of one script.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_protocol_client_holds_what_the_official_client_holds() {
+    use serde_json::{Value, json};
+    use thinkwire_protocol::client::Conversation;
+    use thinkwire_protocol::{EventKind, Outcome};
+
+    let scripts = [
+        "<think>\nNeed the weather tool.\n</think>\n\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call><|im_end|>".to_owned(),
+        qwen3_turn("The tool answered.", "Sunny, 18 °C."),
+    ];
+    let tool = json!({
+        "name": "get_weather",
+        "description": "Current weather for a city.",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+    });
+    let thread = "parity-thread";
+
+    let (official_server, _) = TestServer::qwen3(&scripts).await;
+    let url = official_server.url("/agent");
+    let tools = json!([tool]).to_string();
+    let summary = tokio::task::spawn_blocking(move || {
+        run_official_client(
+            &url,
+            &[
+                "--turns",
+                "2",
+                "--thread",
+                thread,
+                "--prompt",
+                "Weather in Paris?",
+                "--tools",
+                &tools,
+                "--tool-result",
+                "18 °C, sunny",
+            ],
+        )
+    })
+    .await
+    .unwrap();
+    official_server.shutdown().await;
+
+    // The same turns from Rust: the agui-client.mjs ids, the same tool result.
+    let (server, _) = TestServer::qwen3(&scripts).await;
+    let mut conversation: Conversation = serde_json::from_value::<Vec<_>>(json!([
+        {"id": "user-1", "role": "user", "content": "Weather in Paris?"}
+    ]))
+    .unwrap()
+    .into();
+    for run in ["run-1", "run-2"] {
+        let input = json!({
+            "threadId": thread, "runId": run, "messages": conversation.messages,
+            "tools": [tool], "context": [], "state": {}, "forwardedProps": {},
+        });
+        let events = post_run(&server, &input).await;
+        conversation.apply_all(&events);
+        let pending = events.iter().find_map(|e| match &e.kind {
+            EventKind::RunFinished(f) => match &f.outcome {
+                Some(Outcome::Success {
+                    pending_tool_call_ids,
+                }) => pending_tool_call_ids.clone(),
+                _ => None,
+            },
+            _ => None,
+        });
+        for call in pending.into_iter().flatten() {
+            let result = json!({
+                "id": format!("tool-{call}"), "role": "tool",
+                "toolCallId": call, "content": "18 °C, sunny",
+            });
+            conversation
+                .messages
+                .push(serde_json::from_value(result).unwrap());
+        }
+    }
+    server.shutdown().await;
+
+    /// Numbers ids by first appearance and blanks sealed values, which
+    /// differ between runs.
+    fn canonical(value: &Value) -> Value {
+        fn walk(value: &mut Value, ids: &mut Vec<String>) {
+            match value {
+                Value::Object(map) => {
+                    for (key, child) in map.iter_mut() {
+                        match (key.as_str(), &*child) {
+                            ("id" | "toolCallId", Value::String(id)) => {
+                                let n = ids.iter().position(|x| x == id).unwrap_or_else(|| {
+                                    ids.push(id.clone());
+                                    ids.len() - 1
+                                });
+                                *child = json!(format!("#{n}"));
+                            }
+                            ("encryptedValue", Value::String(v)) if v.len() > 40 => {
+                                *child = json!("<sealed>");
+                            }
+                            _ => walk(child, ids),
+                        }
+                    }
+                }
+                Value::Array(items) => items.iter_mut().for_each(|v| walk(v, ids)),
+                _ => {}
+            }
+        }
+        let mut value = value.clone();
+        walk(&mut value, &mut Vec::new());
+        value
+    }
+    let ours = canonical(&serde_json::to_value(&conversation.messages).unwrap());
+    let theirs = canonical(&summary["messages"]);
+    assert_eq!(ours, theirs, "ours: {ours:#}\nofficial: {theirs:#}");
+    let roles: Vec<&str> = conversation
+        .messages
+        .iter()
+        .map(|m| m.role().as_str())
+        .collect();
+    assert_eq!(
+        roles,
+        [
+            "user",
+            "reasoning",
+            "assistant",
+            "tool",
+            "reasoning",
+            "assistant"
+        ]
+    );
+}

@@ -42,7 +42,8 @@
 //!
 //! Only messages are rebuilt: shared state (`STATE_*`) and `ACTIVITY_DELTA`
 //! patches are left to the application, as this crate applies no JSON
-//! Patch. The reducer trusts the stream's order; check the stream with a
+//! Patch; and the `metadata` of a `*_CHUNK` event is not merged into its
+//! message. The reducer trusts the stream's order; check the stream with a
 //! [`Verifier`](crate::Verifier) to reject one the official client would.
 
 mod snapshot;
@@ -50,13 +51,14 @@ mod tool_call;
 
 use crate::chunk::ChunkExpander;
 use crate::event::{
-    EncryptedValueSubtype, Event, EventKind, ReasoningEncryptedValue, TextMessageRole,
-    TextMessageStart,
+    EncryptedValueSubtype, Event, EventKind, ReasoningEncryptedValue, ReasoningMessageContent,
+    ReasoningMessageEnd, TextMessageContent, TextMessageEnd, TextMessageRole, TextMessageStart,
 };
 use crate::message::{
     AssistantMessage, Content, DeveloperMessage, Message, ReasoningMessage, SystemMessage,
     UserMessage,
 };
+use crate::wire::JsonObject;
 
 /// The messages a client holds, kept up to date event by event.
 #[derive(Debug, Default)]
@@ -104,34 +106,53 @@ impl Conversation {
     }
 
     fn apply_expanded(&mut self, event: &Event) {
-        let attribution = event
-            .subagent_run_id
-            .clone()
-            .filter(|_| event.event_type().is_attributable());
+        let metadata = event.metadata.as_ref();
         match &event.kind {
-            // A START for a message the client holds adds nothing.
-            EventKind::TextMessageStart(e) if self.position(&e.message_id).is_none() => {
-                self.messages.push(text_message(e, attribution));
+            EventKind::TextMessageStart(e) => self.start_message(&e.message_id, metadata, || {
+                text_message(e, attribution(event))
+            }),
+            EventKind::ReasoningMessageStart(e) => {
+                self.start_message(&e.message_id, metadata, || {
+                    Message::Reasoning(ReasoningMessage {
+                        id: e.message_id.clone(),
+                        subagent_run_id: attribution(event),
+                        ..ReasoningMessage::default()
+                    })
+                });
             }
-            EventKind::TextMessageContent(e) => self.append(&e.message_id, &e.delta),
-            EventKind::ReasoningMessageStart(e) if self.position(&e.message_id).is_none() => {
-                self.messages.push(Message::Reasoning(ReasoningMessage {
-                    id: e.message_id.clone(),
-                    subagent_run_id: attribution,
-                    ..ReasoningMessage::default()
-                }));
+            EventKind::TextMessageContent(TextMessageContent { message_id, delta })
+            | EventKind::ReasoningMessageContent(ReasoningMessageContent { message_id, delta }) => {
+                if let Some(message) = self.streamed_mut(message_id) {
+                    append_text(message, delta);
+                    merge_metadata(metadata_mut(message), metadata);
+                }
             }
-            EventKind::ReasoningMessageContent(e) => self.append(&e.message_id, &e.delta),
+            EventKind::TextMessageEnd(TextMessageEnd { message_id })
+            | EventKind::ReasoningMessageEnd(ReasoningMessageEnd { message_id }) => {
+                if let Some(message) = self.streamed_mut(message_id) {
+                    merge_metadata(metadata_mut(message), metadata);
+                }
+            }
             EventKind::ReasoningEncryptedValue(e) => self.store_encrypted_value(e),
-            EventKind::ToolCallStart(e) => self.start_tool_call(e, attribution),
+            EventKind::ToolCallStart(e) => self.start_tool_call(e, attribution(event), metadata),
             EventKind::ToolCallArgs(e) => {
                 if let Some(call) = self.tool_call_mut(&e.tool_call_id) {
                     call.function.arguments.push_str(&e.delta);
+                    merge_metadata(&mut call.metadata, metadata);
                 }
             }
-            EventKind::ToolCallResult(e) => self.insert_tool_result(e, attribution),
-            EventKind::ActivitySnapshot(e) => self.snapshot_activity(e, attribution),
-            EventKind::MessagesSnapshot(e) => self.merge_snapshot(&e.messages),
+            EventKind::ToolCallEnd(e) => {
+                if let Some(call) = self.tool_call_mut(&e.tool_call_id) {
+                    merge_metadata(&mut call.metadata, metadata);
+                }
+            }
+            EventKind::ToolCallResult(e) => {
+                self.insert_tool_result(e, attribution(event), metadata);
+            }
+            EventKind::ActivitySnapshot(e) => {
+                self.snapshot_activity(e, attribution(event), metadata);
+            }
+            EventKind::MessagesSnapshot(e) => self.merge_snapshot(&e.messages, metadata),
             EventKind::RunStarted(e) => {
                 // The input echo adds what the client does not hold yet.
                 for message in e.input.iter().flat_map(|input| &input.messages) {
@@ -149,9 +170,29 @@ impl Conversation {
         self.messages.iter().position(|m| m.id() == id)
     }
 
-    fn append(&mut self, id: &str, delta: &str) {
-        if let Some(at) = self.position(id) {
-            append_text(&mut self.messages[at], delta);
+    /// The message text or reasoning streams into: the first with `id`,
+    /// unless that is an activity (ids are meant to be unique across both).
+    fn streamed_mut(&mut self, id: &str) -> Option<&mut Message> {
+        let at = self.position(id)?;
+        match &mut self.messages[at] {
+            Message::Activity(_) => None,
+            message => Some(message),
+        }
+    }
+
+    /// Opens a streamed message; a START for one the client holds only
+    /// merges the event's metadata.
+    fn start_message(
+        &mut self,
+        id: &str,
+        metadata: Option<&JsonObject>,
+        new: impl FnOnce() -> Message,
+    ) {
+        if self.position(id).is_none() {
+            self.messages.push(new());
+        }
+        if let Some(message) = self.streamed_mut(id) {
+            merge_metadata(metadata_mut(message), metadata);
         }
     }
 
@@ -243,6 +284,35 @@ fn append_text(message: &mut Message, delta: &str) {
         Message::Tool(m) => append(&mut m.content, delta),
         Message::Reasoning(m) => m.content.push_str(delta),
         Message::Activity(_) => {}
+    }
+}
+
+/// The `subagentRunId` an event attributes its entity to, where its type
+/// allows one.
+fn attribution(event: &Event) -> Option<String> {
+    event
+        .subagent_run_id
+        .clone()
+        .filter(|_| event.event_type().is_attributable())
+}
+
+fn metadata_mut(message: &mut Message) -> &mut Option<JsonObject> {
+    match message {
+        Message::Developer(m) => &mut m.metadata,
+        Message::System(m) => &mut m.metadata,
+        Message::Assistant(m) => &mut m.metadata,
+        Message::User(m) => &mut m.metadata,
+        Message::Tool(m) => &mut m.metadata,
+        Message::Activity(m) => &mut m.metadata,
+        Message::Reasoning(m) => &mut m.metadata,
+    }
+}
+
+/// An event's `metadata` merged into its entity's, key by key (the official
+/// client's `mergeMetadata`: the event's keys win).
+fn merge_metadata(target: &mut Option<JsonObject>, incoming: Option<&JsonObject>) {
+    if let Some(incoming) = incoming {
+        target.get_or_insert_default().extend(incoming.clone());
     }
 }
 
