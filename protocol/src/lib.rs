@@ -89,7 +89,10 @@ pub use message::{
 };
 pub use outcome::{Interrupt, Outcome, SubagentOutcome, TokenUsage};
 pub use patch::{JsonPointer, PatchOp};
-pub use sse::{SSE_KEEPALIVE, SSE_MAX_EVENT_BYTES, SseDecoder, SseMessage, sse_frame, ws_text};
+pub use sse::{
+    SSE_KEEPALIVE, SSE_MAX_EVENT_BYTES, SseDecoder, SseMessage, sse_frame, sse_frame_json, ws_text,
+    ws_text_json,
+};
 pub use verify::{Entity, Verifier, VerifyError};
 pub use wire::{JsonObject, MAX_SAFE_INTEGER};
 
