@@ -47,17 +47,17 @@
 //! [`Verifier`](crate::Verifier) to reject one the official client would.
 
 mod snapshot;
+mod text;
 mod tool_call;
+
+use text::text_message;
 
 use crate::chunk::ChunkExpander;
 use crate::event::{
     EncryptedValueSubtype, Event, EventKind, ReasoningEncryptedValue, ReasoningMessageContent,
-    ReasoningMessageEnd, TextMessageContent, TextMessageEnd, TextMessageRole, TextMessageStart,
+    ReasoningMessageEnd, TextMessageContent, TextMessageEnd,
 };
-use crate::message::{
-    AssistantMessage, Content, DeveloperMessage, Message, ReasoningMessage, SystemMessage,
-    UserMessage,
-};
+use crate::message::{Message, ReasoningMessage};
 use crate::wire::JsonObject;
 
 /// The messages a client holds, kept up to date event by event.
@@ -122,16 +122,11 @@ impl Conversation {
             }
             EventKind::TextMessageContent(TextMessageContent { message_id, delta })
             | EventKind::ReasoningMessageContent(ReasoningMessageContent { message_id, delta }) => {
-                if let Some(message) = self.streamed_mut(message_id) {
-                    append_text(message, delta);
-                    merge_metadata(metadata_mut(message), metadata);
-                }
+                self.append_streamed(message_id, delta, metadata);
             }
             EventKind::TextMessageEnd(TextMessageEnd { message_id })
             | EventKind::ReasoningMessageEnd(ReasoningMessageEnd { message_id }) => {
-                if let Some(message) = self.streamed_mut(message_id) {
-                    merge_metadata(metadata_mut(message), metadata);
-                }
+                self.end_streamed(message_id, metadata);
             }
             EventKind::ReasoningEncryptedValue(e) => self.store_encrypted_value(e),
             EventKind::ToolCallStart(e) => self.start_tool_call(e, attribution(event), metadata),
@@ -170,32 +165,6 @@ impl Conversation {
         self.messages.iter().position(|m| m.id() == id)
     }
 
-    /// The message text or reasoning streams into: the first with `id`,
-    /// unless that is an activity (ids are meant to be unique across both).
-    fn streamed_mut(&mut self, id: &str) -> Option<&mut Message> {
-        let at = self.position(id)?;
-        match &mut self.messages[at] {
-            Message::Activity(_) => None,
-            message => Some(message),
-        }
-    }
-
-    /// Opens a streamed message; a START for one the client holds only
-    /// merges the event's metadata.
-    fn start_message(
-        &mut self,
-        id: &str,
-        metadata: Option<&JsonObject>,
-        new: impl FnOnce() -> Message,
-    ) {
-        if self.position(id).is_none() {
-            self.messages.push(new());
-        }
-        if let Some(message) = self.streamed_mut(id) {
-            merge_metadata(metadata_mut(message), metadata);
-        }
-    }
-
     /// Stores a sealed value on its entity; a value for an entity the client
     /// does not hold is dropped, as the official client drops it.
     fn store_encrypted_value(&mut self, e: &ReasoningEncryptedValue) {
@@ -228,62 +197,6 @@ impl Conversation {
 impl From<Vec<Message>> for Conversation {
     fn from(messages: Vec<Message>) -> Self {
         Conversation::new(messages)
-    }
-}
-
-/// The message a `TEXT_MESSAGE_START` opens, empty, in its role.
-fn text_message(e: &TextMessageStart, subagent_run_id: Option<String>) -> Message {
-    let id = e.message_id.clone();
-    let name = e.name.clone();
-    match e.role.unwrap_or_default() {
-        TextMessageRole::Assistant => Message::Assistant(AssistantMessage {
-            id,
-            content: Some(String::new()),
-            name,
-            subagent_run_id,
-            ..AssistantMessage::default()
-        }),
-        TextMessageRole::User => Message::User(UserMessage {
-            id,
-            content: Content::default(),
-            name,
-            encrypted_value: None,
-            metadata: None,
-            subagent_run_id,
-        }),
-        TextMessageRole::System => Message::System(SystemMessage {
-            id,
-            name,
-            subagent_run_id,
-            ..SystemMessage::default()
-        }),
-        TextMessageRole::Developer => Message::Developer(DeveloperMessage {
-            id,
-            name,
-            subagent_run_id,
-            ..DeveloperMessage::default()
-        }),
-    }
-}
-
-/// Appends streamed text to a message's content. Content parts are replaced
-/// by the text, as the official client (which appends to a string only)
-/// does; an activity's content is an object and is left alone.
-fn append_text(message: &mut Message, delta: &str) {
-    fn append(content: &mut Content, delta: &str) {
-        match content {
-            Content::Text(text) => text.push_str(delta),
-            Content::Parts(_) => *content = Content::Text(delta.to_owned()),
-        }
-    }
-    match message {
-        Message::Developer(m) => m.content.push_str(delta),
-        Message::System(m) => m.content.push_str(delta),
-        Message::Assistant(m) => m.content.get_or_insert_default().push_str(delta),
-        Message::User(m) => append(&mut m.content, delta),
-        Message::Tool(m) => append(&mut m.content, delta),
-        Message::Reasoning(m) => m.content.push_str(delta),
-        Message::Activity(_) => {}
     }
 }
 
@@ -320,12 +233,12 @@ fn merge_metadata(target: &mut Option<JsonObject>, incoming: Option<&JsonObject>
 mod tests {
     use super::*;
     use crate::event::{
-        ActivitySnapshot, ReasoningEnd, ReasoningMessageChunk, ReasoningMessageContent,
-        ReasoningMessageEnd, ReasoningMessageStart, ReasoningStart, RunFinished, RunStarted,
-        TextMessageChunk, TextMessageContent, TextMessageEnd, ToolCallArgs, ToolCallEnd,
-        ToolCallStart,
+        ActivitySnapshot, ReasoningEnd, ReasoningMessageContent, ReasoningMessageEnd,
+        ReasoningMessageStart, ReasoningStart, RunFinished, RunStarted, TextMessageContent,
+        TextMessageEnd, TextMessageStart, ToolCallArgs, ToolCallEnd, ToolCallStart,
     };
     use crate::input::RunAgentInput;
+    use crate::message::UserMessage;
     use serde_json::json;
 
     pub(super) fn user(id: &str, text: &str) -> Message {
@@ -433,47 +346,6 @@ mod tests {
     }
 
     #[test]
-    fn chunks_expand_into_messages() {
-        let mut c = Conversation::default();
-        c.apply_all(&[
-            ReasoningMessageChunk {
-                message_id: Some("r1".into()),
-                delta: Some("th".into()),
-            }
-            .into(),
-            ReasoningMessageChunk {
-                message_id: None,
-                delta: Some("ink".into()),
-            }
-            .into(),
-            TextMessageChunk {
-                message_id: Some("m1".into()),
-                delta: Some("Hel".into()),
-                ..TextMessageChunk::default()
-            }
-            .into(),
-            TextMessageChunk {
-                delta: Some("lo".into()),
-                ..TextMessageChunk::default()
-            }
-            .into(),
-            // Rejected by the official client: no message to continue.
-            ReasoningMessageChunk {
-                message_id: None,
-                delta: Some("lost".into()),
-            }
-            .into(),
-        ]);
-        assert_eq!(
-            json_of(&c),
-            json!([
-                {"role": "reasoning", "id": "r1", "content": "think"},
-                {"role": "assistant", "id": "m1", "content": "Hello"},
-            ])
-        );
-    }
-
-    #[test]
     fn sealed_values_need_a_known_entity() {
         let mut c = Conversation::default();
         c.apply(&ReasoningEncryptedValue::message("r1", "early").into());
@@ -489,28 +361,6 @@ mod tests {
         );
         c.apply(&ReasoningEncryptedValue::message("act", "ignored").into());
         assert_eq!(c.messages[0].encrypted_value(), None);
-    }
-
-    #[test]
-    fn text_roles_and_attribution() {
-        let mut c = Conversation::default();
-        let start = TextMessageStart {
-            message_id: "s1".into(),
-            role: Some(TextMessageRole::System),
-            name: Some("ops".into()),
-        };
-        c.apply(&Event::from(start).with_subagent_run_id("sub"));
-        c.apply(
-            &TextMessageContent {
-                message_id: "s1".into(),
-                delta: "Be brief.".into(),
-            }
-            .into(),
-        );
-        assert_eq!(
-            json_of(&c),
-            json!([{"role": "system", "id": "s1", "content": "Be brief.", "name": "ops", "subagentRunId": "sub"}])
-        );
     }
 
     #[test]
