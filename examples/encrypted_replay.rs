@@ -11,10 +11,12 @@
 //! (`hidden`) visibility the client sees no reasoning, only an empty
 //! reasoning message and, for it, a `REASONING_ENCRYPTED_VALUE`: the
 //! reasoning sealed by the server. The client keeps that value on the
-//! reasoning message (as `encryptedValue`) like any other message, and sends
-//! the whole conversation back on turn 2 — with the tool's result if the
-//! model called the tool, else with a follow-up question. The server opens
-//! the value and gives the model its own earlier reasoning again.
+//! reasoning message (as `encryptedValue`) like any other message (here
+//! `thinkwire_protocol::client::Conversation` applies the events, as
+//! `@ag-ui/client` does), and sends the whole conversation back on turn 2 —
+//! with the tool's result if the model called the tool, else with a
+//! follow-up question. The server opens the value and gives the model its
+//! own earlier reasoning again.
 //!
 //! `--tamper` changes one character of the sealed value before turn 2: the
 //! server then refuses the run with `RUN_ERROR` code
@@ -27,9 +29,9 @@ use std::time::Duration;
 use anyhow::{Context as _, Result, bail};
 use futures_util::{SinkExt, StreamExt};
 use serde_json::json;
+use thinkwire_protocol::client::Conversation;
 use thinkwire_protocol::{
-    AssistantMessage, Content, Event, EventKind, Message, ReasoningMessage, RunAgentInput, Tool,
-    ToolCall, ToolMessage, UserMessage, decode_event,
+    Content, Event, EventKind, Message, RunAgentInput, Tool, ToolMessage, UserMessage, decode_event,
 };
 use tokio_tungstenite::tungstenite;
 
@@ -64,15 +66,18 @@ async fn main() -> Result<()> {
     // One thread id for the whole conversation: sealed values only open in
     // the thread (and for the reasoning message) they were sealed for.
     let thread_id = format!("replay-demo-{}", std::process::id());
-    let mut messages = vec![user(
+    let mut conversation = Conversation::new(vec![user(
         "user-1",
         "What is 1234 times 5678? Use the multiply tool.",
-    )];
+    )]);
 
     println!("\n== turn 1");
-    let events = run(&mut socket, &thread_id, "run-1", &messages).await?;
+    let events = run(&mut socket, &thread_id, "run-1", &conversation.messages).await?;
     report(&events);
-    apply(&mut messages, &events);
+    // The messages as @ag-ui/client would hold them: the reasoning message
+    // now carries its sealed value.
+    conversation.apply_all(&events);
+    let mut messages = conversation.into_messages();
 
     let Some(reasoning) = messages.iter_mut().find_map(|m| match m {
         Message::Reasoning(r) => Some(r),
@@ -225,89 +230,6 @@ fn report(events: &[Event]) {
     }
     if !answer.is_empty() {
         println!("answer: {answer}");
-    }
-}
-
-/// Adds a run's messages to `messages` the way `@ag-ui/client` does: a
-/// reasoning message per `REASONING_MESSAGE_START`, carrying the sealed
-/// value sent for it; an assistant message for text and tool calls.
-fn apply(messages: &mut Vec<Message>, events: &[Event]) {
-    fn assistant<'a>(messages: &'a mut Vec<Message>, id: &str) -> &'a mut AssistantMessage {
-        let at = messages
-            .iter()
-            .position(|m| matches!(m, Message::Assistant(a) if a.id == id));
-        let at = at.unwrap_or_else(|| {
-            messages.push(Message::Assistant(AssistantMessage {
-                id: id.to_owned(),
-                ..AssistantMessage::default()
-            }));
-            messages.len() - 1
-        });
-        match &mut messages[at] {
-            Message::Assistant(a) => a,
-            _ => unreachable!("position matched an assistant message"),
-        }
-    }
-    fn reasoning<'a>(messages: &'a mut [Message], id: &str) -> Option<&'a mut ReasoningMessage> {
-        messages.iter_mut().find_map(|m| match m {
-            Message::Reasoning(r) if r.id == id => Some(r),
-            _ => None,
-        })
-    }
-    for event in events {
-        match &event.kind {
-            EventKind::ReasoningMessageStart(e) => {
-                messages.push(Message::Reasoning(ReasoningMessage {
-                    id: e.message_id.clone(),
-                    ..ReasoningMessage::default()
-                }));
-            }
-            EventKind::ReasoningMessageContent(e) => {
-                if let Some(r) = reasoning(messages, &e.message_id) {
-                    r.content.push_str(&e.delta);
-                }
-            }
-            EventKind::ReasoningEncryptedValue(e) => {
-                if let Some(r) = reasoning(messages, &e.entity_id) {
-                    r.encrypted_value = Some(e.encrypted_value.clone());
-                }
-            }
-            EventKind::TextMessageStart(e) => {
-                assistant(messages, &e.message_id)
-                    .content
-                    .get_or_insert_default();
-            }
-            EventKind::TextMessageContent(e) => {
-                assistant(messages, &e.message_id)
-                    .content
-                    .get_or_insert_default()
-                    .push_str(&e.delta);
-            }
-            EventKind::ToolCallStart(e) => {
-                let parent = e
-                    .parent_message_id
-                    .clone()
-                    .unwrap_or_else(|| e.tool_call_id.clone());
-                assistant(messages, &parent)
-                    .tool_calls
-                    .get_or_insert_default()
-                    .push(ToolCall::function(&e.tool_call_id, &e.tool_call_name, ""));
-            }
-            EventKind::ToolCallArgs(e) => {
-                let call = messages
-                    .iter_mut()
-                    .filter_map(|m| match m {
-                        Message::Assistant(a) => a.tool_calls.as_mut(),
-                        _ => None,
-                    })
-                    .flatten()
-                    .find(|c| c.id == e.tool_call_id);
-                if let Some(call) = call {
-                    call.function.arguments.push_str(&e.delta);
-                }
-            }
-            _ => {}
-        }
     }
 }
 

@@ -100,67 +100,6 @@ fn run_input(thread: &str, run: &str, messages: &[Value], forwarded: Value) -> V
     })
 }
 
-/// Appends a run's messages to `messages` as the official client does.
-fn apply(messages: &mut Vec<Value>, events: &[Event]) {
-    for event in events {
-        match &event.kind {
-            EventKind::ReasoningMessageStart(e) => messages.push(json!({
-                "id": e.message_id, "role": "reasoning", "content": "",
-            })),
-            EventKind::ReasoningMessageContent(e) => {
-                let m = messages
-                    .iter_mut()
-                    .find(|m| m["id"] == e.message_id)
-                    .unwrap();
-                m["content"] = json!(format!("{}{}", m["content"].as_str().unwrap(), e.delta));
-            }
-            EventKind::ReasoningEncryptedValue(e) => {
-                let m = messages
-                    .iter_mut()
-                    .find(|m| m["id"] == e.entity_id)
-                    .unwrap();
-                m["encryptedValue"] = json!(e.encrypted_value);
-            }
-            EventKind::TextMessageStart(e) => messages.push(json!({
-                "id": e.message_id, "role": "assistant", "content": "",
-            })),
-            EventKind::TextMessageContent(e) => {
-                let m = messages
-                    .iter_mut()
-                    .find(|m| m["id"] == e.message_id)
-                    .unwrap();
-                m["content"] = json!(format!("{}{}", m["content"].as_str().unwrap(), e.delta));
-            }
-            EventKind::ToolCallStart(e) => {
-                let parent = e.parent_message_id.clone().unwrap();
-                if !messages.iter().any(|m| m["id"] == parent) {
-                    messages.push(json!({ "id": parent, "role": "assistant", "toolCalls": [] }));
-                }
-                let m = messages.iter_mut().find(|m| m["id"] == parent).unwrap();
-                m["toolCalls"].as_array_mut().unwrap().push(json!({
-                    "id": e.tool_call_id, "type": "function",
-                    "function": { "name": e.tool_call_name, "arguments": "" },
-                }));
-            }
-            EventKind::ToolCallArgs(e) => {
-                let call = messages
-                    .iter_mut()
-                    .filter_map(|m| m["toolCalls"].as_array_mut())
-                    .flatten()
-                    .find(|c| c["id"] == e.tool_call_id)
-                    .unwrap();
-                let args = format!(
-                    "{}{}",
-                    call["function"]["arguments"].as_str().unwrap(),
-                    e.delta
-                );
-                call["function"]["arguments"] = json!(args);
-            }
-            _ => {}
-        }
-    }
-}
-
 /// The tool result message answering the last tool call in `messages`.
 fn tool_result(messages: &[Value], content: &str) -> Value {
     let call_id = messages
@@ -446,7 +385,7 @@ async fn conversations(secrets: &Secrets) -> Vec<String> {
     );
     assert!(reasoning_text(&events).is_empty());
     secrets.remember_sealed(&events);
-    apply(&mut messages, &events);
+    apply_events(&mut messages, &events);
     messages.push(tool_result(&messages, &format!("Found {}", c.tool_result)));
     let (events, raw) = sse_run(
         &server_a,
@@ -456,7 +395,7 @@ async fn conversations(secrets: &Secrets) -> Vec<String> {
     assert!(!contains(&raw, c.reasoning.as_bytes()));
     assert_eq!(answer_text(&events), format!("Here it is: {}.", c.answer));
     secrets.remember_sealed(&events);
-    apply(&mut messages, &events);
+    apply_events(&mut messages, &events);
     messages
         .push(json!({ "id": "u2", "role": "user", "content": format!("More about {}", c.user) }));
     let (events, _) = sse_run(
@@ -548,7 +487,7 @@ async fn conversations(secrets: &Secrets) -> Vec<String> {
     );
     assert!(!raw.is_empty());
     secrets.remember_sealed(&events);
-    apply(&mut messages, &events);
+    apply_events(&mut messages, &events);
     messages.push(tool_result(&messages, &format!("Found {}", c.tool_result)));
     let (events, _) = ws_send(
         &mut socket,

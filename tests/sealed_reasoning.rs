@@ -101,71 +101,6 @@ async fn ws_run(socket: &mut Socket, input: &Value) -> RunResult {
     }
 }
 
-/// Applies a run's events to `messages` as the official client does: a
-/// reasoning message from `REASONING_MESSAGE_START` (content from its
-/// content events, `encryptedValue` from `REASONING_ENCRYPTED_VALUE`), an
-/// assistant message for text and for tool calls (created by
-/// `TOOL_CALL_START` under its parent id, with no `content`).
-fn apply(messages: &mut Vec<Value>, events: &[Event]) {
-    fn find<'a>(messages: &'a mut [Value], id: &str) -> Option<&'a mut Value> {
-        messages.iter_mut().find(|m| m["id"] == id)
-    }
-    for event in events {
-        match &event.kind {
-            EventKind::ReasoningMessageStart(e) => messages.push(json!({
-                "id": e.message_id, "role": "reasoning", "content": "",
-            })),
-            EventKind::ReasoningMessageContent(e) => {
-                let m = find(messages, &e.message_id).expect("content of a known message");
-                let text = format!("{}{}", m["content"].as_str().unwrap(), e.delta);
-                m["content"] = json!(text);
-            }
-            EventKind::ReasoningEncryptedValue(e) => {
-                let m = find(messages, &e.entity_id).expect("a sealed value for a known message");
-                m["encryptedValue"] = json!(e.encrypted_value);
-            }
-            EventKind::TextMessageStart(e) => messages.push(json!({
-                "id": e.message_id, "role": "assistant", "content": "",
-            })),
-            EventKind::TextMessageContent(e) => {
-                let m = find(messages, &e.message_id).expect("content of a known message");
-                let text = format!("{}{}", m["content"].as_str().unwrap(), e.delta);
-                m["content"] = json!(text);
-            }
-            EventKind::ToolCallStart(e) => {
-                let parent = e
-                    .parent_message_id
-                    .clone()
-                    .unwrap_or(e.tool_call_id.clone());
-                if find(messages, &parent).is_none() {
-                    messages.push(json!({ "id": parent, "role": "assistant", "toolCalls": [] }));
-                }
-                let m = find(messages, &parent).unwrap();
-                m["toolCalls"].as_array_mut().unwrap().push(json!({
-                    "id": e.tool_call_id,
-                    "type": "function",
-                    "function": { "name": e.tool_call_name, "arguments": "" },
-                }));
-            }
-            EventKind::ToolCallArgs(e) => {
-                let call = messages
-                    .iter_mut()
-                    .filter_map(|m| m["toolCalls"].as_array_mut())
-                    .flatten()
-                    .find(|c| c["id"] == e.tool_call_id)
-                    .expect("arguments of a known call");
-                let args = format!(
-                    "{}{}",
-                    call["function"]["arguments"].as_str().unwrap(),
-                    e.delta
-                );
-                call["function"]["arguments"] = json!(args);
-            }
-            _ => {}
-        }
-    }
-}
-
 fn run_input(thread: &str, run: &str, messages: &[Value], forwarded: Value) -> Value {
     json!({
         "threadId": thread,
@@ -243,7 +178,7 @@ async fn turn_1(server: &TestServer, thread: &str) -> Turn1 {
             "the reasoning leaked into a frame: {frame}"
         );
     }
-    apply(&mut messages, &result.events);
+    apply_events(&mut messages, &result.events);
     let roles: Vec<&str> = messages
         .iter()
         .map(|m| m["role"].as_str().unwrap())
@@ -354,7 +289,7 @@ async fn hidden_reasoning_comes_back_in_the_next_prompt_over_websocket() {
     // reasoning of turns before the last query, so it is opened (the value
     // is still accepted) but not rendered.
     let mut messages = turn1.with_tool_result();
-    apply(&mut messages, &turn2);
+    apply_events(&mut messages, &turn2);
     messages.push(user("user-2", "And tomorrow?"));
     let mut socket = connect(&server).await;
     let turn3 = ws_run(

@@ -9,6 +9,7 @@
 mod support;
 
 use serde_json::{Value, json};
+use thinkwire_protocol::client::Conversation;
 use thinkwire_protocol::{Event, EventKind, EventType as T, Outcome};
 use thinkwire_seal::{Binding, KeyRing};
 
@@ -501,4 +502,80 @@ async fn the_official_client_runs_a_tool_loop() {
         "sealed reasoning replayed: {second}"
     );
     server.shutdown().await;
+
+    // The protocol crate's client reducer, given the same turns, holds what
+    // the official client holds: the same messages in the same order with
+    // the same fields (only ids and sealed values differ between runs).
+    let ours = protocol_client_tool_loop(&scripts).await;
+    let (ours, theirs) = (canonical(&ours), canonical(&summary["messages"]));
+    assert_eq!(ours, theirs, "ours: {ours:#}\nofficial: {theirs:#}");
+    assert_eq!(ours[1]["encryptedValue"], "<sealed>");
+}
+
+/// The official tool loop above, driven from Rust over SSE with
+/// `thinkwire_protocol::client::Conversation` keeping the messages: the
+/// same thread, user message, tool and tool result as `agui-client.mjs`.
+async fn protocol_client_tool_loop(scripts: &[String]) -> Value {
+    let (server, _) = TestServer::qwen3(scripts).await;
+    let mut conversation = Conversation::new(vec![
+        serde_json::from_value(
+            json!({"id": "user-1", "role": "user", "content": "Weather in Paris?"}),
+        )
+        .unwrap(),
+    ]);
+    for run in ["run-1", "run-2"] {
+        let body = json!({
+            "threadId": "node-thread-1", "runId": run, "messages": conversation.messages,
+            "tools": [weather_tool()], "context": [], "state": {}, "forwardedProps": {},
+        });
+        let events = post_run(&server, &body).await;
+        conversation.apply_all(&events);
+        if let Outcome::Success {
+            pending_tool_call_ids: Some(pending),
+        } = finished_outcome(&events)
+        {
+            for call in pending {
+                let result = json!({
+                    "id": format!("tool-{call}"), "role": "tool",
+                    "toolCallId": call, "content": "18 °C, sunny",
+                });
+                conversation
+                    .messages
+                    .push(serde_json::from_value(result).unwrap());
+            }
+        }
+    }
+    server.shutdown().await;
+    serde_json::to_value(&conversation.messages).unwrap()
+}
+
+/// `messages` with ids numbered by first appearance and sealed values
+/// blanked, the parts that differ between two runs of one script.
+fn canonical(messages: &Value) -> Value {
+    fn walk(value: &mut Value, ids: &mut Vec<String>) {
+        match value {
+            Value::Object(map) => {
+                for (key, child) in map.iter_mut() {
+                    match (key.as_str(), &*child) {
+                        ("id" | "toolCallId", Value::String(id)) => {
+                            let n = ids.iter().position(|x| x == id).unwrap_or_else(|| {
+                                ids.push(id.clone());
+                                ids.len() - 1
+                            });
+                            *child = json!(format!("#{n}"));
+                        }
+                        ("encryptedValue", Value::String(sealed)) if sealed.len() > 40 => {
+                            *child = json!("<sealed>");
+                        }
+                        _ => walk(child, ids),
+                    }
+                }
+            }
+            Value::Array(items) => items.iter_mut().for_each(|v| walk(v, ids)),
+            _ => {}
+        }
+    }
+    let mut messages = messages.clone();
+    walk(&mut messages, &mut Vec::new());
+    messages
 }

@@ -15,138 +15,124 @@
 //! );
 //! ```
 
-use serde::{Deserialize, Serialize};
-
 use crate::input::Tool;
-use crate::wire::{JsonObject, count, non_null};
+use crate::wire::{JsonObject, wire_struct};
 
-/// Declares a capabilities struct whose fields are all optional and strict.
-macro_rules! caps_struct {
-    ($(#[$meta:meta])* $name:ident { $($(#[$fmeta:meta])* $field:ident : $ty:ty),* $(,)? }) => {
-        $(#[$meta])*
-        #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-        #[serde(rename_all = "camelCase")]
-        pub struct $name {
-            $(
-                $(#[$fmeta])*
-                #[serde(default, deserialize_with = "non_null", skip_serializing_if = "Option::is_none")]
-                pub $field: Option<$ty>,
-            )*
-        }
-    };
-}
-
-caps_struct!(
+wire_struct!(
     /// Who the agent is.
+    #[derive(Default)]
     IdentityCapabilities {
         /// Agent name.
-        name: String,
+        optional name: String,
         /// Agent kind.
-        r#type: String,
+        optional r#type: String,
         /// What it does.
-        description: String,
+        optional description: String,
         /// Version.
-        version: String,
+        optional version: String,
         /// Who provides it.
-        provider: String,
+        optional provider: String,
         /// Documentation link.
-        documentation_url: String,
+        optional documentation_url: String,
         /// Free-form metadata.
-        metadata: JsonObject,
+        optional metadata: JsonObject,
     }
 );
 
-caps_struct!(
+wire_struct!(
     /// Transports offered.
+    #[derive(Default)]
     TransportCapabilities {
         /// HTTP + SSE streaming.
-        streaming: bool,
+        optional streaming: bool,
         /// WebSocket.
-        websocket: bool,
+        optional websocket: bool,
         /// HTTP + protobuf framing.
-        http_binary: bool,
+        optional http_binary: bool,
         /// Push notifications.
-        push_notifications: bool,
+        optional push_notifications: bool,
         /// Resumable streams.
-        resumable: bool,
+        optional resumable: bool,
     }
 );
 
-caps_struct!(
+wire_struct!(
     /// Tool support.
+    #[derive(Default)]
     ToolsCapabilities {
         /// Tools are supported.
-        supported: bool,
+        optional supported: bool,
         /// Tools the agent itself provides.
-        items: Vec<Tool>,
+        optional items: Vec<Tool>,
         /// Several calls per turn.
-        parallel_calls: bool,
+        optional parallel_calls: bool,
         /// Client-provided tools (`RunAgentInput.tools`) are honoured.
-        client_provided: bool,
+        optional client_provided: bool,
     }
 );
 
-caps_struct!(
+wire_struct!(
     /// Output formats.
+    #[derive(Default)]
     OutputCapabilities {
         /// Structured output.
-        structured_output: bool,
+        optional structured_output: bool,
         /// MIME types the agent can produce.
-        supported_mime_types: Vec<String>,
+        optional supported_mime_types: Vec<String>,
     }
 );
 
-caps_struct!(
+wire_struct!(
     /// Shared state support.
+    #[derive(Default)]
     StateCapabilities {
         /// `STATE_SNAPSHOT`.
-        snapshots: bool,
+        optional snapshots: bool,
         /// `STATE_DELTA`.
-        deltas: bool,
+        optional deltas: bool,
         /// Memory across runs.
-        memory: bool,
+        optional memory: bool,
         /// State persisted server-side.
-        persistent_state: bool,
+        optional persistent_state: bool,
     }
 );
 
-/// A subagent the agent may delegate to.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-pub struct SubagentInfo {
-    /// Its name.
-    pub name: String,
-    /// What it does.
-    #[serde(
-        default,
-        deserialize_with = "non_null",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub description: Option<String>,
-}
+wire_struct!(
+    /// A subagent the agent may delegate to.
+    #[derive(Default)]
+    SubagentInfo {
+        /// Its name.
+        name: String,
+        /// What it does.
+        optional description: String,
+    }
+);
 
-caps_struct!(
+wire_struct!(
     /// Multi-agent support.
+    #[derive(Default)]
     MultiAgentCapabilities {
         /// Subagents are used.
-        supported: bool,
+        optional supported: bool,
         /// Delegation.
-        delegation: bool,
+        optional delegation: bool,
         /// Handoffs.
-        handoffs: bool,
+        optional handoffs: bool,
         /// Known subagents.
-        subagents: Vec<SubagentInfo>,
+        optional subagents: Vec<SubagentInfo>,
     }
 );
 
-caps_struct!(
+wire_struct!(
     /// Reasoning support: thinkwire's headline.
+    #[derive(Default)]
     ReasoningCapabilities {
         /// The model reasons.
-        supported: bool,
+        optional supported: bool,
         /// Reasoning is streamed (`REASONING_MESSAGE_CONTENT`).
-        streaming: bool,
+        optional streaming: bool,
         /// Reasoning is sealed into `encryptedValue` between turns.
-        encrypted: bool,
+        optional encrypted: bool,
     }
 );
 
@@ -161,119 +147,105 @@ impl ReasoningCapabilities {
     }
 }
 
-caps_struct!(
+wire_struct!(
     /// Accepted input media.
+    #[derive(Default)]
     MultimodalInputCapabilities {
         /// Images.
-        image: bool,
+        optional image: bool,
         /// Audio.
-        audio: bool,
+        optional audio: bool,
         /// Video.
-        video: bool,
+        optional video: bool,
         /// PDF documents.
-        pdf: bool,
+        optional pdf: bool,
         /// Other files.
-        file: bool,
+        optional file: bool,
     }
 );
 
-caps_struct!(
+wire_struct!(
     /// Produced output media.
+    #[derive(Default)]
     MultimodalOutputCapabilities {
         /// Images.
-        image: bool,
+        optional image: bool,
         /// Audio.
-        audio: bool,
+        optional audio: bool,
     }
 );
 
-caps_struct!(
+wire_struct!(
     /// Multimodal support.
+    #[derive(Default)]
     MultimodalCapabilities {
         /// Input side.
-        input: MultimodalInputCapabilities,
+        optional input: MultimodalInputCapabilities,
         /// Output side.
-        output: MultimodalOutputCapabilities,
+        optional output: MultimodalOutputCapabilities,
     }
 );
 
-/// Execution limits and features.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ExecutionCapabilities {
-    /// Runs code.
-    #[serde(
-        default,
-        deserialize_with = "non_null",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub code_execution: Option<bool>,
-    /// In a sandbox.
-    #[serde(
-        default,
-        deserialize_with = "non_null",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub sandboxed: Option<bool>,
-    /// Most agent-loop iterations per run.
-    #[serde(
-        default,
-        deserialize_with = "count",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub max_iterations: Option<u64>,
-    /// Longest run, in milliseconds.
-    #[serde(
-        default,
-        deserialize_with = "count",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub max_execution_time: Option<u64>,
-}
+wire_struct!(
+    /// Execution limits and features.
+    #[derive(Default)]
+    ExecutionCapabilities {
+        /// Runs code.
+        optional code_execution: bool,
+        /// In a sandbox.
+        optional sandboxed: bool,
+        /// Most agent-loop iterations per run.
+        count max_iterations: u64,
+        /// Longest run, in milliseconds.
+        count max_execution_time: u64,
+    }
+);
 
-caps_struct!(
+wire_struct!(
     /// Human-in-the-loop support.
+    #[derive(Default)]
     HumanInTheLoopCapabilities {
         /// Supported at all.
-        supported: bool,
+        optional supported: bool,
         /// Approvals.
-        approvals: bool,
+        optional approvals: bool,
         /// Interventions.
-        interventions: bool,
+        optional interventions: bool,
         /// Feedback.
-        feedback: bool,
+        optional feedback: bool,
         /// Interrupt outcomes.
-        interrupts: bool,
+        optional interrupts: bool,
         /// Approve with edits.
-        approve_with_edits: bool,
+        optional approve_with_edits: bool,
     }
 );
 
-caps_struct!(
+wire_struct!(
     /// The body of `GET /capabilities` (schema `AgentCapabilities`).
+    #[derive(Default)]
     AgentCapabilities {
         /// Identity.
-        identity: IdentityCapabilities,
+        optional identity: IdentityCapabilities,
         /// Transports.
-        transport: TransportCapabilities,
+        optional transport: TransportCapabilities,
         /// Tools.
-        tools: ToolsCapabilities,
+        optional tools: ToolsCapabilities,
         /// Output.
-        output: OutputCapabilities,
+        optional output: OutputCapabilities,
         /// State.
-        state: StateCapabilities,
+        optional state: StateCapabilities,
         /// Multi-agent.
-        multi_agent: MultiAgentCapabilities,
+        optional multi_agent: MultiAgentCapabilities,
         /// Reasoning.
-        reasoning: ReasoningCapabilities,
+        optional reasoning: ReasoningCapabilities,
         /// Multimodal.
-        multimodal: MultimodalCapabilities,
+        optional multimodal: MultimodalCapabilities,
         /// Execution.
-        execution: ExecutionCapabilities,
+        optional execution: ExecutionCapabilities,
         /// Human in the loop.
-        human_in_the_loop: HumanInTheLoopCapabilities,
+        optional human_in_the_loop: HumanInTheLoopCapabilities,
         /// Application-specific entries.
-        custom: JsonObject,
+        optional custom: JsonObject,
     }
 );
 

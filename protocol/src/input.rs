@@ -17,60 +17,44 @@ use serde_json::Value;
 
 use crate::decode::{DecodeError, decode_bytes};
 use crate::message::Message;
-use crate::wire::{JsonObject, non_null};
+use crate::wire::{JsonObject, wire_struct};
 
 /// A rejected run request; [`DecodeError::path`] names the offending field.
 pub type InputError = DecodeError;
 
-/// The body of `POST /` (and the first WebSocket frame): what to run.
-///
-/// Unknown fields are ignored (newer clients may send more); `tools` and
-/// `context` default to empty, as in the official client.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct RunAgentInput {
-    /// The conversation this run belongs to.
-    pub thread_id: String,
-    /// This run.
-    pub run_id: String,
-    /// The conversation so far, in order (reasoning messages included).
-    pub messages: Vec<Message>,
-    /// Protocol version the client speaks (`"1.0"`).
-    #[serde(
-        default,
-        deserialize_with = "non_null",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub protocol_version: Option<String>,
-    /// The run that spawned this one.
-    #[serde(
-        default,
-        deserialize_with = "non_null",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub parent_run_id: Option<String>,
-    /// Initial state; any JSON value. `null` reads as absent, as in the
-    /// official schema (`nullable`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub state: Option<Value>,
-    /// Tools the agent may call.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub tools: Vec<Tool>,
-    /// Ambient information for the run.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub context: Vec<Context>,
-    /// Application values passed through untouched; `null` reads as absent
-    /// (tolerated by the official client for older producers).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub forwarded_props: Option<Value>,
-    /// Answers to the interrupts that ended a previous run.
-    #[serde(
-        default,
-        deserialize_with = "non_null",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub resume: Option<Vec<ResumeEntry>>,
-}
+wire_struct!(
+    /// The body of `POST /` (and the first WebSocket frame): what to run.
+    ///
+    /// Unknown fields are ignored (newer clients may send more); `tools` and
+    /// `context` default to empty, as in the official client.
+    #[derive(Default)]
+    RunAgentInput {
+        /// The conversation this run belongs to.
+        thread_id: String,
+        /// This run.
+        run_id: String,
+        /// The conversation so far, in order (reasoning messages included).
+        messages: Vec<Message>,
+        /// Protocol version the client speaks (`"1.0"`).
+        optional protocol_version: String,
+        /// The run that spawned this one.
+        optional parent_run_id: String,
+        /// Initial state; any JSON value. `null` reads as absent, as in the
+        /// official schema (`nullable`).
+        nullable state: Value,
+        /// Tools the agent may call.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        tools: Vec<Tool>,
+        /// Ambient information for the run.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        context: Vec<Context>,
+        /// Application values passed through untouched; `null` reads as absent
+        /// (tolerated by the official client for older producers).
+        nullable forwarded_props: Value,
+        /// Answers to the interrupts that ended a previous run.
+        optional resume: Vec<ResumeEntry>,
+    }
+);
 
 impl RunAgentInput {
     /// An input with just the required fields.
@@ -88,33 +72,31 @@ impl RunAgentInput {
     }
 }
 
-/// A tool the agent may call.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-pub struct Tool {
-    /// Tool name.
-    pub name: String,
-    /// What it does (shown to the model).
-    pub description: String,
-    /// JSON Schema of the arguments; `null` reads as absent (legacy tolerance).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub parameters: Option<Value>,
-    /// Free-form metadata.
-    #[serde(
-        default,
-        deserialize_with = "non_null",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub metadata: Option<JsonObject>,
-}
+wire_struct!(
+    /// A tool the agent may call.
+    #[derive(Default)]
+    Tool {
+        /// Tool name.
+        name: String,
+        /// What it does (shown to the model).
+        description: String,
+        /// JSON Schema of the arguments; `null` reads as absent (legacy tolerance).
+        nullable parameters: Value,
+        /// Free-form metadata.
+        optional metadata: JsonObject,
+    }
+);
 
-/// A piece of ambient context.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-pub struct Context {
-    /// What this is.
-    pub description: String,
-    /// The value, as text.
-    pub value: String,
-}
+wire_struct!(
+    /// A piece of ambient context.
+    #[derive(Default)]
+    Context {
+        /// What this is.
+        description: String,
+        /// The value, as text.
+        value: String,
+    }
+);
 
 /// Whether an interrupt was resolved or cancelled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -126,25 +108,19 @@ pub enum ResumeStatus {
     Cancelled,
 }
 
-/// The answer to one interrupt from a previous run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ResumeEntry {
-    /// The interrupt answered.
-    pub interrupt_id: String,
-    /// How.
-    pub status: ResumeStatus,
-    /// The answer; `null` reads as absent (legacy tolerance).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub payload: Option<Value>,
-    /// Free-form metadata.
-    #[serde(
-        default,
-        deserialize_with = "non_null",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub metadata: Option<JsonObject>,
-}
+wire_struct!(
+    /// The answer to one interrupt from a previous run.
+    ResumeEntry {
+        /// The interrupt answered.
+        interrupt_id: String,
+        /// How.
+        status: ResumeStatus,
+        /// The answer; `null` reads as absent (legacy tolerance).
+        nullable payload: Value,
+        /// Free-form metadata.
+        optional metadata: JsonObject,
+    }
+);
 
 /// Decodes a run request body the way the official client validates one:
 /// unknown fields are ignored, a missing required field or a malformed known

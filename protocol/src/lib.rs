@@ -4,7 +4,9 @@
 //!
 //! Pure data: no I/O, no async. The server builds [`Event`]s, frames them
 //! with [`sse_frame`] or [`ws_text`], and (in tests, or in debug builds)
-//! checks its own stream with a [`Verifier`].
+//! checks its own stream with a [`Verifier`]. A client reads the frames
+//! with [`SseDecoder`] and keeps its messages, sealed reasoning included,
+//! with a [`client::Conversation`].
 //!
 //! ```
 //! use thinkwire_protocol::*;
@@ -48,6 +50,8 @@
 #![forbid(unsafe_code)]
 
 mod capabilities;
+mod chunk;
+pub mod client;
 mod decode;
 mod event;
 mod input;
@@ -85,7 +89,10 @@ pub use message::{
 };
 pub use outcome::{Interrupt, Outcome, SubagentOutcome, TokenUsage};
 pub use patch::{JsonPointer, PatchOp};
-pub use sse::{SSE_KEEPALIVE, SSE_MAX_EVENT_BYTES, SseDecoder, SseMessage, sse_frame, ws_text};
+pub use sse::{
+    SSE_KEEPALIVE, SSE_MAX_EVENT_BYTES, SseDecoder, SseMessage, sse_frame, sse_frame_json, ws_text,
+    ws_text_json,
+};
 pub use verify::{Entity, Verifier, VerifyError};
 pub use wire::{JsonObject, MAX_SAFE_INTEGER};
 

@@ -5,7 +5,7 @@ use serde::{Deserialize, Deserializer, Serialize, de};
 use serde_json::Value;
 
 use crate::decode::{from_value, tag_index};
-use crate::wire::{JsonObject, count, non_null};
+use crate::wire::{JsonObject, non_null, wire_struct};
 
 /// `RUN_FINISHED.outcome`; absent means success.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -70,57 +70,28 @@ impl<'de> Deserialize<'de> for Outcome {
     }
 }
 
-/// A question that ended a run, answered through `RunAgentInput.resume`.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Interrupt {
-    /// Interrupt id (echoed back in `ResumeEntry.interruptId`).
-    pub id: String,
-    /// Machine-readable reason (e.g. `"tool_approval"`).
-    pub reason: String,
-    /// Text for the user.
-    #[serde(
-        default,
-        deserialize_with = "non_null",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub message: Option<String>,
-    /// The tool call this is about.
-    #[serde(
-        default,
-        deserialize_with = "non_null",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub tool_call_id: Option<String>,
-    /// JSON Schema of the expected answer.
-    #[serde(
-        default,
-        deserialize_with = "non_null",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub response_schema: Option<JsonObject>,
-    /// When the question lapses (ISO 8601).
-    #[serde(
-        default,
-        deserialize_with = "non_null",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub expires_at: Option<String>,
-    /// Free-form metadata.
-    #[serde(
-        default,
-        deserialize_with = "non_null",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub metadata: Option<JsonObject>,
-    /// The subagent asking.
-    #[serde(
-        default,
-        deserialize_with = "non_null",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub subagent_run_id: Option<String>,
-}
+wire_struct!(
+    /// A question that ended a run, answered through `RunAgentInput.resume`.
+    #[derive(Default)]
+    Interrupt {
+        /// Interrupt id (echoed back in `ResumeEntry.interruptId`).
+        id: String,
+        /// Machine-readable reason (e.g. `"tool_approval"`).
+        reason: String,
+        /// Text for the user.
+        optional message: String,
+        /// The tool call this is about.
+        optional tool_call_id: String,
+        /// JSON Schema of the expected answer.
+        optional response_schema: JsonObject,
+        /// When the question lapses (ISO 8601).
+        optional expires_at: String,
+        /// Free-form metadata.
+        optional metadata: JsonObject,
+        /// The subagent asking.
+        optional subagent_run_id: String,
+    }
+);
 
 /// `SUBAGENT_FINISHED.outcome`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -158,68 +129,29 @@ impl<'de> Deserialize<'de> for SubagentOutcome {
     }
 }
 
-/// Token accounting for a run (`RUN_FINISHED.usage`, `RUN_ERROR.usage`);
-/// every field optional. Counts must stay below 2^53.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct TokenUsage {
-    /// Who served the model (`"thinkwire"`).
-    #[serde(
-        default,
-        deserialize_with = "non_null",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub provider: Option<String>,
-    /// Model name.
-    #[serde(
-        default,
-        deserialize_with = "non_null",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub model: Option<String>,
-    /// Prompt tokens.
-    #[serde(
-        default,
-        deserialize_with = "count",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub input_tokens: Option<u64>,
-    /// Generated tokens (reasoning included).
-    #[serde(
-        default,
-        deserialize_with = "count",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub output_tokens: Option<u64>,
-    /// Input plus output.
-    #[serde(
-        default,
-        deserialize_with = "count",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub total_tokens: Option<u64>,
-    /// Generated tokens spent reasoning.
-    #[serde(
-        default,
-        deserialize_with = "count",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub reasoning_tokens: Option<u64>,
-    /// Prompt tokens served from a cache.
-    #[serde(
-        default,
-        deserialize_with = "count",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub cached_input_tokens: Option<u64>,
-    /// Prompt tokens written to a cache.
-    #[serde(
-        default,
-        deserialize_with = "count",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub cache_write_input_tokens: Option<u64>,
-}
+wire_struct!(
+    /// Token accounting for a run (`RUN_FINISHED.usage`, `RUN_ERROR.usage`);
+    /// every field optional. Counts must stay below 2^53.
+    #[derive(Eq, Default)]
+    TokenUsage {
+        /// Who served the model (`"thinkwire"`).
+        optional provider: String,
+        /// Model name.
+        optional model: String,
+        /// Prompt tokens.
+        count input_tokens: u64,
+        /// Generated tokens (reasoning included).
+        count output_tokens: u64,
+        /// Input plus output.
+        count total_tokens: u64,
+        /// Generated tokens spent reasoning.
+        count reasoning_tokens: u64,
+        /// Prompt tokens served from a cache.
+        count cached_input_tokens: u64,
+        /// Prompt tokens written to a cache.
+        count cache_write_input_tokens: u64,
+    }
+);
 
 #[cfg(test)]
 mod tests {

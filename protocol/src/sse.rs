@@ -25,10 +25,17 @@ use crate::event::{Event, decode_event};
 
 /// `data: <json>\n\n`: one event as an SSE frame (LF only).
 pub fn sse_frame(event: &Event) -> String {
-    let json = event.to_json();
+    sse_frame_json(&event.to_json())
+}
+
+/// [`sse_frame`] for an event already encoded with [`Event::to_json`], so a
+/// server that encodes each event once (off the transport) frames the text
+/// without encoding it again. `json` must be that one-line encoding: a
+/// newline in it would end the `data:` line early.
+pub fn sse_frame_json(json: &str) -> String {
     let mut frame = String::with_capacity(json.len() + 8);
     frame.push_str("data: ");
-    frame.push_str(&json);
+    frame.push_str(json);
     frame.push_str("\n\n");
     frame
 }
@@ -44,6 +51,12 @@ pub const SSE_MAX_EVENT_BYTES: usize = 10 * 1024 * 1024;
 /// The text of the WebSocket frame carrying `event`: the event's JSON alone.
 pub fn ws_text(event: &Event) -> String {
     event.to_json()
+}
+
+/// [`ws_text`] for an event already encoded with [`Event::to_json`]: the
+/// frame is that text unchanged (a WebSocket message needs no delimiter).
+pub fn ws_text_json(json: &str) -> &str {
+    json
 }
 
 /// One dispatched SSE message.
@@ -202,6 +215,15 @@ mod tests {
         assert!(frame.starts_with("data: {") && frame.ends_with("}\n\n"));
         assert_eq!(frame.matches('\n').count(), 2);
         assert_eq!(ws_text(&ev), ev.to_json());
+    }
+
+    #[test]
+    fn framing_already_encoded_json_is_the_same() {
+        let ev = Event::from(TextMessageStart::assistant("m"));
+        let json = ev.to_json();
+        assert_eq!(sse_frame_json(&json), sse_frame(&ev));
+        assert_eq!(ws_text_json(&json), ws_text(&ev));
+        assert!(SSE_KEEPALIVE.starts_with(':') && SSE_KEEPALIVE.ends_with("\n\n"));
     }
 
     #[test]

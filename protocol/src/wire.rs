@@ -59,6 +59,74 @@ where
 /// A JSON object whose keys are free-form (metadata, activity content).
 pub type JsonObject = serde_json::Map<String, serde_json::Value>;
 
+/// Declares a wire struct: `pub` fields in camelCase, deriving `Debug`,
+/// `Clone`, `PartialEq` and serde, plus whatever `#[derive]` is given.
+///
+/// A field is written `name: T` (required, as is; extra attributes pass
+/// through) or with a marker that makes it `Option<T>`, omitted when `None`:
+///
+/// - `optional name: T`: absent or a valid `T`; `null` is rejected
+///   ([`non_null`], the AG-UI rule);
+/// - `nullable name: T`: `null` also reads as absent, for the fields the
+///   official client tolerates as `null` (say so in the field's doc);
+/// - `count name: u64`: a [`count`] within 2^53-1.
+///
+/// One macro keeps the rule in one place: a field cannot get the lenient
+/// plain-`Option` behaviour by forgetting an attribute.
+macro_rules! wire_struct {
+    ($(#[$meta:meta])* $name:ident { $($fields:tt)* }) => {
+        $crate::wire::wire_struct!(@field [$name $(#[$meta])*] [] $($fields)*);
+    };
+    (@field [$name:ident $($attrs:tt)*] [$($out:tt)*]) => {
+        $($attrs)*
+        #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        pub struct $name {
+            $($out)*
+        }
+    };
+    (@field $head:tt [$($out:tt)*]
+        $(#[$f:meta])* optional $field:ident : $ty:ty $(, $($rest:tt)*)?) => {
+        $crate::wire::wire_struct!(@field $head [$($out)*
+            $(#[$f])*
+            #[serde(
+                default,
+                deserialize_with = "crate::wire::non_null",
+                skip_serializing_if = "Option::is_none"
+            )]
+            pub $field: Option<$ty>,
+        ] $($($rest)*)?);
+    };
+    (@field $head:tt [$($out:tt)*]
+        $(#[$f:meta])* nullable $field:ident : $ty:ty $(, $($rest:tt)*)?) => {
+        $crate::wire::wire_struct!(@field $head [$($out)*
+            $(#[$f])*
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            pub $field: Option<$ty>,
+        ] $($($rest)*)?);
+    };
+    (@field $head:tt [$($out:tt)*]
+        $(#[$f:meta])* count $field:ident : $ty:ty $(, $($rest:tt)*)?) => {
+        $crate::wire::wire_struct!(@field $head [$($out)*
+            $(#[$f])*
+            #[serde(
+                default,
+                deserialize_with = "crate::wire::count",
+                skip_serializing_if = "Option::is_none"
+            )]
+            pub $field: Option<$ty>,
+        ] $($($rest)*)?);
+    };
+    (@field $head:tt [$($out:tt)*]
+        $(#[$f:meta])* $field:ident : $ty:ty $(, $($rest:tt)*)?) => {
+        $crate::wire::wire_struct!(@field $head [$($out)*
+            $(#[$f])*
+            pub $field: $ty,
+        ] $($($rest)*)?);
+    };
+}
+pub(crate) use wire_struct;
+
 /// Declares a unit type that serializes as one fixed string and refuses any
 /// other on input, for schema `const` fields (`role: "reasoning"`,
 /// `type: "function"`).
@@ -134,6 +202,39 @@ mod tests {
         assert!(serde_json::from_str::<T>(r#"{"ts": -9007199254740991}"#).is_ok());
         assert!(serde_json::from_str::<T>(r#"{"n": -1}"#).is_err());
         assert!(serde_json::from_str::<T>(r#"{"n": 9007199254740992}"#).is_err());
+    }
+
+    wire_struct!(
+        /// test struct
+        W {
+            /// required
+            first_name: String,
+            /// strict
+            optional nick_name: String,
+            /// lenient
+            nullable extra: serde_json::Value,
+            /// bounded
+            count n: u64,
+        }
+    );
+
+    #[test]
+    fn wire_struct_fields() {
+        let w: W = serde_json::from_str(r#"{"firstName": "a", "extra": null}"#).unwrap();
+        assert_eq!((w.nick_name, w.extra, w.n), (None, None, None));
+        assert_eq!(
+            serde_json::to_string(&W {
+                first_name: "a".into(),
+                nick_name: Some("b".into()),
+                extra: None,
+                n: Some(2),
+            })
+            .unwrap(),
+            r#"{"firstName":"a","nickName":"b","n":2}"#
+        );
+        assert!(serde_json::from_str::<W>(r#"{"firstName": "a", "nickName": null}"#).is_err());
+        assert!(serde_json::from_str::<W>(r#"{"firstName": "a", "n": -1}"#).is_err());
+        assert!(serde_json::from_str::<W>(r#"{"nickName": "b"}"#).is_err());
     }
 
     const_str!(

@@ -1,6 +1,7 @@
 //! `POST /agent`: one run per request, answered as `text/event-stream` with
 //! LF-only `data: {json}\n\n` frames and `: keepalive` comments while the
-//! model is busy (a long prefill sends nothing for seconds).
+//! model is busy (a long prefill sends nothing for seconds). The bytes are
+//! the protocol crate's framing; events arrive here already encoded.
 
 use std::convert::Infallible;
 
@@ -8,6 +9,7 @@ use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
+use thinkwire_protocol::{SSE_KEEPALIVE, sse_frame_json};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 
@@ -35,25 +37,17 @@ pub(super) async fn post_agent(
     tokio::spawn(async move {
         loop {
             let next = tokio::time::timeout(keepalive, active.frames.recv()).await;
-            let bytes = match next {
-                Ok(Some(frame)) => {
-                    let terminal = frame.terminal;
-                    let bytes = Bytes::from(format!("data: {}\n\n", frame.json));
-                    if tx.send(Ok(bytes)).await.is_err() || terminal {
-                        break;
-                    }
-                    continue;
-                }
+            let (bytes, ended) = match next {
+                Ok(Some(frame)) => (Bytes::from(sse_frame_json(&frame.json)), frame.terminal),
                 Ok(None) => {
                     // The run ended without a terminal event: only a crashed
                     // run thread does that. Say so rather than hang.
                     let frame =
                         RunRejected::internal("the run ended unexpectedly").run_error_frame();
-                    Bytes::from(format!("data: {}\n\n", frame.json))
+                    (Bytes::from(sse_frame_json(&frame.json)), true)
                 }
-                Err(_) => Bytes::from_static(b": keepalive\n\n"),
+                Err(_) => (Bytes::from_static(SSE_KEEPALIVE.as_bytes()), false),
             };
-            let ended = !bytes.starts_with(b":");
             if tx.send(Ok(bytes)).await.is_err() || ended {
                 break;
             }

@@ -22,6 +22,7 @@ use axum::response::Response;
 use bytes::Bytes;
 use futures_util::{SinkExt, StreamExt};
 use serde::Deserialize;
+use thinkwire_protocol::ws_text_json;
 
 use super::AppState;
 use super::run::{self, ActiveRun};
@@ -177,7 +178,7 @@ async fn session(socket: WebSocket, state: AppState) {
 type WsSink = futures_util::stream::SplitSink<WebSocket, Message>;
 
 async fn send(tx: &mut WsSink, frame: &Frame) -> Result<(), axum::Error> {
-    tx.send(Message::Text(Utf8Bytes::from(frame.json.as_str())))
+    tx.send(Message::Text(Utf8Bytes::from(ws_text_json(&frame.json))))
         .await
 }
 

@@ -173,6 +173,24 @@ pub fn verify(events: &[Event]) {
     verifier.finish().expect("the stream ends properly");
 }
 
+/// Applies a run's events to a client's messages, kept as the JSON the
+/// tests send back, with the protocol crate's client reducer (which does
+/// what `@ag-ui/client` does: a reasoning message per
+/// `REASONING_MESSAGE_START` with the `encryptedValue` sealed for it, an
+/// assistant message for text and tool calls).
+pub fn apply_events(messages: &mut Vec<serde_json::Value>, events: &[Event]) {
+    let held: Vec<thinkwire_protocol::Message> =
+        serde_json::from_value(serde_json::Value::Array(std::mem::take(messages)))
+            .expect("the client holds valid AG-UI messages");
+    let mut conversation = thinkwire_protocol::client::Conversation::new(held);
+    conversation.apply_all(events);
+    *messages = conversation
+        .into_messages()
+        .iter()
+        .map(|m| serde_json::to_value(m).expect("messages serialize"))
+        .collect();
+}
+
 /// The types of `events`, for compact assertions.
 pub fn types(events: &[Event]) -> Vec<EventType> {
     events.iter().map(Event::event_type).collect()
