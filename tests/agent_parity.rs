@@ -136,6 +136,18 @@ struct Reference {
 #[derive(Deserialize)]
 struct Case {
     name: String,
+    /// The pass whose text is the answer (the only one, unless separate).
+    #[serde(flatten)]
+    answer: PassRef,
+    /// The separate reasoning pass before it, for models that do not
+    /// think natively.
+    #[serde(default)]
+    reasoning: Option<PassRef>,
+}
+
+/// One generation of the reference.
+#[derive(Deserialize)]
+struct PassRef {
     prompt_ids: Vec<u32>,
     output_ids: Vec<u32>,
     gaps: Vec<f64>,
@@ -296,14 +308,118 @@ fn recording_agent(
     (agent, recording)
 }
 
-/// What one case compared.
+/// What one pass compared.
 struct Compared {
     steps: usize,
     exact: bool,
 }
 
+/// Compares one generation with its reference: prompt ids exactly, output
+/// ids and `streamed` text up to the first near-tie (exactly without one).
+/// `trimmed`: the text is a reasoning block, streamed without its
+/// surrounding whitespace (layout, see the splitter).
+fn compare_pass(
+    call: &Recorded,
+    pass: &PassRef,
+    streamed: &str,
+    vocab: usize,
+    trimmed: bool,
+) -> Result<Compared, String> {
+    if call.prompt != pass.prompt_ids {
+        let at = first_difference(&call.prompt, &pass.prompt_ids);
+        return Err(format!(
+            "prompt ids differ from transformers at index {at} \
+             (thinkwire {} ids, transformers {}): thinkwire {:?}…, transformers {:?}…",
+            call.prompt.len(),
+            pass.prompt_ids.len(),
+            window(&call.prompt, at),
+            window(&pass.prompt_ids, at),
+        ));
+    }
+    let mut produced = call.generated.clone();
+    if let Finish::StopToken(id) = call.finish {
+        produced.push(id);
+    }
+    let tie = pass.gaps.iter().position(|&g| g < NEAR_TIE);
+    let limit = tie.unwrap_or(pass.output_ids.len());
+    let ids_ok = match tie {
+        None => produced == pass.output_ids,
+        Some(_) => produced.len() >= limit && produced[..limit] == pass.output_ids[..limit],
+    };
+    if !ids_ok {
+        let at = first_difference(&produced, &pass.output_ids);
+        return Err(format!(
+            "generated ids differ from mlx-lm at step {at} (compared up to {limit}, \
+             reference gap there {:?}): thinkwire {:?}, mlx-lm {:?}",
+            pass.gaps.get(at),
+            window(&produced, at),
+            window(&pass.output_ids, at),
+        ));
+    }
+    // A random-weight model may pick an id of the embedding's padding that
+    // the tokenizer does not have (a trained one never does): the ids still
+    // match, but its text is undefined (mlx-lm's detokenizer prints a byte
+    // for it, transformers nothing), so the text is compared up to there.
+    let unknown = pass.output_ids[..limit]
+        .iter()
+        .position(|&id| id as usize >= vocab);
+    let exact = tie.is_none() && unknown.is_none();
+    let text_limit = unknown.unwrap_or(limit).min(pass.pieces.len());
+    let prefix: String = pass.pieces[..text_limit].concat();
+    let expected = if exact {
+        format!("{prefix}{}", pass.tail)
+    } else {
+        prefix
+    };
+    let expected = if trimmed { expected.trim() } else { &expected };
+    let text_ok = if exact {
+        streamed == expected
+    } else {
+        streamed.starts_with(expected)
+    };
+    if !text_ok {
+        let at = streamed
+            .char_indices()
+            .zip(expected.chars())
+            .find(|((_, a), b)| a != b)
+            .map_or(streamed.len().min(expected.len()), |((i, _), _)| i);
+        let around = |s: &str| -> String {
+            s.get(at.saturating_sub(12)..)
+                .unwrap_or(s)
+                .chars()
+                .take(24)
+                .collect()
+        };
+        return Err(format!(
+            "streamed text differs from mlx-lm's at byte {at} \
+             ({} bytes streamed, {} expected{}, finish {}): thinkwire {:?}, mlx-lm {:?}",
+            streamed.len(),
+            expected.len(),
+            if exact { ", exactly" } else { " as a prefix" },
+            pass.finish,
+            around(streamed),
+            around(expected),
+        ));
+    }
+    Ok(Compared {
+        steps: limit,
+        exact,
+    })
+}
+
+fn first_difference(a: &[u32], b: &[u32]) -> usize {
+    a.iter()
+        .zip(b)
+        .position(|(x, y)| x != y)
+        .unwrap_or(a.len().min(b.len()))
+}
+
+fn window(ids: &[u32], at: usize) -> &[u32] {
+    &ids[at.min(ids.len())..ids.len().min(at + 6)]
+}
+
 /// Runs every conversation through a live server and compares; returns
-/// per-case failures (all of them, not just the first) and counts.
+/// per-pass failures (all of them, not just the first) and counts.
 async fn check(
     path: &Path,
     precision: Precision,
@@ -324,6 +440,7 @@ async fn check(
     let vocab = server.agent.model().chat().tokenizer.vocab_size();
     let mut failures = Vec::new();
     let mut compared = Vec::new();
+    let mut skipped_answers = 0;
     for (i, (conversation, case)) in conversations.iter().zip(&reference.cases).enumerate() {
         assert_eq!(conversation.name, case.name, "reference order");
         let forwarded = json!({
@@ -340,122 +457,59 @@ async fn check(
             forwarded,
         );
         let events = support::post_run(&server, &input).await;
-        let streamed: String = events
-            .iter()
-            .filter_map(|e| match &e.kind {
-                EventKind::TextMessageContent(c) => Some(c.delta.as_str()),
-                EventKind::ReasoningMessageContent(c) => Some(c.delta.as_str()),
-                _ => None,
-            })
-            .collect();
+        let name = &case.name;
         if let Some(EventKind::RunError(e)) = events.last().map(|e| &e.kind) {
-            failures.push(format!("{}: RUN_ERROR {}", case.name, e.message));
+            failures.push(format!("{name}: RUN_ERROR {}", e.message));
             continue;
+        }
+        let (mut reasoning, mut text) = (String::new(), String::new());
+        for event in &events {
+            match &event.kind {
+                EventKind::ReasoningMessageContent(c) => reasoning.push_str(&c.delta),
+                EventKind::TextMessageContent(c) => text.push_str(&c.delta),
+                _ => {}
+            }
         }
         let calls: Vec<Recorded> = std::mem::take(&mut *recording.calls.lock().unwrap());
-        let [call] = calls.as_slice() else {
-            failures.push(format!(
-                "{}: {} generations, expected one",
-                case.name,
-                calls.len()
-            ));
-            continue;
+        let outcome = match (&case.reasoning, calls.as_slice()) {
+            // One generation: a model that thinks in its output (or not at
+            // all); its text is what the client sees, in order.
+            (None, [call]) => compare_pass(
+                call,
+                &case.answer,
+                &format!("{reasoning}{text}"),
+                vocab,
+                false,
+            )
+            .map(|c| vec![c]),
+            (Some(first), [reasoning_call, answer_call]) => {
+                compare_pass(reasoning_call, first, &reasoning, vocab, true).and_then(|r| {
+                    // The answer pass's prompt carries the reasoning: only
+                    // comparable when the reasoning matched to its end.
+                    if !r.exact {
+                        skipped_answers += 1;
+                        return Ok(vec![r]);
+                    }
+                    let a = compare_pass(answer_call, &case.answer, &text, vocab, false)?;
+                    Ok(vec![r, a])
+                })
+            }
+            (_, calls) => Err(format!(
+                "{} generations, expected {}",
+                calls.len(),
+                if case.reasoning.is_some() { 2 } else { 1 }
+            )),
         };
-        let name = &case.name;
-        if call.prompt != case.prompt_ids {
-            let at = call
-                .prompt
-                .iter()
-                .zip(&case.prompt_ids)
-                .position(|(a, b)| a != b)
-                .unwrap_or(call.prompt.len().min(case.prompt_ids.len()));
-            failures.push(format!(
-                "{name}: prompt ids differ from transformers at index {at} \
-                 (thinkwire {} ids, transformers {}): thinkwire {:?}…, transformers {:?}…",
-                call.prompt.len(),
-                case.prompt_ids.len(),
-                &call.prompt[at..call.prompt.len().min(at + 8)],
-                &case.prompt_ids[at..case.prompt_ids.len().min(at + 8)],
-            ));
-            continue;
+        match outcome {
+            Ok(c) => compared.extend(c),
+            Err(why) => failures.push(format!("{name}: {why}")),
         }
-        let mut produced = call.generated.clone();
-        if let Finish::StopToken(id) = call.finish {
-            produced.push(id);
-        }
-        let tie = case.gaps.iter().position(|&g| g < NEAR_TIE);
-        let limit = tie.unwrap_or(case.output_ids.len());
-        let exact = tie.is_none();
-        let ids_ok = if exact {
-            produced == case.output_ids
-        } else {
-            produced.len() >= limit && produced[..limit] == case.output_ids[..limit]
-        };
-        if !ids_ok {
-            let at = produced
-                .iter()
-                .zip(&case.output_ids)
-                .position(|(a, b)| a != b)
-                .unwrap_or(produced.len().min(case.output_ids.len()));
-            failures.push(format!(
-                "{name}: generated ids differ from mlx-lm at step {at} (compared up to {limit}, \
-                 reference gap there {:?}): thinkwire {:?}, mlx-lm {:?}",
-                case.gaps.get(at),
-                &produced[at..produced.len().min(at + 4)],
-                &case.output_ids[at..case.output_ids.len().min(at + 4)],
-            ));
-            continue;
-        }
-        // A random-weight model may pick an id of the embedding's padding
-        // that the tokenizer does not have (a trained one never does): the
-        // ids still match, but its text is undefined (mlx-lm's
-        // detokenizer prints a byte for it, transformers nothing), so the
-        // text is compared up to there.
-        let unknown = case.output_ids[..limit]
-            .iter()
-            .position(|&id| id as usize >= vocab);
-        let text_limit = unknown.unwrap_or(limit);
-        let exact = exact && unknown.is_none();
-        let prefix: String = case.pieces[..text_limit.min(case.pieces.len())].concat();
-        let text_ok = if exact {
-            streamed == format!("{prefix}{}", case.tail)
-        } else {
-            streamed.starts_with(&prefix)
-        };
-        if !text_ok {
-            let expected = if exact {
-                format!("{prefix}{}", case.tail)
-            } else {
-                prefix.clone()
-            };
-            let at = streamed
-                .char_indices()
-                .zip(expected.chars())
-                .find(|((_, a), b)| a != b)
-                .map_or(streamed.len().min(expected.len()), |((i, _), _)| i);
-            let around = |s: &str| -> String {
-                s.get(at.saturating_sub(12)..)
-                    .unwrap_or(s)
-                    .chars()
-                    .take(24)
-                    .collect()
-            };
-            failures.push(format!(
-                "{name}: streamed text differs from mlx-lm's at byte {at} \
-                 ({} bytes streamed, {} expected{}, finish {}): thinkwire {:?}, mlx-lm {:?}",
-                streamed.len(),
-                expected.len(),
-                if exact { ", exactly" } else { " as a prefix" },
-                case.finish,
-                around(&streamed),
-                around(&expected),
-            ));
-            continue;
-        }
-        compared.push(Compared {
-            steps: limit,
-            exact,
-        });
+    }
+    if skipped_answers > 0 {
+        eprintln!(
+            "{}: {skipped_answers} answer passes not compared (their reasoning pass met a near-tie)",
+            reference.model
+        );
     }
     server.shutdown().await;
     (failures, compared)
@@ -465,14 +519,13 @@ fn report(label: &str, failures: &[String], compared: &[Compared], min_steps: us
     let steps: usize = compared.iter().map(|c| c.steps).sum();
     let exact = compared.iter().filter(|c| c.exact).count();
     eprintln!(
-        "{label}: {} cases passed, {steps} generated tokens compared, {exact} cases without a near-tie compared exactly",
+        "{label}: {} passes matched, {steps} generated tokens compared, {exact} passes without a near-tie compared exactly",
         compared.len()
     );
     assert!(
         failures.is_empty(),
-        "{label}: {} of {} cases differ:\n{}",
+        "{label}: {} cases differ:\n{}",
         failures.len(),
-        failures.len() + compared.len(),
         failures.join("\n")
     );
     assert!(
@@ -493,6 +546,26 @@ async fn default_model_answers_as_mlx_lm_through_the_agent() {
         &failures,
         &compared,
         600,
+    );
+}
+
+/// The default model with thinking on: thinkwire's separate reasoning
+/// pass, then the answer pass whose system prompt carries the reasoning.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn default_model_reasoning_pass_and_answer_match_mlx_lm_through_the_agent() {
+    let gguf = thinkwire_chat::assets::default_model();
+    let (failures, compared) = check(
+        &gguf,
+        Precision::Auto,
+        "smollm2-135m-separate-pass.json",
+        "full",
+    )
+    .await;
+    report(
+        "SmolLM2-135M (auto), separate reasoning pass",
+        &failures,
+        &compared,
+        1000,
     );
 }
 

@@ -11,7 +11,7 @@ mlx-lm and transformers on the same MLX and BLAS as thinkwire). Two modes:
       Byte-identical on every run; scripts/setup-models calls this.
 
   reference MODEL_DIR --set tests/parity/conversations.json --out FILE.json
-            [--thinking on|off] [--max-tokens 48] [--label TEXT]
+            [--thinking on|off | --separate-pass] [--max-tokens 48] [--label TEXT]
       For every question (as one user message) and every conversation of
       the set: the prompt ids of transformers'
       `apply_chat_template(messages, tools=..., add_generation_prompt=True)`
@@ -19,6 +19,12 @@ mlx-lm and transformers on the same MLX and BLAS as thinkwire). Two modes:
       greedy generation on those ids as `mlx_lm.generate` does it (stops
       at the tokenizer's EOS ids, text from mlx-lm's streaming
       detokenizer), with the top-1/top-2 logit gap of every step.
+      With --separate-pass, as thinkwire reasons for a model that does not
+      think natively: first a reasoning pass (the registry's
+      `reasoning_system` prompt from reasoning/formats.toml put first in the
+      system message), then the answer pass whose system message carries
+      that reasoning (`answer_system`); the case's `reasoning` holds the
+      first pass.
 
 Per case the output holds `prompt_ids`, `output_ids` (the stop id last when
 `finish` is "stop"), `gaps` (one per output id), `pieces` (the text each
@@ -122,6 +128,23 @@ def greedy_as_generate(model, tokenizer, prompt_ids, max_tokens):
     return {"output_ids": ids, "gaps": gaps, "pieces": pieces, "tail": detok.last_segment, "finish": finish}
 
 
+def separate_pass_prompts():
+    import tomllib
+
+    formats = Path(__file__).resolve().parents[2] / "reasoning/formats.toml"
+    return tomllib.loads(formats.read_text())["separate_pass"]
+
+
+def with_system(messages, system):
+    """The conversation with `system` first in its system message, as
+    thinkwire's agent puts a pass's instructions (src/agent: with_system)."""
+    if messages and messages[0]["role"] == "system":
+        existing = messages[0].get("content") or ""
+        merged = dict(messages[0], content=f"{system}\n\n{existing}" if existing else system)
+        return [merged] + messages[1:]
+    return [{"role": "system", "content": system}] + messages
+
+
 def cmd_reference(args):
     from transformers import AutoTokenizer
 
@@ -133,15 +156,25 @@ def cmd_reference(args):
         kwargs["enable_thinking"] = args.thinking == "on"
     cases = [{"name": f"question {i}", "messages": [{"role": "user", "content": q}]} for i, q in enumerate(conv_set["questions"])]
     cases += conv_set["conversations"]
-    out_cases = []
-    for case in cases:
-        prompt = hf.apply_chat_template(
-            case["messages"], tools=case.get("tools"), add_generation_prompt=True, tokenize=True, **kwargs
-        )
+    def pass_of(messages, tools):
+        prompt = hf.apply_chat_template(messages, tools=tools, add_generation_prompt=True, tokenize=True, **kwargs)
         if isinstance(prompt, dict) or hasattr(prompt, "keys"):
             prompt = prompt["input_ids"]
         prompt = [int(t) for t in prompt]
-        out_cases.append({"name": case["name"], "prompt_ids": prompt, **greedy_as_generate(model, tokenizer, prompt, args.max_tokens)})
+        return {"prompt_ids": prompt, **greedy_as_generate(model, tokenizer, prompt, args.max_tokens)}
+
+    prompts = separate_pass_prompts() if args.separate_pass else None
+    out_cases = []
+    for case in cases:
+        messages, tools = case["messages"], case.get("tools")
+        if prompts is None:
+            out_cases.append({"name": case["name"], **pass_of(messages, tools)})
+            continue
+        reasoning = pass_of(with_system(messages, prompts["reasoning_system"]), tools)
+        # The reasoning block as streamed: surrounding whitespace is layout.
+        notes = ("".join(reasoning["pieces"]) + reasoning["tail"]).strip()
+        answer_system = prompts["answer_system"].replace("{reasoning}", notes)
+        out_cases.append({"name": case["name"], "reasoning": reasoning, **pass_of(with_system(messages, answer_system), tools)})
     out = {
         "generator": "scripts/golden/agent_parity_ref.py reference",
         "mlx_lm_version": mlx_lm.__version__,
@@ -150,6 +183,7 @@ def cmd_reference(args):
         "model": args.label or str(args.model_dir),
         "weights_sha256": weights_sha256(args.model_dir),
         "thinking": args.thinking,
+        "separate_pass": args.separate_pass,
         "max_tokens": args.max_tokens,
         "cases": out_cases,
     }
@@ -168,6 +202,7 @@ def main():
     r.add_argument("--set", required=True)
     r.add_argument("--out", required=True)
     r.add_argument("--thinking", choices=["on", "off"])
+    r.add_argument("--separate-pass", action="store_true")
     r.add_argument("--max-tokens", type=int, default=48)
     r.add_argument("--label")
     args = p.parse_args()
