@@ -47,12 +47,7 @@ pub fn bench(args: &BenchArgs) -> Result<()> {
     use thinkwire_engine::mlx::{LoadOptions, Precision};
 
     let path = args.model.path()?;
-    let Some(precision) = Precision::parse(&args.model.precision) else {
-        bail!(
-            "--precision: expected auto, f32, bf16 or keep, not {:?}",
-            args.model.precision
-        );
-    };
+    let precision = super::args::parse_precision(&args.model.precision)?;
     if args.runs == 0 || args.max_tokens == 0 {
         bail!("--runs and --max-tokens must be at least 1");
     }

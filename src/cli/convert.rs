@@ -25,15 +25,10 @@ pub struct ConvertArgs {
 /// Runs `thinkwire convert`.
 #[cfg(feature = "mlx")]
 pub fn convert(args: &ConvertArgs) -> Result<()> {
-    use anyhow::{Context, bail};
-    use thinkwire_engine::mlx::{ConvertOptions, Precision, convert_gguf};
+    use anyhow::Context;
+    use thinkwire_engine::mlx::{ConvertOptions, convert_gguf};
 
-    let Some(precision) = Precision::parse(&args.precision) else {
-        bail!(
-            "--precision: expected auto, f32, bf16 or keep, not {:?}",
-            args.precision
-        );
-    };
+    let precision = super::args::parse_precision(&args.precision)?;
     let chat = thinkwire_chat::ChatModel::load(&args.gguf)
         .with_context(|| format!("reading the tokenizer of {}", args.gguf.display()))?;
     let options = ConvertOptions {

@@ -1,0 +1,113 @@
+//! The model flags every model-loading subcommand shares, and the loading
+//! itself, so `serve`, `chat`, `inspect` and `bench` resolve a model alike.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{Context, Result, bail};
+use thinkwire_reasoning::Registry;
+
+use crate::agent::Model;
+
+/// Which model to load and how.
+#[derive(clap::Args, Debug, Clone)]
+pub struct ModelArgs {
+    /// A GGUF file or a Hugging Face / mlx-community folder (default: the
+    /// model `scripts/setup` installed).
+    #[arg(long, short = 'm', env = "THINKWIRE_MODEL")]
+    pub model: Option<PathBuf>,
+    /// Weight precision at load: `auto` (on a CPU, 4/8-bit weights stay
+    /// packed and run on thinkwire's kernels, the rest f32), `f32`
+    /// (dequantize everything; BLAS), `bf16`, or `keep` (MLX's own
+    /// quantized kernels).
+    #[arg(long, default_value = "auto")]
+    pub precision: String,
+    /// A reasoning-formats file merged over the built-in registry.
+    #[arg(long, env = "THINKWIRE_FORMATS")]
+    pub formats: Option<PathBuf>,
+    /// Keep the last generation's attention cache in memory so a follow-up
+    /// turn only prefills what is new. It retains conversation-derived state
+    /// between requests and lets time-to-first-token reveal shared prefixes
+    /// across clients: leave it off for zero-data-retention or multi-user
+    /// servers. (`thinkwire chat`'s REPL always uses it.)
+    #[arg(long)]
+    pub prefix_cache: bool,
+}
+
+impl ModelArgs {
+    /// The model path: the flag, or the default model.
+    pub fn path(&self) -> Result<PathBuf> {
+        match &self.model {
+            Some(path) => Ok(path.clone()),
+            None => {
+                let path = thinkwire_chat::assets::default_model();
+                if !path.exists() {
+                    bail!(
+                        "the default model is not installed at {} — run scripts/setup, or pass --model",
+                        path.display()
+                    );
+                }
+                Ok(path)
+            }
+        }
+    }
+
+    /// The reasoning-format registry: built-in, with the user's file over it.
+    pub fn registry(&self) -> Result<Registry> {
+        let builtin = Registry::builtin();
+        match &self.formats {
+            Some(path) => builtin
+                .with_user_file(path)
+                .with_context(|| format!("loading reasoning formats from {}", path.display())),
+            None => Ok(builtin),
+        }
+    }
+
+    /// Loads engine, tokenizer, template and reasoning format.
+    pub fn load(&self) -> Result<Model> {
+        let path = self.path()?;
+        let engine = load_engine(&path, &self.precision, self.prefix_cache)?;
+        let chat = Model::load_chat(&path).with_context(|| {
+            format!(
+                "loading the tokenizer and chat template of {}",
+                path.display()
+            )
+        })?;
+        Ok(Model::new(engine, chat, &self.registry()?)?)
+    }
+}
+
+/// A `--precision` value; shared so every subcommand rejects a bad one alike.
+#[cfg(feature = "mlx")]
+pub(super) fn parse_precision(name: &str) -> Result<thinkwire_engine::mlx::Precision> {
+    match thinkwire_engine::mlx::Precision::parse(name) {
+        Some(precision) => Ok(precision),
+        None => bail!("--precision: expected auto, f32, bf16 or keep, not {name:?}"),
+    }
+}
+
+#[cfg(feature = "mlx")]
+fn load_engine(
+    path: &Path,
+    precision: &str,
+    prefix_cache: bool,
+) -> Result<Arc<dyn thinkwire_engine::Engine>> {
+    use thinkwire_engine::mlx::{LoadOptions, MlxEngine};
+    let options = LoadOptions {
+        precision: parse_precision(precision)?,
+        prefix_cache,
+        ..LoadOptions::default()
+    };
+    let engine =
+        MlxEngine::load(path, &options).with_context(|| format!("loading {}", path.display()))?;
+    Ok(Arc::new(engine))
+}
+
+#[cfg(not(feature = "mlx"))]
+fn load_engine(
+    _path: &Path,
+    _precision: &str,
+    _prefix_cache: bool,
+) -> Result<Arc<dyn thinkwire_engine::Engine>> {
+    bail!("this thinkwire was built without the `mlx` feature, so it has no engine to load")
+}
