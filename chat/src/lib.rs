@@ -55,7 +55,7 @@ pub use detok::IncrementalDecoder;
 pub use error::{ChatError, Result};
 pub use gguf_tokenizer::{supported_pre_tokenizers, tokenizer_json_from_gguf};
 pub use message::{TemplateFunctionCall, TemplateMessage, TemplateToolCall};
-pub use model::{ChatModel, ModelSource, SpecialTokens, TokenRef};
+pub use model::{ChatModel, ModelSource, RenderedChat, SpecialTokens, TokenRef};
 pub use pyjson::float_repr as python_float_repr;
 pub use stop::{StopMatcher, StopStep};
 pub use template::{ChatTemplate, RenderOptions};

@@ -25,7 +25,7 @@ use thinkwire_gguf::GgufFile;
 use crate::error::{ChatError, Result};
 use crate::gguf_tokenizer::tokenizer_json_from_gguf;
 use crate::message::TemplateMessage;
-use crate::sanitize::{ControlTokens, encode_marked};
+use crate::sanitize::{ControlTokens, encode_marked, strip_markers};
 use crate::template::{ChatTemplate, RenderOptions};
 use crate::tokenizer::Tokenizer;
 
@@ -84,6 +84,15 @@ impl SpecialTokens {
         .filter_map(|(name, t)| t.as_ref().map(|t| (name, t.content.clone())))
         .collect()
     }
+}
+
+/// A chat rendered and encoded once ([`ChatModel::render_chat`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RenderedChat {
+    /// The rendered prompt, without sanitizing markers.
+    pub text: String,
+    /// The prompt as the model gets it.
+    pub ids: Vec<u32>,
 }
 
 /// Where a [`ChatModel`] came from.
@@ -352,6 +361,23 @@ impl ChatModel {
         messages: &[TemplateMessage],
         options: &RenderOptions,
     ) -> Result<Vec<u32>> {
+        Ok(self.render_chat(messages, options)?.ids)
+    }
+
+    /// [`ChatModel::encode_chat`] that also returns the text the ids
+    /// encode, from the same single render.
+    ///
+    /// The text is the render with the sanitizing markers taken out. It
+    /// equals the template's plain render of `messages` except where the
+    /// template's own string methods act on a control token the
+    /// conversation wrote (Qwen3 splits replayed assistant content at
+    /// `</think>`): there it follows the ids, as transformers' sanitized
+    /// encoding does.
+    pub fn render_chat(
+        &self,
+        messages: &[TemplateMessage],
+        options: &RenderOptions,
+    ) -> Result<RenderedChat> {
         let template = self.template_for(options.tools.is_some())?;
         let control = ControlTokens::new(&self.tokenizer, template.source());
         let messages: Vec<TemplateMessage> =
@@ -373,7 +399,10 @@ impl ChatModel {
             ..options.clone()
         };
         let rendered = template.render(&messages, &options)?;
-        encode_marked(&self.tokenizer, &rendered)
+        Ok(RenderedChat {
+            ids: encode_marked(&self.tokenizer, &rendered)?,
+            text: strip_markers(&rendered),
+        })
     }
 
     /// All templates by name.

@@ -107,6 +107,15 @@ impl ControlTokens {
     }
 }
 
+/// A chat rendered from marked inputs with the markers taken out: the text
+/// [`encode_marked`] encodes (it drops lone markers too).
+pub(crate) fn strip_markers(rendered: &str) -> String {
+    rendered
+        .chars()
+        .filter(|&c| c != START && c != END)
+        .collect()
+}
+
 /// Encodes a chat rendered from marked inputs: text between markers is
 /// encoded normally, marked tokens as plain text, lone markers (a template
 /// string method cut a token apart) dropped but still separating the text

@@ -319,14 +319,18 @@ fn synthesized_tokenizer_json_round_trips() {
     );
 }
 
-#[test]
-fn encode_chat_sanitizes_like_transformers() {
-    let all = cases()["templates"]
+/// The template and injection cases.
+fn all_cases() -> impl Iterator<Item = &'static Value> {
+    cases()["templates"]
         .as_array()
         .expect("cases")
         .iter()
-        .chain(cases()["injections"].as_array().expect("injections"));
-    for case in all {
+        .chain(cases()["injections"].as_array().expect("injections"))
+}
+
+#[test]
+fn encode_chat_sanitizes_like_transformers() {
+    for case in all_cases() {
         let name = case["name"].as_str().expect("name");
         let (m, messages, opts) = parse_case(case);
         let want: Vec<u32> =
@@ -336,6 +340,36 @@ fn encode_chat_sanitizes_like_transformers() {
             want,
             "case {name}"
         );
+    }
+}
+
+/// One render gives the ids and the text. The text is what the ids decode
+/// to, and the template's plain render except where the template applies
+/// string methods to a control token the conversation wrote: Qwen3 splits
+/// replayed assistant content at `</think>`, and `lstrip` stops at the
+/// sanitizing marker. That is history; the generation prompt at the end,
+/// which the reasoning format inspects, is the template's own either way.
+#[test]
+fn render_chat_text_is_what_the_ids_encode() {
+    for case in all_cases() {
+        let name = case["name"].as_str().expect("name");
+        let (m, messages, mut opts) = parse_case(case);
+        opts.add_generation_prompt = true;
+        let rendered = m.render_chat(&messages, &opts).expect("renders");
+        let plain = m
+            .template_for(opts.tools.is_some())
+            .expect("template")
+            .render(&messages, &opts)
+            .expect("renders");
+        let decoded = m.tokenizer.decode(&rendered.ids, false).expect("decodes");
+        assert_eq!(rendered.text, decoded, "case {name}");
+        if name == "qwen3_inline_think_in_content" {
+            assert_ne!(rendered.text, plain);
+            let tail = "Visible answer<|im_end|>\n<|im_start|>assistant\n";
+            assert!(rendered.text.ends_with(tail) && plain.ends_with(tail));
+        } else {
+            assert_eq!(rendered.text, plain, "case {name}");
+        }
     }
 }
 

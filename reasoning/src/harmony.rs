@@ -12,6 +12,9 @@ pub(crate) const CONSTRAIN: &str = "<|constrain|>";
 pub(crate) const RETURN: &str = "<|return|>";
 pub(crate) const CALL: &str = "<|call|>";
 
+/// How an analysis (reasoning) message's header begins after the role.
+pub(crate) const ANALYSIS_HEADER: &str = "<|channel|>analysis";
+
 /// Longest header accepted; a model that never writes `<|message|>` must
 /// not make the splitter buffer without bound.
 pub(crate) const MAX_HEADER: usize = 512;

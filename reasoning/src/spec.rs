@@ -10,6 +10,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::harmony;
+
 /// Everything the runtime needs to know about one model family's reasoning.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FormatSpec {
@@ -156,6 +158,20 @@ pub enum ReasoningStyle {
     SeparatePass(SeparatePassSpec),
     /// No reasoning at all: everything is answer text.
     None,
+}
+
+impl ReasoningStyle {
+    /// The text that opens reasoning in the model's own output, if the
+    /// style writes reasoning there: `<think>`, or Harmony's analysis
+    /// channel header. A replayed assistant turn whose content holds it
+    /// already carries its reasoning.
+    pub fn open_marker(&self) -> Option<&str> {
+        match self {
+            Self::Tags(tags) => Some(&tags.open),
+            Self::Harmony(_) => Some(harmony::ANALYSIS_HEADER),
+            Self::SeparatePass(_) | Self::None => None,
+        }
+    }
 }
 
 /// Tag-delimited reasoning.
@@ -641,6 +657,19 @@ mod tests {
         assert!(spec.starts_in_reasoning("<|im_start|>assistant\n<think>\n", true));
         assert!(!spec.starts_in_reasoning("assistant\n<think>\n\n</think>\n\n", true));
         assert!(!spec.starts_in_reasoning("<|im_start|>assistant\n", true));
+    }
+
+    #[test]
+    fn open_marker_is_where_output_reasoning_starts() {
+        let tags = tags_spec(ThinkingControl::default());
+        assert_eq!(tags.reasoning.open_marker(), Some("<think>"));
+        let harmony = ReasoningStyle::Harmony(HarmonySpec {
+            text_channels: default_text_channels(),
+            force_close: default_harmony_close(),
+            ids: HarmonyIds::default(),
+        });
+        assert_eq!(harmony.open_marker(), Some("<|channel|>analysis"));
+        assert_eq!(ReasoningStyle::None.open_marker(), None);
     }
 
     #[test]

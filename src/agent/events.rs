@@ -1,6 +1,8 @@
-//! From what the model produced to AG-UI events: one run's lifecycle, its
-//! reasoning spans (shown per visibility, sealed at their end), its answer
-//! text and its tool calls.
+//! AG-UI events for one run: its lifecycle, its reasoning spans (shown per
+//! visibility, sealed at their end), its answer text and its tool calls.
+//! Only emission lives here; what the model said is tracked by the pass
+//! that produced it, which hands a reasoning message's text over to be
+//! sealed when it ends.
 //!
 //! Order per reasoning block: `REASONING_START`, `REASONING_MESSAGE_START`,
 //! content (streamed in `full`, the summary in `summary`, none in `hidden`),
@@ -26,7 +28,7 @@ use thinkwire_protocol::{
     TextMessageContent, TextMessageEnd, TextMessageStart, TokenUsage, ToolCallArgs, ToolCallEnd,
     ToolCallStart,
 };
-use thinkwire_reasoning::{Chunk, MalformedKind, ToolCall};
+use thinkwire_reasoning::{Malformed, MalformedKind, ToolCall};
 use thinkwire_seal::{Binding, KeyRing, SealedReasoning};
 
 use super::controls::Visibility;
@@ -52,10 +54,10 @@ pub(crate) struct SealContext<'a> {
     pub ttl: Option<std::time::Duration>,
 }
 
-struct OpenReasoning {
+/// The ids of an open reasoning span and its message.
+pub(crate) struct ReasoningMessage {
     span_id: String,
     message_id: String,
-    text: String,
 }
 
 /// Builds one run's event stream.
@@ -68,13 +70,11 @@ pub(crate) struct RunEvents<'a> {
     offered_tools: BTreeSet<String>,
     assistant_id: String,
     text_open: bool,
-    reasoning: Option<OpenReasoning>,
     /// Calls streamed to the client and still open (their ids).
     open_calls: BTreeSet<String>,
     /// Calls the model made that were not offered: swallowed until they end.
     rejected_calls: BTreeSet<String>,
     pending_calls: Vec<String>,
-    reasoning_blocks: usize,
 }
 
 impl<'a> RunEvents<'a> {
@@ -95,11 +95,9 @@ impl<'a> RunEvents<'a> {
             offered_tools: offered_tools.into_iter().collect(),
             assistant_id: new_id("msg"),
             text_open: false,
-            reasoning: None,
             open_calls: BTreeSet::new(),
             rejected_calls: BTreeSet::new(),
             pending_calls: Vec::new(),
-            reasoning_blocks: 0,
         }
     }
 
@@ -132,103 +130,46 @@ impl<'a> RunEvents<'a> {
         self.visibility != Visibility::Off
     }
 
-    /// Handles one chunk of model output.
-    pub(crate) fn chunk(&mut self, chunk: Chunk) -> Result<(), Disconnected> {
-        match chunk {
-            Chunk::ReasoningStart => self.reasoning_start(),
-            Chunk::ReasoningDelta(delta) => self.reasoning_delta(&delta),
-            Chunk::ReasoningEnd => self.reasoning_end(None),
-            Chunk::Text(text) => self.text(&text),
-            Chunk::ToolCallStart { id, name } => self.tool_call_start(id, name),
-            Chunk::ToolCallArgs { id, delta } => {
-                if self.open_calls.contains(&id) && !delta.is_empty() {
-                    self.out.emit(ToolCallArgs {
-                        tool_call_id: id,
-                        delta,
-                    })?;
-                }
-                Ok(())
-            }
-            Chunk::ToolCallEnd(call) => self.tool_call_end(call),
-            Chunk::Malformed(malformed) => {
-                let kind = match malformed.kind {
-                    MalformedKind::StrayCloseTag => "stray_close_tag",
-                    MalformedKind::ToolCall => "tool_call",
-                    MalformedKind::HarmonyHeader => "harmony_header",
-                    MalformedKind::OutsideMessage => "outside_message",
-                };
-                self.custom(custom::MALFORMED_OUTPUT, json!({ "kind": kind }))?;
-                // Broken syntax is shown to the user as answer text rather
-                // than lost; a stray close tag has nothing left to show.
-                if malformed.kind != MalformedKind::StrayCloseTag {
-                    self.text(&malformed.raw)?;
-                }
-                Ok(())
-            }
-        }
-    }
-
-    /// Opens a reasoning block.
-    pub(crate) fn reasoning_start(&mut self) -> Result<(), Disconnected> {
-        if self.reasoning.is_some() {
-            return Ok(());
-        }
-        self.reasoning_blocks += 1;
-        let open = OpenReasoning {
+    /// Opens a reasoning span and its message.
+    pub(crate) fn reasoning_start(&mut self) -> Result<ReasoningMessage, Disconnected> {
+        let message = ReasoningMessage {
             span_id: new_id("reasoning"),
             message_id: new_id("reasoning-msg"),
-            text: String::new(),
         };
         if self.reasoning_shown() {
             self.out.emit(ReasoningStart {
-                message_id: open.span_id.clone(),
+                message_id: message.span_id.clone(),
             })?;
             self.out
-                .emit(ReasoningMessageStart::new(open.message_id.clone()))?;
+                .emit(ReasoningMessageStart::new(message.message_id.clone()))?;
         }
-        self.reasoning = Some(open);
-        Ok(())
+        Ok(message)
     }
 
-    /// More reasoning text.
-    pub(crate) fn reasoning_delta(&mut self, delta: &str) -> Result<(), Disconnected> {
-        if delta.is_empty() {
+    /// More reasoning text (streamed in `full` only).
+    pub(crate) fn reasoning_delta(
+        &mut self,
+        message: &ReasoningMessage,
+        delta: &str,
+    ) -> Result<(), Disconnected> {
+        if delta.is_empty() || self.visibility != Visibility::Full {
             return Ok(());
         }
-        if self.reasoning.is_none() {
-            self.reasoning_start()?;
-        }
-        let stream = self.visibility == Visibility::Full;
-        let Some(open) = self.reasoning.as_mut() else {
-            return Ok(());
-        };
-        open.text.push_str(delta);
-        if stream {
-            let message_id = open.message_id.clone();
-            self.out.emit(ReasoningMessageContent {
-                message_id,
-                delta: delta.to_owned(),
-            })?;
-        }
-        Ok(())
+        self.out.emit(ReasoningMessageContent {
+            message_id: message.message_id.clone(),
+            delta: delta.to_owned(),
+        })
     }
 
-    /// The reasoning text of the open block so far.
-    pub(crate) fn open_reasoning_text(&self) -> Option<&str> {
-        self.reasoning.as_ref().map(|r| r.text.as_str())
-    }
-
-    /// Whether a reasoning block is open.
-    pub(crate) fn reasoning_open(&self) -> bool {
-        self.reasoning.is_some()
-    }
-
-    /// Closes the open reasoning block: content per visibility (`summary`
-    /// shows `summary`), end of message, sealed value, end of span.
-    pub(crate) fn reasoning_end(&mut self, summary: Option<&str>) -> Result<(), Disconnected> {
-        let Some(open) = self.reasoning.take() else {
-            return Ok(());
-        };
+    /// Closes a reasoning message whose whole text is `text`: content per
+    /// visibility (`summary` shows `summary`), end of message, the sealed
+    /// value of `text`, end of span.
+    pub(crate) fn reasoning_end(
+        &mut self,
+        message: ReasoningMessage,
+        text: &str,
+        summary: Option<&str>,
+    ) -> Result<(), Disconnected> {
         if !self.reasoning_shown() {
             return Ok(());
         }
@@ -236,17 +177,17 @@ impl<'a> RunEvents<'a> {
             && let Some(summary) = summary.filter(|s| !s.is_empty())
         {
             self.out.emit(ReasoningMessageContent {
-                message_id: open.message_id.clone(),
+                message_id: message.message_id.clone(),
                 delta: summary.to_owned(),
             })?;
         }
         self.out.emit(ReasoningMessageEnd {
-            message_id: open.message_id.clone(),
+            message_id: message.message_id.clone(),
         })?;
-        if !open.text.is_empty() {
-            let binding = Binding::new(&self.thread_id, &open.message_id);
+        if !text.is_empty() {
+            let binding = Binding::new(&self.thread_id, &message.message_id);
             let mut sealed = SealedReasoning::new(
-                open.text.as_str(),
+                text,
                 self.seal.model_id,
                 self.seal.format_id,
                 thinkwire_seal::now_unix_ms(),
@@ -257,20 +198,20 @@ impl<'a> RunEvents<'a> {
             match self.seal.keys.seal(&sealed, binding) {
                 Ok(value) => self
                     .out
-                    .emit(ReasoningEncryptedValue::message(&open.message_id, value))?,
+                    .emit(ReasoningEncryptedValue::message(&message.message_id, value))?,
                 // Sealing only fails if the OS RNG does; continuity of this
                 // block is lost, visibly.
                 Err(err) => {
                     tracing::error!(error = %err, "sealing reasoning failed");
                     self.custom(
                         custom::REASONING_DROPPED,
-                        json!({ "messageId": open.message_id, "reason": "sealing failed" }),
+                        json!({ "messageId": message.message_id, "reason": "sealing failed" }),
                     )?;
                 }
             }
         }
         self.out.emit(ReasoningEnd {
-            message_id: open.span_id,
+            message_id: message.span_id,
         })
     }
 
@@ -290,7 +231,8 @@ impl<'a> RunEvents<'a> {
         })
     }
 
-    fn tool_call_start(&mut self, id: String, name: String) -> Result<(), Disconnected> {
+    /// A call begins (streamed only when the tool was offered).
+    pub(crate) fn tool_call_start(&mut self, id: String, name: String) -> Result<(), Disconnected> {
         if !self.offered_tools.contains(&name) {
             self.rejected_calls.insert(id);
             return Ok(());
@@ -304,7 +246,19 @@ impl<'a> RunEvents<'a> {
         Ok(())
     }
 
-    fn tool_call_end(&mut self, call: ToolCall) -> Result<(), Disconnected> {
+    /// More of a streamed call's arguments.
+    pub(crate) fn tool_call_args(&mut self, id: String, delta: String) -> Result<(), Disconnected> {
+        if self.open_calls.contains(&id) && !delta.is_empty() {
+            self.out.emit(ToolCallArgs {
+                tool_call_id: id,
+                delta,
+            })?;
+        }
+        Ok(())
+    }
+
+    /// A call ends: pending, invalid, or rejected as not offered.
+    pub(crate) fn tool_call_end(&mut self, call: ToolCall) -> Result<(), Disconnected> {
         if self.rejected_calls.remove(&call.id) || !self.offered_tools.contains(&call.name) {
             return self.custom(
                 custom::TOOL_CALL_REJECTED,
@@ -341,9 +295,26 @@ impl<'a> RunEvents<'a> {
         }
     }
 
-    /// Closes whatever is open, in a valid order.
+    /// Model output that broke its format's syntax: a notice, and the raw
+    /// text shown as answer text rather than lost (a stray close tag has
+    /// nothing left to show).
+    pub(crate) fn malformed(&mut self, malformed: Malformed) -> Result<(), Disconnected> {
+        let kind = match malformed.kind {
+            MalformedKind::StrayCloseTag => "stray_close_tag",
+            MalformedKind::ToolCall => "tool_call",
+            MalformedKind::HarmonyHeader => "harmony_header",
+            MalformedKind::OutsideMessage => "outside_message",
+        };
+        self.custom(custom::MALFORMED_OUTPUT, json!({ "kind": kind }))?;
+        if malformed.kind != MalformedKind::StrayCloseTag {
+            self.text(&malformed.raw)?;
+        }
+        Ok(())
+    }
+
+    /// Closes the calls and text still open, in a valid order (passes
+    /// close their own reasoning: they hold its text).
     fn close_open(&mut self) -> Result<(), Disconnected> {
-        self.reasoning_end(None)?;
         for id in std::mem::take(&mut self.open_calls) {
             self.out.emit(ToolCallEnd { tool_call_id: id })?;
         }

@@ -11,91 +11,52 @@
 //!
 //! This is where the crates meet: `chat` renders and tokenizes, the engine
 //! generates, `reasoning` splits its output, `seal` seals and opens
-//! reasoning, `protocol` defines the events.
+//! reasoning, `protocol` defines the events. The files follow a run:
+//! `prepare` (with `controls`, `history`, `prompt` and `model`), then
+//! `execute`, whose passes (`pass`) emit through `events` and `output`.
 
+mod config;
 pub mod controls;
 mod events;
+mod execute;
 pub mod history;
 pub mod model;
 mod output;
+mod pass;
+mod prepare;
+mod prompt;
 mod rejection;
-mod run;
 mod sampling;
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use serde_json::json;
-use thinkwire_engine::SamplingParams;
 use thinkwire_protocol::{
-    AgentCapabilities, IdentityCapabilities, ReasoningCapabilities, RunAgentInput, Tool,
+    AgentCapabilities, IdentityCapabilities, ReasoningCapabilities, RunAgentInput,
     ToolsCapabilities, TransportCapabilities, decode_run_agent_input,
 };
 use thinkwire_seal::KeyRing;
 
+pub use config::AgentConfig;
 pub use controls::{Effort, ReasoningControls, ReasoningPolicy, Visibility};
 pub use events::custom;
 pub use history::{ReplayFailure, ReplayPolicy};
 pub use model::Model;
 pub use output::{CancelRun, Disconnected, Frame, RunOutput};
+pub use prepare::PreparedRun;
+use prepare::Shared;
 pub use rejection::{RejectKind, RunRejected};
-
-/// How the agent runs: the operator's choices.
-#[derive(Debug, Clone)]
-pub struct AgentConfig {
-    /// Bounds on the reasoning controls clients may ask for.
-    pub policy: ReasoningPolicy,
-    /// What happens to replayed reasoning.
-    pub replay: ReplayPolicy,
-    /// Sealed values stop opening after this long (`None`: never).
-    pub seal_ttl: Option<Duration>,
-    /// Default and upper bound of generated tokens per pass.
-    pub max_new_tokens: usize,
-    /// Sampling when the client says nothing.
-    pub sampling: SamplingParams,
-    /// Most messages accepted in one input.
-    pub max_messages: usize,
-    /// Most tools accepted in one input.
-    pub max_tools: usize,
-}
-
-impl Default for AgentConfig {
-    fn default() -> Self {
-        Self {
-            policy: ReasoningPolicy::default(),
-            replay: ReplayPolicy::default(),
-            seal_ttl: None,
-            max_new_tokens: 1024,
-            // No repetition penalty by default, as in mlx-lm, vLLM and
-            // llama.cpp: it changes greedy decoding too, so a client asking
-            // for `temperature: 0` would not get the model's argmax answer.
-            sampling: SamplingParams {
-                temperature: 0.7,
-                top_p: 0.9,
-                ..SamplingParams::greedy()
-            },
-            max_messages: 1024,
-            max_tools: 128,
-        }
-    }
-}
 
 /// A loaded model with its keys and policy, shared by every run.
 pub struct Agent {
-    inner: Arc<Inner>,
-}
-
-struct Inner {
-    model: Model,
-    keys: KeyRing,
-    config: AgentConfig,
+    shared: Arc<Shared>,
 }
 
 impl Agent {
     /// An agent serving `model`, sealing with `keys`.
     pub fn new(model: Model, keys: KeyRing, config: AgentConfig) -> Self {
         Self {
-            inner: Arc::new(Inner {
+            shared: Arc::new(Shared {
                 model,
                 keys,
                 config,
@@ -105,19 +66,19 @@ impl Agent {
 
     /// The served model's id.
     pub fn model_id(&self) -> &str {
-        self.inner.model.id()
+        self.shared.model.id()
     }
 
     /// The served model.
     pub fn model(&self) -> &Model {
-        &self.inner.model
+        &self.shared.model
     }
 
     /// AG-UI's capability object (schema `AgentCapabilities`) for
     /// `GET /capabilities`; thinkwire's own facts go under `custom`.
     pub fn capabilities(&self) -> AgentCapabilities {
-        let model = &self.inner.model;
-        let policy = &self.inner.config.policy;
+        let model = &self.shared.model;
+        let policy = &self.shared.config.policy;
         let custom = json!({
             "model": model.id(),
             "reasoningFormat": model.format().family,
@@ -167,36 +128,6 @@ impl Agent {
 
     /// Prepares an already decoded input.
     pub fn prepare_input(&self, input: RunAgentInput) -> Result<PreparedRun, RunRejected> {
-        run::prepare(Arc::clone(&self.inner), input)
-    }
-}
-
-/// A validated run, ready to execute.
-pub struct PreparedRun {
-    inner: Arc<Inner>,
-    thread_id: String,
-    run_id: String,
-    controls: ReasoningControls,
-    sampling: SamplingParams,
-    max_new_tokens: usize,
-    plan: run::Plan,
-    tools: Vec<Tool>,
-    dropped: Vec<history::DroppedReasoning>,
-}
-
-impl PreparedRun {
-    /// The run's id.
-    pub fn run_id(&self) -> &str {
-        &self.run_id
-    }
-
-    /// The thread's id.
-    pub fn thread_id(&self) -> &str {
-        &self.thread_id
-    }
-
-    /// Runs to completion on this thread, emitting into `out`.
-    pub fn execute(self, mut out: RunOutput) {
-        run::execute(self, &mut out);
+        prepare::prepare(Arc::clone(&self.shared), input)
     }
 }

@@ -6,12 +6,12 @@ use std::path::Path;
 use std::sync::Arc;
 
 use serde_json::Value;
-use thinkwire_chat::{ChatModel, IncrementalDecoder, RenderOptions, TemplateMessage};
+use thinkwire_chat::{ChatModel, IncrementalDecoder, RenderOptions, RenderedChat, TemplateMessage};
 use thinkwire_engine::Engine;
 use thinkwire_protocol::Tool;
-use thinkwire_reasoning::{
-    FormatSpec, ModelFacts, ReasoningStyle, Registry, Resolution, SeparatePassSpec,
-};
+use thinkwire_reasoning::{FormatSpec, ModelFacts, Registry, Resolution, SeparatePassSpec};
+
+use super::prompt::template_tools;
 
 /// Why a model could not be assembled or used.
 #[derive(Debug, thiserror::Error)]
@@ -118,21 +118,11 @@ impl Model {
         &self.chat.special.stop_ids
     }
 
-    /// The marker that opens reasoning in the model's output, if any: an
-    /// assistant turn whose content holds it already carries its reasoning.
-    pub fn reasoning_open_tag(&self) -> Option<&str> {
-        match &self.format.spec.reasoning {
-            ReasoningStyle::Tags(tags) => Some(&tags.open),
-            ReasoningStyle::Harmony(_) => Some("<|channel|>analysis"),
-            ReasoningStyle::SeparatePass(_) | ReasoningStyle::None => None,
-        }
-    }
-
     /// The generation prompt for `turns` with `tools`, extra template
     /// variables (`enable_thinking`, ...) and a trusted `suffix` the
     /// reasoning format appends after the template (a pre-filled `<think>`).
     ///
-    /// The ids come from [`ChatModel::encode_chat`]: control tokens that a
+    /// Rendered once, by [`ChatModel::render_chat`]: control tokens that a
     /// client wrote into a message (`<|im_end|>`, `<think>`) are encoded as
     /// plain text, so a user cannot forge a turn or the model's reasoning.
     pub fn prompt(
@@ -144,14 +134,12 @@ impl Model {
     ) -> Result<Prompt, ModelError> {
         let mut options = RenderOptions::generation();
         if !tools.is_empty() {
-            options = options.with_tools(super::run::template_tools(tools));
+            options = options.with_tools(template_tools(tools));
         }
         for (name, value) in kwargs {
             options = options.with_var(name.clone(), value.clone());
         }
-        let template = self.chat.template_for(!tools.is_empty())?;
-        let mut text = template.render(turns, &options)?;
-        let mut ids = self.chat.encode_chat(turns, &options)?;
+        let RenderedChat { mut text, mut ids } = self.chat.render_chat(turns, &options)?;
         if let Some(suffix) = suffix {
             text.push_str(suffix);
             ids.extend(self.encode(suffix)?);
@@ -183,7 +171,8 @@ impl Model {
 /// A rendered generation prompt.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Prompt {
-    /// As the template wrote it (what the reasoning format inspects).
+    /// As the template wrote it, the trusted suffix included (what the
+    /// reasoning format inspects).
     pub text: String,
     /// As the engine gets it.
     pub ids: Vec<u32>,

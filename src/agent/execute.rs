@@ -1,0 +1,320 @@
+//! Executing a [`PreparedRun`]: the run's lifecycle events around its
+//! [`Plan`], on the calling (blocking) thread.
+//!
+//! - **inline**: one pass, split as it streams. A reasoning budget
+//!   force-feeds the format's close marker; `summary` visibility holds the
+//!   reasoning message open at its end, runs a short summary pass, closes
+//!   the message with the summary and resumes the same pass.
+//! - **separate pass**: a first pass with the format's reasoning prompt
+//!   streams as reasoning; the answer pass sees that reasoning in its
+//!   system prompt.
+
+use std::time::Instant;
+
+use serde_json::json;
+use thinkwire_engine::{EngineError, SamplingParams};
+use thinkwire_protocol::TokenUsage;
+use thinkwire_reasoning::{Chunk, FormatSpec, SeparatePassSpec, Splitter};
+
+use super::controls::Visibility;
+use super::events::{RunEvents, SealContext, custom, new_id};
+use super::history::Turn;
+use super::model::{Model, ModelError};
+use super::output::RunOutput;
+use super::pass::{Forwarded, Pass, Stopped, Usage};
+use super::prepare::{Plan, PreparedRun};
+use super::prompt::with_system;
+
+impl PreparedRun {
+    /// Runs to completion on this thread, emitting into `out`.
+    pub fn execute(self, mut out: RunOutput) {
+        let shared = &*self.shared;
+        let model = &shared.model;
+        let seal = SealContext {
+            keys: &shared.keys,
+            model_id: model.id(),
+            format_id: &model.format().family,
+            ttl: shared.config.seal_ttl,
+        };
+        let offered = self.tools.iter().map(|t| t.name.clone());
+        let events = RunEvents::new(
+            &mut out,
+            &self.thread_id,
+            &self.run_id,
+            self.controls.visibility,
+            seal,
+            offered,
+        );
+        let mut run = Execution {
+            run: &self,
+            model,
+            events,
+            usage: Usage::default(),
+        };
+        let started = Instant::now();
+        tracing::info!(
+            run_id = %self.run_id,
+            thread_id = %self.thread_id,
+            visibility = self.controls.visibility.as_str(),
+            "run started"
+        );
+        let result = run.drive();
+        run.end(result, started);
+    }
+}
+
+/// One run in progress.
+struct Execution<'r, 'a> {
+    run: &'r PreparedRun,
+    model: &'r Model,
+    events: RunEvents<'a>,
+    usage: Usage,
+}
+
+impl Execution<'_, '_> {
+    fn drive(&mut self) -> Result<(), Stopped> {
+        self.events.started()?;
+        let run = self.run;
+        for dropped in &run.dropped {
+            self.events.custom(
+                custom::REASONING_DROPPED,
+                json!({ "messageId": dropped.message_id, "reason": dropped.reason }),
+            )?;
+        }
+        match &run.plan {
+            Plan::Inline {
+                prompt,
+                starts_in_reasoning,
+                budget,
+            } => self.inline(prompt, *starts_in_reasoning, *budget),
+            Plan::SeparatePass {
+                spec,
+                turns,
+                reasoning_prompt,
+                budget,
+            } => self.separate_pass(spec, turns, reasoning_prompt.as_deref(), *budget),
+        }
+    }
+
+    /// Logs the outcome and sends the terminal event.
+    fn end(mut self, result: Result<(), Stopped>, started: Instant) {
+        let run = self.run;
+        let usage = &self.usage;
+        let outcome = match &result {
+            Ok(()) if self.events.output().cancel_requested() => "cancelled",
+            Ok(()) => "success",
+            Err(Stopped::Gone) => "client_gone",
+            Err(Stopped::Engine(_)) => "engine_error",
+        };
+        tracing::info!(
+            run_id = %run.run_id,
+            outcome,
+            input_tokens = usage.input,
+            output_tokens = usage.output,
+            reasoning_tokens = usage.reasoning,
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "run finished"
+        );
+        let _ = match result {
+            Ok(()) => {
+                let token_usage = TokenUsage {
+                    model: Some(self.model.id().to_owned()),
+                    input_tokens: Some(usage.input as u64),
+                    output_tokens: Some(usage.output as u64),
+                    total_tokens: Some((usage.input + usage.output) as u64),
+                    reasoning_tokens: Some(usage.reasoning as u64),
+                    ..TokenUsage::default()
+                };
+                let cancelled = self.events.output().cancel_requested();
+                self.events.finished(cancelled, token_usage)
+            }
+            Err(Stopped::Gone) => Ok(()),
+            Err(Stopped::Engine(err)) => {
+                tracing::error!(error = %err, run_id = %run.run_id, "generation failed");
+                self.events
+                    .failed(&format!("generation failed: {err}"), "ENGINE_ERROR")
+            }
+        };
+    }
+
+    fn inline(
+        &mut self,
+        prompt: &[u32],
+        starts_in_reasoning: bool,
+        budget: usize,
+    ) -> Result<(), Stopped> {
+        let run = self.run;
+        let splitter = Splitter::new(self.model.format())
+            .starting_in_reasoning(starts_in_reasoning)
+            .call_id_prefix(new_id("call") + "-")
+            .reasoning_budget(Some(budget));
+        let summary = run.controls.visibility == Visibility::Summary;
+        let mut pass = Pass::split(self.model, splitter).holding_reasoning_end(summary);
+        let mut consumed: Vec<u32> = Vec::new();
+        let mut remaining = run.max_new_tokens;
+        loop {
+            let mut full_prompt = prompt.to_vec();
+            full_prompt.extend_from_slice(&consumed);
+            let step = pass.generate(
+                &mut self.events,
+                full_prompt,
+                remaining,
+                &run.sampling,
+                &mut self.usage,
+            )?;
+            remaining = remaining.saturating_sub(step.consumed.len());
+            consumed.extend(step.consumed);
+            if !step.held {
+                break;
+            }
+            // Summary visibility: the reasoning just ended. Close it with
+            // its summary, then resume the answer.
+            self.close_with_summary(&mut pass)?;
+            if remaining == 0 || self.events.output().should_stop() {
+                break;
+            }
+        }
+        for chunk in pass.finish() {
+            if pass.forward(&mut self.events, chunk)? == Forwarded::Held {
+                self.close_with_summary(&mut pass)?;
+            }
+        }
+        pass.close_reasoning(&mut self.events, None)?;
+        self.usage.reasoning += pass.reasoning_tokens();
+        Ok(())
+    }
+
+    fn close_with_summary(&mut self, pass: &mut Pass<'_>) -> Result<(), Stopped> {
+        let summary = self.summarize(pass.reasoning_text())?;
+        Ok(pass.close_reasoning(&mut self.events, Some(&summary))?)
+    }
+
+    fn separate_pass(
+        &mut self,
+        spec: &SeparatePassSpec,
+        turns: &[Turn],
+        reasoning_prompt: Option<&[u32]>,
+        budget: usize,
+    ) -> Result<(), Stopped> {
+        let run = self.run;
+        let format = self.model.format();
+        let mut reasoning = String::new();
+        if let Some(prompt) = reasoning_prompt {
+            let splitter = Splitter::reasoning_pass(format);
+            let mut pass = Pass::split(self.model, splitter).holding_reasoning_end(true);
+            let step = pass.generate(
+                &mut self.events,
+                prompt.to_vec(),
+                budget.min(run.max_new_tokens),
+                &run.sampling,
+                &mut self.usage,
+            )?;
+            self.usage.reasoning += step.consumed.len();
+            pass.forward_tail(&mut self.events)?;
+            reasoning = pass.reasoning_text().trim().to_owned();
+            let summary = if run.controls.visibility == Visibility::Summary && !reasoning.is_empty()
+            {
+                self.summarize(&reasoning)?
+            } else {
+                String::new()
+            };
+            pass.close_reasoning(&mut self.events, Some(&summary))?;
+        }
+        if self.events.output().should_stop() {
+            return Ok(());
+        }
+        let answer_turns = match reasoning_prompt {
+            Some(_) => with_system(turns, &spec.answer_system_with(&reasoning)),
+            None => turns.to_vec(),
+        };
+        let prompt = self
+            .model
+            .prompt(&answer_turns, &run.tools, &[], None)
+            .map_err(invalid_request)?
+            .ids;
+        let splitter = Splitter::new(format).call_id_prefix(new_id("call") + "-");
+        let mut pass = Pass::split(self.model, splitter);
+        pass.generate(
+            &mut self.events,
+            prompt,
+            run.max_new_tokens,
+            &run.sampling,
+            &mut self.usage,
+        )?;
+        pass.forward_tail(&mut self.events)?;
+        Ok(pass.close_reasoning(&mut self.events, None)?)
+    }
+
+    /// A short summary of `reasoning` from a separate greedy pass. The
+    /// prompts come from the registry (the format's own separate-pass
+    /// prompts, or the built-in separate-pass family's).
+    fn summarize(&mut self, reasoning: &str) -> Result<String, Stopped> {
+        let model = self.model;
+        let Some(prompts) = model.summary_prompts() else {
+            return Ok(String::new());
+        };
+        if reasoning.trim().is_empty() {
+            return Ok(String::new());
+        }
+        let turns = [
+            Turn {
+                role: "system".to_owned(),
+                content: Some(prompts.summary_system.clone()),
+                ..Turn::default()
+            },
+            Turn {
+                role: "user".to_owned(),
+                content: Some(prompts.summary_user_with(reasoning)),
+                ..Turn::default()
+            },
+        ];
+        // Summaries are rendered with thinking off where the format allows
+        // it, so a thinking model answers directly.
+        let plan = model.format().prompt_plan(Some(false), None);
+        let prompt = model
+            .prompt(
+                &turns,
+                &[],
+                &plan.template_kwargs,
+                plan.generation_suffix.as_deref(),
+            )
+            .map_err(invalid_request)?
+            .ids;
+        let greedy = SamplingParams {
+            seed: self.run.sampling.seed,
+            ..SamplingParams::greedy()
+        };
+        let mut pass = Pass::collect(model);
+        pass.generate(
+            &mut self.events,
+            prompt,
+            prompts.summary_max_tokens as usize,
+            &greedy,
+            &mut self.usage,
+        )?;
+        // A thinking model may still think before summarizing: keep the
+        // answer.
+        let summary = strip_reasoning(model.format(), &pass.collected());
+        Ok(summary.trim().to_owned())
+    }
+}
+
+/// A prompt rendered after `RUN_STARTED` (an answer or summary pass) that
+/// the template refuses: too late to reject, so the run ends in error.
+fn invalid_request(err: ModelError) -> Stopped {
+    Stopped::Engine(EngineError::InvalidRequest(err.to_string()))
+}
+
+/// The answer part of `text` under `spec` (reasoning removed).
+fn strip_reasoning(spec: &FormatSpec, text: &str) -> String {
+    let mut splitter = Splitter::new(spec).starting_in_reasoning(false);
+    let mut chunks = splitter.push(text);
+    chunks.extend(splitter.finish());
+    chunks
+        .into_iter()
+        .filter_map(|c| match c {
+            Chunk::Text(t) => Some(t),
+            _ => None,
+        })
+        .collect()
+}

@@ -1,0 +1,333 @@
+//! One generation pass: the engine's tokens through a detokenizer and the
+//! format's splitter, forwarded as events as they come (or collected as
+//! text, for a summary). The pass owns what decoding needs across engine
+//! calls — a summary pause resumes the same pass — and the text of the
+//! reasoning message it has open, which a summary reads and the seal
+//! covers.
+
+use std::ops::ControlFlow;
+
+use thinkwire_engine::{Directive, EngineError, GenerationRequest, SamplingParams, TokenSink};
+use thinkwire_reasoning::{Chunk, Splitter};
+
+use super::events::{ReasoningMessage, RunEvents};
+use super::model::{Detokenizer, Model};
+use super::output::Disconnected;
+
+/// Token accounting over all passes of a run.
+#[derive(Debug, Default)]
+pub(super) struct Usage {
+    pub input: usize,
+    pub output: usize,
+    pub reasoning: usize,
+}
+
+/// Why a run ended early.
+#[derive(Debug)]
+pub(super) enum Stopped {
+    /// The client left: nothing more can be sent.
+    Gone,
+    /// The engine failed.
+    Engine(EngineError),
+}
+
+impl From<Disconnected> for Stopped {
+    fn from(_: Disconnected) -> Self {
+        Self::Gone
+    }
+}
+
+/// What one engine call of a pass did.
+pub(super) struct Step {
+    /// Every token the model consumed after the prompt, forced ones too,
+    /// so generation can resume from exactly here.
+    pub consumed: Vec<u32>,
+    /// A reasoning end was held ([`Pass::holding_reasoning_end`]); the
+    /// engine was stopped there.
+    pub held: bool,
+}
+
+/// What [`Pass::forward`] did with a chunk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Forwarded {
+    /// Sent as events.
+    Sent,
+    /// A reasoning end, kept for the caller to close the message.
+    Held,
+}
+
+enum Route {
+    /// Through the splitter into events (boxed: a splitter is large, and
+    /// summary passes do without one).
+    Split(Box<Splitter>),
+    /// Collected silently (summary passes).
+    Collect(String),
+}
+
+/// A reasoning message open in the client's stream, and its text so far.
+struct OpenReasoning {
+    message: ReasoningMessage,
+    text: String,
+}
+
+/// One generation pass; see the module docs.
+pub(super) struct Pass<'m> {
+    model: &'m Model,
+    detok: Detokenizer,
+    route: Route,
+    hold_reasoning_end: bool,
+    reasoning: Option<OpenReasoning>,
+}
+
+impl<'m> Pass<'m> {
+    /// A pass whose output `splitter` turns into events.
+    pub fn split(model: &'m Model, splitter: Splitter) -> Self {
+        Self::new(model, Route::Split(Box::new(splitter)))
+    }
+
+    /// A pass whose output is only collected, as text.
+    pub fn collect(model: &'m Model) -> Self {
+        Self::new(model, Route::Collect(String::new()))
+    }
+
+    fn new(model: &'m Model, route: Route) -> Self {
+        Self {
+            model,
+            detok: model.detokenizer(),
+            route,
+            hold_reasoning_end: false,
+            reasoning: None,
+        }
+    }
+
+    /// Leaves the reasoning message open when its end arrives, for the
+    /// caller to close with a summary (or after its own pass).
+    #[must_use]
+    pub fn holding_reasoning_end(mut self, hold: bool) -> Self {
+        self.hold_reasoning_end = hold;
+        self
+    }
+
+    /// The text of the reasoning message now open (`""` if none).
+    pub fn reasoning_text(&self) -> &str {
+        self.reasoning.as_ref().map_or("", |r| r.text.as_str())
+    }
+
+    /// Reasoning tokens the splitter counted.
+    pub fn reasoning_tokens(&self) -> usize {
+        match &self.route {
+            Route::Split(splitter) => splitter.reasoning_tokens(),
+            Route::Collect(_) => 0,
+        }
+    }
+
+    /// Runs the engine on `prompt`, forwarding into `events`, until it
+    /// stops, a reasoning end is held, or the client stops the run.
+    pub fn generate(
+        &mut self,
+        events: &mut RunEvents<'_>,
+        prompt: Vec<u32>,
+        max_tokens: usize,
+        sampling: &SamplingParams,
+        usage: &mut Usage,
+    ) -> Result<Step, Stopped> {
+        let model = self.model;
+        let room = model.context_length().saturating_sub(prompt.len());
+        let request = GenerationRequest {
+            max_tokens: max_tokens.min(room),
+            prompt,
+            sampling: sampling.clone(),
+            stop_token_ids: model.stop_token_ids().to_vec(),
+        };
+        usage.input += request.prompt.len();
+        let mut sink = PassSink {
+            pass: self,
+            events,
+            held: false,
+            consumed: Vec::new(),
+            gone: false,
+        };
+        let stats = model
+            .engine()
+            .generate(&request, &mut sink)
+            .map_err(Stopped::Engine)?;
+        usage.output += stats.generated_tokens;
+        if sink.gone {
+            return Err(Stopped::Gone);
+        }
+        Ok(Step {
+            consumed: sink.consumed,
+            held: sink.held,
+        })
+    }
+
+    /// Ends the pass: what the detokenizer and the splitter still hold, as
+    /// chunks to forward (none for a collecting pass).
+    pub fn finish(&mut self) -> Vec<Chunk> {
+        let tail = self.detok.finish();
+        match &mut self.route {
+            Route::Split(splitter) => {
+                let mut chunks = splitter.push(&tail);
+                chunks.extend(splitter.finish());
+                chunks
+            }
+            Route::Collect(text) => {
+                text.push_str(&tail);
+                Vec::new()
+            }
+        }
+    }
+
+    /// [`finish`](Self::finish)es a collecting pass: all it generated.
+    pub fn collected(mut self) -> String {
+        self.finish();
+        match self.route {
+            Route::Collect(text) => text,
+            Route::Split(_) => String::new(),
+        }
+    }
+
+    /// Forwards [`finish`](Self::finish)'s chunks; a held reasoning end
+    /// stays open for the caller.
+    pub fn forward_tail(&mut self, events: &mut RunEvents<'_>) -> Result<(), Disconnected> {
+        for chunk in self.finish() {
+            self.forward(events, chunk)?;
+        }
+        Ok(())
+    }
+
+    /// Sends one chunk of model output as events.
+    pub fn forward(
+        &mut self,
+        events: &mut RunEvents<'_>,
+        chunk: Chunk,
+    ) -> Result<Forwarded, Disconnected> {
+        match chunk {
+            Chunk::ReasoningStart => {
+                self.open_reasoning(events)?;
+            }
+            Chunk::ReasoningDelta(delta) if delta.is_empty() => {}
+            Chunk::ReasoningDelta(delta) => {
+                let open = self.open_reasoning(events)?;
+                open.text.push_str(&delta);
+                events.reasoning_delta(&open.message, &delta)?;
+            }
+            Chunk::ReasoningEnd if self.hold_reasoning_end => return Ok(Forwarded::Held),
+            Chunk::ReasoningEnd => self.close_reasoning(events, None)?,
+            Chunk::Text(text) => events.text(&text)?,
+            Chunk::ToolCallStart { id, name } => events.tool_call_start(id, name)?,
+            Chunk::ToolCallArgs { id, delta } => events.tool_call_args(id, delta)?,
+            Chunk::ToolCallEnd(call) => events.tool_call_end(call)?,
+            Chunk::Malformed(malformed) => events.malformed(malformed)?,
+        }
+        Ok(Forwarded::Sent)
+    }
+
+    /// Closes the open reasoning message, if any, sealing its text;
+    /// `summary` is what `summary` visibility shows.
+    pub fn close_reasoning(
+        &mut self,
+        events: &mut RunEvents<'_>,
+        summary: Option<&str>,
+    ) -> Result<(), Disconnected> {
+        match self.reasoning.take() {
+            Some(open) => events.reasoning_end(open.message, &open.text, summary),
+            None => Ok(()),
+        }
+    }
+
+    fn open_reasoning(
+        &mut self,
+        events: &mut RunEvents<'_>,
+    ) -> Result<&mut OpenReasoning, Disconnected> {
+        let open = match self.reasoning.take() {
+            Some(open) => open,
+            None => OpenReasoning {
+                message: events.reasoning_start()?,
+                text: String::new(),
+            },
+        };
+        Ok(self.reasoning.insert(open))
+    }
+}
+
+/// The engine's view of a pass during one `generate` call.
+struct PassSink<'p, 'm, 'e, 'a> {
+    pass: &'p mut Pass<'m>,
+    events: &'e mut RunEvents<'a>,
+    held: bool,
+    consumed: Vec<u32>,
+    gone: bool,
+}
+
+impl PassSink<'_, '_, '_, '_> {
+    /// Forwards `chunks`; `false` when the client is gone.
+    fn forward(&mut self, chunks: Vec<Chunk>) -> bool {
+        for chunk in chunks {
+            match self.pass.forward(self.events, chunk) {
+                Ok(Forwarded::Held) => self.held = true,
+                Ok(Forwarded::Sent) => {}
+                Err(Disconnected) => {
+                    self.gone = true;
+                    return false;
+                }
+            }
+        }
+        true
+    }
+}
+
+impl TokenSink for PassSink<'_, '_, '_, '_> {
+    fn on_token(&mut self, id: u32) -> Directive {
+        if self.events.output().should_stop() {
+            return Directive::Stop;
+        }
+        self.consumed.push(id);
+        let piece = self.pass.detok.push(id);
+        let splitter = match &mut self.pass.route {
+            Route::Split(splitter) => splitter,
+            Route::Collect(text) => {
+                text.push_str(&piece);
+                return Directive::Continue;
+            }
+        };
+        let chunks = splitter.push_token(id, &piece);
+        if !self.forward(chunks) || self.held {
+            return Directive::Stop;
+        }
+        let Route::Split(splitter) = &mut self.pass.route else {
+            return Directive::Continue;
+        };
+        if !splitter.budget_exhausted() {
+            return Directive::Continue;
+        }
+        let Some(marker) = splitter.close_reasoning_now() else {
+            return Directive::Continue;
+        };
+        let chunks = splitter.take_pending();
+        if !self.forward(chunks) {
+            return Directive::Stop;
+        }
+        let forced = self.pass.model.encode(&marker).unwrap_or_default();
+        // The marker is part of what the model consumed either way: when
+        // summary visibility stops here, the resumed generation must start
+        // after it, or the model would go on reasoning into what the client
+        // is shown as the answer.
+        self.consumed.extend_from_slice(&forced);
+        if self.held {
+            Directive::Stop
+        } else if forced.is_empty() {
+            Directive::Continue
+        } else {
+            Directive::Force(forced)
+        }
+    }
+
+    fn on_prefill(&mut self, _done: usize, _total: usize) -> ControlFlow<()> {
+        if self.events.output().should_stop() {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        }
+    }
+}

@@ -1,0 +1,218 @@
+//! Everything about a run that can fail because of its input, done before
+//! `RUN_STARTED` so a bad request is refused with a precise error rather
+//! than a stream that breaks off. The result is a [`PreparedRun`] whose
+//! [`Plan`] says how it will generate.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+use thinkwire_engine::SamplingParams;
+use thinkwire_protocol::{RunAgentInput, Tool};
+use thinkwire_reasoning::SeparatePassSpec;
+use thinkwire_seal::KeyRing;
+
+use super::config::AgentConfig;
+use super::controls::{ReasoningControls, Visibility};
+use super::history::{self, DroppedReasoning, Turn};
+use super::model::{Model, Prompt};
+use super::prompt::{apply_system_flag, apply_user_flag, with_system};
+use super::rejection::{RejectKind, RunRejected};
+use super::sampling;
+
+/// What every run of an agent shares.
+pub(crate) struct Shared {
+    pub model: Model,
+    pub keys: KeyRing,
+    pub config: AgentConfig,
+}
+
+/// A validated run, ready to execute ([`PreparedRun::execute`]).
+pub struct PreparedRun {
+    pub(super) shared: Arc<Shared>,
+    pub(super) thread_id: String,
+    pub(super) run_id: String,
+    pub(super) controls: ReasoningControls,
+    pub(super) sampling: SamplingParams,
+    pub(super) max_new_tokens: usize,
+    pub(super) plan: Plan,
+    pub(super) tools: Vec<Tool>,
+    pub(super) dropped: Vec<DroppedReasoning>,
+}
+
+impl PreparedRun {
+    /// The run's id.
+    pub fn run_id(&self) -> &str {
+        &self.run_id
+    }
+
+    /// The thread's id.
+    pub fn thread_id(&self) -> &str {
+        &self.thread_id
+    }
+}
+
+/// How a prepared run will generate, chosen by the model's reasoning
+/// format.
+pub(super) enum Plan {
+    /// The model thinks in its own output (think tags, Harmony channels) or
+    /// not at all: one generation, split as it streams.
+    Inline {
+        prompt: Vec<u32>,
+        /// Whether the prompt ends inside reasoning (a pre-filled open tag).
+        starts_in_reasoning: bool,
+        /// Reasoning tokens after which reasoning is closed.
+        budget: usize,
+    },
+    /// The model does not think natively: a reasoning pass (skipped when
+    /// thinking is off), then an answer pass that sees the reasoning in its
+    /// system prompt.
+    SeparatePass {
+        spec: SeparatePassSpec,
+        turns: Vec<Turn>,
+        reasoning_prompt: Option<Vec<u32>>,
+        budget: usize,
+    },
+}
+
+/// Validates and renders `input`; see [`super::Agent::prepare`].
+pub(super) fn prepare(
+    shared: Arc<Shared>,
+    input: RunAgentInput,
+) -> Result<PreparedRun, RunRejected> {
+    let config = &shared.config;
+    if input.messages.len() > config.max_messages {
+        return Err(too_many(
+            "messages",
+            input.messages.len(),
+            config.max_messages,
+        ));
+    }
+    if input.tools.len() > config.max_tools {
+        return Err(too_many("tools", input.tools.len(), config.max_tools));
+    }
+    let forwarded = input.forwarded_props.as_ref();
+    let controls = ReasoningControls::from_forwarded(forwarded, &config.policy)?;
+    let (sampling, max_new_tokens) =
+        sampling::from_forwarded(forwarded, &config.sampling, config.max_new_tokens)?;
+    let model = &shared.model;
+    let spec = model.format();
+    let history = history::build(
+        &input.messages,
+        &input.thread_id,
+        &shared.keys,
+        config.replay,
+        spec.reasoning.open_marker(),
+        thinkwire_seal::now_unix_ms(),
+    )?;
+    // Ids and counts only: never message content.
+    tracing::debug!(
+        run_id = %input.run_id,
+        thread_id = %input.thread_id,
+        messages = input.messages.len(),
+        tools = input.tools.len(),
+        reasoning_opened = history.opened,
+        reasoning_dropped = history.dropped.len(),
+        "conversation rebuilt"
+    );
+    let mut turns = history.turns;
+    let thinking = controls.visibility != Visibility::Off;
+    let prompt_plan = spec.prompt_plan(Some(thinking), controls.effort);
+    let budget = prompt_plan
+        .budget_tokens
+        .map_or(controls.budget_tokens, |b| {
+            (b as usize).min(controls.budget_tokens)
+        });
+
+    let plan = if let Some(pass) = spec.separate_pass() {
+        let reasoning_prompt = if prompt_plan.thinking {
+            let reasoning_turns = with_system(&turns, &pass.reasoning_system);
+            Some(checked_prompt(model, &reasoning_turns, &input.tools, &[], None)?.ids)
+        } else {
+            None
+        };
+        // The answer pass must fit too, before its reasoning is known.
+        // Without a reasoning pass the conversation is rendered as it is.
+        let answer_turns = match reasoning_prompt {
+            Some(_) => with_system(&turns, &pass.answer_system_with("")),
+            None => turns.clone(),
+        };
+        checked_prompt(model, &answer_turns, &input.tools, &[], None)?;
+        Plan::SeparatePass {
+            spec: pass.clone(),
+            turns,
+            reasoning_prompt,
+            budget,
+        }
+    } else {
+        if let Some((flag, position)) = &prompt_plan.system_flag {
+            apply_system_flag(&mut turns, flag, *position);
+        }
+        if let Some((flag, position)) = &prompt_plan.user_flag {
+            apply_user_flag(&mut turns, flag, *position);
+        }
+        let prompt = checked_prompt(
+            model,
+            &turns,
+            &input.tools,
+            &prompt_plan.template_kwargs,
+            prompt_plan.generation_suffix.as_deref(),
+        )?;
+        Plan::Inline {
+            starts_in_reasoning: spec.starts_in_reasoning(&prompt.text, prompt_plan.thinking),
+            prompt: prompt.ids,
+            budget,
+        }
+    };
+
+    Ok(PreparedRun {
+        thread_id: input.thread_id,
+        run_id: input.run_id,
+        controls,
+        sampling,
+        max_new_tokens,
+        plan,
+        tools: input.tools,
+        dropped: history.dropped,
+        shared,
+    })
+}
+
+fn too_many(what: &str, got: usize, limit: usize) -> RunRejected {
+    RunRejected::new(
+        RejectKind::TooLarge,
+        "INPUT_TOO_LARGE",
+        format!("{got} {what} exceed the limit of {limit}"),
+    )
+    .at(what)
+}
+
+/// Renders and tokenizes a prompt, and checks it leaves room to generate.
+fn checked_prompt(
+    model: &Model,
+    turns: &[Turn],
+    tools: &[Tool],
+    kwargs: &[(String, Value)],
+    suffix: Option<&str>,
+) -> Result<Prompt, RunRejected> {
+    let prompt = model.prompt(turns, tools, kwargs, suffix).map_err(|err| {
+        RunRejected::new(
+            RejectKind::Unprocessable,
+            "TEMPLATE_ERROR",
+            format!("the chat template cannot render this conversation: {err}"),
+        )
+        .at("messages")
+    })?;
+    let context = model.context_length();
+    if prompt.ids.len() >= context {
+        return Err(RunRejected::new(
+            RejectKind::Unprocessable,
+            "CONTEXT_OVERFLOW",
+            format!(
+                "the conversation renders to {} tokens; the model's context holds {context}",
+                prompt.ids.len()
+            ),
+        )
+        .at("messages"));
+    }
+    Ok(prompt)
+}
