@@ -18,7 +18,7 @@ pub enum Chunk {
     /// A tool call begins; its name is known.
     ToolCallStart {
         /// Generated call id (prefix + counter, see
-        /// [`Splitter::call_id_prefix`]).
+        /// [`Splitter::call_id_prefix`](super::Splitter::call_id_prefix)).
         id: String,
         /// The function name as written.
         name: String,
