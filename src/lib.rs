@@ -11,4 +11,5 @@
 
 pub mod agent;
 pub mod cli;
+pub mod metrics;
 pub mod server;

@@ -107,6 +107,26 @@ pub struct ModelInfo {
     pub vocab_size: usize,
 }
 
+/// What an engine holds at a moment: for metrics and admission decisions.
+/// Engines without a scheduler report zeros.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct EngineLoad {
+    /// Sequences in the batch.
+    pub active_sequences: usize,
+    /// Sequences waiting for a place in the batch.
+    pub queued_sequences: usize,
+    /// Attention-cache bytes reserved by the sequences in the batch.
+    pub kv_reserved_bytes: usize,
+    /// The most they may reserve together.
+    pub kv_budget_bytes: usize,
+    /// Bytes kept by the prefix-cache pool.
+    pub prefix_cache_bytes: usize,
+    /// Model steps run so far.
+    pub steps: u64,
+    /// Tokens decoded in those steps (their ratio is the mean batch size).
+    pub batched_tokens: u64,
+}
+
 /// Errors an engine reports. Messages name the file, tensor or limit at
 /// fault and never contain prompt or generated text.
 #[derive(Debug, thiserror::Error)]
@@ -133,8 +153,8 @@ pub enum EngineError {
 /// A loaded model that turns prompts into token ids.
 ///
 /// `generate` blocks the calling thread for the whole generation; async
-/// callers run it on a blocking thread. Implementations serialize
-/// concurrent generations as they see fit (one model, one CPU).
+/// callers run it on a blocking thread. Concurrent calls are how several
+/// runs share the model: the MLX engine decodes them together in batches.
 pub trait Engine: Send + Sync {
     /// Facts about the loaded model.
     fn info(&self) -> &ModelInfo;
@@ -146,6 +166,11 @@ pub trait Engine: Send + Sync {
         request: &GenerationRequest,
         sink: &mut dyn TokenSink,
     ) -> Result<GenerationStats, EngineError>;
+
+    /// What the engine holds now (batch, queue, cache memory).
+    fn load(&self) -> EngineLoad {
+        EngineLoad::default()
+    }
 }
 
 /// Checks the parts of a request every engine must refuse the same way.

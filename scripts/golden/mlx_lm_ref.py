@@ -15,6 +15,14 @@ same MLX version and BLAS as thinkwire). Two modes:
           Prints one JSON object: load time, time to first token, prefill
           and decode tokens/s (best of --runs), peak RSS.
 
+  bench-batch MODEL_DIR --prompts-ids "1,2;3,4;..." --concurrency 1,2,4,8
+          [--max-tokens 128]
+          mlx-lm's own continuous batching (BatchGenerator, what
+          `mlx_lm.server --decode-concurrency` uses): at each concurrency N,
+          the first N prompts inserted at once, N decoding together. Prints
+          one JSON object with one row per concurrency (same figures as
+          `thinkwire bench --concurrency`).
+
 MODEL_DIR is a Hugging Face / MLX folder, e.g. written by
 `thinkwire convert MODEL.gguf DIR`.
 """
@@ -116,6 +124,69 @@ def cmd_bench(args):
     )
 
 
+def percentile(values, q):
+    v = sorted(values)
+    if not v:
+        return 0.0
+    k = min(len(v) - 1, max(0, int(round(q * (len(v) - 1)))))
+    return v[k]
+
+
+def cmd_bench_batch(args):
+    from mlx_lm.generate import BatchGenerator
+
+    prompts = [[int(t) for t in p.split(",") if t.strip()] for p in args.prompts_ids.split(";")]
+    levels = [int(c) for c in args.concurrency.split(",")]
+    model, _ = load(args.model_dir)
+    mx.eval(model.parameters())
+    rows = []
+    for warm, c in [(True, levels[0])] + [(False, c) for c in levels]:
+        gen = BatchGenerator(
+            model, max_tokens=args.max_tokens, completion_batch_size=c, prefill_batch_size=c
+        )
+        batch = [prompts[i % len(prompts)] for i in range(c)]
+        t0 = time.perf_counter()
+        uids = gen.insert(batch, [args.max_tokens] * c)
+        first, last, count = {}, {}, {u: 0 for u in uids}
+        while responses := gen.next_generated():
+            now = time.perf_counter()
+            for r in responses:
+                first.setdefault(r.uid, now)
+                last[r.uid] = now
+                count[r.uid] += 1
+        gen.close()
+        if warm:
+            continue
+        end = max(last.values())
+        start = min(first.values())
+        decoded = sum(n - 1 for n in count.values())
+        per_seq = [
+            (count[u] - 1) / (last[u] - first[u]) for u in uids if count[u] > 1 and last[u] > first[u]
+        ]
+        ttft = [first[u] - t0 for u in uids]
+        rows.append(
+            {
+                "concurrency": c,
+                "generated_tokens": sum(count.values()),
+                "aggregate_decode_tok_s": decoded / (end - start) if end > start else 0.0,
+                "per_sequence_decode_tok_s": sum(per_seq) / len(per_seq) if per_seq else 0.0,
+                "ttft_p50_s": percentile(ttft, 0.5),
+                "ttft_p95_s": percentile(ttft, 0.95),
+                "wall_s": end - t0,
+            }
+        )
+    print(
+        json.dumps(
+            {
+                "engine": "mlx-lm BatchGenerator",
+                "mlx_lm_version": mlx_lm.__version__,
+                "mlx_version": mx.__version__,
+                "rows": rows,
+            }
+        )
+    )
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -130,8 +201,13 @@ def main():
     b.add_argument("--prompt-ids", required=True)
     b.add_argument("--max-tokens", type=int, default=128)
     b.add_argument("--runs", type=int, default=2)
+    bb = sub.add_parser("bench-batch")
+    bb.add_argument("model_dir", type=Path)
+    bb.add_argument("--prompts-ids", required=True)
+    bb.add_argument("--concurrency", default="1,2,4,8")
+    bb.add_argument("--max-tokens", type=int, default=128)
     args = p.parse_args()
-    {"golden": cmd_golden, "bench": cmd_bench}[args.cmd](args)
+    {"golden": cmd_golden, "bench": cmd_bench, "bench-batch": cmd_bench_batch}[args.cmd](args)
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@
 //!   streams as reasoning; the answer pass sees that reasoning in its
 //!   system prompt.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use serde_json::json;
@@ -49,7 +50,10 @@ impl PreparedRun {
             run: &self,
             model,
             events,
-            usage: Usage::default(),
+            usage: Usage {
+                metrics: Some(Arc::clone(&shared.metrics)),
+                ..Usage::default()
+            },
         };
         let started = Instant::now();
         tracing::info!(
@@ -106,6 +110,7 @@ impl Execution<'_, '_> {
             Err(Stopped::Gone) => "client_gone",
             Err(Stopped::Engine(_)) => "engine_error",
         };
+        run.shared.metrics.run_ended(outcome);
         tracing::info!(
             run_id = %run.run_id,
             outcome,

@@ -37,6 +37,8 @@ use thinkwire_protocol::{
 };
 use thinkwire_seal::KeyRing;
 
+use crate::metrics::Metrics;
+
 pub use config::AgentConfig;
 pub use controls::{Effort, ReasoningControls, ReasoningPolicy, Visibility};
 pub use events::custom;
@@ -60,6 +62,7 @@ impl Agent {
                 model,
                 keys,
                 config,
+                metrics: Arc::new(Metrics::new()),
             }),
         }
     }
@@ -67,6 +70,11 @@ impl Agent {
     /// The served model's id.
     pub fn model_id(&self) -> &str {
         self.shared.model.id()
+    }
+
+    /// The metrics its runs record (`GET /metrics`).
+    pub fn metrics(&self) -> &Arc<Metrics> {
+        &self.shared.metrics
     }
 
     /// The served model.

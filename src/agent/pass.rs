@@ -6,6 +6,8 @@
 //! covers.
 
 use std::ops::ControlFlow;
+use std::sync::Arc;
+use std::time::Instant;
 
 use thinkwire_engine::{Directive, EngineError, GenerationRequest, SamplingParams, TokenSink};
 use thinkwire_reasoning::{Chunk, Splitter};
@@ -13,13 +15,16 @@ use thinkwire_reasoning::{Chunk, Splitter};
 use super::events::{ReasoningMessage, RunEvents};
 use super::model::{Detokenizer, Model};
 use super::output::Disconnected;
+use crate::metrics::Metrics;
 
-/// Token accounting over all passes of a run.
+/// Token accounting over all passes of a run, and the metrics that see
+/// each token's timing.
 #[derive(Debug, Default)]
 pub(super) struct Usage {
     pub input: usize,
     pub output: usize,
     pub reasoning: usize,
+    pub metrics: Option<Arc<Metrics>>,
 }
 
 /// Why a run ended early.
@@ -146,6 +151,11 @@ impl<'m> Pass<'m> {
             held: false,
             consumed: Vec::new(),
             gone: false,
+            timing: TokenTiming {
+                metrics: usage.metrics.clone(),
+                requested: Instant::now(),
+                last: None,
+            },
         };
         let stats = model
             .engine()
@@ -258,6 +268,28 @@ struct PassSink<'p, 'm, 'e, 'a> {
     held: bool,
     consumed: Vec<u32>,
     gone: bool,
+    timing: TokenTiming,
+}
+
+/// When a generation's tokens arrive, for the metrics: the first after the
+/// request (queueing included), each next after the previous.
+struct TokenTiming {
+    metrics: Option<Arc<Metrics>>,
+    requested: Instant,
+    last: Option<Instant>,
+}
+
+impl TokenTiming {
+    fn token(&mut self) {
+        let now = Instant::now();
+        if let Some(m) = &self.metrics {
+            match self.last {
+                None => m.first_token(now - self.requested),
+                Some(last) => m.next_token(now - last),
+            }
+        }
+        self.last = Some(now);
+    }
 }
 
 impl PassSink<'_, '_, '_, '_> {
@@ -279,6 +311,7 @@ impl PassSink<'_, '_, '_, '_> {
 
 impl TokenSink for PassSink<'_, '_, '_, '_> {
     fn on_token(&mut self, id: u32) -> Directive {
+        self.timing.token();
         if self.events.output().should_stop() {
             return Directive::Stop;
         }

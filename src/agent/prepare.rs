@@ -18,12 +18,14 @@ use super::model::{Model, Prompt};
 use super::prompt::{apply_system_flag, apply_user_flag, with_system};
 use super::rejection::{RejectKind, RunRejected};
 use super::sampling;
+use crate::metrics::Metrics;
 
 /// What every run of an agent shares.
 pub(crate) struct Shared {
     pub model: Model,
     pub keys: KeyRing,
     pub config: AgentConfig,
+    pub metrics: Arc<Metrics>,
 }
 
 /// A validated run, ready to execute ([`PreparedRun::execute`]).

@@ -16,6 +16,8 @@ pub enum RejectKind {
     Unprocessable,
     /// The server cannot run it now (503).
     Unavailable,
+    /// The server is at capacity; retry shortly (429 with `Retry-After`).
+    Busy,
 }
 
 /// A run refused before it started.
@@ -64,6 +66,15 @@ impl RunRejected {
             RejectKind::Malformed,
             "BINARY_FRAME",
             "send the RunAgentInput as a text frame holding JSON",
+        )
+    }
+
+    /// Every place for a run is taken (`serve --max-batch` + `--max-queued`).
+    pub fn busy(limit: usize) -> Self {
+        Self::new(
+            RejectKind::Busy,
+            "SERVER_BUSY",
+            format!("the server is at capacity ({limit} runs in progress or waiting); retry shortly"),
         )
     }
 

@@ -32,6 +32,18 @@ pub struct ModelArgs {
     /// servers. (`thinkwire chat`'s REPL always uses it.)
     #[arg(long)]
     pub prefix_cache: bool,
+    /// Most megabytes the prefix-cache pool keeps (least recently used
+    /// caches go first).
+    #[arg(long, default_value_t = 512)]
+    pub prefix_cache_mb: usize,
+    /// Generations decoded together in one batch; more wait in line.
+    #[arg(long, default_value_t = 8)]
+    pub max_batch: usize,
+    /// Megabytes of attention cache the batch may reserve (each generation
+    /// reserves room for its prompt and all its tokens; one that does not
+    /// fit waits). Default: a quarter of the machine's memory.
+    #[arg(long)]
+    pub kv_cache_mb: Option<usize>,
 }
 
 impl ModelArgs {
@@ -66,7 +78,7 @@ impl ModelArgs {
     /// Loads engine, tokenizer, template and reasoning format.
     pub fn load(&self) -> Result<Model> {
         let path = self.path()?;
-        let engine = load_engine(&path, &self.precision, self.prefix_cache)?;
+        let engine = load_engine(&path, self)?;
         let chat = Model::load_chat(&path).with_context(|| {
             format!(
                 "loading the tokenizer and chat template of {}",
@@ -87,15 +99,17 @@ pub(super) fn parse_precision(name: &str) -> Result<thinkwire_engine::mlx::Preci
 }
 
 #[cfg(feature = "mlx")]
-fn load_engine(
-    path: &Path,
-    precision: &str,
-    prefix_cache: bool,
-) -> Result<Arc<dyn thinkwire_engine::Engine>> {
+fn load_engine(path: &Path, args: &ModelArgs) -> Result<Arc<dyn thinkwire_engine::Engine>> {
     use thinkwire_engine::mlx::{LoadOptions, MlxEngine};
+    if args.max_batch == 0 {
+        bail!("--max-batch must be at least 1");
+    }
     let options = LoadOptions {
-        precision: parse_precision(precision)?,
-        prefix_cache,
+        precision: parse_precision(&args.precision)?,
+        prefix_cache: args.prefix_cache,
+        prefix_cache_bytes: args.prefix_cache_mb << 20,
+        max_batch: args.max_batch,
+        kv_cache_bytes: args.kv_cache_mb.map(|mb| mb << 20),
         ..LoadOptions::default()
     };
     let engine =
@@ -104,10 +118,6 @@ fn load_engine(
 }
 
 #[cfg(not(feature = "mlx"))]
-fn load_engine(
-    _path: &Path,
-    _precision: &str,
-    _prefix_cache: bool,
-) -> Result<Arc<dyn thinkwire_engine::Engine>> {
+fn load_engine(_path: &Path, _args: &ModelArgs) -> Result<Arc<dyn thinkwire_engine::Engine>> {
     bail!("this thinkwire was built without the `mlx` feature, so it has no engine to load")
 }

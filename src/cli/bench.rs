@@ -36,7 +36,24 @@ pub struct BenchArgs {
     /// Print the figures as JSON.
     #[arg(long)]
     json: bool,
+    /// Instead: run this many generations at once (comma-separated levels,
+    /// e.g. `1,2,4,8`), each on a different prompt, and report aggregate
+    /// and per-sequence decode speed and time to first token per level.
+    #[arg(long, value_delimiter = ',')]
+    concurrency: Vec<usize>,
 }
+
+/// Different user messages for concurrent generations.
+const CONCURRENT_PROMPTS: [&str; 8] = [
+    "Explain in one paragraph what a CPU cache is and why programs run faster when their data fits in it.",
+    "Write a short story about a lighthouse keeper who finds a message in a bottle.",
+    "What are the main differences between TCP and UDP? Answer in a few sentences.",
+    "Describe how photosynthesis works to a ten-year-old.",
+    "Give three tips for writing clear technical documentation, with a sentence on each.",
+    "Why is the sky blue? Explain the physics briefly.",
+    "Summarize the plot of Romeo and Juliet in one paragraph.",
+    "List the planets of the solar system and one fact about each.",
+];
 
 /// Runs `thinkwire bench`.
 #[cfg(feature = "mlx")]
@@ -57,6 +74,9 @@ pub fn bench(args: &BenchArgs) -> Result<()> {
         &[TemplateMessage::user(&args.prompt)],
         &RenderOptions::generation(),
     )?;
+    if !args.concurrency.is_empty() {
+        return concurrency(args, &path, &chat, precision);
+    }
     let options = BenchOptions {
         prompt,
         max_tokens: args.max_tokens,
@@ -148,6 +168,138 @@ pub fn bench(args: &BenchArgs) -> Result<()> {
             "thinkwire / mlx-lm ({label}): decode {:.2}x, prefill {:.2}x",
             ours.decode_tok_s / r.decode_tok_s,
             ours.prefill_tok_s / r.prefill_tok_s
+        );
+    }
+    Ok(())
+}
+
+/// `thinkwire bench --concurrency`: N generations at once per level, and
+/// mlx-lm's batch generator on the same weights with `--compare-mlx-lm`.
+#[cfg(feature = "mlx")]
+fn concurrency(
+    args: &BenchArgs,
+    path: &std::path::Path,
+    chat: &thinkwire_chat::ChatModel,
+    precision: thinkwire_engine::mlx::Precision,
+) -> Result<()> {
+    use anyhow::{Context, bail};
+    use thinkwire_chat::{RenderOptions, TemplateMessage};
+    use thinkwire_engine::mlx::bench::{ConcurrencyRow, MlxLmReference, concurrent};
+    use thinkwire_engine::mlx::{LoadOptions, MlxEngine, Precision};
+
+    let levels = &args.concurrency;
+    if levels.contains(&0) {
+        bail!("--concurrency levels must be at least 1");
+    }
+    let prompts = CONCURRENT_PROMPTS
+        .iter()
+        .map(|&p| chat.encode_chat(&[TemplateMessage::user(p)], &RenderOptions::generation()))
+        .collect::<Result<Vec<_>, _>>()?;
+    let most = levels.iter().copied().max().unwrap_or(1);
+    let options = LoadOptions {
+        precision,
+        max_batch: most,
+        ..LoadOptions::default()
+    };
+    let engine = MlxEngine::load(path, &options).with_context(|| format!("loading {}", path.display()))?;
+    // Warm-up: first-use allocations and caches.
+    concurrent(&engine, &prompts, args.max_tokens.min(16), most)?;
+    let mut ours: Vec<ConcurrencyRow> = Vec::new();
+    for &n in levels {
+        let mut best: Option<ConcurrencyRow> = None;
+        for _ in 0..args.runs.max(1) {
+            let row = concurrent(&engine, &prompts, args.max_tokens, n)?;
+            if best
+                .as_ref()
+                .is_none_or(|b| row.aggregate_decode_tok_s > b.aggregate_decode_tok_s)
+            {
+                best = Some(row);
+            }
+        }
+        ours.extend(best);
+    }
+    drop(engine);
+    let mut theirs: Vec<(&str, Vec<ConcurrencyRow>)> = Vec::new();
+    if args.compare_mlx_lm {
+        let mut refs = vec![("f32 copy", path.to_path_buf())];
+        if path.is_file() {
+            refs = vec![("f32 copy", converted(path, Precision::F32)?)];
+            let packed = converted(path, Precision::Auto)?;
+            if is_quantized(&packed)? {
+                refs.push(("quantized copy", packed));
+            }
+        } else {
+            refs[0].0 = "same folder";
+        }
+        for (label, dir) in refs {
+            let report = MlxLmReference::locate()
+                .bench_batch(&dir, &prompts, args.max_tokens, levels)
+                .with_context(|| format!("running mlx-lm's batch generator on {}", dir.display()))?;
+            theirs.push((label, report.rows));
+        }
+    }
+    if args.json {
+        let reference: Vec<serde_json::Value> = theirs
+            .iter()
+            .map(|(label, rows)| serde_json::json!({ "weights": label, "rows": rows }))
+            .collect();
+        println!(
+            "{}",
+            serde_json::json!({
+                "model": path,
+                "precision": precision.name(),
+                "max_tokens": args.max_tokens,
+                "thinkwire": ours,
+                "mlx_lm_batch": reference,
+            })
+        );
+        return Ok(());
+    }
+    println!(
+        "model {} · precision {} · {} tokens per generation · different prompts · best of {} runs",
+        path.display(),
+        precision.name(),
+        args.max_tokens,
+        args.runs
+    );
+    println!(
+        "{:<30} {:>4} {:>14} {:>10} {:>12} {:>12} {:>9}",
+        "engine", "N", "aggregate t/s", "per-seq", "ttft p50 ms", "ttft p95 ms", "vs N=1"
+    );
+    let table = |name: &str, rows: &[ConcurrencyRow]| {
+        let base = rows.first().map_or(1.0, |r| r.aggregate_decode_tok_s);
+        for r in rows {
+            println!(
+                "{:<30} {:>4} {:>14.1} {:>10.1} {:>12.1} {:>12.1} {:>8.2}x",
+                name,
+                r.concurrency,
+                r.aggregate_decode_tok_s,
+                r.per_sequence_decode_tok_s,
+                r.ttft_p50_s * 1000.0,
+                r.ttft_p95_s * 1000.0,
+                r.aggregate_decode_tok_s / base
+            );
+        }
+    };
+    table("thinkwire", &ours);
+    for (label, rows) in &theirs {
+        table(&format!("mlx-lm batch ({label})"), rows);
+    }
+    for (label, rows) in &theirs {
+        let ratios: Vec<String> = ours
+            .iter()
+            .zip(rows)
+            .map(|(a, b)| {
+                format!(
+                    "N={} {:.2}x",
+                    a.concurrency,
+                    a.aggregate_decode_tok_s / b.aggregate_decode_tok_s
+                )
+            })
+            .collect();
+        println!(
+            "thinkwire / mlx-lm batch ({label}), aggregate decode: {}",
+            ratios.join(", ")
         );
     }
     Ok(())

@@ -50,6 +50,10 @@ pub struct ServeArgs {
     /// reasoning when it carries no sealed value. Only for trusted clients.
     #[arg(long)]
     trust_client_reasoning: bool,
+    /// Runs that may wait for a place in the batch, server-wide; beyond
+    /// `--max-batch` + this, runs are refused (HTTP 429 / `SERVER_BUSY`).
+    #[arg(long, default_value_t = 64)]
+    max_queued: usize,
     /// The built web demo to serve at `/`.
     #[arg(long, env = "THINKWIRE_WEB_DIR")]
     web_dir: Option<PathBuf>,
@@ -119,6 +123,8 @@ pub fn serve(args: ServeArgs) -> Result<()> {
     let web_dir = args.web_dir.clone().or_else(default_web_dir);
     let server_config = ServerConfig {
         web_dir,
+        max_active_runs: args.model.max_batch,
+        max_queued_runs: args.max_queued,
         ..ServerConfig::default()
     };
     let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;

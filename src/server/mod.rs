@@ -14,6 +14,7 @@
 //! # }
 //! ```
 
+mod admission;
 mod rejection;
 mod run;
 mod sse;
@@ -44,6 +45,12 @@ pub struct ServerConfig {
     pub ws_ping: Duration,
     /// Runs a WebSocket client may queue behind the one in progress.
     pub ws_max_queued_runs: usize,
+    /// Runs generating at once (the engine's batch, `serve --max-batch`).
+    pub max_active_runs: usize,
+    /// Runs admitted to wait for a place in the batch, server-wide
+    /// (`serve --max-queued`); beyond both, runs are refused with
+    /// `SERVER_BUSY`.
+    pub max_queued_runs: usize,
     /// The built web demo (`web-demo/dist`), served at `/`.
     pub web_dir: Option<PathBuf>,
 }
@@ -55,6 +62,8 @@ impl Default for ServerConfig {
             keepalive: Duration::from_secs(10),
             ws_ping: Duration::from_secs(20),
             ws_max_queued_runs: 4,
+            max_active_runs: 8,
+            max_queued_runs: 64,
             web_dir: None,
         }
     }
@@ -65,15 +74,19 @@ impl Default for ServerConfig {
 pub struct AppState {
     agent: Arc<Agent>,
     config: Arc<ServerConfig>,
+    admission: Arc<admission::Admission>,
     shutdown: CancellationToken,
 }
 
 impl AppState {
     /// State for `agent` under `config`.
     pub fn new(agent: Arc<Agent>, config: ServerConfig) -> Self {
+        let admission =
+            admission::Admission::new(config.max_active_runs + config.max_queued_runs);
         Self {
             agent,
             config: Arc::new(config),
+            admission,
             shutdown: CancellationToken::new(),
         }
     }
@@ -92,6 +105,7 @@ pub fn app(state: AppState) -> Router {
         .route("/agent/ws", get(ws::upgrade))
         .route("/healthz", get(healthz))
         .route("/capabilities", get(capabilities))
+        .route("/metrics", get(metrics))
         .fallback_service(web_demo::service(state.config.web_dir.clone()))
         .with_state(state)
 }
@@ -101,6 +115,18 @@ async fn healthz(State(state): State<AppState>) -> axum::Json<serde_json::Value>
         "status": "ok",
         "model": state.agent.model_id(),
     }))
+}
+
+/// Prometheus text exposition (`prometheus-client`'s encoder).
+async fn metrics(State(state): State<AppState>) -> impl axum::response::IntoResponse {
+    let text = state.agent.metrics().render(&state.agent.model().engine().load());
+    (
+        [(
+            axum::http::header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        text,
+    )
 }
 
 async fn capabilities(

@@ -2,7 +2,7 @@
 //! a JSON body naming the problem, never echoing the request's content.
 
 use axum::Json;
-use axum::http::StatusCode;
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 use crate::agent::{RejectKind, RunRejected};
@@ -45,6 +45,7 @@ impl From<RunRejected> for Rejection {
             RejectKind::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             RejectKind::Unprocessable => StatusCode::UNPROCESSABLE_ENTITY,
             RejectKind::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+            RejectKind::Busy => StatusCode::TOO_MANY_REQUESTS,
         };
         Self {
             status,
@@ -61,6 +62,14 @@ impl IntoResponse for Rejection {
         if let Some(path) = self.path {
             error["path"] = serde_json::Value::String(path);
         }
-        (self.status, Json(serde_json::json!({ "error": error }))).into_response()
+        let mut response =
+            (self.status, Json(serde_json::json!({ "error": error }))).into_response();
+        if self.status == StatusCode::TOO_MANY_REQUESTS {
+            // Runs take seconds; a client retrying sooner only adds load.
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        }
+        response
     }
 }

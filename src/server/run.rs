@@ -11,7 +11,8 @@ use bytes::Bytes;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::{Agent, CancelRun, Frame, RunOutput, RunRejected};
+use super::AppState;
+use crate::agent::{CancelRun, Frame, RunOutput, RunRejected};
 
 /// Frames buffered between the engine thread and a slow client. When full,
 /// the engine waits for the client rather than queueing without bound.
@@ -29,13 +30,26 @@ pub(crate) struct ActiveRun {
     pub run_id: String,
 }
 
-/// Validates `body` and starts the run; a rejection comes back before any
-/// event was produced.
-pub(crate) async fn start(
-    agent: Arc<Agent>,
-    body: Bytes,
-    shutdown: &CancellationToken,
-) -> Result<ActiveRun, RunRejected> {
+/// Takes a place for the run, validates `body` and starts it; a rejection
+/// comes back before any event was produced (and is counted).
+pub(crate) async fn start(state: &AppState, body: Bytes) -> Result<ActiveRun, RunRejected> {
+    let result = admit_and_start(state, body).await;
+    if let Err(rejected) = &result {
+        state.agent.metrics().run_refused(rejected.code);
+    }
+    result
+}
+
+async fn admit_and_start(state: &AppState, body: Bytes) -> Result<ActiveRun, RunRejected> {
+    let Some(permit) = state.admission.try_admit() else {
+        tracing::info!(
+            limit = state.admission.limit(),
+            "run refused: the server is at capacity"
+        );
+        return Err(RunRejected::busy(state.admission.limit()));
+    };
+    let agent = Arc::clone(&state.agent);
+    let shutdown = &state.shutdown;
     // Preparing renders the template, tokenizes and opens sealed reasoning:
     // milliseconds of CPU, kept off the async workers.
     let prep_agent = Arc::clone(&agent);
@@ -61,6 +75,8 @@ pub(crate) async fn start(
     let done_guard = done.clone().drop_guard();
     tokio::task::spawn_blocking(move || {
         let _done = done_guard;
+        // The place is held until the run has sent its last event.
+        let _permit = permit;
         prepared.execute(output);
     });
     // Server shutdown cancels runs in progress so their clients get a proper

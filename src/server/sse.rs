@@ -30,7 +30,7 @@ pub(super) async fn post_agent(
     let body = axum::body::to_bytes(body, limit)
         .await
         .map_err(|_| Rejection::too_large(limit))?;
-    let mut active = run::start(state.agent.clone(), body, &state.shutdown).await?;
+    let mut active = run::start(&state, body).await?;
 
     let keepalive = state.config.keepalive;
     let (tx, rx) = mpsc::channel::<Result<Bytes, Infallible>>(16);

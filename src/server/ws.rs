@@ -97,7 +97,7 @@ async fn session(socket: WebSocket, state: AppState) {
                 Incoming::Cancel(_) => continue,
                 Incoming::Reject(rejected) => rejected,
                 Incoming::Input(body) => {
-                    match run::start(state.agent.clone(), body, &state.shutdown).await {
+                    match run::start(&state, body).await {
                         Ok(run) => {
                             active = Some(run);
                             continue;

@@ -10,7 +10,7 @@ use mlx_rs::fast::ScaledDotProductAttentionMask;
 
 use super::cache::KvCache;
 use super::config::{Architecture, ModelConfig};
-use super::rope::{Rope, RopeStep};
+use super::rope::{Rope, RopeRows};
 use super::weights::{Embedding, Linear, Precision, WeightMap, last_axis, mlx_err};
 use crate::EngineError;
 
@@ -29,51 +29,90 @@ struct Attention {
 }
 
 impl Attention {
-    fn forward(&self, x: &Array, cache: &mut KvCache, rope: &Rope, step: &RopeStep) -> R<Array> {
-        let (l, hd) = (x.shape()[1], self.head_dim);
+    /// Projections over every row of the batch; RoPE, cache and attention
+    /// per segment, against that sequence's own cache.
+    fn forward(
+        &self,
+        x: &Array,
+        layer: usize,
+        segments: &mut [Segment<'_>],
+        rope: &Rope,
+        rows: Option<&RopeRows>,
+    ) -> R<Array> {
+        let (t, hd) = (x.shape()[1], self.head_dim);
         let (nq, nkv) = (self.heads, self.kv_heads);
         let qkv = self.qkv.forward(x)?;
-        let qkv = qkv.reshape(&[1, l, nq + 2 * nkv, hd])?;
-        let v = qkv
-            .try_index_axis2(nq + nkv, nq + 2 * nkv)?
-            .transpose_axes(&[0, 2, 1, 3])?;
+        let qkv = qkv.reshape(&[1, t, nq + 2 * nkv, hd])?;
+        let v = qkv.try_index_axis2(nq + nkv, nq + 2 * nkv)?;
         let (q, k) = match (&self.q_norm, &self.k_norm) {
             (Some(qn), Some(kn)) => {
                 let q = mlx_rs::fast::rms_norm(qkv.try_index_axis2(0, nq)?, Some(qn), self.eps)?;
                 let k =
                     mlx_rs::fast::rms_norm(qkv.try_index_axis2(nq, nq + nkv)?, Some(kn), self.eps)?;
-                (
-                    rope.apply_with(&q.transpose_axes(&[0, 2, 1, 3])?, step)?,
-                    rope.apply_with(&k.transpose_axes(&[0, 2, 1, 3])?, step)?,
-                )
+                (rotate(rows, &q)?, rotate(rows, &k)?)
             }
             _ => {
                 // Queries and keys rotate together: one RoPE per layer.
-                let qk = qkv
-                    .try_index_axis2(0, nq + nkv)?
-                    .transpose_axes(&[0, 2, 1, 3])?;
-                let qk = rope.apply_with(&qk, step)?;
-                use mlx_rs::ops::indexing::TryIndexOp;
-                (qk.try_index((.., ..nq))?, qk.try_index((.., nq..))?)
+                let qk = rotate(rows, &qkv.try_index_axis2(0, nq + nkv)?)?;
+                (qk.try_index_axis2(0, nq)?, qk.try_index_axis2(nq, nq + nkv)?)
             }
         };
-        let (keys, values) = cache.update_and_fetch(&k, &v)?;
-        let mask = (l > 1).then_some(ScaledDotProductAttentionMask::Causal);
-        let out =
-            mlx_rs::fast::scaled_dot_product_attention(&q, &keys, &values, self.scale, mask, None)?;
-        let out = out
-            .transpose_axes(&[0, 2, 1, 3])?
-            .reshape(&[1, l, nq * hd])?;
-        self.o.forward(&out)
+        let single = segments.len() == 1;
+        let mut outs = Vec::with_capacity(segments.len());
+        let mut r0 = 0;
+        for seg in segments.iter_mut() {
+            let l = seg.len;
+            let part = |a: &Array| -> R<Array> {
+                let a = if single { a.clone() } else { a.try_index_axis1(r0, r0 + l)? };
+                a.transpose_axes(&[0, 2, 1, 3])
+            };
+            let (qi, ki, vi) = (part(&q)?, part(&k)?, part(&v)?);
+            let (qi, ki) = match rows {
+                Some(_) => (qi, ki),
+                // Past the tables: `fast::rope` from the cache's length.
+                None => {
+                    let offset = seg.caches[layer].offset();
+                    (rope.apply(&qi, offset)?, rope.apply(&ki, offset)?)
+                }
+            };
+            let (keys, values) = seg.caches[layer].update_and_fetch(&ki, &vi)?;
+            let mask = (l > 1).then_some(ScaledDotProductAttentionMask::Causal);
+            let out = mlx_rs::fast::scaled_dot_product_attention(
+                &qi, &keys, &values, self.scale, mask, None,
+            )?;
+            outs.push(out.transpose_axes(&[0, 2, 1, 3])?);
+            r0 += l;
+        }
+        let out = if single {
+            outs.pop().unwrap_or_else(|| unreachable!("one segment"))
+        } else {
+            mlx_rs::ops::concatenate(&outs, 1)?
+        };
+        self.o.forward(&out.reshape(&[1, t, nq * hd])?)
     }
 }
 
-/// Slicing of axis 2 of a `[B, L, H, D]` array.
-trait Axis2 {
+/// Rotates `[1, T, heads, head_dim]` by the step's rows of the tables
+/// (unchanged when they are past the tables: see [`Attention::forward`]).
+fn rotate(rows: Option<&RopeRows>, x: &Array) -> R<Array> {
+    match rows {
+        Some(rows) => rows.apply(x),
+        None => Ok(x.clone()),
+    }
+}
+
+/// Slicing of axes 1 and 2 of a `[B, L, H, D]` array.
+trait Axes {
+    fn try_index_axis1(&self, start: i32, end: i32) -> R<Array>;
     fn try_index_axis2(&self, start: i32, end: i32) -> R<Array>;
 }
 
-impl Axis2 for Array {
+impl Axes for Array {
+    fn try_index_axis1(&self, start: i32, end: i32) -> R<Array> {
+        use mlx_rs::ops::indexing::TryIndexOp;
+        self.try_index((.., start..end))
+    }
+
     fn try_index_axis2(&self, start: i32, end: i32) -> R<Array> {
         use mlx_rs::ops::indexing::TryIndexOp;
         self.try_index((.., .., start..end, ..))
@@ -107,9 +146,16 @@ struct Block {
 }
 
 impl Block {
-    fn forward(&self, x: &Array, cache: &mut KvCache, rope: &Rope, step: &RopeStep) -> R<Array> {
+    fn forward(
+        &self,
+        x: &Array,
+        layer: usize,
+        segments: &mut [Segment<'_>],
+        rope: &Rope,
+        rows: Option<&RopeRows>,
+    ) -> R<Array> {
         let h = mlx_rs::fast::rms_norm(x, Some(&self.attn_norm), self.eps)?;
-        let x = x.add(self.attn.forward(&h, cache, rope, step)?)?;
+        let x = x.add(self.attn.forward(&h, layer, segments, rope, rows)?)?;
         let h = mlx_rs::fast::rms_norm(&x, Some(&self.mlp_norm), self.eps)?;
         x.add(self.mlp.forward(&h)?)
     }
@@ -272,40 +318,68 @@ impl Model {
         (0..self.blocks.len()).map(|_| KvCache::default()).collect()
     }
 
-    /// Runs `ids` (`[1, L]` int32) through the decoder and returns the
-    /// logits of the last position (`[1, vocab]`, f32).
-    pub fn forward_last(&self, ids: &Array, caches: &mut [KvCache]) -> R<Array> {
-        let mut x = self.embed.lookup(ids)?;
-        let offset = caches.first().map_or(0, KvCache::offset);
-        let step = self.rope.step(offset, ids.shape()[1])?;
-        for (block, cache) in self.blocks.iter().zip(caches.iter_mut()) {
-            x = block.forward(&x, cache, &self.rope, &step)?;
-        }
-        let l = x.shape()[1];
-        let x = if l > 1 {
-            use mlx_rs::ops::indexing::TryIndexOp;
-            x.try_index((.., l - 1.., ..))?
-        } else {
-            x
+    /// Bytes the cache of one sequence holds per position.
+    pub fn cache_bytes_per_token(&self) -> usize {
+        let Some(b) = self.blocks.first() else {
+            return 0;
         };
-        let x = mlx_rs::fast::rms_norm(&x, Some(&self.norm), self.eps)?;
-        let logits = self.lm_head.forward(&x)?.reshape(&[1, -1])?;
-        if logits.dtype() == mlx_rs::Dtype::Float32 {
-            Ok(logits)
-        } else {
-            logits.as_dtype(mlx_rs::Dtype::Float32)
-        }
+        let per_layer = 2 * b.attn.kv_heads as usize * b.attn.head_dim as usize;
+        let bytes = self.norm.item_size();
+        self.blocks.len() * per_layer * bytes
     }
 
-    /// Runs `ids` through the decoder for their cache entries only (a
-    /// prefill chunk that is not the last one).
-    pub fn forward_fill(&self, ids: &Array, caches: &mut [KvCache]) -> R<Array> {
-        let mut x = self.embed.lookup(ids)?;
-        let offset = caches.first().map_or(0, KvCache::offset);
-        let step = self.rope.step(offset, ids.shape()[1])?;
-        for (block, cache) in self.blocks.iter().zip(caches.iter_mut()) {
-            x = block.forward(&x, cache, &self.rope, &step)?;
+    /// One step of several sequences: every segment's tokens go through
+    /// the decoder together (projections and MLP read each weight once for
+    /// all rows), attention runs per segment against its own cache. With
+    /// `logits`, returns the logits of each segment's last position
+    /// (`[segments, vocab]`, f32); otherwise only the caches are filled.
+    pub fn forward(&self, segments: &mut [Segment<'_>], logits: bool) -> R<Option<Array>> {
+        let mut positions = Vec::new();
+        let mut last_rows = Vec::with_capacity(segments.len());
+        for seg in segments.iter() {
+            let offset = seg.caches.first().map_or(0, KvCache::offset);
+            positions.extend(offset..offset + seg.len);
+            last_rows.push(positions.len() as i32 - 1);
         }
-        Ok(x)
+        let ids = match segments {
+            [one] => one.ids.clone(),
+            _ => {
+                let all: Vec<&Array> = segments.iter().map(|s| &s.ids).collect();
+                mlx_rs::ops::concatenate(&all, 1)?
+            }
+        };
+        let rows = self.rope.rows(&positions)?;
+        let mut x = self.embed.lookup(&ids)?;
+        for (layer, block) in self.blocks.iter().enumerate() {
+            x = block.forward(&x, layer, segments, &self.rope, rows.as_ref())?;
+        }
+        if !logits {
+            return Ok(None);
+        }
+        let t = positions.len() as i32;
+        let x = if last_rows.len() as i32 == t {
+            x
+        } else {
+            let idx = Array::from_slice(&last_rows, &[last_rows.len() as i32]);
+            x.take_axis(&idx, 1)?
+        };
+        let x = mlx_rs::fast::rms_norm(&x, Some(&self.norm), self.eps)?;
+        let logits = self.lm_head.forward(&x)?.reshape(&[last_rows.len() as i32, -1])?;
+        if logits.dtype() == mlx_rs::Dtype::Float32 {
+            Ok(Some(logits))
+        } else {
+            logits.as_dtype(mlx_rs::Dtype::Float32).map(Some)
+        }
     }
+}
+
+/// One sequence's part of a [`Model::forward`] step.
+pub(crate) struct Segment<'a> {
+    /// Token ids, `[1, len]` int32; may be lazy (a token the previous step
+    /// picked and nobody has read yet).
+    pub ids: Array,
+    /// How many tokens `ids` holds.
+    pub len: i32,
+    /// The sequence's cache, one per layer.
+    pub caches: &'a mut [KvCache],
 }

@@ -82,8 +82,8 @@ const TABLE_POSITIONS: usize = 32_768;
 /// (frequencies, angles, cos, sin: transcendental work per head and
 /// position), which made RoPE the largest non-matmul cost of a decode step.
 /// The angles depend only on the position, so their cos/sin are tabulated
-/// once at load; a step slices one row range shared by every layer and
-/// rotates with plain multiplies ([`Rope::apply_with`]).
+/// once at load; a step takes its positions' rows, shared by every layer,
+/// and rotates with plain multiplies ([`RopeRows::apply`]).
 pub struct Rope {
     dims: i32,
     base: Option<f32>,
@@ -94,11 +94,27 @@ pub struct Rope {
     positions: i32,
 }
 
-/// The cos/sin rows of one step, shared by every layer.
-pub struct RopeStep {
-    cos: Option<Array>,
-    sin: Option<Array>,
-    offset: i32,
+/// The cos/sin rows of one step's positions, shared by every layer.
+pub struct RopeRows {
+    cos: Array,
+    sin: Array,
+    half: i32,
+}
+
+impl RopeRows {
+    /// Rotates `x` (`[1, T, heads, head_dim]`, row `t` at the step's
+    /// position `t`).
+    pub fn apply(&self, x: &Array) -> mlx_rs::error::Result<Array> {
+        use mlx_rs::ops::indexing::TryIndexOp;
+        let swapped = mlx_rs::ops::concatenate(
+            &[
+                x.try_index((.., .., .., self.half..))?,
+                x.try_index((.., .., .., ..self.half))?,
+            ],
+            -1,
+        )?;
+        x.multiply(&self.cos)?.add(swapped.multiply(&self.sin)?)
+    }
 }
 
 impl Rope {
@@ -180,38 +196,32 @@ impl Rope {
         [&self.cos, &self.sin]
     }
 
-    /// The rows for `len` positions from `offset`.
-    pub fn step(&self, offset: i32, len: i32) -> mlx_rs::error::Result<RopeStep> {
+    /// The table rows of `positions` (one per row of a step, sequences
+    /// one after another), shaped to rotate `[1, T, heads, head_dim]`;
+    /// `None` when a position is past the tables ([`Rope::apply`] then).
+    pub fn rows(&self, positions: &[i32]) -> mlx_rs::error::Result<Option<RopeRows>> {
         use mlx_rs::ops::indexing::TryIndexOp;
-        if offset + len > self.positions {
-            return Ok(RopeStep {
-                cos: None,
-                sin: None,
-                offset,
-            });
+        if positions.iter().any(|&p| p < 0 || p >= self.positions) {
+            return Ok(None);
         }
-        Ok(RopeStep {
-            cos: Some(self.cos.try_index(offset..offset + len)?),
-            sin: Some(self.sin.try_index(offset..offset + len)?),
-            offset,
-        })
-    }
-
-    /// Rotates `x` (`[batch, heads, len, head_dim]`) at the step's positions.
-    pub fn apply_with(&self, x: &Array, step: &RopeStep) -> mlx_rs::error::Result<Array> {
-        use mlx_rs::ops::indexing::TryIndexOp;
-        let (Some(cos), Some(sin)) = (&step.cos, &step.sin) else {
-            return self.apply(x, step.offset);
+        let t = positions.len() as i32;
+        let contiguous = positions.windows(2).all(|w| w[1] == w[0] + 1);
+        let (cos, sin) = match positions.first() {
+            // One sequence: a slice, as cheap as it gets.
+            Some(&first) if contiguous => (
+                self.cos.try_index(first..first + t)?,
+                self.sin.try_index(first..first + t)?,
+            ),
+            _ => {
+                let idx = Array::from_slice(positions, &[t]);
+                (self.cos.take_axis(&idx, 0)?, self.sin.take_axis(&idx, 0)?)
+            }
         };
-        let half = self.dims / 2;
-        let swapped = mlx_rs::ops::concatenate(
-            &[
-                x.try_index((.., .., .., half..))?,
-                x.try_index((.., .., .., ..half))?,
-            ],
-            -1,
-        )?;
-        x.multiply(cos)?.add(swapped.multiply(sin)?)
+        Ok(Some(RopeRows {
+            cos: cos.reshape(&[t, 1, self.dims])?,
+            sin: sin.reshape(&[t, 1, self.dims])?,
+            half: self.dims / 2,
+        }))
     }
 
     /// Rotates `x` for positions from `offset` with `fast::rope`.
@@ -251,7 +261,11 @@ mod tests {
             let rope = Rope::new(&config(scaling)).unwrap();
             let x = mlx_rs::random::normal::<f32>(&[1, 2, 3, 32], None, None, None).unwrap();
             let want = rope.apply(&x, 5).unwrap();
-            let got = rope.apply_with(&x, &rope.step(5, 3).unwrap()).unwrap();
+            // Rows for positions 5, 6, 7 in the `[1, T, heads, dim]` layout.
+            let rows = rope.rows(&[5, 6, 7]).unwrap().unwrap();
+            let xt = x.transpose_axes(&[0, 2, 1, 3]).unwrap();
+            let got = rows.apply(&xt).unwrap().transpose_axes(&[0, 2, 1, 3]).unwrap();
+            assert!(rope.rows(&[5, 1 << 20]).unwrap().is_none());
             let diff = want
                 .subtract(&got)
                 .unwrap()

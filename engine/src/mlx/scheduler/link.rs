@@ -1,0 +1,93 @@
+//! The wire between a run's thread and the scheduler: the run submits a
+//! request and then serves its sink from the scheduler's messages, so sinks
+//! (detokenizer, splitter, events) run on the runs' own threads, in
+//! parallel with the model's next step.
+
+use std::ops::ControlFlow;
+use std::sync::mpsc::{Receiver, Sender};
+use std::time::Instant;
+
+use crate::{Directive, EngineError, GenerationRequest, GenerationStats, TokenSink};
+
+/// A sequence's id, unique for the scheduler's lifetime.
+pub(crate) type SeqId = u64;
+
+/// What the scheduler tells a run.
+#[derive(Debug)]
+pub(crate) enum ToRun {
+    /// Prefill progress; answered with [`Reply::Prefill`].
+    Prefill { done: usize, total: usize },
+    /// A generated token; answered with [`Reply::Token`].
+    Token(u32),
+    /// Generation ended; nothing follows.
+    Done(Result<GenerationStats, EngineError>),
+}
+
+/// What a run answers.
+#[derive(Debug)]
+pub(crate) enum Reply {
+    Prefill(ControlFlow<()>),
+    Token(Directive),
+}
+
+/// What reaches the scheduler thread.
+pub(crate) enum Inbox {
+    Submit(Submission),
+    Reply(SeqId, Reply),
+    /// The engine is dropped: finish what runs, then exit.
+    Close,
+}
+
+/// A request waiting for a place in the batch.
+pub(crate) struct Submission {
+    pub id: SeqId,
+    pub request: GenerationRequest,
+    pub to_run: Sender<ToRun>,
+    /// When the run asked: queueing counts towards its time to first token.
+    pub submitted: Instant,
+}
+
+/// Serves `sink` from the scheduler's messages until the generation ends.
+/// After the sink stops the run, tokens still in flight are answered with
+/// `Stop` without reaching it.
+pub(crate) fn serve_sink(
+    id: SeqId,
+    from_scheduler: &Receiver<ToRun>,
+    to_scheduler: &Sender<Inbox>,
+    sink: &mut dyn TokenSink,
+) -> Result<GenerationStats, EngineError> {
+    let mut stopped = false;
+    loop {
+        let reply = match from_scheduler.recv() {
+            Ok(ToRun::Done(result)) => return result,
+            Ok(ToRun::Prefill { done, total }) => {
+                let flow = if stopped {
+                    ControlFlow::Break(())
+                } else {
+                    sink.on_prefill(done, total)
+                };
+                stopped |= flow.is_break();
+                Reply::Prefill(flow)
+            }
+            Ok(ToRun::Token(token)) => {
+                let directive = if stopped {
+                    Directive::Stop
+                } else {
+                    sink.on_token(token)
+                };
+                stopped |= directive == Directive::Stop;
+                Reply::Token(directive)
+            }
+            Err(_) => {
+                return Err(EngineError::Backend(
+                    "the scheduler stopped before the generation ended".into(),
+                ));
+            }
+        };
+        if to_scheduler.send(Inbox::Reply(id, reply)).is_err() {
+            return Err(EngineError::Backend(
+                "the scheduler stopped before the generation ended".into(),
+            ));
+        }
+    }
+}

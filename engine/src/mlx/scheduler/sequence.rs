@@ -1,0 +1,297 @@
+//! One sequence in the batch: its cache, how it picks tokens, what it feeds
+//! the model next, and the run it answers to. The scheduler moves it
+//! through [`Next`]; everything that decides a token's fate (stop ids, the
+//! token budget, the context, the run's directive) is here, per sequence.
+
+use std::sync::mpsc::Sender;
+use std::time::{Duration, Instant};
+
+use mlx_rs::Array;
+
+use super::link::{SeqId, Submission, ToRun};
+use crate::mlx::cache::KvCache;
+use crate::mlx::sampler::Sampler;
+use crate::mlx::weights::mlx_err;
+use crate::{Directive, EngineError, Finish, GenerationRequest, GenerationStats};
+
+/// What the sequence gives the model next.
+pub(crate) enum Next {
+    /// Known ids: the prompt (fed in chunks), forced tokens after the token
+    /// they follow, or a sampled token.
+    Feed(Vec<u32>),
+    /// A greedy token (`[1, 1]` int32, lazy) nobody has read yet. The next
+    /// step takes it as input before it is read, so the model never waits
+    /// for the run.
+    Unread(Array),
+    /// Logits (`[1, vocab]`) to sample from on the CPU.
+    Logits(Array),
+    /// The run has the last token and has not answered yet; `spec` is the
+    /// step that already took that token as input (greedy only).
+    Awaiting { spec: Option<Array> },
+    /// Finished; the scheduler reaps it.
+    Done,
+}
+
+/// How the next token is chosen: on the MLX side (greedy: lazy, so steps
+/// can be queued ahead) or by the sampler on the CPU.
+enum Picker {
+    Greedy,
+    Sampled(Box<Sampler>),
+}
+
+/// One sequence; see the module docs.
+pub(crate) struct Sequence {
+    pub id: SeqId,
+    request: GenerationRequest,
+    to_run: Sender<ToRun>,
+    pub caches: Vec<KvCache>,
+    picker: Picker,
+    /// Prompt, generated and forced tokens: position `i` of the cache
+    /// holds `history[i]` once a step has consumed it.
+    history: Vec<u32>,
+    /// Tokens the sequence may still generate or be forced.
+    budget: usize,
+    /// Prompt tokens already in the cache.
+    prompt_done: usize,
+    pub next: Next,
+    pub stats: GenerationStats,
+    submitted: Instant,
+    first_token: Option<Instant>,
+    last_token: Instant,
+    context: usize,
+    /// Missed the last wait for its answer: later steps go on without it
+    /// until it answers (a slow client never holds the batch back).
+    pub laggard: bool,
+    /// Cache bytes reserved for this sequence at admission.
+    pub reserved: usize,
+    result: Option<Result<(), EngineError>>,
+}
+
+impl Sequence {
+    /// A sequence for `sub`, its cache already holding `reused` prompt
+    /// tokens (a prefix-cache hit) or none.
+    pub fn new(
+        sub: Submission,
+        caches: Vec<KvCache>,
+        reused: usize,
+        context: usize,
+        reserved: usize,
+    ) -> Self {
+        let request = sub.request;
+        let picker = if request.sampling.is_greedy() && request.sampling.repetition_penalty == 1.0
+        {
+            Picker::Greedy
+        } else {
+            Picker::Sampled(Box::new(Sampler::new(&request.sampling)))
+        };
+        let stats = GenerationStats {
+            finish: Finish::Length,
+            prompt_tokens: request.prompt.len(),
+            generated_tokens: 0,
+            prefill_time: Duration::ZERO,
+            decode_time: Duration::ZERO,
+        };
+        Self {
+            id: sub.id,
+            history: request.prompt.clone(),
+            budget: request.max_tokens,
+            next: Next::Feed(request.prompt[reused..].to_vec()),
+            prompt_done: reused,
+            request,
+            to_run: sub.to_run,
+            caches,
+            picker,
+            stats,
+            submitted: sub.submitted,
+            first_token: None,
+            last_token: sub.submitted,
+            context,
+            laggard: false,
+            reserved,
+            result: None,
+        }
+    }
+
+    /// Cache length: the position the next fed token takes.
+    pub fn offset(&self) -> usize {
+        self.caches.first().map_or(0, |c| c.offset() as usize)
+    }
+
+    pub fn is_greedy(&self) -> bool {
+        matches!(self.picker, Picker::Greedy)
+    }
+
+    pub fn in_prompt(&self) -> bool {
+        self.prompt_done < self.request.prompt.len()
+    }
+
+    pub fn prompt_len(&self) -> usize {
+        self.request.prompt.len()
+    }
+
+    /// Whether a step may take the unread token as input ahead of the
+    /// run's answer: only if another token could follow it.
+    pub fn may_continue(&self) -> bool {
+        self.budget > 1 && self.offset() < self.context
+    }
+
+    /// The run's answer to a prefill report.
+    pub fn send_prefill(&mut self, done: usize, total: usize) {
+        if self.to_run.send(ToRun::Prefill { done, total }).is_err() {
+            self.finish(Finish::Cancelled);
+        }
+    }
+
+    /// Prompt tokens fed by a step.
+    pub fn fed_prompt(&mut self, n: usize) {
+        self.prompt_done = (self.prompt_done + n).min(self.request.prompt.len());
+    }
+
+    /// A step produced this sequence's next-token source: a lazy pick or
+    /// its logits row.
+    pub fn produced(&mut self, picks: &Array, logits: &Array, row: i32) -> Result<(), EngineError> {
+        use mlx_rs::ops::indexing::TryIndexOp;
+        let err = mlx_err("choosing a token");
+        self.next = match self.picker {
+            Picker::Greedy => Next::Unread(picks.try_index(row..row + 1).map_err(err)?),
+            Picker::Sampled(_) => Next::Logits(logits.try_index(row..row + 1).map_err(err)?),
+        };
+        Ok(())
+    }
+
+    /// Samples from logits (reading them waits for their step).
+    pub fn sample(&mut self, logits: &Array) -> Result<u32, EngineError> {
+        let Picker::Sampled(sampler) = &mut self.picker else {
+            return Err(EngineError::Backend("sampling a greedy sequence".into()));
+        };
+        logits.eval().map_err(mlx_err("evaluating a step"))?;
+        let v = logits
+            .try_as_slice::<f32>()
+            .map_err(|e| EngineError::Backend(format!("reading logits: {e}")))?;
+        Ok(sampler.sample(v, &self.history))
+    }
+
+    /// Hands a generated token to the run; `spec` is the step already
+    /// queued on it, if any.
+    pub fn deliver(&mut self, token: u32, spec: Option<Array>) {
+        let now = Instant::now();
+        if self.first_token.is_none() {
+            self.first_token = Some(now);
+        }
+        self.last_token = now;
+        self.history.push(token);
+        self.budget = self.budget.saturating_sub(1);
+        if self.request.stop_token_ids.contains(&token) {
+            self.finish(Finish::StopToken(token));
+            return;
+        }
+        self.stats.generated_tokens += 1;
+        if self.to_run.send(ToRun::Token(token)).is_err() {
+            self.finish(Finish::Cancelled);
+            return;
+        }
+        self.next = Next::Awaiting { spec };
+    }
+
+    /// The run's directive on the last token.
+    pub fn directed(&mut self, directive: Directive) {
+        if !matches!(self.next, Next::Awaiting { .. }) {
+            // An answer to a sequence that is not waiting: it already ended.
+            return;
+        }
+        let Next::Awaiting { spec } = std::mem::replace(&mut self.next, Next::Feed(Vec::new()))
+        else {
+            return;
+        };
+        self.laggard = false;
+        let forced = match directive {
+            Directive::Stop => return self.finish(Finish::Cancelled),
+            Directive::Continue => None,
+            Directive::Force(tokens) => Some(tokens).filter(|t| !t.is_empty()),
+        };
+        if self.budget == 0 {
+            return self.finish(Finish::Length);
+        }
+        let Some(forced) = forced else {
+            self.next = match spec {
+                Some(spec) => Next::Unread(spec),
+                None if self.offset() >= self.context => return self.finish(Finish::Length),
+                None => Next::Feed(self.history[self.history.len() - 1..].to_vec()),
+            };
+            return;
+        };
+        // Drop the queued step and feed the forced tokens after the token
+        // just read, as if the model had generated them.
+        let consumed_at = self.history.len() - 1;
+        for c in &mut self.caches {
+            c.truncate(consumed_at as i32);
+        }
+        let take = forced.len().min(self.budget);
+        if consumed_at + 1 + take > self.context {
+            return self.finish(Finish::Length);
+        }
+        self.history.extend_from_slice(&forced[..take]);
+        self.budget -= take;
+        if self.budget == 0 {
+            return self.finish(Finish::Length);
+        }
+        self.next = Next::Feed(self.history[consumed_at..].to_vec());
+    }
+
+    /// The run stopped it during prefill.
+    pub fn prefill_stopped(&mut self) {
+        self.finish(Finish::Cancelled);
+    }
+
+    /// Ends the sequence; the scheduler reaps it and tells the run.
+    pub fn finish(&mut self, finish: Finish) {
+        if matches!(self.next, Next::Done) {
+            return;
+        }
+        self.stats.finish = finish;
+        self.next = Next::Done;
+        self.result.get_or_insert(Ok(()));
+    }
+
+    /// Ends the sequence with an error.
+    pub fn fail(&mut self, err: EngineError) {
+        if !matches!(self.next, Next::Done) {
+            self.next = Next::Done;
+            self.result = Some(Err(err));
+        }
+    }
+
+    /// Whether no token may be generated at all (`max_tokens: 0`).
+    pub fn out_of_budget(&self) -> bool {
+        self.budget == 0
+    }
+
+    /// Whether it ended with an error (its cache is not worth keeping).
+    pub fn failed(&self) -> bool {
+        matches!(self.result, Some(Err(_)))
+    }
+
+    pub fn is_done(&self) -> bool {
+        matches!(self.next, Next::Done)
+    }
+
+    /// Tells the run how it ended and returns what the cache holds (the
+    /// tokens at its positions, and the cache) for the prefix pool.
+    pub fn into_outcome(mut self) -> (Vec<u32>, Vec<KvCache>) {
+        match self.first_token {
+            Some(first) => {
+                self.stats.prefill_time = first - self.submitted;
+                self.stats.decode_time = self.last_token - first;
+            }
+            None => self.stats.prefill_time = self.submitted.elapsed(),
+        }
+        let result = match self.result.take() {
+            Some(Err(e)) => Err(e),
+            _ => Ok(self.stats),
+        };
+        let _ = self.to_run.send(ToRun::Done(result));
+        let held = self.offset().min(self.history.len());
+        self.history.truncate(held);
+        (self.history, self.caches)
+    }
+}

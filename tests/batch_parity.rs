@@ -1,0 +1,160 @@
+//! Batching changes no token: greedy generations run concurrently (4 and 8
+//! different prompts decoded together by the scheduler) give the same ids
+//! as the same prompts generated alone, on the default model as users run
+//! it (packed Q4_1 on thinkwire's kernels) and on the tiny Qwen3 (f32,
+//! BLAS).
+//!
+//! The prompts and the near-tie steps come from the agent-path parity
+//! references (`tests/parity/*.json`: transformers' prompt ids, mlx-lm's
+//! per-step gap between the two largest logits). At a step whose gap is
+//! below [`NEAR_TIE`] a different operation order (a matrix product over 8
+//! rows instead of 1) may legitimately pick the other token, so each
+//! prompt is compared up to its first near-tie; the prompts chosen are the
+//! ones with the longest tie-free runs, and the number of steps compared is
+//! asserted to be substantial.
+#![cfg(feature = "mlx")]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use thinkwire_engine::mlx::{LoadOptions, MlxEngine};
+use thinkwire_engine::{Directive, Engine, GenerationRequest, SamplingParams, TokenSink};
+
+const NEAR_TIE: f64 = 0.02;
+
+#[derive(Deserialize)]
+struct Reference {
+    max_tokens: usize,
+    cases: Vec<Case>,
+}
+
+#[derive(Deserialize, Clone)]
+struct Case {
+    name: String,
+    prompt_ids: Vec<u32>,
+    gaps: Vec<f64>,
+}
+
+impl Case {
+    fn tie_free(&self) -> usize {
+        self.gaps
+            .iter()
+            .position(|&g| g < NEAR_TIE)
+            .unwrap_or(self.gaps.len())
+    }
+}
+
+/// The `n` single-prompt cases with the longest tie-free runs.
+fn cases(file: &str, n: usize) -> (usize, Vec<Case>) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/parity")
+        .join(file);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let reference: Reference = serde_json::from_str(&text).unwrap();
+    let mut cases: Vec<Case> = reference
+        .cases
+        .into_iter()
+        .filter(|c| c.name.starts_with("question"))
+        .collect();
+    cases.sort_by_key(|c| std::cmp::Reverse(c.tie_free()));
+    cases.truncate(n);
+    assert_eq!(cases.len(), n, "{file} has too few questions");
+    (reference.max_tokens, cases)
+}
+
+struct Collect(Vec<u32>);
+impl TokenSink for Collect {
+    fn on_token(&mut self, id: u32) -> Directive {
+        self.0.push(id);
+        Directive::Continue
+    }
+}
+
+fn request(engine: &MlxEngine, case: &Case, max_tokens: usize) -> GenerationRequest {
+    GenerationRequest {
+        prompt: case.prompt_ids.clone(),
+        max_tokens,
+        sampling: SamplingParams::greedy(),
+        stop_token_ids: engine.stop_token_ids().to_vec(),
+    }
+}
+
+/// Every case at once, each on its own thread.
+fn together(engine: &MlxEngine, cases: &[Case], max_tokens: usize) -> Vec<Vec<u32>> {
+    std::thread::scope(|s| {
+        let handles: Vec<_> = cases
+            .iter()
+            .map(|case| {
+                let req = request(engine, case, max_tokens);
+                s.spawn(move || {
+                    let mut sink = Collect(Vec::new());
+                    engine.generate(&req, &mut sink).unwrap();
+                    sink.0
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    })
+}
+
+fn check(model: &Path, file: &str, min_compared: usize) {
+    let (max_tokens, cases) = cases(file, 8);
+    let engine = MlxEngine::load(
+        model,
+        &LoadOptions {
+            max_batch: 8,
+            ..LoadOptions::default()
+        },
+    )
+    .unwrap();
+    let alone: Vec<Vec<u32>> = cases
+        .iter()
+        .map(|case| {
+            let mut sink = Collect(Vec::new());
+            engine
+                .generate(&request(&engine, case, max_tokens), &mut sink)
+                .unwrap();
+            sink.0
+        })
+        .collect();
+    for n in [4, 8] {
+        let batched = together(&engine, &cases[..n], max_tokens);
+        let mut compared = 0;
+        for ((case, a), b) in cases.iter().zip(&alone).zip(&batched) {
+            let limit = case.tie_free().min(a.len());
+            assert_eq!(
+                &b[..limit.min(b.len())],
+                &a[..limit],
+                "{file}, {} in a batch of {n}: ids differ before the first near-tie (step {limit})",
+                case.name
+            );
+            assert!(b.len() >= limit, "{}: batched run ended early", case.name);
+            compared += limit;
+        }
+        assert!(
+            compared >= min_compared,
+            "{file}, batch of {n}: only {compared} steps compared"
+        );
+    }
+    // Nothing is left behind: the batch is empty again.
+    let load = engine.load();
+    assert_eq!((load.active_sequences, load.queued_sequences), (0, 0));
+    assert_eq!(load.kv_reserved_bytes, 0);
+    assert!(load.batched_tokens > load.steps, "steps decoded several tokens");
+}
+
+#[test]
+fn default_model_batched_gives_the_ids_it_gives_alone() {
+    check(
+        &thinkwire_chat::assets::default_model(),
+        "smollm2-135m.json",
+        150,
+    );
+}
+
+#[test]
+fn tiny_qwen3_batched_gives_the_ids_it_gives_alone() {
+    let dir: PathBuf = thinkwire_chat::assets::home().join("models/tiny-qwen3-chat");
+    check(&dir, "tiny-qwen3-chat-thinking-off.json", 150);
+}
