@@ -156,8 +156,10 @@ class Pool {
 
 // One product's shared inputs: y = x . W^T for m rows of x.
 struct Product {
-  const float* x;       // [m, k] (for 4 bits: each row permuted, see permute_for_4bit)
-  const float* xsum;    // [m, k / group_size]
+  const float* x;       // [m, k]: the portable loops' rows (4 bits: permuted, see
+                        // permute_for_4bit), the AVX2 kernels' blocks (interleave_rows)
+  const float* xsum;    // [k / group_size, xsum_stride]: x's group sums, row i in column i
+  int xsum_stride;      // m rounded up to 4 (zeros after row m - 1)
   const uint8_t* w;     // [n, k * bits / 8]
   const float* scales;  // [n, groups]
   const float* biases;  // [n, groups]
@@ -179,9 +181,36 @@ void permute_for_4bit(const float* x, int k, float* out) {
   }
 }
 
-inline float bias_term(const float* b, const float* xsum, int groups) {
+// sum over groups of bias * (sum of x over the group), in group order.
+// x for the AVX2 kernels: rows in blocks of 4 (the last block the rest), so
+// that one pointer walks all the x a pass over a weight row needs. Block
+// i0 of R rows holds, chunk by chunk, part J (8 elements, in the 4-bit order
+// for 4 bits) of row b at i0 * k + c * R + (J * R + b) * 8 for chunk c
+// (c counts elements).
+void interleave_rows(const float* x, int m, int k, int bits, float* out) {
+  float permuted[32];
+  for (int i0 = 0; i0 < m; i0 += 4) {
+    const int rows = std::min(4, m - i0);
+    float* block = out + static_cast<size_t>(i0) * k;
+    for (int c = 0; c < k; c += 32) {
+      for (int b = 0; b < rows; b++) {
+        const float* src = x + static_cast<size_t>(i0 + b) * k + c;
+        if (bits == 4) {
+          permute_for_4bit(src, 32, permuted);
+          src = permuted;
+        }
+        for (int j = 0; j < 4; j++) {
+          std::copy(src + 8 * j, src + 8 * j + 8,
+                    block + static_cast<size_t>(c) * rows + (j * rows + b) * 8);
+        }
+      }
+    }
+  }
+}
+
+inline float bias_term(const float* b, const float* xsum, int stride, int groups) {
   float s = 0.0f;
-  for (int g = 0; g < groups; g++) s += b[g] * xsum[g];
+  for (int g = 0; g < groups; g++) s += b[g] * xsum[static_cast<size_t>(g) * stride];
   return s;
 }
 
@@ -233,7 +262,7 @@ void rows_portable(const Product& p, int r0, int r1) {
       const float* b = p.biases + static_cast<size_t>(r) * groups;
       for (int i = 0; i < rows; i++) {
         p.y[static_cast<size_t>(i0 + i) * p.n + r] =
-            total[i] + bias_term(b, p.xsum + static_cast<size_t>(i0 + i) * groups, groups);
+            total[i] + bias_term(b, p.xsum + i0 + i, p.xsum_stride, groups);
       }
     }
   }
@@ -254,19 +283,17 @@ __attribute__((target("avx2,fma"))) inline __m256 widen8(__m128i bytes) {
 // A 32-element chunk of a packed row as two 16-byte halves; part j (0..3) is
 // the 8 weights that meet x[8j, 8j+8) (x permuted for 4 bits).
 template <int Bits>
-struct Chunk {
+struct Chunk;
+
+template <>
+struct Chunk<4> {
   __m128i lo, hi;
   Chunk() = default;
-  __attribute__((target("avx2,fma"))) explicit Chunk(const uint8_t* w) {
-    if constexpr (Bits == 4) {
-      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w));
-      const __m128i mask = _mm_set1_epi8(0x0f);
-      lo = _mm_and_si128(v, mask);
-      hi = _mm_and_si128(_mm_srli_epi16(v, 4), mask);
-    } else {
-      lo = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w));
-      hi = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w + 16));
-    }
+  __attribute__((target("avx2,fma"), always_inline)) explicit Chunk(const uint8_t* w) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w));
+    const __m128i mask = _mm_set1_epi8(0x0f);
+    lo = _mm_and_si128(v, mask);
+    hi = _mm_and_si128(_mm_srli_epi16(v, 4), mask);
   }
   template <int J>
   __attribute__((target("avx2,fma"), always_inline)) __m256 part() const {
@@ -275,16 +302,28 @@ struct Chunk {
   }
 };
 
+// 8 bits: each part widens straight from memory (no shuffles to split a load).
+template <>
+struct Chunk<8> {
+  const uint8_t* w;
+  Chunk() = default;
+  explicit Chunk(const uint8_t* p) : w(p) {}
+  template <int J>
+  __attribute__((target("avx2,fma"), always_inline)) __m256 part() const {
+    return widen8(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(w + 8 * J)));
+  }
+};
+
 // acc[a][b] += part J of weight row a's chunk * x row b's elements [8J, 8J+8).
 template <int Bits, int W, int R, int J>
 __attribute__((target("avx2,fma"), always_inline)) inline void fma_part(
-    const Chunk<Bits> (&q)[W], const float* x, int k, __m256 (&acc)[W][R]) {
+    const Chunk<Bits> (&q)[W], const float* x, __m256 (&acc)[W][R]) {
   #pragma GCC unroll 4
   for (int a = 0; a < W; a++) {
     const __m256 v = q[a].template part<J>();
     #pragma GCC unroll 4
     for (int b = 0; b < R; b++) {
-      acc[a][b] = _mm256_fmadd_ps(v, _mm256_loadu_ps(x + b * k + 8 * J), acc[a][b]);
+      acc[a][b] = _mm256_fmadd_ps(v, _mm256_loadu_ps(x + 8 * (J * R + b)), acc[a][b]);
     }
   }
 }
@@ -303,12 +342,21 @@ __attribute__((target("avx2,fma"))) void tile_avx2(const Product& p, int r, int 
   const uint8_t* w = p.w + r * row_bytes;
   const float* s = p.scales + static_cast<size_t>(r) * groups;
   const float* x = p.x + static_cast<size_t>(i) * p.k;
+  const float* bias = p.biases + static_cast<size_t>(r) * groups;
   __m256 t[W][R];
+  // Bias terms, lane b for x row i + b: each lane is bias_term's chain of
+  // FMAs, run inside the group loop instead of after it.
+  __m128 bt[W];
   #pragma GCC unroll 4
-  for (int a = 0; a < W; a++)
+  for (int a = 0; a < W; a++) {
+    bt[a] = _mm_setzero_ps();
     #pragma GCC unroll 4
     for (int b = 0; b < R; b++) t[a][b] = _mm256_setzero_ps();
+  }
   for (int g = 0; g < groups; g++) {
+    const __m128 xs = _mm_loadu_ps(p.xsum + static_cast<size_t>(g) * p.xsum_stride + i);
+    #pragma GCC unroll 4
+    for (int a = 0; a < W; a++) bt[a] = _mm_fmadd_ps(_mm_set1_ps(bias[a * groups + g]), xs, bt[a]);
     __m256 a0[W][R], a1[W][R];
     #pragma GCC unroll 4
     for (int a = 0; a < W; a++) {
@@ -319,12 +367,12 @@ __attribute__((target("avx2,fma"))) void tile_avx2(const Product& p, int r, int 
       Chunk<Bits> q[W];
       #pragma GCC unroll 4
       for (int a = 0; a < W; a++) q[a] = Chunk<Bits>(w + a * row_bytes);
-      fma_part<Bits, W, R, 0>(q, x, p.k, a0);
-      fma_part<Bits, W, R, 1>(q, x, p.k, a1);
-      fma_part<Bits, W, R, 2>(q, x, p.k, a0);
-      fma_part<Bits, W, R, 3>(q, x, p.k, a1);
+      fma_part<Bits, W, R, 0>(q, x, a0);
+      fma_part<Bits, W, R, 1>(q, x, a1);
+      fma_part<Bits, W, R, 2>(q, x, a0);
+      fma_part<Bits, W, R, 3>(q, x, a1);
       w += 32 * Bits / 8;
-      x += 32;
+      x += 32 * R;
     }
     #pragma GCC unroll 4
     for (int a = 0; a < W; a++) {
@@ -337,12 +385,10 @@ __attribute__((target("avx2,fma"))) void tile_avx2(const Product& p, int r, int 
   }
   #pragma GCC unroll 4
   for (int a = 0; a < W; a++) {
-    const float* bias = p.biases + static_cast<size_t>(r + a) * groups;
+    alignas(16) float terms[4];
+    _mm_store_ps(terms, bt[a]);
     #pragma GCC unroll 4
-    for (int b = 0; b < R; b++) {
-      p.y[static_cast<size_t>(i + b) * p.n + r + a] =
-          hsum(t[a][b]) + bias_term(bias, p.xsum + static_cast<size_t>(i + b) * groups, groups);
-    }
+    for (int b = 0; b < R; b++) p.y[static_cast<size_t>(i + b) * p.n + r + a] = hsum(t[a][b]) + terms[b];
   }
 }
 
@@ -407,26 +453,38 @@ void rows_part(const void* ctx, int part, int parts) {
 void product(const float* x, int m, int k, const uint8_t* w, const float* scales,
              const float* biases, int n, int group_size, int bits, float* y) {
   const int groups = k / group_size;
+  const int stride = (m + 3) / 4 * 4; // the AVX2 kernels load 4 rows' sums at once
+#if defined(__x86_64__)
+  const bool interleave = have_avx2();
+#else
+  const bool interleave = false;
+#endif
+  const bool copy_x = interleave || bits == 4;
   thread_local std::vector<float> scratch;
-  scratch.resize(static_cast<size_t>(m) * (groups + (bits == 4 ? k : 0)));
+  scratch.assign(static_cast<size_t>(groups) * stride + (copy_x ? static_cast<size_t>(m) * k : 0),
+                 0.0f);
   float* xsum = scratch.data();
   for (int i = 0; i < m; i++) {
     const float* xi = x + static_cast<size_t>(i) * k;
     for (int g = 0; g < groups; g++) {
       float s = 0.0f;
       for (int j = 0; j < group_size; j++) s += xi[g * group_size + j];
-      xsum[static_cast<size_t>(i) * groups + g] = s;
+      xsum[static_cast<size_t>(g) * stride + i] = s;
     }
   }
   const float* xk = x;
-  if (bits == 4) {
-    float* permuted = scratch.data() + static_cast<size_t>(m) * groups;
-    for (int i = 0; i < m; i++) {
-      permute_for_4bit(x + static_cast<size_t>(i) * k, k, permuted + static_cast<size_t>(i) * k);
+  if (copy_x) {
+    float* out = scratch.data() + static_cast<size_t>(groups) * stride;
+    if (interleave) {
+      interleave_rows(x, m, k, bits, out);
+    } else {
+      for (int i = 0; i < m; i++) {
+        permute_for_4bit(x + static_cast<size_t>(i) * k, k, out + static_cast<size_t>(i) * k);
+      }
     }
-    xk = permuted;
+    xk = out;
   }
-  Product p{xk, xsum, w, scales, biases, y, m, n, k, group_size, bits};
+  Product p{xk, xsum, stride, w, scales, biases, y, m, n, k, group_size, bits};
   // Below ~64 KB of weights a second thread costs more than it saves.
   const size_t bytes = static_cast<size_t>(n) * k * bits / 8;
   const int parts = bytes < (64u << 10) ? 1 : Pool::get().size();

@@ -277,13 +277,23 @@ mod tests {
                             let row = &xs[i * ku..(i + 1) * ku];
                             let alone = packed.matmul_now(row, 1, Path::Auto).unwrap();
                             let nu = n as usize;
-                            let what = format!("{bits}-bit, groups of {group_size}, n {n}, m {m}, row {i}");
-                            assert_eq!(bits_of(&got[i * nu..(i + 1) * nu]), bits_of(&alone), "{what}");
+                            let what = format!(
+                                "{bits}-bit, groups of {group_size}, n {n}, m {m}, row {i}"
+                            );
+                            assert_eq!(
+                                bits_of(&got[i * nu..(i + 1) * nu]),
+                                bits_of(&alone),
+                                "{what}"
+                            );
                             let one = Array::from_slice(row, &[1, k]);
                             let one = matmul(&one, &w, &s, &b, q).unwrap();
                             assert_eq!(bits_of(one.as_slice::<f32>()), bits_of(&alone), "{what}");
                             if let Some(y) = &via_mlx {
-                                assert_eq!(bits_of(&y[i * nu..(i + 1) * nu]), bits_of(&alone), "{what}");
+                                assert_eq!(
+                                    bits_of(&y[i * nu..(i + 1) * nu]),
+                                    bits_of(&alone),
+                                    "{what}"
+                                );
                             }
                         }
                         // Row by row is the same computation again.

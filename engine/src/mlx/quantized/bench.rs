@@ -18,14 +18,14 @@ use crate::mlx::weights::Quant;
 struct Rng(u64);
 
 impl Rng {
-    fn next(&mut self) -> u64 {
+    fn bits(&mut self) -> u64 {
         self.0 ^= self.0 >> 12;
         self.0 ^= self.0 << 25;
         self.0 ^= self.0 >> 27;
         self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
     }
     fn float(&mut self) -> f32 {
-        (self.next() >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0
+        (self.bits() >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0
     }
 }
 
@@ -37,7 +37,7 @@ fn random_matrix(rng: &mut Rng, n: usize, k: usize, bits: i32) -> Packed {
     let groups = n * k / 32;
     Packed {
         w: (0..n * k * bits as usize / 8)
-            .map(|_| rng.next() as u8)
+            .map(|_| rng.bits() as u8)
             .collect(),
         scales: (0..groups).map(|_| 0.01 + 0.01 * rng.float()).collect(),
         biases: (0..groups).map(|_| 0.1 * rng.float()).collect(),
@@ -98,7 +98,9 @@ fn kernel_rows() {
         "kernel threads {}, median of {reps}, µs per call",
         super::kernel_threads()
     );
-    println!("| matrix n×k | m | multi-row | m × one row | dequant + BLAS | one row / multi | BLAS / multi |");
+    println!(
+        "| matrix n×k | m | multi-row | m × one row | dequant + BLAS | one row / multi | BLAS / multi |"
+    );
     println!("|---|---|---|---|---|---|---|");
     let mut step = vec![[0.0f64; 3]; rows.len()];
     for (name, n, k, bits, per_token) in shapes {
@@ -106,8 +108,8 @@ fn kernel_rows() {
         for (r, &m) in rows.iter().enumerate() {
             let x: Vec<f32> = (0..m * k).map(|_| rng.float()).collect();
             let t = time_paths(&p, &x, m, &paths, reps);
-            for j in 0..3 {
-                step[r][j] += t[j] * per_token as f64;
+            for (total, time) in step[r].iter_mut().zip(&t) {
+                *total += time * per_token as f64;
             }
             println!(
                 "| {name} {n}×{k} ({bits}-bit) | {m} | {:.0} | {:.0} | {:.0} | {:.2} | {:.2} |",
