@@ -249,7 +249,7 @@ mod tests {
 
     /// Every row of a multi-row product is bit-identical to that row alone
     /// (a batched decode step must pick the tokens of decoding alone): each
-    /// format, 1 to 9 rows (passes of 4 and every remainder), odd n (row
+    /// format, 1 to 9 and 16 rows (passes of 4 and every remainder), odd n (row
     /// tails), a matrix small enough for one thread and one split over the
     /// pool; through the kernels directly and through the MLX operation up
     /// to the rows it keeps on the kernels.
@@ -264,7 +264,7 @@ mod tests {
                 for (n, k) in [(37, 384), (301, 512)] {
                     let (w, s, b, packed) = random_packed(n, k, q);
                     let ku = k as usize;
-                    for m in 1..=9usize {
+                    for m in (1..=9usize).chain([16]) {
                         let x = mlx_rs::random::normal::<f32>(&[m as i32, k], None, None, None)
                             .unwrap();
                         let xs = x.as_slice::<f32>().to_vec();

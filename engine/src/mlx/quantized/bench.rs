@@ -1,5 +1,5 @@
 //! Per-call time of the quantized kernels on the default model's matrices
-//! (SmolLM2-135M, MLX 4-bit groups of 32, 8-bit tied embedding) for 1 to 16
+//! (SmolLM2-135M, MLX 4-bit groups of 32, 8-bit tied embedding) for 1 to 32
 //! rows of x: the multi-row kernel, one kernel pass per row (the former
 //! decode path) and dequantize + BLAS (the prefill path). The numbers behind
 //! the kernel threshold in engine/README.md. Run with
@@ -91,11 +91,19 @@ fn kernel_rows() {
         ("down", 576, 1536, 4, 30),
         ("lm_head", 49152, 576, 8, 1),
     ];
-    let rows = [1, 2, 3, 4, 6, 8, 12, 16];
+    let rows = [1, 2, 3, 4, 6, 8, 12, 16, 24, 32];
     let paths = [Path::Kernel, Path::RowByRow, Path::Blas];
-    let reps = 7;
+    let reps = 9;
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|info| {
+            info.lines()
+                .find(|l| l.starts_with("model name"))
+                .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_owned())
+        })
+        .unwrap_or_else(|| "unknown CPU".into());
     println!(
-        "kernel threads {}, median of {reps}, µs per call",
+        "{cpu}, kernel threads {}, median of {reps}, µs per call",
         super::kernel_threads()
     );
     println!(
