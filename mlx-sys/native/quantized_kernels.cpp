@@ -181,7 +181,6 @@ void permute_for_4bit(const float* x, int k, float* out) {
   }
 }
 
-// sum over groups of bias * (sum of x over the group), in group order.
 // x for the AVX2 kernels: rows in blocks of 4 (the last block the rest), so
 // that one pointer walks all the x a pass over a weight row needs. Block
 // i0 of R rows holds, chunk by chunk, part J (8 elements, in the 4-bit order
@@ -208,6 +207,7 @@ void interleave_rows(const float* x, int m, int k, int bits, float* out) {
   }
 }
 
+// The sum over groups of bias * (x's sum over the group), in group order.
 inline float bias_term(const float* b, const float* xsum, int stride, int groups) {
   float s = 0.0f;
   for (int g = 0; g < groups; g++) s += b[g] * xsum[static_cast<size_t>(g) * stride];
@@ -219,7 +219,7 @@ inline float bias_term(const float* b, const float* xsum, int stride, int groups
 // pass: a row's result must not depend on its batch (batched decoding has
 // to give the tokens of decoding alone).
 
-// Scalar loops: a group of weights is unpacked once for all rows of x.
+// Scalar loops: a group of weights is unpacked once for up to 8 rows of x.
 void rows_portable(const Product& p, int r0, int r1) {
   const int groups = p.k / p.group_size;
   const size_t row_bytes = static_cast<size_t>(p.k) * p.bits / 8;
@@ -280,8 +280,8 @@ __attribute__((target("avx2,fma"))) inline __m256 widen8(__m128i bytes) {
   return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(bytes));
 }
 
-// A 32-element chunk of a packed row as two 16-byte halves; part j (0..3) is
-// the 8 weights that meet x[8j, 8j+8) (x permuted for 4 bits).
+// A 32-element chunk of a packed row; part J (0..3) is the 8 weights, as
+// floats, that meet x's elements [8J, 8J+8) (x permuted for 4 bits).
 template <int Bits>
 struct Chunk;
 
@@ -356,7 +356,9 @@ __attribute__((target("avx2,fma"))) void tile_avx2(const Product& p, int r, int 
   for (int g = 0; g < groups; g++) {
     const __m128 xs = _mm_loadu_ps(p.xsum + static_cast<size_t>(g) * p.xsum_stride + i);
     #pragma GCC unroll 4
-    for (int a = 0; a < W; a++) bt[a] = _mm_fmadd_ps(_mm_set1_ps(bias[a * groups + g]), xs, bt[a]);
+    for (int a = 0; a < W; a++) {
+      bt[a] = _mm_fmadd_ps(_mm_set1_ps(bias[a * groups + g]), xs, bt[a]);
+    }
     __m256 a0[W][R], a1[W][R];
     #pragma GCC unroll 4
     for (int a = 0; a < W; a++) {
@@ -388,15 +390,17 @@ __attribute__((target("avx2,fma"))) void tile_avx2(const Product& p, int r, int 
     alignas(16) float terms[4];
     _mm_store_ps(terms, bt[a]);
     #pragma GCC unroll 4
-    for (int b = 0; b < R; b++) p.y[static_cast<size_t>(i + b) * p.n + r + a] = hsum(t[a][b]) + terms[b];
+    for (int b = 0; b < R; b++) {
+      p.y[static_cast<size_t>(i + b) * p.n + r + a] = hsum(t[a][b]) + terms[b];
+    }
   }
 }
 
 template <int Bits>
 __attribute__((target("avx2,fma"))) void rows_avx2(const Product& p, int r0, int r1) {
   if (p.m == 1) {
-    // One row of x: two weight rows per pass share its loads (4 bits;
-    // measured no faster for 8).
+    // One row of x: for 4 bits two weight rows per pass share its loads,
+    // 8 bits take one (both as the single-row kernels before them).
     int r = r0;
     if constexpr (Bits == 4) {
       for (; r + 2 <= r1; r += 2) tile_avx2<Bits, 2, 1>(p, r, 0);
@@ -449,7 +453,7 @@ void rows_part(const void* ctx, int part, int parts) {
   rows(p, std::min(b0 * 8, p.n), std::min(b1 * 8, p.n));
 }
 
-// y[m, n] = x[m, k] . W^T reading the packed weights once for all m rows.
+// y[m, n] = x[m, k] . W^T, reading the packed weights once for all m rows.
 void product(const float* x, int m, int k, const uint8_t* w, const float* scales,
              const float* biases, int n, int group_size, int bits, float* y) {
   const int groups = k / group_size;
