@@ -154,15 +154,17 @@ class Pool {
 
 // ---------------------------------------------------------------- kernels
 
-// One matrix-vector product's shared inputs.
-struct Matvec {
-  const float* x;       // [k] (for 4 bits: permuted, see permute_for_4bit)
-  const float* xsum;    // [k / group_size]
+// One product's shared inputs: y = x . W^T for m rows of x.
+struct Product {
+  const float* x;       // [m, k]: the portable loops' rows (4 bits: permuted, see
+                        // permute_for_4bit), the AVX2 kernels' blocks (interleave_rows)
+  const float* xsum;    // [k / group_size, xsum_stride]: x's group sums, row i in column i
+  int xsum_stride;      // m rounded up to 4 (zeros after row m - 1)
   const uint8_t* w;     // [n, k * bits / 8]
   const float* scales;  // [n, groups]
   const float* biases;  // [n, groups]
-  float* y;             // [n]
-  int n, k, group_size, bits;
+  float* y;             // [m, n]
+  int m, n, k, group_size, bits;
 };
 
 // 4-bit rows hold elements (2i, 2i+1) in the low and high nibble of byte i.
@@ -179,36 +181,90 @@ void permute_for_4bit(const float* x, int k, float* out) {
   }
 }
 
-inline float bias_term(const float* b, const float* xsum, int groups) {
+// x for the AVX2 kernels: rows in blocks of 4 (the last block the rest), so
+// that one pointer walks all the x a pass over a weight row needs. Block
+// i0 of R rows holds, chunk by chunk, part J (8 elements, in the 4-bit order
+// for 4 bits) of row b at i0 * k + c * R + (J * R + b) * 8 for chunk c
+// (c counts elements).
+void interleave_rows(const float* x, int m, int k, int bits, float* out) {
+  float permuted[32];
+  for (int i0 = 0; i0 < m; i0 += 4) {
+    const int rows = std::min(4, m - i0);
+    float* block = out + static_cast<size_t>(i0) * k;
+    for (int c = 0; c < k; c += 32) {
+      for (int b = 0; b < rows; b++) {
+        const float* src = x + static_cast<size_t>(i0 + b) * k + c;
+        if (bits == 4) {
+          permute_for_4bit(src, 32, permuted);
+          src = permuted;
+        }
+        for (int j = 0; j < 4; j++) {
+          std::copy(src + 8 * j, src + 8 * j + 8,
+                    block + static_cast<size_t>(c) * rows + (j * rows + b) * 8);
+        }
+      }
+    }
+  }
+}
+
+// The sum over groups of bias * (x's sum over the group), in group order.
+inline float bias_term(const float* b, const float* xsum, int stride, int groups) {
   float s = 0.0f;
-  for (int g = 0; g < groups; g++) s += b[g] * xsum[g];
+  for (int g = 0; g < groups; g++) s += b[g] * xsum[static_cast<size_t>(g) * stride];
   return s;
 }
 
-void rows_portable(const Matvec& mv, int r0, int r1) {
-  const int groups = mv.k / mv.group_size;
-  const size_t row_bytes = static_cast<size_t>(mv.k) * mv.bits / 8;
-  for (int r = r0; r < r1; r++) {
-    const uint8_t* w = mv.w + r * row_bytes;
-    const float* s = mv.scales + static_cast<size_t>(r) * groups;
-    float total = 0.0f;
-    for (int g = 0; g < groups; g++) {
-      float acc = 0.0f;
-      const int e0 = g * mv.group_size;
-      if (mv.bits == 8) {
-        for (int j = 0; j < mv.group_size; j++) acc += w[e0 + j] * mv.x[e0 + j];
-      } else {
-        // x is permuted: chunk element order 0,2,..,14,16,..,30,1,..,31.
-        for (int c = e0; c < e0 + mv.group_size; c += 32) {
-          const uint8_t* b = w + c / 2;
-          for (int i = 0; i < 16; i++) {
-            acc += (b[i] & 15) * mv.x[c + i] + (b[i] >> 4) * mv.x[c + 16 + i];
+// Every kernel below computes each (x row, W row) pair with the same
+// operations in the same order whatever m is and whichever rows share a
+// pass: a row's result must not depend on its batch (batched decoding has
+// to give the tokens of decoding alone).
+
+// Scalar loops: a group of weights is unpacked once for up to 8 rows of x.
+void rows_portable(const Product& p, int r0, int r1) {
+  const int groups = p.k / p.group_size;
+  const size_t row_bytes = static_cast<size_t>(p.k) * p.bits / 8;
+  constexpr int kBlock = 8;
+  float q[128]; // one group's weights, in x's element order
+  float total[kBlock];
+  for (int i0 = 0; i0 < p.m; i0 += kBlock) {
+    const int rows = std::min(kBlock, p.m - i0);
+    for (int r = r0; r < r1; r++) {
+      const uint8_t* w = p.w + r * row_bytes;
+      const float* s = p.scales + static_cast<size_t>(r) * groups;
+      std::fill(total, total + rows, 0.0f);
+      for (int g = 0; g < groups; g++) {
+        const int e0 = g * p.group_size;
+        if (p.bits == 8) {
+          for (int j = 0; j < p.group_size; j++) q[j] = w[e0 + j];
+        } else {
+          // x is permuted: chunk element order 0,2,..,14,16,..,30,1,..,31.
+          for (int c = 0; c < p.group_size; c += 32) {
+            const uint8_t* b = w + (e0 + c) / 2;
+            for (int i = 0; i < 16; i++) {
+              q[c + i] = static_cast<float>(b[i] & 15);
+              q[c + 16 + i] = static_cast<float>(b[i] >> 4);
+            }
           }
         }
+        for (int i = 0; i < rows; i++) {
+          const float* x = p.x + static_cast<size_t>(i0 + i) * p.k + e0;
+          float acc = 0.0f;
+          if (p.bits == 8) {
+            for (int j = 0; j < p.group_size; j++) acc += q[j] * x[j];
+          } else {
+            for (int c = 0; c < p.group_size; c += 32) {
+              for (int j = c; j < c + 16; j++) acc += q[j] * x[j] + q[j + 16] * x[j + 16];
+            }
+          }
+          total[i] += s[g] * acc;
+        }
       }
-      total += s[g] * acc;
+      const float* b = p.biases + static_cast<size_t>(r) * groups;
+      for (int i = 0; i < rows; i++) {
+        p.y[static_cast<size_t>(i0 + i) * p.n + r] =
+            total[i] + bias_term(b, p.xsum + i0 + i, p.xsum_stride, groups);
+      }
     }
-    mv.y[r] = total + bias_term(mv.biases + static_cast<size_t>(r) * groups, mv.xsum, groups);
   }
 }
 
@@ -224,81 +280,145 @@ __attribute__((target("avx2,fma"))) inline __m256 widen8(__m128i bytes) {
   return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(bytes));
 }
 
-// Two rows per pass share the loads of x (the CPU's load ports and, on
-// cores that split 256-bit operations, its decoders are the limit here).
-__attribute__((target("avx2,fma"))) void rows_avx2_4bit(const Matvec& mv, int r0, int r1) {
-  const int groups = mv.k / mv.group_size;
-  const int chunks = mv.group_size / 32;
-  const size_t row_bytes = static_cast<size_t>(mv.k) / 2;
-  const __m128i mask = _mm_set1_epi8(0x0f);
-  int r = r0;
-  for (; r + 2 <= r1; r += 2) {
-    const uint8_t* wa = mv.w + r * row_bytes;
-    const uint8_t* wb = wa + row_bytes;
-    const float* sa = mv.scales + static_cast<size_t>(r) * groups;
-    const float* sb = sa + groups;
-    const float* x = mv.x;
-    __m256 ta = _mm256_setzero_ps(), tb = _mm256_setzero_ps();
-    for (int g = 0; g < groups; g++) {
-      __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
-      __m256 b0 = _mm256_setzero_ps(), b1 = _mm256_setzero_ps();
-      for (int c = 0; c < chunks; c++) {
-        const __m256 x0 = _mm256_loadu_ps(x), x1 = _mm256_loadu_ps(x + 8);
-        const __m256 x2 = _mm256_loadu_ps(x + 16), x3 = _mm256_loadu_ps(x + 24);
-        __m128i va = _mm_loadu_si128(reinterpret_cast<const __m128i*>(wa));
-        __m128i vb = _mm_loadu_si128(reinterpret_cast<const __m128i*>(wb));
-        __m128i la = _mm_and_si128(va, mask), ha = _mm_and_si128(_mm_srli_epi16(va, 4), mask);
-        __m128i lb = _mm_and_si128(vb, mask), hb = _mm_and_si128(_mm_srli_epi16(vb, 4), mask);
-        a0 = _mm256_fmadd_ps(widen8(la), x0, a0);
-        b0 = _mm256_fmadd_ps(widen8(lb), x0, b0);
-        a1 = _mm256_fmadd_ps(widen8(_mm_unpackhi_epi64(la, la)), x1, a1);
-        b1 = _mm256_fmadd_ps(widen8(_mm_unpackhi_epi64(lb, lb)), x1, b1);
-        a0 = _mm256_fmadd_ps(widen8(ha), x2, a0);
-        b0 = _mm256_fmadd_ps(widen8(hb), x2, b0);
-        a1 = _mm256_fmadd_ps(widen8(_mm_unpackhi_epi64(ha, ha)), x3, a1);
-        b1 = _mm256_fmadd_ps(widen8(_mm_unpackhi_epi64(hb, hb)), x3, b1);
-        wa += 16;
-        wb += 16;
-        x += 32;
-      }
-      ta = _mm256_fmadd_ps(_mm256_set1_ps(sa[g]), _mm256_add_ps(a0, a1), ta);
-      tb = _mm256_fmadd_ps(_mm256_set1_ps(sb[g]), _mm256_add_ps(b0, b1), tb);
-    }
-    const float* ba = mv.biases + static_cast<size_t>(r) * groups;
-    mv.y[r] = hsum(ta) + bias_term(ba, mv.xsum, groups);
-    mv.y[r + 1] = hsum(tb) + bias_term(ba + groups, mv.xsum, groups);
+// A 32-element chunk of a packed row; part J (0..3) is the 8 weights, as
+// floats, that meet x's elements [8J, 8J+8) (x permuted for 4 bits).
+template <int Bits>
+struct Chunk;
+
+template <>
+struct Chunk<4> {
+  __m128i lo, hi;
+  Chunk() = default;
+  __attribute__((target("avx2,fma"), always_inline)) explicit Chunk(const uint8_t* w) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w));
+    const __m128i mask = _mm_set1_epi8(0x0f);
+    lo = _mm_and_si128(v, mask);
+    hi = _mm_and_si128(_mm_srli_epi16(v, 4), mask);
   }
-  if (r < r1) {
-    Matvec one = mv;
-    rows_portable(one, r, r1);
+  template <int J>
+  __attribute__((target("avx2,fma"), always_inline)) __m256 part() const {
+    const __m128i h = J < 2 ? lo : hi;
+    return widen8(J % 2 == 0 ? h : _mm_unpackhi_epi64(h, h));
+  }
+};
+
+// 8 bits: each part widens straight from memory (no shuffles to split a load).
+template <>
+struct Chunk<8> {
+  const uint8_t* w;
+  Chunk() = default;
+  explicit Chunk(const uint8_t* p) : w(p) {}
+  template <int J>
+  __attribute__((target("avx2,fma"), always_inline)) __m256 part() const {
+    return widen8(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(w + 8 * J)));
+  }
+};
+
+// acc[a][b] += part J of weight row a's chunk * x row b's elements [8J, 8J+8).
+template <int Bits, int W, int R, int J>
+__attribute__((target("avx2,fma"), always_inline)) inline void fma_part(
+    const Chunk<Bits> (&q)[W], const float* x, __m256 (&acc)[W][R]) {
+  #pragma GCC unroll 4
+  for (int a = 0; a < W; a++) {
+    const __m256 v = q[a].template part<J>();
+    #pragma GCC unroll 4
+    for (int b = 0; b < R; b++) {
+      acc[a][b] = _mm256_fmadd_ps(v, _mm256_loadu_ps(x + 8 * (J * R + b)), acc[a][b]);
+    }
   }
 }
 
-__attribute__((target("avx2,fma"))) void rows_avx2_8bit(const Matvec& mv, int r0, int r1) {
-  const int groups = mv.k / mv.group_size;
-  const int chunks = mv.group_size / 32;
-  const size_t row_bytes = static_cast<size_t>(mv.k);
-  for (int r = r0; r < r1; r++) {
-    const uint8_t* w = mv.w + r * row_bytes;
-    const float* s = mv.scales + static_cast<size_t>(r) * groups;
-    const float* x = mv.x;
-    __m256 total = _mm256_setzero_ps();
-    for (int g = 0; g < groups; g++) {
-      __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
-      for (int c = 0; c < chunks; c++) {
-        __m128i v0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w));
-        __m128i v1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w + 16));
-        a0 = _mm256_fmadd_ps(widen8(v0), _mm256_loadu_ps(x), a0);
-        a1 = _mm256_fmadd_ps(widen8(_mm_unpackhi_epi64(v0, v0)), _mm256_loadu_ps(x + 8), a1);
-        a0 = _mm256_fmadd_ps(widen8(v1), _mm256_loadu_ps(x + 16), a0);
-        a1 = _mm256_fmadd_ps(widen8(_mm_unpackhi_epi64(v1, v1)), _mm256_loadu_ps(x + 24), a1);
-        w += 32;
-        x += 32;
-      }
-      total = _mm256_fmadd_ps(_mm256_set1_ps(s[g]), _mm256_add_ps(a0, a1), total);
+// W rows of weights from r times R rows of x from i: each packed chunk is
+// widened once for all R rows of x (the widening, not memory, limits these
+// kernels), and W > 1 shares the loads of x between weight rows. Per pair:
+// two accumulators over a group (parts 0, 2 and 1, 3 of each chunk), the
+// group's sum times its scale into a running vector, then the bias term.
+// 3*W*R accumulators: W*R <= 4 keeps them in the 16 ymm registers.
+template <int Bits, int W, int R>
+__attribute__((target("avx2,fma"))) void tile_avx2(const Product& p, int r, int i) {
+  const int groups = p.k / p.group_size;
+  const int chunks = p.group_size / 32;
+  const size_t row_bytes = static_cast<size_t>(p.k) * Bits / 8;
+  const uint8_t* w = p.w + r * row_bytes;
+  const float* s = p.scales + static_cast<size_t>(r) * groups;
+  const float* x = p.x + static_cast<size_t>(i) * p.k;
+  const float* bias = p.biases + static_cast<size_t>(r) * groups;
+  __m256 t[W][R];
+  // Bias terms, lane b for x row i + b: each lane is bias_term's chain of
+  // FMAs, run inside the group loop instead of after it.
+  __m128 bt[W];
+  #pragma GCC unroll 4
+  for (int a = 0; a < W; a++) {
+    bt[a] = _mm_setzero_ps();
+    #pragma GCC unroll 4
+    for (int b = 0; b < R; b++) t[a][b] = _mm256_setzero_ps();
+  }
+  for (int g = 0; g < groups; g++) {
+    const __m128 xs = _mm_loadu_ps(p.xsum + static_cast<size_t>(g) * p.xsum_stride + i);
+    #pragma GCC unroll 4
+    for (int a = 0; a < W; a++) {
+      bt[a] = _mm_fmadd_ps(_mm_set1_ps(bias[a * groups + g]), xs, bt[a]);
     }
-    mv.y[r] = hsum(total) +
-              bias_term(mv.biases + static_cast<size_t>(r) * groups, mv.xsum, groups);
+    __m256 a0[W][R], a1[W][R];
+    #pragma GCC unroll 4
+    for (int a = 0; a < W; a++) {
+      #pragma GCC unroll 4
+      for (int b = 0; b < R; b++) a0[a][b] = a1[a][b] = _mm256_setzero_ps();
+    }
+    for (int c = 0; c < chunks; c++) {
+      Chunk<Bits> q[W];
+      #pragma GCC unroll 4
+      for (int a = 0; a < W; a++) q[a] = Chunk<Bits>(w + a * row_bytes);
+      fma_part<Bits, W, R, 0>(q, x, a0);
+      fma_part<Bits, W, R, 1>(q, x, a1);
+      fma_part<Bits, W, R, 2>(q, x, a0);
+      fma_part<Bits, W, R, 3>(q, x, a1);
+      w += 32 * Bits / 8;
+      x += 32 * R;
+    }
+    #pragma GCC unroll 4
+    for (int a = 0; a < W; a++) {
+      const __m256 scale = _mm256_set1_ps(s[a * groups + g]);
+      #pragma GCC unroll 4
+      for (int b = 0; b < R; b++) {
+        t[a][b] = _mm256_fmadd_ps(scale, _mm256_add_ps(a0[a][b], a1[a][b]), t[a][b]);
+      }
+    }
+  }
+  #pragma GCC unroll 4
+  for (int a = 0; a < W; a++) {
+    alignas(16) float terms[4];
+    _mm_store_ps(terms, bt[a]);
+    #pragma GCC unroll 4
+    for (int b = 0; b < R; b++) {
+      p.y[static_cast<size_t>(i + b) * p.n + r + a] = hsum(t[a][b]) + terms[b];
+    }
+  }
+}
+
+template <int Bits>
+__attribute__((target("avx2,fma"))) void rows_avx2(const Product& p, int r0, int r1) {
+  if (p.m == 1) {
+    // One row of x: for 4 bits two weight rows per pass share its loads,
+    // 8 bits take one (both as the single-row kernels before them).
+    int r = r0;
+    if constexpr (Bits == 4) {
+      for (; r + 2 <= r1; r += 2) tile_avx2<Bits, 2, 1>(p, r, 0);
+    }
+    for (; r < r1; r++) tile_avx2<Bits, 1, 1>(p, r, 0);
+    return;
+  }
+  // Weight row by weight row, so it is read from memory once; x's rows in
+  // fours (the rest in a smaller pass) stay in cache.
+  for (int r = r0; r < r1; r++) {
+    int i = 0;
+    for (; i + 4 <= p.m; i += 4) tile_avx2<Bits, 1, 4>(p, r, i);
+    switch (p.m - i) {
+      case 3: tile_avx2<Bits, 1, 3>(p, r, i); break;
+      case 2: tile_avx2<Bits, 1, 2>(p, r, i); break;
+      case 1: tile_avx2<Bits, 1, 1>(p, r, i); break;
+      default: break;
+    }
   }
 }
 
@@ -314,45 +434,65 @@ bool have_avx2() {
 }
 #endif
 
-void rows(const Matvec& mv, int r0, int r1) {
+void rows(const Product& p, int r0, int r1) {
 #if defined(__x86_64__)
   if (have_avx2()) {
-    if (mv.bits == 4) return rows_avx2_4bit(mv, r0, r1);
-    return rows_avx2_8bit(mv, r0, r1);
+    if (p.bits == 4) return rows_avx2<4>(p, r0, r1);
+    return rows_avx2<8>(p, r0, r1);
   }
 #endif
-  rows_portable(mv, r0, r1);
+  rows_portable(p, r0, r1);
 }
 
 void rows_part(const void* ctx, int part, int parts) {
-  const Matvec& mv = *static_cast<const Matvec*>(ctx);
+  const Product& p = *static_cast<const Product*>(ctx);
   // Split on multiples of 8 rows so parts do not share cache lines of y.
-  const int blocks = (mv.n + 7) / 8;
+  const int blocks = (p.n + 7) / 8;
   const int b0 = static_cast<int>(static_cast<int64_t>(blocks) * part / parts);
   const int b1 = static_cast<int>(static_cast<int64_t>(blocks) * (part + 1) / parts);
-  rows(mv, std::min(b0 * 8, mv.n), std::min(b1 * 8, mv.n));
+  rows(p, std::min(b0 * 8, p.n), std::min(b1 * 8, p.n));
 }
 
-void matvec(const float* x, int k, const uint8_t* w, const float* scales, const float* biases,
-            int n, int group_size, int bits, float* y) {
+// y[m, n] = x[m, k] . W^T, reading the packed weights once for all m rows.
+void product(const float* x, int m, int k, const uint8_t* w, const float* scales,
+             const float* biases, int n, int group_size, int bits, float* y) {
   const int groups = k / group_size;
-  std::vector<float> scratch(static_cast<size_t>(groups) + (bits == 4 ? k : 0));
+  const int stride = (m + 3) / 4 * 4; // the AVX2 kernels load 4 rows' sums at once
+#if defined(__x86_64__)
+  const bool interleave = have_avx2();
+#else
+  const bool interleave = false;
+#endif
+  const bool copy_x = interleave || bits == 4;
+  thread_local std::vector<float> scratch;
+  scratch.assign(static_cast<size_t>(groups) * stride + (copy_x ? static_cast<size_t>(m) * k : 0),
+                 0.0f);
   float* xsum = scratch.data();
-  for (int g = 0; g < groups; g++) {
-    float s = 0.0f;
-    for (int j = 0; j < group_size; j++) s += x[g * group_size + j];
-    xsum[g] = s;
+  for (int i = 0; i < m; i++) {
+    const float* xi = x + static_cast<size_t>(i) * k;
+    for (int g = 0; g < groups; g++) {
+      float s = 0.0f;
+      for (int j = 0; j < group_size; j++) s += xi[g * group_size + j];
+      xsum[static_cast<size_t>(g) * stride + i] = s;
+    }
   }
   const float* xk = x;
-  if (bits == 4) {
-    permute_for_4bit(x, k, scratch.data() + groups);
-    xk = scratch.data() + groups;
+  if (copy_x) {
+    float* out = scratch.data() + static_cast<size_t>(groups) * stride;
+    if (interleave) {
+      interleave_rows(x, m, k, bits, out);
+    } else {
+      for (int i = 0; i < m; i++) {
+        permute_for_4bit(x + static_cast<size_t>(i) * k, k, out + static_cast<size_t>(i) * k);
+      }
+    }
+    xk = out;
   }
-  Matvec mv{xk, xsum, w, scales, biases, y, n, k, group_size, bits};
+  Product p{xk, xsum, stride, w, scales, biases, y, m, n, k, group_size, bits};
   // Below ~64 KB of weights a second thread costs more than it saves.
   const size_t bytes = static_cast<size_t>(n) * k * bits / 8;
   const int parts = bytes < (64u << 10) ? 1 : Pool::get().size();
-  Pool::get().run(rows_part, &mv, parts);
+  Pool::get().run(rows_part, &p, parts);
 }
 
 using SgemmFn = void (*)(int, int, int, int, int, int, float, const float*, int, const float*,
@@ -498,7 +638,8 @@ int kernel_threads() {
 }
 
 void quantized_matmul_f32(const float* x, int m, int k, const uint8_t* w, const float* scales,
-                          const float* biases, int n, int group_size, int bits, float* y) {
+                          const float* biases, int n, int group_size, int bits, float* y,
+                          QuantizedPath path) {
   if (!quantized_supported(group_size, bits)) {
     throw std::invalid_argument("thinkwire quantized matmul: no kernel for " +
                                 std::to_string(bits) + "-bit weights in groups of " +
@@ -510,14 +651,24 @@ void quantized_matmul_f32(const float* x, int m, int k, const uint8_t* w, const 
                                 std::to_string(group_size));
   }
   BlasThreads::get().quiet();
-  SgemmFn sgemm = m > 4 ? blas_sgemm() : nullptr;
-  if (sgemm == nullptr) {
-    // Decode steps (and a BLAS-less process): one pass over the packed
-    // weights per row of x.
+  if (path == QuantizedPath::row_by_row) {
     for (int i = 0; i < m; i++) {
-      matvec(x + static_cast<size_t>(i) * k, k, w, scales, biases, n, group_size, bits,
-             y + static_cast<size_t>(i) * n);
+      product(x + static_cast<size_t>(i) * k, 1, k, w, scales, biases, n, group_size, bits,
+              y + static_cast<size_t>(i) * n);
     }
+    return;
+  }
+  SgemmFn sgemm = nullptr;
+  if (path == QuantizedPath::blas || (path == QuantizedPath::automatic && m > kMaxKernelRows)) {
+    sgemm = blas_sgemm();
+    if (sgemm == nullptr && path == QuantizedPath::blas) {
+      throw std::runtime_error("thinkwire quantized matmul: no cblas_sgemm in this process");
+    }
+  }
+  if (sgemm == nullptr) {
+    // Decode steps, batched or not (and a BLAS-less process): one pass over
+    // the packed weights for all rows of x.
+    product(x, m, k, w, scales, biases, n, group_size, bits, y);
     return;
   }
   // Prefill: dequantize a tile of rows (on every thread) and let BLAS

@@ -4,9 +4,9 @@
  * than reading the same weights dequantized to f32 through BLAS, so a
  * quantized model costs more per token than its f32 copy even though it is
  * 4-8x fewer bytes. These kernels make the small format the fast one:
- * decode steps (one row of activations) read the packed weights once, in
- * parallel, with AVX2 when the CPU has it; longer inputs dequantize row tiles
- * and hand them to BLAS.
+ * decode steps (one row of activations, or one per sequence of a batch)
+ * read the packed weights once, in parallel, with AVX2 when the CPU has it;
+ * longer inputs dequantize row tiles and hand them to BLAS.
  *
  * Layout is MLX's: `w` is [n, k * bits / 8] bytes (the uint32 words of MLX,
  * little-endian; element i of a row is nibble i % 2 of byte i / 2 for 4 bits,
@@ -23,12 +23,29 @@ namespace thinkwire {
 /** Whether `bits` and `group_size` have a kernel here. */
 bool quantized_supported(int group_size, int bits);
 
+/** Up to this many rows of x, the kernels read the packed weights once for
+ * all rows; longer inputs dequantize tiles for BLAS. Measured on the default
+ * model's matrices (engine/README.md): the kernels take a whole forward pass
+ * in 1.3-2.8x less time than BLAS at 16 rows, about the same at 32. */
+constexpr int kMaxKernelRows = 16;
+
+/** How quantized_matmul_f32 computes (all but `automatic` for benchmarks). */
+enum class QuantizedPath {
+  automatic,   // the kernels up to kMaxKernelRows rows of x, else BLAS
+  kernel,      // the kernels, one pass over the weights for all rows
+  row_by_row,  // the kernels, one pass over the weights per row of x
+  blas,        // dequantize tiles + BLAS sgemm
+};
+
 /** y[m, n] = x[m, k] . W^T for the quantized W described above; every
- * pointer row-contiguous. Throws std::invalid_argument on an unsupported
- * format or a k that is not a multiple of the group size. */
+ * pointer row-contiguous. Through the kernels (every path but `blas`), each
+ * row of y is bit-identical to what x's row alone gives. Throws
+ * std::invalid_argument on an unsupported format or a k that is not a
+ * multiple of the group size. */
 void quantized_matmul_f32(const float* x, int m, int k, const uint8_t* w,
                           const float* scales, const float* biases, int n,
-                          int group_size, int bits, float* y);
+                          int group_size, int bits, float* y,
+                          QuantizedPath path = QuantizedPath::automatic);
 
 /** Worker threads the kernels use (the caller's thread included). */
 int kernel_threads();

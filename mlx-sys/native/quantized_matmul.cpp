@@ -188,6 +188,25 @@ extern "C" int thinkwire_quantized_matmul(mlx_array* res, const mlx_array x, con
   return 0;
 }
 
+extern "C" int thinkwire_kernel_max_rows(void) {
+  return thinkwire::kMaxKernelRows;
+}
+
+extern "C" int thinkwire_quantized_matmul_raw(const float* x, int m, int k, const uint8_t* w,
+                                              const float* scales, const float* biases, int n,
+                                              int group_size, int bits, float* y, int path) {
+  try {
+    if (path < 0 || path > 3) throw std::invalid_argument("path must be 0..3");
+    if (m < 0 || n < 0) throw std::invalid_argument("m and n must not be negative");
+    thinkwire::quantized_matmul_f32(x, m, k, w, scales, biases, n, group_size, bits, y,
+                                    static_cast<thinkwire::QuantizedPath>(path));
+  } catch (std::exception& e) {
+    last_error = e.what();
+    return 1;
+  }
+  return 0;
+}
+
 extern "C" const char* thinkwire_last_error(void) {
   return last_error.c_str();
 }

@@ -32,6 +32,28 @@ int thinkwire_quantized_matmul(
     int bits,
     const mlx_stream s);
 
+/* Up to this many rows of x, thinkwire_quantized_matmul reads the packed
+ * weights once for all rows and each output row is bit-identical to what
+ * its x row alone gives; longer inputs go through BLAS. */
+int thinkwire_kernel_max_rows(void);
+
+/* y[m, n] = x[m, k] . dequantize(w, scales, biases)^T on raw row-major
+ * buffers, now, by a chosen path: 0 the default, 1 the kernels reading the
+ * weights once for all rows, 2 the kernels once per row of x, 3 dequantized
+ * tiles through BLAS. For benchmarks; w is [n, k * bits / 8] bytes. */
+int thinkwire_quantized_matmul_raw(
+    const float* x,
+    int m,
+    int k,
+    const uint8_t* w,
+    const float* scales,
+    const float* biases,
+    int n,
+    int group_size,
+    int bits,
+    float* y,
+    int path);
+
 /* The message of the calling thread's last failed thinkwire_* call. */
 const char* thinkwire_last_error(void);
 

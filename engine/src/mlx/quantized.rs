@@ -6,7 +6,10 @@
 //! packed form is 4-8x fewer bytes. thinkwire's kernels read the packed
 //! bytes once per decode step on all cores (AVX2 where the CPU has it) and
 //! hand prefill to BLAS tile by tile, so a quantized model decodes faster
-//! than its f32 copy and keeps its small footprint.
+//! than its f32 copy and keeps its small footprint. A batched decode step
+//! (one row of x per sequence, up to [`max_kernel_rows`]) reads the packed
+//! weights once for all its rows, and each row's result is bit-identical to
+//! what that row alone gives.
 
 use std::ffi::CStr;
 
@@ -33,6 +36,92 @@ pub fn kernel_threads() -> usize {
     // SAFETY: reads a lazily built, never destroyed thread pool.
     let n = unsafe { mlx_sys::thinkwire_kernel_threads() };
     usize::try_from(n).unwrap_or(1)
+}
+
+/// Up to this many rows of x (the sequences of a batched decode step), the
+/// kernels read the weights once for all rows and every row's result is
+/// bit-identical to that row's alone; longer inputs go through BLAS.
+#[cfg_attr(not(test), allow(dead_code))]
+pub(crate) fn max_kernel_rows() -> usize {
+    // SAFETY: returns a constant.
+    let n = unsafe { mlx_sys::thinkwire_kernel_max_rows() };
+    usize::try_from(n).unwrap_or(1)
+}
+
+/// How [`matmul_now`] computes (tests and the kernel benchmark compare them).
+#[cfg(test)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Path {
+    /// What [`matmul`] does: the kernels up to [`max_kernel_rows`] rows.
+    Auto = 0,
+    /// The kernels, one pass over the weights for all rows of x.
+    Kernel = 1,
+    /// The kernels, one pass over the weights per row of x.
+    RowByRow = 2,
+    /// Dequantized tiles through BLAS.
+    Blas = 3,
+}
+
+/// A quantized matrix as plain buffers: `w` is MLX's packing as bytes,
+/// `[n, k * bits / 8]`; `scales` and `biases` `[n, k / group_size]`.
+#[cfg(test)]
+pub(crate) struct Packed {
+    pub w: Vec<u8>,
+    pub scales: Vec<f32>,
+    pub biases: Vec<f32>,
+    pub n: usize,
+    pub k: usize,
+    pub q: Quant,
+}
+
+#[cfg(test)]
+impl Packed {
+    /// `y[m, n] = x[m, k] . W^T`, computed now (no MLX graph) by `path`.
+    pub(crate) fn matmul_now(&self, x: &[f32], m: usize, path: Path) -> Result<Vec<f32>, String> {
+        let (n, k) = (self.n, self.k);
+        let bits = usize::try_from(self.q.bits).map_err(|e| e.to_string())?;
+        let group = usize::try_from(self.q.group_size).map_err(|e| e.to_string())?;
+        if group == 0
+            || x.len() != m * k
+            || self.w.len() != n * k * bits / 8
+            || self.scales.len() != n * (k / group)
+            || self.biases.len() != self.scales.len()
+        {
+            return Err(format!(
+                "buffer sizes do not match m={m}, n={n}, k={k}: x {}, w {}, scales {}, biases {}",
+                x.len(),
+                self.w.len(),
+                self.scales.len(),
+                self.biases.len()
+            ));
+        }
+        let int = |v: usize| i32::try_from(v).map_err(|_| format!("{v} is too large"));
+        let (mi, ki, ni) = (int(m)?, int(k)?, int(n)?);
+        let mut y = vec![0.0f32; m * n];
+        // SAFETY: every buffer's size was checked above against m, n, k and
+        // the format; the call reads x, w, scales and biases and writes y.
+        let rc = unsafe {
+            mlx_sys::thinkwire_quantized_matmul_raw(
+                x.as_ptr(),
+                mi,
+                ki,
+                self.w.as_ptr(),
+                self.scales.as_ptr(),
+                self.biases.as_ptr(),
+                ni,
+                self.q.group_size,
+                self.q.bits,
+                y.as_mut_ptr(),
+                path as i32,
+            )
+        };
+        if rc != 0 {
+            // SAFETY: a NUL-terminated string owned by this thread.
+            let msg = unsafe { CStr::from_ptr(mlx_sys::thinkwire_last_error()) };
+            return Err(msg.to_string_lossy().into_owned());
+        }
+        Ok(y)
+    }
 }
 
 /// `x . dequantize(w, scales, biases)^T` as one lazy operation; `x` is f32
@@ -78,6 +167,9 @@ pub(crate) fn matmul(
 }
 
 #[cfg(test)]
+mod bench;
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use mlx_rs::ops::{dequantize, quantize};
@@ -108,7 +200,7 @@ mod tests {
                     b.as_dtype(Dtype::Float32).unwrap(),
                 );
                 let dense = dequantize(&w, &s, &b, group_size, bits).unwrap();
-                for m in [1, 3, 17] {
+                for m in [1, 3, 8, 17] {
                     let x = mlx_rs::random::normal::<f32>(&[1, m, k], None, None, None).unwrap();
                     let got = matmul(&x, &w, &s, &b, q).unwrap();
                     assert_eq!(got.shape(), &[1, m, n]);
@@ -127,13 +219,114 @@ mod tests {
         }
     }
 
+    /// A random matrix quantized by MLX, as arrays and as plain buffers.
+    fn random_packed(n: i32, k: i32, q: Quant) -> (Array, Array, Array, Packed) {
+        let wf = mlx_rs::random::normal::<f32>(&[n, k], None, None, None).unwrap();
+        let (w, s, b) = quantize(&wf, q.group_size, q.bits).unwrap();
+        let (s, b) = (
+            s.as_dtype(Dtype::Float32).unwrap(),
+            b.as_dtype(Dtype::Float32).unwrap(),
+        );
+        let bytes = w
+            .as_slice::<u32>()
+            .iter()
+            .flat_map(|word| word.to_le_bytes())
+            .collect();
+        let packed = Packed {
+            w: bytes,
+            scales: s.as_slice::<f32>().to_vec(),
+            biases: b.as_slice::<f32>().to_vec(),
+            n: n as usize,
+            k: k as usize,
+            q,
+        };
+        (w, s, b, packed)
+    }
+
+    fn bits_of(v: &[f32]) -> Vec<u32> {
+        v.iter().map(|f| f.to_bits()).collect()
+    }
+
+    /// Every row of a multi-row product is bit-identical to that row alone
+    /// (a batched decode step must pick the tokens of decoding alone): each
+    /// format, 1 to 9 and 16 rows (passes of 4 and every remainder), odd n (row
+    /// tails), a matrix small enough for one thread and one split over the
+    /// pool; through the kernels directly and through the MLX operation up
+    /// to the rows it keeps on the kernels.
+    #[test]
+    fn rows_match_each_row_alone_exactly() {
+        mlx_rs::random::seed(11).unwrap();
+        let max_rows = max_kernel_rows();
+        assert!(max_rows >= 8, "a batch of 8 must stay on the kernels");
+        for bits in [4, 8] {
+            for group_size in [32, 64, 128] {
+                let q = Quant { group_size, bits };
+                for (n, k) in [(37, 384), (301, 512)] {
+                    let (w, s, b, packed) = random_packed(n, k, q);
+                    let ku = k as usize;
+                    for m in (1..=9usize).chain([16]) {
+                        let x = mlx_rs::random::normal::<f32>(&[m as i32, k], None, None, None)
+                            .unwrap();
+                        let xs = x.as_slice::<f32>().to_vec();
+                        let got = packed.matmul_now(&xs, m, Path::Kernel).unwrap();
+                        let via_mlx = (m <= max_rows).then(|| {
+                            let y = matmul(&x, &w, &s, &b, q).unwrap();
+                            y.as_slice::<f32>().to_vec()
+                        });
+                        for i in 0..m {
+                            let row = &xs[i * ku..(i + 1) * ku];
+                            let alone = packed.matmul_now(row, 1, Path::Auto).unwrap();
+                            let nu = n as usize;
+                            let what = format!(
+                                "{bits}-bit, groups of {group_size}, n {n}, m {m}, row {i}"
+                            );
+                            assert_eq!(
+                                bits_of(&got[i * nu..(i + 1) * nu]),
+                                bits_of(&alone),
+                                "{what}"
+                            );
+                            let one = Array::from_slice(row, &[1, k]);
+                            let one = matmul(&one, &w, &s, &b, q).unwrap();
+                            assert_eq!(bits_of(one.as_slice::<f32>()), bits_of(&alone), "{what}");
+                            if let Some(y) = &via_mlx {
+                                assert_eq!(
+                                    bits_of(&y[i * nu..(i + 1) * nu]),
+                                    bits_of(&alone),
+                                    "{what}"
+                                );
+                            }
+                        }
+                        // Row by row is the same computation again.
+                        let by_row = packed.matmul_now(&xs, m, Path::RowByRow).unwrap();
+                        assert_eq!(bits_of(&by_row), bits_of(&got));
+                    }
+                }
+            }
+        }
+    }
+
+    /// The plain-buffer entry refuses sizes that do not match.
+    #[test]
+    fn matmul_now_checks_sizes() {
+        let q = Quant {
+            group_size: 32,
+            bits: 4,
+        };
+        let (_, _, _, packed) = random_packed(8, 64, q);
+        let err = packed.matmul_now(&[0.0; 63], 1, Path::Auto).unwrap_err();
+        assert!(err.contains("do not match"), "{err}");
+        let y = packed.matmul_now(&[0.0; 128], 2, Path::Blas).unwrap();
+        assert_eq!(y, vec![0.0; 16]);
+    }
+
     /// The portable loops (what CPUs without AVX2 run), checked by running
-    /// the test above in a child process that asks for them.
+    /// the tests above in a child process that asks for them.
     #[test]
     fn portable_kernels_match_too() {
         let out = std::process::Command::new(std::env::current_exe().unwrap())
             .args([
                 "mlx::quantized::tests::matches_dequantized_matmul",
+                "mlx::quantized::tests::rows_match_each_row_alone_exactly",
                 "--exact",
                 "--test-threads=1",
             ])
@@ -146,7 +339,7 @@ mod tests {
             "{text}{}",
             String::from_utf8_lossy(&out.stderr)
         );
-        assert!(text.contains("1 passed"), "{text}");
+        assert!(text.contains("2 passed"), "{text}");
     }
 
     #[test]
