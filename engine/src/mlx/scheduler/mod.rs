@@ -247,6 +247,7 @@ impl Worker {
             self.step();
             self.reap();
             self.await_answers();
+            self.reap();
             self.publish();
         }
     }
@@ -564,17 +565,21 @@ impl Worker {
         }
     }
 
-    /// Removes finished sequences, tells their runs, and keeps their caches
-    /// in the prefix pool (when there is one).
+    /// Removes finished sequences, tells their runs (after the gauges
+    /// stop counting them), and keeps their caches in the prefix pool
+    /// (when there is one).
     fn reap(&mut self) {
-        let mut i = 0;
-        while i < self.active.len() {
-            if !self.active[i].is_done() {
-                i += 1;
-                continue;
-            }
-            let seq = self.active.remove(i);
+        if !self.active.iter().any(Sequence::is_done) {
+            return;
+        }
+        let (done, active): (Vec<Sequence>, Vec<Sequence>) =
+            std::mem::take(&mut self.active).into_iter().partition(Sequence::is_done);
+        self.active = active;
+        for seq in &done {
             self.reserved = self.reserved.saturating_sub(seq.reserved);
+        }
+        self.publish();
+        for seq in done {
             let failed = seq.failed();
             let (tokens, caches) = seq.into_outcome();
             if self.options.prefix_pool > 0 && !failed {
