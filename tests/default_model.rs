@@ -32,6 +32,9 @@ fn agent() -> Arc<Agent> {
                 precision: "auto".into(),
                 formats: None,
                 prefix_cache: false,
+                prefix_cache_mb: 512,
+                max_batch: 8,
+                kv_cache_mb: None,
             };
             let model = args
                 .load()

@@ -176,6 +176,9 @@ async fn a_qwen3_model_on_mlx_streams_reasoning_then_text_to_the_official_client
         precision: "auto".into(),
         formats: None,
         prefix_cache: false,
+        prefix_cache_mb: 512,
+        max_batch: 8,
+        kv_cache_mb: None,
     };
     let model = args.load().expect("loading the tiny Qwen3 model");
     assert_eq!(model.format().family, "qwen3");
