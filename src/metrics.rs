@@ -176,7 +176,8 @@ impl Metrics {
         // The engine counts steps itself; carry its progress over.
         if let Ok(mut seen) = self.steps_seen.lock() {
             self.steps.inc_by(load.steps.saturating_sub(seen.0));
-            self.batched.inc_by(load.batched_tokens.saturating_sub(seen.1));
+            self.batched
+                .inc_by(load.batched_tokens.saturating_sub(seen.1));
             *seen = (seen.0.max(load.steps), seen.1.max(load.batched_tokens));
         }
         let mut text = String::new();

@@ -141,7 +141,10 @@ fn check(model: &Path, file: &str, min_compared: usize) {
     let load = engine.load();
     assert_eq!((load.active_sequences, load.queued_sequences), (0, 0));
     assert_eq!(load.kv_reserved_bytes, 0);
-    assert!(load.batched_tokens > load.steps, "steps decoded several tokens");
+    assert!(
+        load.batched_tokens > load.steps,
+        "steps decoded several tokens"
+    );
 }
 
 #[test]

@@ -176,7 +176,12 @@ async fn eight_websocket_clients_share_the_model_and_lose_nothing() {
             values.insert(key, v);
         }
     }
-    let get = |k: &str| values.get(k).copied().unwrap_or_else(|| panic!("{k} missing:\n{text}"));
+    let get = |k: &str| {
+        values
+            .get(k)
+            .copied()
+            .unwrap_or_else(|| panic!("{k} missing:\n{text}"))
+    };
     assert_eq!(get("thinkwire_runs_total{success}"), 8.0 + 23.0);
     assert_eq!(get("thinkwire_runs_total{cancelled}"), 1.0);
     assert_eq!(get("thinkwire_active_sequences"), 0.0);

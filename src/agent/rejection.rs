@@ -74,7 +74,9 @@ impl RunRejected {
         Self::new(
             RejectKind::Busy,
             "SERVER_BUSY",
-            format!("the server is at capacity ({limit} runs in progress or waiting); retry shortly"),
+            format!(
+                "the server is at capacity ({limit} runs in progress or waiting); retry shortly"
+            ),
         )
     }
 

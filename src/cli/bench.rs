@@ -201,7 +201,8 @@ fn concurrency(
         max_batch: most,
         ..LoadOptions::default()
     };
-    let engine = MlxEngine::load(path, &options).with_context(|| format!("loading {}", path.display()))?;
+    let engine =
+        MlxEngine::load(path, &options).with_context(|| format!("loading {}", path.display()))?;
     // Warm-up: first-use allocations and caches.
     concurrent(&engine, &prompts, args.max_tokens.min(16), most)?;
     let mut ours: Vec<ConcurrencyRow> = Vec::new();
@@ -234,7 +235,9 @@ fn concurrency(
         for (label, dir) in refs {
             let report = MlxLmReference::locate()
                 .bench_batch(&dir, &prompts, args.max_tokens, levels)
-                .with_context(|| format!("running mlx-lm's batch generator on {}", dir.display()))?;
+                .with_context(|| {
+                    format!("running mlx-lm's batch generator on {}", dir.display())
+                })?;
             theirs.push((label, report.rows));
         }
     }

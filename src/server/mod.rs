@@ -81,8 +81,7 @@ pub struct AppState {
 impl AppState {
     /// State for `agent` under `config`.
     pub fn new(agent: Arc<Agent>, config: ServerConfig) -> Self {
-        let admission =
-            admission::Admission::new(config.max_active_runs + config.max_queued_runs);
+        let admission = admission::Admission::new(config.max_active_runs + config.max_queued_runs);
         Self {
             agent,
             config: Arc::new(config),
@@ -119,7 +118,10 @@ async fn healthz(State(state): State<AppState>) -> axum::Json<serde_json::Value>
 
 /// Prometheus text exposition (`prometheus-client`'s encoder).
 async fn metrics(State(state): State<AppState>) -> impl axum::response::IntoResponse {
-    let text = state.agent.metrics().render(&state.agent.model().engine().load());
+    let text = state
+        .agent
+        .metrics()
+        .render(&state.agent.model().engine().load());
     (
         [(
             axum::http::header::CONTENT_TYPE,

@@ -96,15 +96,13 @@ async fn session(socket: WebSocket, state: AppState) {
             let rejected = match next {
                 Incoming::Cancel(_) => continue,
                 Incoming::Reject(rejected) => rejected,
-                Incoming::Input(body) => {
-                    match run::start(&state, body).await {
-                        Ok(run) => {
-                            active = Some(run);
-                            continue;
-                        }
-                        Err(rejected) => rejected,
+                Incoming::Input(body) => match run::start(&state, body).await {
+                    Ok(run) => {
+                        active = Some(run);
+                        continue;
                     }
-                }
+                    Err(rejected) => rejected,
+                },
             };
             if send(&mut tx, &rejected.run_error_frame()).await.is_err() {
                 return;

@@ -40,13 +40,21 @@ async fn a_full_server_refuses_with_server_busy_and_loses_nothing_admitted() {
         client
             .post(server.url("/agent"))
             .header("content-type", "application/json")
-            .json(&input("t", run, "go", json!({"reasoning": {"visibility": "off"}})))
+            .json(&input(
+                "t",
+                run,
+                "go",
+                json!({"reasoning": {"visibility": "off"}}),
+            ))
             .send()
     };
     // Two runs take both places and stream on.
     let first = post("r1").await.unwrap();
     let second = post("r2").await.unwrap();
-    assert_eq!((first.status().as_u16(), second.status().as_u16()), (200, 200));
+    assert_eq!(
+        (first.status().as_u16(), second.status().as_u16()),
+        (200, 200)
+    );
 
     // A third is refused before it starts.
     let third = post("r3").await.unwrap();

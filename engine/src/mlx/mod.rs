@@ -158,7 +158,9 @@ impl MlxEngine {
                 max_batch: options.max_batch.max(1),
                 prefill_chunk: options.prefill_chunk.max(1),
                 step_prompt_tokens: options.prefill_chunk.max(1),
-                kv_budget: options.kv_cache_bytes.unwrap_or_else(default_kv_cache_bytes),
+                kv_budget: options
+                    .kv_cache_bytes
+                    .unwrap_or_else(default_kv_cache_bytes),
                 prefix_pool: if options.prefix_cache {
                     options.prefix_cache_bytes
                 } else {

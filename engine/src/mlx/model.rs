@@ -54,7 +54,10 @@ impl Attention {
             _ => {
                 // Queries and keys rotate together: one RoPE per layer.
                 let qk = rotate(rows, &qkv.try_index_axis2(0, nq + nkv)?)?;
-                (qk.try_index_axis2(0, nq)?, qk.try_index_axis2(nq, nq + nkv)?)
+                (
+                    qk.try_index_axis2(0, nq)?,
+                    qk.try_index_axis2(nq, nq + nkv)?,
+                )
             }
         };
         let single = segments.len() == 1;
@@ -63,7 +66,11 @@ impl Attention {
         for seg in segments.iter_mut() {
             let l = seg.len;
             let part = |a: &Array| -> R<Array> {
-                let a = if single { a.clone() } else { a.try_index_axis1(r0, r0 + l)? };
+                let a = if single {
+                    a.clone()
+                } else {
+                    a.try_index_axis1(r0, r0 + l)?
+                };
                 a.transpose_axes(&[0, 2, 1, 3])
             };
             let (qi, ki, vi) = (part(&q)?, part(&k)?, part(&v)?);
@@ -364,7 +371,10 @@ impl Model {
             x.take_axis(&idx, 1)?
         };
         let x = mlx_rs::fast::rms_norm(&x, Some(&self.norm), self.eps)?;
-        let logits = self.lm_head.forward(&x)?.reshape(&[last_rows.len() as i32, -1])?;
+        let logits = self
+            .lm_head
+            .forward(&x)?
+            .reshape(&[last_rows.len() as i32, -1])?;
         if logits.dtype() == mlx_rs::Dtype::Float32 {
             Ok(Some(logits))
         } else {

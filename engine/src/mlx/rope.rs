@@ -264,7 +264,11 @@ mod tests {
             // Rows for positions 5, 6, 7 in the `[1, T, heads, dim]` layout.
             let rows = rope.rows(&[5, 6, 7]).unwrap().unwrap();
             let xt = x.transpose_axes(&[0, 2, 1, 3]).unwrap();
-            let got = rows.apply(&xt).unwrap().transpose_axes(&[0, 2, 1, 3]).unwrap();
+            let got = rows
+                .apply(&xt)
+                .unwrap()
+                .transpose_axes(&[0, 2, 1, 3])
+                .unwrap();
             assert!(rope.rows(&[5, 1 << 20]).unwrap().is_none());
             let diff = want
                 .subtract(&got)

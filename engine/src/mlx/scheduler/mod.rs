@@ -498,8 +498,11 @@ impl Worker {
         parts: &[Part],
         logits: bool,
     ) -> Result<(Option<Array>, Option<Array>), EngineError> {
-        let mut caches: Vec<Option<&mut Vec<_>>> =
-            self.active.iter_mut().map(|s| Some(&mut s.caches)).collect();
+        let mut caches: Vec<Option<&mut Vec<_>>> = self
+            .active
+            .iter_mut()
+            .map(|s| Some(&mut s.caches))
+            .collect();
         let mut segments = Vec::with_capacity(parts.len());
         for p in parts {
             let Some(c) = caches[p.seq].take() else {
@@ -572,8 +575,9 @@ impl Worker {
         if !self.active.iter().any(Sequence::is_done) {
             return;
         }
-        let (done, active): (Vec<Sequence>, Vec<Sequence>) =
-            std::mem::take(&mut self.active).into_iter().partition(Sequence::is_done);
+        let (done, active): (Vec<Sequence>, Vec<Sequence>) = std::mem::take(&mut self.active)
+            .into_iter()
+            .partition(Sequence::is_done);
         self.active = active;
         for seq in &done {
             self.reserved = self.reserved.saturating_sub(seq.reserved);

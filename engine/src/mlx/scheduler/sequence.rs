@@ -78,8 +78,7 @@ impl Sequence {
         reserved: usize,
     ) -> Self {
         let request = sub.request;
-        let picker = if request.sampling.is_greedy() && request.sampling.repetition_penalty == 1.0
-        {
+        let picker = if request.sampling.is_greedy() && request.sampling.repetition_penalty == 1.0 {
             Picker::Greedy
         } else {
             Picker::Sampled(Box::new(Sampler::new(&request.sampling)))
