@@ -60,18 +60,24 @@ impl Attention {
                 )
             }
         };
+        // Heads first once for the whole batch; each sequence then takes
+        // its rows with one slice per array.
+        let (q, k, v) = (
+            q.transpose_axes(&[0, 2, 1, 3])?,
+            k.transpose_axes(&[0, 2, 1, 3])?,
+            v.transpose_axes(&[0, 2, 1, 3])?,
+        );
         let single = segments.len() == 1;
         let mut outs = Vec::with_capacity(segments.len());
         let mut r0 = 0;
         for seg in segments.iter_mut() {
             let l = seg.len;
             let part = |a: &Array| -> R<Array> {
-                let a = if single {
-                    a.clone()
+                if single {
+                    Ok(a.clone())
                 } else {
-                    a.try_index_axis1(r0, r0 + l)?
-                };
-                a.transpose_axes(&[0, 2, 1, 3])
+                    a.try_index_axis2(r0, r0 + l)
+                }
             };
             let (qi, ki, vi) = (part(&q)?, part(&k)?, part(&v)?);
             let (qi, ki) = match rows {
@@ -84,17 +90,20 @@ impl Attention {
             };
             let (keys, values) = seg.caches[layer].update_and_fetch(&ki, &vi)?;
             let mask = (l > 1).then_some(ScaledDotProductAttentionMask::Causal);
-            let out = mlx_rs::fast::scaled_dot_product_attention(
+            outs.push(mlx_rs::fast::scaled_dot_product_attention(
                 &qi, &keys, &values, self.scale, mask, None,
-            )?;
-            outs.push(out.transpose_axes(&[0, 2, 1, 3])?);
+            )?);
             r0 += l;
         }
-        let out = if single {
-            outs.pop().unwrap_or_else(|| unreachable!("one segment"))
-        } else {
-            mlx_rs::ops::concatenate(&outs, 1)?
+        let out = match outs.pop() {
+            Some(one) if outs.is_empty() => one,
+            Some(last) => {
+                outs.push(last);
+                mlx_rs::ops::concatenate(&outs, 2)?
+            }
+            None => return Err(mlx_rs::error::Exception::custom("a step without segments")),
         };
+        let out = out.transpose_axes(&[0, 2, 1, 3])?;
         self.o.forward(&out.reshape(&[1, t, nq * hd])?)
     }
 }
@@ -108,18 +117,12 @@ fn rotate(rows: Option<&RopeRows>, x: &Array) -> R<Array> {
     }
 }
 
-/// Slicing of axes 1 and 2 of a `[B, L, H, D]` array.
+/// Slicing of axis 2 of a 4-d array.
 trait Axes {
-    fn try_index_axis1(&self, start: i32, end: i32) -> R<Array>;
     fn try_index_axis2(&self, start: i32, end: i32) -> R<Array>;
 }
 
 impl Axes for Array {
-    fn try_index_axis1(&self, start: i32, end: i32) -> R<Array> {
-        use mlx_rs::ops::indexing::TryIndexOp;
-        self.try_index((.., start..end))
-    }
-
     fn try_index_axis2(&self, start: i32, end: i32) -> R<Array> {
         use mlx_rs::ops::indexing::TryIndexOp;
         self.try_index((.., .., start..end, ..))
