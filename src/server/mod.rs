@@ -17,6 +17,7 @@
 mod rejection;
 mod run;
 mod sse;
+mod v1;
 mod web_demo;
 mod ws;
 
@@ -32,6 +33,7 @@ use tokio_util::sync::CancellationToken;
 use crate::agent::Agent;
 
 pub use rejection::Rejection;
+pub use v1::{ReasoningField, carrier as v1_carrier};
 
 /// Limits and timings of the transports.
 #[derive(Debug, Clone)]
@@ -46,6 +48,8 @@ pub struct ServerConfig {
     pub ws_max_queued_runs: usize,
     /// The built web demo (`web-demo/dist`), served at `/`.
     pub web_dir: Option<PathBuf>,
+    /// Where chat completions put reasoning text (`serve --reasoning-field`).
+    pub openai_reasoning_field: ReasoningField,
 }
 
 impl Default for ServerConfig {
@@ -56,6 +60,7 @@ impl Default for ServerConfig {
             ws_ping: Duration::from_secs(20),
             ws_max_queued_runs: 4,
             web_dir: None,
+            openai_reasoning_field: ReasoningField::default(),
         }
     }
 }
@@ -92,6 +97,7 @@ pub fn app(state: AppState) -> Router {
         .route("/agent/ws", get(ws::upgrade))
         .route("/healthz", get(healthz))
         .route("/capabilities", get(capabilities))
+        .merge(v1::routes())
         .fallback_service(web_demo::service(state.config.web_dir.clone()))
         .with_state(state)
 }
