@@ -1,12 +1,16 @@
 """Drives the official `openai` Python SDK against a live thinkwire server.
 
-Usage: openai_client.py BASE_URL [--visibility full] [--prompt TEXT]
+Usage: openai_client.py BASE_URL [--api chat|responses] [--visibility full] [--prompt TEXT]
 
-Chat completions, streaming with a tool: turn 1 streams reasoning and a
-tool call; turn 2 sends back the assistant message with its
+Chat completions (`--api chat`), streaming with a tool: turn 1 streams
+reasoning and a tool call; turn 2 sends back the assistant message with its
 `reasoning_details` and the tool result; then the same turn 2 with the
-sealed value altered must be refused with OpenAI's error shape. Prints a
-JSON summary on stdout for the Rust test to check.
+sealed value altered must be refused with OpenAI's error shape.
+
+Responses (`--api responses`), streaming with `store=False` and
+`include=["reasoning.encrypted_content"]`: turn 2 passes back turn 1's
+output items and the tool's output; an altered `encrypted_content` must be
+refused. Prints a JSON summary on stdout for the Rust test to check.
 """
 
 import argparse
@@ -80,14 +84,67 @@ def tampered(details):
     return out
 
 
+RESPONSES_WEATHER = dict(WEATHER["function"], type="function")
+
+
+def responses_turn(client, items, extra):
+    """One streamed Responses turn: event types, texts, and the final output items."""
+    out = {"events": [], "reasoning": "", "summary": "", "content": "", "arguments": "",
+           "output": [], "usage": None}
+    stream = client.responses.create(
+        model="thinkwire", input=items, tools=[RESPONSES_WEATHER], stream=True, store=False,
+        include=["reasoning.encrypted_content"], temperature=0, extra_body=extra)
+    for event in stream:
+        out["events"].append(event.type)
+        if event.type == "response.reasoning_text.delta":
+            out["reasoning"] += event.delta
+        elif event.type == "response.reasoning_summary_text.delta":
+            out["summary"] += event.delta
+        elif event.type == "response.output_text.delta":
+            out["content"] += event.delta
+        elif event.type == "response.function_call_arguments.delta":
+            out["arguments"] += event.delta
+        elif event.type == "response.completed":
+            out["output"] = [item.model_dump(exclude_none=True) for item in event.response.output]
+            out["usage"] = event.response.usage.model_dump()
+    return out
+
+
+def responses(client, prompt, extra):
+    items = [{"role": "user", "content": prompt}]
+    turn1 = responses_turn(client, items, extra)
+    summary = {"turn1": turn1}
+    calls = [i for i in turn1["output"] if i["type"] == "function_call"]
+    if not calls:
+        return summary
+    items += turn1["output"]
+    items.append({"type": "function_call_output", "call_id": calls[0]["call_id"],
+                  "output": '{"temperature_c": 18, "sky": "sunny"}'})
+    summary["turn2"] = responses_turn(client, items, extra)
+    bad = json.loads(json.dumps(items))
+    for item in bad:
+        if item.get("type") == "reasoning":
+            item["encrypted_content"] = tampered([{"data": item["encrypted_content"]}])[0]["data"]
+    try:
+        responses_turn(client, bad, extra)
+        summary["tampered"] = {"refused": False}
+    except openai.APIStatusError as err:
+        summary["tampered"] = {"refused": True, "status": err.status_code, "body": err.body}
+    return summary
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("base_url")
+    parser.add_argument("--api", default="chat", choices=["chat", "responses"])
     parser.add_argument("--visibility", default="full")
     parser.add_argument("--prompt", default="What is the weather in Paris?")
     args = parser.parse_args()
     client = openai.OpenAI(base_url=args.base_url, api_key="unused", max_retries=0)
     extra = {"reasoning": {"visibility": args.visibility}}
+    if args.api == "responses":
+        print(json.dumps(responses(client, args.prompt, extra)))
+        return
     models = client.models.list()
 
     messages = [{"role": "user", "content": args.prompt}]
