@@ -431,3 +431,55 @@ async fn responses_refuse_stored_mode_and_show_reasoning_per_visibility() {
     );
     server.shutdown().await;
 }
+
+#[tokio::test]
+async fn every_surface_runs_the_same_prompt_and_says_the_same() {
+    let script = qwen3_turn(REASONING_2, ANSWER_2);
+    let (server, observed) = TestServer::qwen3(&[script]).await;
+    let said = support::v1::every_surface(&server, "What is the weather in Paris?", 100).await;
+    for s in &said {
+        assert_eq!(s.answer, ANSWER_2, "{}", s.surface);
+        assert_eq!(s.reasoning, REASONING_2, "{}", s.surface);
+    }
+    {
+        let prompts = observed.prompts.lock().unwrap();
+        assert_eq!(prompts.len(), 4);
+        assert!(
+            prompts.iter().all(|p| *p == prompts[0]),
+            "every surface renders the same prompt"
+        );
+    }
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_openai_node_sdk_parses_both_streams() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    assert!(
+        root.join("tests/node/node_modules/openai").is_dir(),
+        "openai is not installed in tests/node — run scripts/setup"
+    );
+    let script = qwen3_turn(REASONING_2, ANSWER_2);
+    let (server, _) = TestServer::qwen3(&[script]).await;
+    let url = server.url("/v1");
+    let output = tokio::task::spawn_blocking(move || {
+        Command::new("node")
+            .arg(root.join("tests/node/openai-client.mjs"))
+            .arg(url)
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "the Node SDK failed:\n{stderr}");
+    let summary: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(summary["chat"]["content"], ANSWER_2, "{summary}");
+    assert_eq!(summary["chat"]["reasoning"], REASONING_2);
+    assert_eq!(summary["chat"]["details"], 1);
+    assert_eq!(summary["chat"]["finish"], "stop");
+    assert_eq!(summary["responses"]["content"], ANSWER_2);
+    assert_eq!(summary["responses"]["reasoning"], REASONING_2);
+    assert_eq!(summary["helper"]["output_text"], ANSWER_2);
+    server.shutdown().await;
+}

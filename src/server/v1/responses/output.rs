@@ -145,9 +145,11 @@ impl Builder {
                         "item_id": item_id, "output_index": index, "summary_index": 0, "part": part}));
                 }
                 if let Some(text) = item["content"][0]["text"].as_str() {
-                    let text = json!(text);
+                    let (text, part) = (json!(text), item["content"][0].clone());
                     self.event(out, "response.reasoning_text.done", json!({
                         "item_id": item_id, "output_index": index, "content_index": 0, "text": text}));
+                    self.event(out, "response.content_part.done", json!({
+                        "item_id": item_id, "output_index": index, "content_index": 0, "part": part}));
                 }
             }
             Open::Message => {
@@ -318,7 +320,14 @@ impl Builder {
                 .as_array()
                 .is_none_or(Vec::is_empty)
             {
-                self.output[index]["content"] = json!([{"type": "reasoning_text", "text": ""}]);
+                let part = json!({"type": "reasoning_text", "text": ""});
+                self.output[index]["content"] = json!([part]);
+                self.event(
+                    out,
+                    "response.content_part.added",
+                    json!({"item_id": item_id,
+                    "output_index": index, "content_index": 0, "part": part}),
+                );
             }
             let text = self.output[index]["content"][0]["text"]
                 .as_str()
@@ -366,8 +375,10 @@ mod tests {
                 "response.created",
                 "response.in_progress",
                 "response.output_item.added",
+                "response.content_part.added",
                 "response.reasoning_text.delta",
                 "response.reasoning_text.done",
+                "response.content_part.done",
                 "response.output_item.done",
                 "response.output_item.added",
                 "response.content_part.added",
