@@ -58,15 +58,18 @@ def main():
     turn1 = stream_turn(client, messages)
     summary = {"turn1": turn1}
     tool_uses = [b for b in turn1["content"] if b["type"] == "tool_use"]
-    if not tool_uses:
+    if not any(b["type"] == "thinking" and b["signature"] for b in turn1["content"]):
         print(json.dumps(summary))
         return
     content = [{k: v for k, v in b.items() if v is not None and k != "citations"}
                for b in turn1["content"]]
     messages.append({"role": "assistant", "content": content})
-    messages.append({"role": "user", "content": [{
-        "type": "tool_result", "tool_use_id": tool_uses[0]["id"],
-        "content": '{"temperature_c": 18, "sky": "sunny"}'}]})
+    if tool_uses:
+        messages.append({"role": "user", "content": [{
+            "type": "tool_result", "tool_use_id": tool_uses[0]["id"],
+            "content": '{"temperature_c": 18, "sky": "sunny"}'}]})
+    else:
+        messages.append({"role": "user", "content": "Say it again, briefly."})
     summary["turn2"] = stream_turn(client, messages)
 
     def altered(change):

@@ -115,11 +115,14 @@ def responses(client, prompt, extra):
     turn1 = responses_turn(client, items, extra)
     summary = {"turn1": turn1}
     calls = [i for i in turn1["output"] if i["type"] == "function_call"]
-    if not calls:
+    if not any(i["type"] == "reasoning" for i in turn1["output"]):
         return summary
     items += turn1["output"]
-    items.append({"type": "function_call_output", "call_id": calls[0]["call_id"],
-                  "output": '{"temperature_c": 18, "sky": "sunny"}'})
+    if calls:
+        items.append({"type": "function_call_output", "call_id": calls[0]["call_id"],
+                      "output": '{"temperature_c": 18, "sky": "sunny"}'})
+    else:
+        items.append({"role": "user", "content": "Say it again, briefly."})
     summary["turn2"] = responses_turn(client, items, extra)
     bad = json.loads(json.dumps(items))
     for item in bad:
@@ -150,13 +153,15 @@ def main():
     messages = [{"role": "user", "content": args.prompt}]
     turn1 = stream_turn(client, messages, extra)
     summary = {"models": [m.id for m in models.data], "turn1": turn1}
-    if not turn1["tool_calls"] or not turn1["details"]:
+    if not turn1["details"]:
         print(json.dumps(summary))
         return
-    call = turn1["tool_calls"][0]
     messages.append(assistant_message(turn1))
-    messages.append({"role": "tool", "tool_call_id": call["id"],
-                     "content": '{"temperature_c": 18, "sky": "sunny"}'})
+    if turn1["tool_calls"]:
+        messages.append({"role": "tool", "tool_call_id": turn1["tool_calls"][0]["id"],
+                         "content": '{"temperature_c": 18, "sky": "sunny"}'})
+    else:
+        messages.append({"role": "user", "content": "Say it again, briefly."})
     summary["turn2"] = stream_turn(client, messages, extra)
 
     bad = list(messages)
