@@ -483,3 +483,59 @@ async fn the_openai_node_sdk_parses_both_streams() {
     assert_eq!(summary["helper"]["output_text"], ANSWER_2);
     server.shutdown().await;
 }
+
+#[tokio::test]
+async fn stop_sequences_end_the_answer_on_both_apis() {
+    let script = qwen3_turn(REASONING_2, ANSWER_2);
+    let (server, observed) = TestServer::qwen3(&[script]).await;
+    let user = json!([{"role": "user", "content": "Weather?"}]);
+    let (status, chat) = post(
+        &server,
+        "/v1/chat/completions",
+        &json!({"messages": user, "stop": ["sunny"]}),
+    )
+    .await;
+    assert_eq!(status, 200, "{chat}");
+    assert_eq!(chat["choices"][0]["message"]["content"], "It is 18 °C and ");
+    assert_eq!(chat["choices"][0]["finish_reason"], "stop");
+    let response = reqwest::Client::new()
+        .post(server.url("/v1/chat/completions"))
+        .json(&json!({"messages": user, "stop": "°C", "stream": true}))
+        .send()
+        .await
+        .unwrap();
+    let body = response.text().await.unwrap();
+    let streamed: String = body
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .filter(|d| *d != "[DONE]")
+        .map(|d| serde_json::from_str::<Value>(d).unwrap())
+        .filter_map(|c| {
+            c["choices"][0]["delta"]["content"]
+                .as_str()
+                .map(str::to_owned)
+        })
+        .collect();
+    assert_eq!(streamed, "It is 18 ");
+    assert!(body.ends_with("data: [DONE]\n\n"));
+    let (status, message) = post(
+        &server,
+        "/v1/messages",
+        &json!({"messages": user, "max_tokens": 100, "stop_sequences": ["sunny"]}),
+    )
+    .await;
+    assert_eq!(status, 200, "{message}");
+    assert_eq!(message["content"][0]["text"], "It is 18 °C and ");
+    assert_eq!(message["stop_reason"], "stop_sequence");
+    assert_eq!(message["stop_sequence"], "sunny");
+    let (status, refused) = post(
+        &server,
+        "/v1/chat/completions",
+        &json!({"messages": user, "stop": [1]}),
+    )
+    .await;
+    assert_eq!(status, 400);
+    assert_eq!(refused["error"]["param"], "stop[0]");
+    assert_eq!(observed.prompts.lock().unwrap().len(), 3);
+    server.shutdown().await;
+}

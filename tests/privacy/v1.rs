@@ -1,5 +1,5 @@
 //! The privacy canary on the OpenAI and Anthropic surfaces: chat
-//! completions and messages, each a tool turn in full visibility and its
+//! completions, responses and messages, each a tool turn in full visibility and its
 //! answer with the sealed value carried back, a tampered carrier, and
 //! broken JSON holding the canary. Refusal bodies must echo nothing secret.
 
@@ -30,8 +30,8 @@ fn remember(secrets: &Secrets, carrier: &str) {
     secrets.sealed.lock().unwrap().push(sealed);
 }
 
-/// Two conversations on `server`, whose scripts are: tool turn, answer,
-/// tool turn, answer.
+/// Three conversations on `server`, whose scripts are: tool turn, answer,
+/// three times.
 pub(super) async fn conversations(server: &TestServer, c: &Canaries, secrets: &Secrets) {
     // Chat completions.
     let mut messages =
@@ -80,6 +80,40 @@ pub(super) async fn conversations(server: &TestServer, c: &Canaries, secrets: &S
     .await;
     assert_eq!(status, 400);
     assert!(secrets.found_in(&body).is_none());
+
+    // Responses, streamed, the reasoning item carried back.
+    let mut items = vec![json!({"role": "user", "content": format!("Tell me about {}", c.user)})];
+    let responses = |items: &[Value], stream: bool| {
+        let mut tool = lookup();
+        tool["type"] = json!("function");
+        json!({"input": items, "tools": [tool], "store": false, "stream": stream,
+               "include": ["reasoning.encrypted_content"], "reasoning": {"visibility": "full"}})
+        .to_string()
+    };
+    let (status, body) = post(server, "/v1/responses", responses(&items, false)).await;
+    assert_eq!(status, 200);
+    let turn: Value = serde_json::from_slice(&body).unwrap();
+    let output = turn["output"].as_array().unwrap().clone();
+    let carrier = output[0]["encrypted_content"].as_str().unwrap().to_owned();
+    remember(secrets, &carrier);
+    let call = output
+        .iter()
+        .find(|i| i["type"] == "function_call")
+        .unwrap();
+    let result = json!({"type": "function_call_output", "call_id": call["call_id"],
+                        "output": format!("Found {}", c.tool_result)});
+    items.extend(output.iter().cloned());
+    items.push(result);
+    let (status, body) = post(server, "/v1/responses", responses(&items, true)).await;
+    assert_eq!(status, 200);
+    assert!(contains(&body, b"response.completed"));
+    items[1]["encrypted_content"] = json!(tamper(&carrier));
+    let (status, body) = post(server, "/v1/responses", responses(&items, false)).await;
+    assert_eq!(status, 400);
+    assert!(
+        secrets.found_in(&body).is_none(),
+        "the refusal echoes nothing secret"
+    );
 
     // Messages, streamed.
     let mut messages =

@@ -4,9 +4,12 @@
 //! see only what they map: reasoning (its text per visibility and its
 //! sealed carrier), answer text, tool calls, and how the run ended.
 
+use std::collections::VecDeque;
+
 use thinkwire_protocol::{EventKind, Outcome};
 
 use super::carrier;
+use super::stop::StopText;
 use crate::server::run::ActiveRun;
 
 /// Token counts of a finished run.
@@ -58,6 +61,8 @@ pub enum Piece {
         usage: Usage,
         /// Whether it ended with tool calls to execute.
         tool_calls: bool,
+        /// The stop sequence that ended the answer, if one did.
+        stop_sequence: Option<String>,
     },
     /// The run failed after it started.
     Failed {
@@ -75,9 +80,75 @@ impl Piece {
     }
 }
 
+/// A run's pieces, with its answer text watched for stop sequences: at a
+/// match the run is asked to stop and nothing but its end follows.
+pub struct RunPieces {
+    run: ActiveRun,
+    stop: StopText,
+    queued: VecDeque<Piece>,
+    stopped: bool,
+}
+
+impl RunPieces {
+    /// The pieces of `run`, stopping at `stop`.
+    pub fn new(run: ActiveRun, stop: StopText) -> Self {
+        Self {
+            run,
+            stop,
+            queued: VecDeque::new(),
+            stopped: false,
+        }
+    }
+
+    /// The next piece; `Failed` if the run's thread ended without a
+    /// terminal event.
+    pub async fn next(&mut self) -> Piece {
+        if let Some(piece) = self.queued.pop_front() {
+            return piece;
+        }
+        loop {
+            let piece = next(&mut self.run).await;
+            if let Piece::Text(delta) = &piece
+                && self.stop.is_active()
+            {
+                let shown = self.stop.push(delta);
+                if self.stop.matched().is_some() && !self.stopped {
+                    self.stopped = true;
+                    self.run.cancel.cancel();
+                }
+                if shown.is_empty() {
+                    continue;
+                }
+                return Piece::Text(shown);
+            }
+            if self.stopped && !piece.is_last() {
+                continue;
+            }
+            let piece = match piece {
+                Piece::Finished {
+                    usage, tool_calls, ..
+                } => Piece::Finished {
+                    usage,
+                    tool_calls: tool_calls && !self.stopped,
+                    stop_sequence: self.stop.matched().map(str::to_owned),
+                },
+                other => other,
+            };
+            // Text held back as a possible stop sequence goes out before
+            // whatever follows it.
+            let held = self.stop.finish();
+            if held.is_empty() {
+                return piece;
+            }
+            self.queued.push_back(piece);
+            return Piece::Text(held);
+        }
+    }
+}
+
 /// The next piece of `run`; `Failed` if the run's thread ended without a
 /// terminal event. Events the wire has no place for are skipped.
-pub async fn next(run: &mut ActiveRun) -> Piece {
+async fn next(run: &mut ActiveRun) -> Piece {
     loop {
         let Some(frame) = run.frames.recv().await else {
             return Piece::Failed {
@@ -122,7 +193,11 @@ fn piece(kind: EventKind) -> Option<Piece> {
                 e.outcome,
                 Some(Outcome::Success { pending_tool_call_ids: Some(ref ids) }) if !ids.is_empty()
             );
-            Piece::Finished { usage, tool_calls }
+            Piece::Finished {
+                usage,
+                tool_calls,
+                stop_sequence: None,
+            }
         }
         EventKind::RunError(e) => Piece::Failed {
             code: e.code.unwrap_or_else(|| "RUN_ERROR".into()),
@@ -167,13 +242,15 @@ pub struct Collected {
     pub usage: Usage,
     /// Whether it ended with tool calls to execute.
     pub ended_with_tool_calls: bool,
+    /// The stop sequence that ended the answer, if one did.
+    pub stop_sequence: Option<String>,
 }
 
 /// Reads `run` to its end; a run that fails is `Err((code, message))`.
-pub async fn collect(run: &mut ActiveRun) -> Result<Collected, (String, String)> {
+pub async fn collect(run: &mut RunPieces) -> Result<Collected, (String, String)> {
     let mut all = Collected::default();
     loop {
-        match next(run).await {
+        match run.next().await {
             Piece::ReasoningStart { id } => all.reasoning.push(Reasoning {
                 id,
                 ..Reasoning::default()
@@ -201,9 +278,14 @@ pub async fn collect(run: &mut ActiveRun) -> Result<Collected, (String, String)>
                 }
             }
             Piece::ToolEnd => {}
-            Piece::Finished { usage, tool_calls } => {
+            Piece::Finished {
+                usage,
+                tool_calls,
+                stop_sequence,
+            } => {
                 all.usage = usage;
                 all.ended_with_tool_calls = tool_calls;
+                all.stop_sequence = stop_sequence;
                 return Ok(all);
             }
             Piece::Failed { code, message } => return Err((code, message)),

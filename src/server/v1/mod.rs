@@ -25,6 +25,7 @@ mod events;
 mod messages;
 mod responses;
 mod sse;
+mod stop;
 mod wire;
 
 use axum::Router;

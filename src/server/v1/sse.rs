@@ -12,8 +12,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 
-use super::events::{self, Piece};
-use crate::server::run::ActiveRun;
+use super::events::{Piece, RunPieces};
 
 /// Sends SSE frames to the client.
 pub struct SseSender {
@@ -58,9 +57,9 @@ pub fn response() -> (SseSender, Response) {
 
 /// The next piece of `run`, sending `: keepalive` comments to `out` while
 /// it takes longer than `every`; `None` when the client is gone.
-pub async fn next_piece(run: &mut ActiveRun, out: &SseSender, every: Duration) -> Option<Piece> {
+pub async fn next_piece(run: &mut RunPieces, out: &SseSender, every: Duration) -> Option<Piece> {
     loop {
-        match tokio::time::timeout(every, events::next(run)).await {
+        match tokio::time::timeout(every, run.next()).await {
             Ok(piece) => return Some(piece),
             Err(_) => out.raw(": keepalive\n\n".into()).await.ok()?,
         }

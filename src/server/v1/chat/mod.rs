@@ -15,10 +15,11 @@ use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use serde_json::{Map, Value, json};
 
-pub use request::effort_control;
+pub use request::{effort_control, strings};
 
 use super::error::{ApiError, Dialect};
-use super::events::{Collected, Piece, Usage, collect};
+use super::events::{Collected, Piece, RunPieces, Usage, collect};
+use super::stop::StopText;
 use super::{ReasoningField, read_json, sse, unix_now};
 use crate::server::AppState;
 
@@ -35,7 +36,8 @@ pub(in crate::server) async fn completions(State(state): State<AppState>, body: 
 async fn run(state: AppState, body: Body) -> Result<Response, ApiError> {
     let body = read_json(&state, body).await?;
     let request = request::decode(&body)?;
-    let mut active = request.input.start(&state).await?;
+    let run = request.input.start(&state).await?;
+    let mut active = RunPieces::new(run, StopText::new(request.stop));
     let reply = Reply {
         id: format!("chatcmpl-{}", uuid::Uuid::new_v4().simple()),
         model: request
@@ -227,7 +229,9 @@ impl Stream {
                 json!({ "tool_calls": [{"index": self.calls.saturating_sub(1),
                     "function": {"arguments": args}}] })
             }
-            Piece::Finished { usage, tool_calls } => {
+            Piece::Finished {
+                usage, tool_calls, ..
+            } => {
                 let finish = if tool_calls { "tool_calls" } else { "stop" };
                 return Mapped::Finish(reply.chunk(json!({}), Some(finish)), usage);
             }

@@ -29,6 +29,8 @@ pub struct ChatRequest {
     pub stream: bool,
     /// Send a usage chunk before `[DONE]`.
     pub include_usage: bool,
+    /// Stop sequences (`stop`).
+    pub stop: Vec<String>,
 }
 
 /// Decodes `body`.
@@ -52,12 +54,27 @@ pub fn decode(body: &Value) -> Result<ChatRequest, ApiError> {
         Some(options) => options.get("include_usage").bool()?.unwrap_or(false),
         None => false,
     };
+    let stop = root.get("stop");
+    let stop = match stop.value {
+        Some(Value::String(one)) => vec![one.clone()],
+        _ => strings(&stop)?,
+    };
     Ok(ChatRequest {
         input,
         model: root.get("model").str()?.map(str::to_owned),
         stream,
         include_usage,
+        stop,
     })
+}
+
+/// An array of strings (stop sequences), each checked by path.
+pub fn strings(field: &Field<'_>) -> Result<Vec<String>, ApiError> {
+    field
+        .array()?
+        .iter()
+        .map(|item| item.required_str().map(str::to_owned))
+        .collect()
 }
 
 fn message(input: &mut RunInput, item: &Field<'_>) -> Result<(), ApiError> {
@@ -208,15 +225,6 @@ fn sampling(input: &mut RunInput, root: &At<'_>) -> Result<(), ApiError> {
             input.sampling("maxTokens", json!(n), param);
             break;
         }
-    }
-    let stop = root.get("stop");
-    let empty = match stop.value {
-        None => true,
-        Some(Value::Array(a)) => a.is_empty(),
-        Some(_) => false,
-    };
-    if !empty {
-        return Err(stop.invalid("stop sequences are not supported by this server yet"));
     }
     Ok(())
 }

@@ -16,7 +16,8 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
 use super::error::{ApiError, Dialect};
-use super::events::{Collected, Piece, Usage, collect};
+use super::events::{Collected, Piece, RunPieces, Usage, collect};
+use super::stop::StopText;
 use super::{read_json, sse};
 use crate::agent::Visibility;
 use crate::server::AppState;
@@ -31,7 +32,8 @@ pub(in crate::server) async fn create(State(state): State<AppState>, body: Body)
 async fn run(state: AppState, body: Body) -> Result<Response, ApiError> {
     let body = read_json(&state, body).await?;
     let request = request::decode(&body, &state.agent)?;
-    let mut active = request.input.start(&state).await?;
+    let run = request.input.start(&state).await?;
+    let mut active = RunPieces::new(run, StopText::new(request.stop));
     let id = format!("msg_{}", uuid::Uuid::new_v4().simple());
     let model = request
         .model
@@ -71,8 +73,12 @@ async fn run(state: AppState, body: Body) -> Result<Response, ApiError> {
     Ok(response)
 }
 
-fn stop_reason(tool_calls: bool) -> &'static str {
-    if tool_calls { "tool_use" } else { "end_turn" }
+fn stop_reason(tool_calls: bool, stop_sequence: Option<&str>) -> &'static str {
+    match (tool_calls, stop_sequence) {
+        (true, _) => "tool_use",
+        (false, Some(_)) => "stop_sequence",
+        (false, None) => "end_turn",
+    }
 }
 
 fn usage_json(usage: Usage) -> Value {
@@ -110,7 +116,8 @@ fn message(id: &str, model: &str, visibility: Visibility, all: &Collected) -> Va
     }
     json!({
         "id": id, "type": "message", "role": "assistant", "model": model, "content": content,
-        "stop_reason": stop_reason(all.ended_with_tool_calls), "stop_sequence": null,
+        "stop_reason": stop_reason(all.ended_with_tool_calls, all.stop_sequence.as_deref()),
+        "stop_sequence": all.stop_sequence,
         "usage": usage_json(all.usage),
     })
 }
@@ -223,12 +230,17 @@ impl Blocks {
                 );
             }
             Piece::ToolEnd => self.close(&mut out),
-            Piece::Finished { usage, tool_calls } => {
+            Piece::Finished {
+                usage,
+                tool_calls,
+                stop_sequence,
+            } => {
                 self.close(&mut out);
+                let reason = stop_reason(tool_calls, stop_sequence.as_deref());
                 out.push((
                     "message_delta",
                     json!({"type": "message_delta",
-                    "delta": {"stop_reason": stop_reason(tool_calls), "stop_sequence": null},
+                    "delta": {"stop_reason": reason, "stop_sequence": stop_sequence},
                     "usage": usage_json(usage)}),
                 ));
                 out.push(("message_stop", json!({"type": "message_stop"})));
@@ -267,6 +279,7 @@ mod tests {
             Piece::Finished {
                 usage: Usage::default(),
                 tool_calls: false,
+                stop_sequence: None,
             },
         ] {
             all.extend(blocks.map(piece));

@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 
 use super::super::bridge::RunInput;
 use super::super::carrier::{self, THREAD_ID};
+use super::super::chat::strings;
 use super::super::content;
 use super::super::error::ApiError;
 use super::super::wire::{At, Field};
@@ -28,6 +29,8 @@ pub struct MessagesRequest {
     pub stream: bool,
     /// What the client sees of the reasoning.
     pub visibility: Visibility,
+    /// Stop sequences (`stop_sequences`).
+    pub stop: Vec<String>,
 }
 
 /// Decodes `body`; `agent` opens signatures to compare them with the
@@ -72,16 +75,14 @@ pub fn decode(body: &Value, agent: &Agent) -> Result<MessagesRequest, ApiError> 
     if let Some(k) = root.get("top_k").u64()? {
         input.sampling("topK", json!(k), "top_k");
     }
-    let stops = root.get("stop_sequences");
-    if !stops.array()?.is_empty() {
-        return Err(stops.invalid("stop sequences are not supported by this server yet"));
-    }
+    let stop = strings(&root.get("stop_sequences"))?;
     let visibility = thinking(&mut input, &root, agent)?;
     Ok(MessagesRequest {
         input,
         model: root.get("model").str()?.map(str::to_owned),
         stream: root.get("stream").bool()?.unwrap_or(false),
         visibility,
+        stop,
     })
 }
 

@@ -17,7 +17,8 @@ use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 
 use super::error::{ApiError, Dialect};
-use super::events::next;
+use super::events::RunPieces;
+use super::stop::StopText;
 use super::{read_json, sse, unix_now};
 use crate::server::AppState;
 use output::Builder;
@@ -32,7 +33,9 @@ pub(in crate::server) async fn create(State(state): State<AppState>, body: Body)
 async fn run(state: AppState, body: Body) -> Result<Response, ApiError> {
     let body = read_json(&state, body).await?;
     let request = request::decode(&body, &state.agent)?;
-    let mut active = request.input.start(&state).await?;
+    let run = request.input.start(&state).await?;
+    // Responses has no stop sequences.
+    let mut active = RunPieces::new(run, StopText::default());
     let mut builder = Builder::new(
         format!("resp_{}", uuid::Uuid::new_v4().simple()),
         request
@@ -44,7 +47,7 @@ async fn run(state: AppState, body: Body) -> Result<Response, ApiError> {
     );
     if !request.stream {
         loop {
-            let piece = next(&mut active).await;
+            let piece = active.next().await;
             let last = piece.is_last();
             builder.map(piece);
             if last {

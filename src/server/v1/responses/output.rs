@@ -365,6 +365,7 @@ mod tests {
             Piece::Finished {
                 usage: Usage::default(),
                 tool_calls: false,
+                stop_sequence: None,
             },
         ] {
             names.extend(b.map(piece).iter().map(|(n, _)| *n));
