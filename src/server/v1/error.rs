@@ -152,6 +152,14 @@ impl ApiError {
 
     /// The response in `dialect`'s shape.
     pub fn response(self, dialect: Dialect) -> Response {
+        // The code and the parameter's path only: the message may name ids,
+        // and nothing of the request's content belongs in a log.
+        tracing::info!(
+            status = self.status.as_u16(),
+            code = %self.code,
+            param = self.param.as_deref().unwrap_or(""),
+            "v1 request refused"
+        );
         let mut response = (self.status, Json(self.body(dialect))).into_response();
         if self.status == StatusCode::TOO_MANY_REQUESTS {
             response
