@@ -148,3 +148,45 @@ async fn stop_sequences_end_the_answer_on_both_apis() {
     assert_eq!(observed.prompts.lock().unwrap().len(), 3);
     server.shutdown().await;
 }
+
+/// Plaintext `reasoning_content` / `reasoning` sent back (mlxcel #394's
+/// behaviour) follows the AG-UI policy for client reasoning: it reaches
+/// the template only on a server that trusts client reasoning.
+#[tokio::test]
+async fn plaintext_reasoning_sent_back_follows_the_trust_policy() {
+    use std::time::Duration;
+
+    use thinkwire::agent::{Agent, AgentConfig};
+    use thinkwire::server::ServerConfig;
+    use thinkwire_seal::{Key, KeyRing};
+
+    let conversation = |field: &str| {
+        json!({"messages": [
+            {"role": "user", "content": "What is the weather in Paris?"},
+            {"role": "assistant", "content": null, field: REASONING_1, "tool_calls": [
+                {"id": "call-1", "type": "function",
+                 "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}}]},
+            {"role": "tool", "tool_call_id": "call-1", "content": "18 degrees"},
+        ], "tools": [weather_tool()]})
+    };
+    for trust in [true, false] {
+        let (model, observed) =
+            support::scripted_qwen3(&[qwen3_turn(REASONING_2, ANSWER_2)], Duration::ZERO);
+        let mut config = AgentConfig::default();
+        config.replay.trust_client_reasoning = trust;
+        let keys = KeyRing::new(Key::generate().unwrap());
+        let server =
+            TestServer::start(Agent::new(model, keys, config), ServerConfig::default()).await;
+        for (n, field) in ["reasoning_content", "reasoning"].into_iter().enumerate() {
+            let (status, body) = post(&server, "/v1/chat/completions", &conversation(field)).await;
+            assert_eq!(status, 200, "{body}");
+            let prompt = prompt_text(&server, &observed, n);
+            assert_eq!(
+                prompt.contains(&restored_turn_1()),
+                trust,
+                "{field}, trust {trust}"
+            );
+        }
+        server.shutdown().await;
+    }
+}
