@@ -33,7 +33,7 @@ use tokio_util::sync::CancellationToken;
 use crate::agent::Agent;
 
 pub use rejection::Rejection;
-pub use v1::{ReasoningField, carrier as v1_carrier};
+pub use v1::ReasoningField;
 
 /// Limits and timings of the transports.
 #[derive(Debug, Clone)]

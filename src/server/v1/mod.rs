@@ -17,7 +17,7 @@
 //! | anything else under `/v1` | a JSON 404 in the API's error shape |
 
 mod bridge;
-pub mod carrier;
+mod carrier;
 mod chat;
 mod content;
 mod error;
