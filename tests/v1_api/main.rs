@@ -229,3 +229,75 @@ async fn the_openai_node_sdk_parses_both_streams() {
     assert_eq!(summary["helper"]["output_text"], ANSWER_2);
     server.shutdown().await;
 }
+
+/// `summary` visibility: responses show a `summary_text` part (streamed as
+/// `response.reasoning_summary_*` events), messages a `thinking` block
+/// holding the summary followed by the `redacted_thinking` block that
+/// carries the reasoning; the raw reasoning shows on neither.
+#[tokio::test]
+async fn summaries_show_on_responses_and_messages_without_the_raw_reasoning() {
+    let raw = "RAW-THOUGHT-77: compare both options, the second is cheaper.";
+    let summary = "Compared the options; picked the cheaper one.";
+    let answer = "Take the second option.";
+    let one = [
+        qwen3_turn(raw, answer),
+        format!("{summary}<|im_end|>"),
+        format!("\n\n{answer}<|im_end|>"),
+    ];
+    let scripts: Vec<String> = one.iter().chain(one.iter()).cloned().collect();
+    let (server, _) = TestServer::qwen3(&scripts).await;
+
+    let body = json!({"input": "Which option?", "stream": true, "store": false,
+        "include": ["reasoning.encrypted_content"], "reasoning": {"summary": "auto"}});
+    let text = reqwest::Client::new()
+        .post(server.url("/v1/responses"))
+        .json(&body)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(!text.contains("RAW-THOUGHT-77"), "raw reasoning leaked");
+    let events: Vec<Value> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .map(|d| serde_json::from_str(d).unwrap())
+        .collect();
+    let names: Vec<&str> = events.iter().filter_map(|e| e["type"].as_str()).collect();
+    for name in [
+        "response.reasoning_summary_part.added",
+        "response.reasoning_summary_text.delta",
+        "response.reasoning_summary_text.done",
+        "response.output_text.delta",
+    ] {
+        assert!(names.contains(&name), "{name}: {names:?}");
+    }
+    let done = events.last().unwrap();
+    assert_eq!(done["type"], "response.completed");
+    let reasoning = &done["response"]["output"][0];
+    assert_eq!(reasoning["summary"][0]["text"], summary);
+    assert!(
+        reasoning["encrypted_content"]
+            .as_str()
+            .unwrap()
+            .starts_with("tw1.")
+    );
+    assert_eq!(done["response"]["output_text"], answer);
+
+    let body = json!({"max_tokens": 100, "messages": [{"role": "user", "content": "Which option?"}],
+        "thinking": {"type": "enabled", "budget_tokens": 500, "visibility": "summary"}});
+    let (status, message) = post(&server, "/v1/messages", &body).await;
+    assert_eq!(status, 200, "{message}");
+    assert!(
+        !message.to_string().contains("RAW-THOUGHT-77"),
+        "raw reasoning leaked"
+    );
+    let content = &message["content"];
+    assert_eq!(content[0]["type"], "thinking", "{message}");
+    assert_eq!(content[0]["thinking"], summary);
+    assert_eq!(content[0]["signature"], "");
+    assert_eq!(content[1]["type"], "redacted_thinking");
+    assert_eq!(content[2]["text"], answer);
+    server.shutdown().await;
+}
