@@ -168,3 +168,84 @@ async fn the_web_demo_passes_its_browser_tests() {
     );
     server.shutdown().await;
 }
+
+/// The venv setup made, with the OpenAI and Anthropic SDKs in it.
+fn sdk_python() -> std::path::PathBuf {
+    let home = std::env::var_os("THINKWIRE_HOME").map_or_else(
+        || std::path::PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache/thinkwire"),
+        std::path::PathBuf::from,
+    );
+    home.join("venv/bin/python")
+}
+
+async fn run_sdk(script: &'static str, args: Vec<String>) -> serde_json::Value {
+    let output = tokio::task::spawn_blocking(move || {
+        Command::new(sdk_python())
+            .arg(root().join("tests/sdk").join(script))
+            .args(args)
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{script} failed:\n{stderr}");
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
+/// Issue #12: the same conversation through AG-UI, chat completions,
+/// responses and messages, greedy, gives the same answer and reasoning.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_surface_gives_the_same_answer_on_the_default_model() {
+    let server = server(false).await;
+    let said = support::v1::every_surface(&server, "What is the capital of France?", 24).await;
+    let first = &said[0];
+    assert!(!first.answer.trim().is_empty(), "{said:?}");
+    assert!(!first.reasoning.trim().is_empty(), "{said:?}");
+    for s in &said[1..] {
+        assert_eq!(s.answer, first.answer, "{} vs AG-UI", s.surface);
+        assert_eq!(s.reasoning, first.reasoning, "{} vs AG-UI", s.surface);
+    }
+    server.shutdown().await;
+}
+
+/// Issue #12: the official Python SDKs stream from the live server on the
+/// default model, carry the sealed reasoning into a second turn, and get
+/// an altered value refused in their API's error shape.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_python_sdks_keep_sealed_reasoning_on_the_default_model() {
+    let server = server(false).await;
+    let v1 = server.url("/v1");
+    let chat = run_sdk("openai_client.py", vec![v1.clone()]).await;
+    assert!(
+        !chat["turn1"]["reasoning"].as_str().unwrap().is_empty(),
+        "{chat}"
+    );
+    assert!(
+        !chat["turn2"]["content"].as_str().unwrap().is_empty(),
+        "{chat}"
+    );
+    assert_eq!(chat["tampered"]["status"], 400, "{chat}");
+    assert_eq!(
+        chat["tampered"]["body"]["code"],
+        "SEALED_REASONING_REJECTED"
+    );
+    let responses = run_sdk(
+        "openai_client.py",
+        vec![v1, "--api".into(), "responses".into()],
+    )
+    .await;
+    assert!(
+        !responses["turn2"]["content"].as_str().unwrap().is_empty(),
+        "{responses}"
+    );
+    assert_eq!(responses["tampered"]["status"], 400, "{responses}");
+    let messages = run_sdk("anthropic_client.py", vec![server.url("")]).await;
+    assert!(
+        !messages["turn2"]["content"].as_array().unwrap().is_empty(),
+        "{messages}"
+    );
+    assert_eq!(messages["tampered_signature"]["status"], 400, "{messages}");
+    assert_eq!(messages["changed_thinking"]["status"], 400, "{messages}");
+    server.shutdown().await;
+}

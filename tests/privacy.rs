@@ -2,7 +2,8 @@
 //! prompts, reasoning, tool calls, tool results and answers all carry a
 //! random canary run through the server over SSE and WebSocket, in hidden
 //! and full visibility, with sealed reasoning replayed, tampered with,
-//! dropped, and with inputs the server refuses. Every log line at TRACE
+//! dropped, and with inputs the server refuses; and the same over the
+//! OpenAI and Anthropic surfaces (`privacy/v1.rs`). Every log line at TRACE
 //! level goes to a file; afterwards the canary (and the sealing key, and the
 //! sealed values themselves) must be in no log line and in no file written
 //! during the test — in the test's own folder, in `$TMPDIR`, or in the
@@ -14,6 +15,8 @@
 // Shared support; not every helper it exports is used here.
 #[path = "support/mod.rs"]
 mod support;
+#[path = "privacy/v1.rs"]
+mod v1;
 
 use std::fs;
 use std::io::Read as _;
@@ -541,5 +544,23 @@ async fn conversations(secrets: &Secrets) -> Vec<String> {
     );
     run_ids.push("privacy-dropped".into());
     server_b.shutdown().await;
+
+    // The OpenAI and Anthropic surfaces (same key, full visibility).
+    let scripts = [
+        c.tool_turn(),
+        c.answer_turn(),
+        c.tool_turn(),
+        c.answer_turn(),
+        c.tool_turn(),
+        c.answer_turn(),
+    ];
+    let (server_c, observed) = server(&scripts, &secrets.key_text, ReplayFailure::Reject).await;
+    v1::conversations(&server_c, &c, secrets).await;
+    assert_eq!(
+        observed.prompts.lock().unwrap().len(),
+        6,
+        "refusals never reached the engine"
+    );
+    server_c.shutdown().await;
     run_ids
 }

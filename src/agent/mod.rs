@@ -138,4 +138,27 @@ impl Agent {
     pub fn prepare_input(&self, input: RunAgentInput) -> Result<PreparedRun, RunRejected> {
         prepare::prepare(Arc::clone(&self.shared), input)
     }
+
+    /// The operator's reasoning policy (what clients may ask for).
+    pub fn policy(&self) -> &ReasoningPolicy {
+        &self.shared.config.policy
+    }
+
+    /// Opens a sealed reasoning value of `thread_id` and message
+    /// `message_id`, for a codec that must compare it with what its client
+    /// shows (Anthropic's thinking blocks). `None` when it does not open;
+    /// the run's own history replay then refuses it with the reason.
+    pub fn open_reasoning(
+        &self,
+        thread_id: &str,
+        message_id: &str,
+        sealed: &str,
+    ) -> Option<String> {
+        let binding = thinkwire_seal::Binding::new(thread_id, message_id);
+        self.shared
+            .keys
+            .open(sealed, binding, thinkwire_seal::now_unix_ms())
+            .ok()
+            .map(|opened| opened.text)
+    }
 }

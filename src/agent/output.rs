@@ -10,13 +10,16 @@ use thinkwire_protocol::{Event, RunError, Verifier};
 use tokio::sync::mpsc;
 
 /// One encoded event: the JSON of an SSE `data:` line or a WebSocket text
-/// frame.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// frame, and the event itself for in-process codecs (the OpenAI and
+/// Anthropic surfaces map typed events rather than re-parse the JSON).
+#[derive(Debug, Clone, PartialEq)]
 pub struct Frame {
     /// The event as JSON, one line.
     pub json: String,
     /// `RUN_FINISHED` or `RUN_ERROR`: nothing of this run follows.
     pub terminal: bool,
+    /// The event the JSON encodes.
+    pub event: Event,
 }
 
 impl Frame {
@@ -25,6 +28,7 @@ impl Frame {
         Self {
             json: event.to_json(),
             terminal: event.event_type().is_terminal(),
+            event: event.clone(),
         }
     }
 

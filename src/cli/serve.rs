@@ -9,7 +9,7 @@ use thinkwire_seal::{Key, KeyRing};
 
 use super::ModelArgs;
 use crate::agent::{Agent, AgentConfig, ReplayFailure, Visibility};
-use crate::server::{self, AppState, ServerConfig};
+use crate::server::{self, AppState, ReasoningField, ServerConfig};
 
 /// `thinkwire serve`.
 #[derive(clap::Args, Debug)]
@@ -57,6 +57,10 @@ pub struct ServeArgs {
     /// The built web demo to serve at `/`.
     #[arg(long, env = "THINKWIRE_WEB_DIR")]
     web_dir: Option<PathBuf>,
+    /// Chat completions' reasoning field(s) out: `both`, `reasoning` or
+    /// `reasoning_content` (both are read in).
+    #[arg(long, default_value = "both")]
+    reasoning_field: String,
 }
 
 /// The environment variable holding sealing keys.
@@ -121,10 +125,18 @@ pub fn serve(args: ServeArgs) -> Result<()> {
     tracing::info!(model = model.id(), format = %model.format().family, "model loaded");
     let agent = Arc::new(Agent::new(model, keys, config));
     let web_dir = args.web_dir.clone().or_else(default_web_dir);
+    let openai_reasoning_field =
+        ReasoningField::parse(&args.reasoning_field).with_context(|| {
+            format!(
+                "--reasoning-field: expected both, reasoning or reasoning_content, not {:?}",
+                args.reasoning_field
+            )
+        })?;
     let server_config = ServerConfig {
         web_dir,
         max_active_runs: args.model.max_batch,
         max_queued_runs: args.max_queued,
+        openai_reasoning_field,
         ..ServerConfig::default()
     };
     let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;

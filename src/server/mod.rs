@@ -18,6 +18,7 @@ mod admission;
 mod rejection;
 mod run;
 mod sse;
+mod v1;
 mod web_demo;
 mod ws;
 
@@ -33,6 +34,7 @@ use tokio_util::sync::CancellationToken;
 use crate::agent::Agent;
 
 pub use rejection::Rejection;
+pub use v1::ReasoningField;
 
 /// Limits and timings of the transports.
 #[derive(Debug, Clone)]
@@ -53,6 +55,8 @@ pub struct ServerConfig {
     pub max_queued_runs: usize,
     /// The built web demo (`web-demo/dist`), served at `/`.
     pub web_dir: Option<PathBuf>,
+    /// Where chat completions put reasoning text (`serve --reasoning-field`).
+    pub openai_reasoning_field: ReasoningField,
 }
 
 impl Default for ServerConfig {
@@ -65,6 +69,7 @@ impl Default for ServerConfig {
             max_active_runs: 8,
             max_queued_runs: 64,
             web_dir: None,
+            openai_reasoning_field: ReasoningField::default(),
         }
     }
 }
@@ -105,6 +110,7 @@ pub fn app(state: AppState) -> Router {
         .route("/healthz", get(healthz))
         .route("/capabilities", get(capabilities))
         .route("/metrics", get(metrics))
+        .merge(v1::routes())
         .fallback_service(web_demo::service(state.config.web_dir.clone()))
         .with_state(state)
 }

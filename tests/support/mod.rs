@@ -3,6 +3,7 @@
 #![allow(dead_code, unused_imports)]
 
 pub mod scripted_engine;
+pub mod v1;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -1,0 +1,349 @@
+//! Decoding a chat completions request into the run's input.
+//!
+//! Messages map one to one onto AG-UI messages; an assistant message's
+//! `reasoning_details` entries of type `reasoning.encrypted` become
+//! reasoning messages carrying the sealed value (opened by the agent), and
+//! plaintext `reasoning_content` / `reasoning` becomes a plaintext reasoning
+//! message (the same trust policy as AG-UI). Sampling and reasoning
+//! parameters become `forwardedProps`.
+
+use serde_json::{Value, json};
+
+use super::super::bridge::RunInput;
+use super::super::carrier;
+use super::super::content;
+use super::super::error::ApiError;
+use super::super::wire::{At, Field, single_choice};
+
+/// Content part types holding text.
+const TEXT_PARTS: &[&str] = &["text", "input_text", "output_text"];
+
+/// A decoded chat completions request.
+#[derive(Debug)]
+pub struct ChatRequest {
+    /// The run's input.
+    pub input: RunInput,
+    /// The `model` the client named (echoed back).
+    pub model: Option<String>,
+    /// Answer as an SSE stream.
+    pub stream: bool,
+    /// Send a usage chunk before `[DONE]`.
+    pub include_usage: bool,
+    /// Stop sequences (`stop`).
+    pub stop: Vec<String>,
+}
+
+/// Decodes `body`.
+pub fn decode(body: &Value) -> Result<ChatRequest, ApiError> {
+    let root = At::root(body)?;
+    let mut input = RunInput::new();
+    let messages = root.get("messages");
+    let items = messages.array()?;
+    if items.is_empty() {
+        return Err(messages.invalid("must hold at least one message"));
+    }
+    for item in &items {
+        message(&mut input, item)?;
+    }
+    tools(&mut input, &root)?;
+    sampling(&mut input, &root)?;
+    reasoning(&mut input, &root)?;
+    single_choice(&root.get("n"))?;
+    let stream = root.get("stream").bool()?.unwrap_or(false);
+    let include_usage = match root.get("stream_options").at()? {
+        Some(options) => options.get("include_usage").bool()?.unwrap_or(false),
+        None => false,
+    };
+    let stop = root.get("stop");
+    let stop = match stop.value {
+        Some(Value::String(one)) => vec![one.clone()],
+        _ => strings(&stop)?,
+    };
+    Ok(ChatRequest {
+        input,
+        model: root.get("model").str()?.map(str::to_owned),
+        stream,
+        include_usage,
+        stop,
+    })
+}
+
+/// An array of strings (stop sequences), each checked by path.
+pub fn strings(field: &Field<'_>) -> Result<Vec<String>, ApiError> {
+    field
+        .array()?
+        .iter()
+        .map(|item| item.required_str().map(str::to_owned))
+        .collect()
+}
+
+fn message(input: &mut RunInput, item: &Field<'_>) -> Result<(), ApiError> {
+    let at = item
+        .at()?
+        .ok_or_else(|| item.invalid("must be an object"))?;
+    let path = at.path().to_owned();
+    let role = at.get("role").required_str()?;
+    let text = content::text(&at.get("content"), TEXT_PARTS)?;
+    let name = at.get("name").str()?;
+    let mut message = match role {
+        "system" | "developer" | "user" => {
+            let text = text.ok_or_else(|| at.get("content").invalid("is required"))?;
+            json!({ "role": role, "content": text })
+        }
+        "tool" => {
+            let id = at.get("tool_call_id").required_str()?;
+            json!({ "role": "tool", "toolCallId": id, "content": text.unwrap_or_default() })
+        }
+        "assistant" => {
+            assistant_reasoning(input, &at)?;
+            let mut message = json!({ "role": "assistant" });
+            if let Some(text) = text {
+                message["content"] = Value::String(text);
+            }
+            let calls = tool_calls(&at.get("tool_calls"))?;
+            if !calls.is_empty() {
+                message["toolCalls"] = Value::Array(calls);
+            }
+            message
+        }
+        other => {
+            return Err(at.get("role").invalid(format!(
+                "unknown role {other:?}: use system, developer, user, assistant or tool"
+            )));
+        }
+    };
+    if let Some(name) = name
+        && role != "tool"
+    {
+        message["name"] = Value::String(name.to_owned());
+    }
+    input.message(message, &path);
+    Ok(())
+}
+
+/// The reasoning an assistant message carries back: sealed entries of
+/// `reasoning_details`, or else plaintext `reasoning_content` / `reasoning`.
+fn assistant_reasoning(input: &mut RunInput, at: &At<'_>) -> Result<(), ApiError> {
+    let mut sealed = 0;
+    for detail in at.get("reasoning_details").array()? {
+        let entry = detail
+            .at()?
+            .ok_or_else(|| detail.invalid("must be an object"))?;
+        if entry.get("type").str()? != Some("reasoning.encrypted") {
+            continue;
+        }
+        let data = entry.get("data");
+        let (id, value) = carrier::unpack(data.required_str()?)
+            .ok_or_else(|| data.invalid("is not a value sealed by this server"))?;
+        input.reasoning(id, Some(value), "", &data.path);
+        sealed += 1;
+    }
+    if sealed == 0 {
+        for key in ["reasoning_content", "reasoning"] {
+            let field = at.get(key);
+            if let Some(text) = field.str()?.filter(|t| !t.is_empty()) {
+                input.reasoning("", None, text, &field.path);
+                break;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn tool_calls(field: &Field<'_>) -> Result<Vec<Value>, ApiError> {
+    let mut calls = Vec::new();
+    for call in field.array()? {
+        let at = call
+            .at()?
+            .ok_or_else(|| call.invalid("must be an object"))?;
+        let id = at.get("id").required_str()?;
+        let function = at.get("function");
+        let function = function
+            .at()?
+            .ok_or_else(|| function.invalid("is required"))?;
+        let name = function.get("name").required_str()?;
+        let arguments = function.get("arguments").str()?.unwrap_or("{}");
+        calls.push(json!({
+            "id": id, "type": "function",
+            "function": { "name": name, "arguments": arguments },
+        }));
+    }
+    Ok(calls)
+}
+
+fn tools(input: &mut RunInput, root: &At<'_>) -> Result<(), ApiError> {
+    let choice = root.get("tool_choice");
+    let offer = match choice.value {
+        None => true,
+        Some(Value::String(s)) if s == "auto" => true,
+        Some(Value::String(s)) if s == "none" => false,
+        Some(_) => {
+            return Err(choice.invalid(
+                "only \"auto\" and \"none\" are supported: this server cannot force a tool call",
+            ));
+        }
+    };
+    root.get("parallel_tool_calls").bool()?;
+    for tool in root.get("tools").array()? {
+        let at = tool
+            .at()?
+            .ok_or_else(|| tool.invalid("must be an object"))?;
+        let kind = at.get("type").str()?.unwrap_or("function");
+        if kind != "function" {
+            return Err(at.get("type").invalid("only function tools are supported"));
+        }
+        let function = at.get("function");
+        let function = function
+            .at()?
+            .ok_or_else(|| function.invalid("is required"))?;
+        let name = function.get("name").required_str()?;
+        let description = function.get("description").str()?.unwrap_or("");
+        let parameters = function.get("parameters");
+        parameters.at()?;
+        if offer {
+            input.tool(name, description, parameters.value);
+        }
+    }
+    Ok(())
+}
+
+fn sampling(input: &mut RunInput, root: &At<'_>) -> Result<(), ApiError> {
+    for (param, key) in [("temperature", "temperature"), ("top_p", "topP")] {
+        if let Some(v) = root.get(param).f64()? {
+            input.sampling(key, json!(v), param);
+        }
+    }
+    if let Some(seed) = root.get("seed").u64()? {
+        input.sampling("seed", json!(seed), "seed");
+    }
+    for param in ["max_completion_tokens", "max_tokens"] {
+        let field = root.get(param);
+        if let Some(n) = field.u64()? {
+            if n == 0 {
+                return Err(field.invalid("must be a positive integer"));
+            }
+            input.sampling("maxTokens", json!(n), param);
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// `reasoning_effort` (OpenAI) and `reasoning` (OpenRouter's object, plus
+/// thinkwire's `visibility`) → `forwardedProps.reasoning`.
+fn reasoning(input: &mut RunInput, root: &At<'_>) -> Result<(), ApiError> {
+    if let Some(effort) = root.get("reasoning_effort").str()? {
+        effort_control(input, effort, &root.get("reasoning_effort"))?;
+    }
+    let field = root.get("reasoning");
+    let Some(at) = field.at()? else {
+        return Ok(());
+    };
+    if let Some(effort) = at.get("effort").str()? {
+        effort_control(input, effort, &at.get("effort"))?;
+    }
+    if let Some(max) = at.get("max_tokens").u64()? {
+        input.reasoning_control("budgetTokens", json!(max), &at.child_path("max_tokens"));
+    }
+    if at.get("exclude").bool()? == Some(true) {
+        input.reasoning_control("visibility", json!("hidden"), &at.child_path("exclude"));
+    }
+    if let Some(visibility) = at.get("visibility").str()? {
+        input.reasoning_control(
+            "visibility",
+            json!(visibility),
+            &at.child_path("visibility"),
+        );
+    }
+    Ok(())
+}
+
+/// OpenAI's effort names onto the run's: `none` switches thinking off,
+/// `minimal` is `low`, `xhigh` is `high`.
+pub fn effort_control(
+    input: &mut RunInput,
+    effort: &str,
+    field: &Field<'_>,
+) -> Result<(), ApiError> {
+    let (key, value) = match effort {
+        "none" => ("visibility", "off"),
+        "minimal" | "low" => ("effort", "low"),
+        "medium" => ("effort", "medium"),
+        "high" | "xhigh" => ("effort", "high"),
+        _ => {
+            return Err(field.invalid("must be one of none, minimal, low, medium, high, xhigh"));
+        }
+    };
+    input.reasoning_control(key, json!(value), &field.path);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decodes_a_conversation_with_sealed_reasoning() {
+        let body = json!({
+            "model": "m", "stream": true, "stream_options": {"include_usage": true},
+            "messages": [
+                {"role": "system", "content": "s"},
+                {"role": "user", "content": [{"type": "text", "text": "hi"}]},
+                {"role": "assistant", "content": null,
+                 "reasoning_details": [{"type": "reasoning.encrypted", "data": "tw1.r1.AAAA"}],
+                 "tool_calls": [{"id": "c1", "type": "function",
+                                 "function": {"name": "f", "arguments": "{}"}}]},
+                {"role": "tool", "tool_call_id": "c1", "content": "42"},
+            ],
+            "tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}],
+            "reasoning_effort": "low", "temperature": 0, "max_tokens": 10,
+        });
+        let request = decode(&body).unwrap();
+        assert!(request.stream && request.include_usage);
+        assert_eq!(request.model.as_deref(), Some("m"));
+    }
+
+    #[test]
+    fn refusals_name_the_parameter() {
+        let cases = [
+            (json!({"messages": []}), "messages"),
+            (
+                json!({"messages": [{"role": "robot", "content": "x"}]}),
+                "messages[0].role",
+            ),
+            (
+                json!({"messages": [{"role": "user", "content": [{"type": "image_url"}]}]}),
+                "messages[0].content[0]",
+            ),
+            (
+                json!({"messages": [{"role": "assistant", "reasoning_details": [{"type": "reasoning.encrypted", "data": "junk"}]}]}),
+                "messages[0].reasoning_details[0].data",
+            ),
+            (
+                json!({"messages": [{"role": "user", "content": "x"}], "temperature": "hot"}),
+                "temperature",
+            ),
+            (
+                json!({"messages": [{"role": "user", "content": "x"}], "n": 2}),
+                "n",
+            ),
+            (
+                json!({"messages": [{"role": "user", "content": "x"}], "tool_choice": "required"}),
+                "tool_choice",
+            ),
+            (
+                json!({"messages": [{"role": "user", "content": "x"}], "reasoning_effort": "max"}),
+                "reasoning_effort",
+            ),
+            (
+                json!({"messages": [{"role": "tool", "content": "x"}]}),
+                "messages[0].tool_call_id",
+            ),
+        ];
+        for (body, param) in cases {
+            let err = decode(&body).unwrap_err();
+            assert_eq!(err.param.as_deref(), Some(param), "{body}");
+            assert_eq!(err.status, 400);
+        }
+    }
+}

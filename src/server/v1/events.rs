@@ -1,0 +1,294 @@
+//! A run's AG-UI events as the pieces every wire surface is built from.
+//!
+//! The codecs read typed events from the run's frames (no re-parsing) and
+//! see only what they map: reasoning (its text per visibility and its
+//! sealed carrier), answer text, tool calls, and how the run ended.
+
+use std::collections::VecDeque;
+
+use thinkwire_protocol::{EventKind, Outcome};
+
+use super::carrier;
+use super::stop::StopText;
+use crate::server::run::ActiveRun;
+
+/// Token counts of a finished run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Usage {
+    /// Prompt tokens.
+    pub input: u64,
+    /// Generated tokens, reasoning included.
+    pub output: u64,
+    /// Generated tokens spent reasoning.
+    pub reasoning: u64,
+}
+
+/// One step of a run, in wire-neutral terms.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Piece {
+    /// A reasoning message opens.
+    ReasoningStart {
+        /// Its AG-UI message id (what the seal is bound to).
+        id: String,
+    },
+    /// Visible reasoning text (`full`: the reasoning; `summary`: the summary).
+    ReasoningDelta(String),
+    /// The carrier of the reasoning message just closed.
+    ReasoningSealed {
+        /// Its AG-UI message id.
+        id: String,
+        /// `tw1.<id>.<sealed>` ([`carrier`]).
+        carrier: String,
+    },
+    /// The reasoning span ends.
+    ReasoningEnd,
+    /// Answer text.
+    Text(String),
+    /// A tool call begins.
+    ToolStart {
+        /// The call's id.
+        id: String,
+        /// The tool's name.
+        name: String,
+    },
+    /// More of a call's arguments (JSON text).
+    ToolArgs(String),
+    /// The call is complete.
+    ToolEnd,
+    /// The run finished.
+    Finished {
+        /// Token counts.
+        usage: Usage,
+        /// Whether it ended with tool calls to execute.
+        tool_calls: bool,
+        /// The stop sequence that ended the answer, if one did.
+        stop_sequence: Option<String>,
+    },
+    /// The run failed after it started.
+    Failed {
+        /// Machine-readable code.
+        code: String,
+        /// Safe message.
+        message: String,
+    },
+}
+
+impl Piece {
+    /// Whether nothing follows.
+    pub fn is_last(&self) -> bool {
+        matches!(self, Piece::Finished { .. } | Piece::Failed { .. })
+    }
+}
+
+/// A run's pieces, with its answer text watched for stop sequences: at a
+/// match the run is asked to stop and nothing but its end follows.
+pub struct RunPieces {
+    run: ActiveRun,
+    stop: StopText,
+    queued: VecDeque<Piece>,
+    stopped: bool,
+}
+
+impl RunPieces {
+    /// The pieces of `run`, stopping at `stop`.
+    pub fn new(run: ActiveRun, stop: StopText) -> Self {
+        Self {
+            run,
+            stop,
+            queued: VecDeque::new(),
+            stopped: false,
+        }
+    }
+
+    /// The next piece; `Failed` if the run's thread ended without a
+    /// terminal event.
+    pub async fn next(&mut self) -> Piece {
+        if let Some(piece) = self.queued.pop_front() {
+            return piece;
+        }
+        loop {
+            let piece = next(&mut self.run).await;
+            if let Piece::Text(delta) = &piece
+                && self.stop.is_active()
+            {
+                let shown = self.stop.push(delta);
+                if self.stop.matched().is_some() && !self.stopped {
+                    self.stopped = true;
+                    self.run.cancel.cancel();
+                }
+                if shown.is_empty() {
+                    continue;
+                }
+                return Piece::Text(shown);
+            }
+            if self.stopped && !piece.is_last() {
+                continue;
+            }
+            let piece = match piece {
+                Piece::Finished {
+                    usage, tool_calls, ..
+                } => Piece::Finished {
+                    usage,
+                    tool_calls: tool_calls && !self.stopped,
+                    stop_sequence: self.stop.matched().map(str::to_owned),
+                },
+                other => other,
+            };
+            // Text held back as a possible stop sequence goes out before
+            // whatever follows it.
+            let held = self.stop.finish();
+            if held.is_empty() {
+                return piece;
+            }
+            self.queued.push_back(piece);
+            return Piece::Text(held);
+        }
+    }
+}
+
+/// The next piece of `run`; `Failed` if the run's thread ended without a
+/// terminal event. Events the wire has no place for are skipped.
+async fn next(run: &mut ActiveRun) -> Piece {
+    loop {
+        let Some(frame) = run.frames.recv().await else {
+            return Piece::Failed {
+                code: "INTERNAL_ERROR".into(),
+                message: "the run ended unexpectedly".into(),
+            };
+        };
+        if let Some(piece) = piece(frame.event.kind) {
+            return piece;
+        }
+    }
+}
+
+fn piece(kind: EventKind) -> Option<Piece> {
+    Some(match kind {
+        EventKind::ReasoningMessageStart(e) => Piece::ReasoningStart { id: e.message_id },
+        EventKind::ReasoningMessageContent(e) => Piece::ReasoningDelta(e.delta),
+        EventKind::ReasoningEncryptedValue(e) => Piece::ReasoningSealed {
+            carrier: carrier::pack(&e.entity_id, &e.encrypted_value),
+            id: e.entity_id,
+        },
+        EventKind::ReasoningEnd(_) => Piece::ReasoningEnd,
+        EventKind::TextMessageContent(e) => Piece::Text(e.delta),
+        EventKind::ToolCallStart(e) => Piece::ToolStart {
+            id: e.tool_call_id,
+            name: e.tool_call_name,
+        },
+        EventKind::ToolCallArgs(e) => Piece::ToolArgs(e.delta),
+        EventKind::ToolCallEnd(_) => Piece::ToolEnd,
+        EventKind::RunFinished(e) => {
+            let usage = e
+                .usage
+                .as_ref()
+                .and_then(|u| u.first())
+                .map(|u| Usage {
+                    input: u.input_tokens.unwrap_or(0),
+                    output: u.output_tokens.unwrap_or(0),
+                    reasoning: u.reasoning_tokens.unwrap_or(0),
+                })
+                .unwrap_or_default();
+            let tool_calls = matches!(
+                e.outcome,
+                Some(Outcome::Success { pending_tool_call_ids: Some(ref ids) }) if !ids.is_empty()
+            );
+            Piece::Finished {
+                usage,
+                tool_calls,
+                stop_sequence: None,
+            }
+        }
+        EventKind::RunError(e) => Piece::Failed {
+            code: e.code.unwrap_or_else(|| "RUN_ERROR".into()),
+            message: e.message,
+        },
+        _ => return None,
+    })
+}
+
+/// A reasoning message of a finished run.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Reasoning {
+    /// Its AG-UI message id.
+    pub id: String,
+    /// What was shown of it (empty when hidden).
+    pub text: String,
+    /// Its carrier, when it was sealed (empty reasoning is not).
+    pub carrier: Option<String>,
+}
+
+/// A tool call of a finished run.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ToolCall {
+    /// The call's id.
+    pub id: String,
+    /// The tool's name.
+    pub name: String,
+    /// The arguments, JSON text.
+    pub arguments: String,
+}
+
+/// A whole run, for the non-streaming answers.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Collected {
+    /// Reasoning messages in order.
+    pub reasoning: Vec<Reasoning>,
+    /// The answer text.
+    pub text: String,
+    /// Tool calls in order.
+    pub tool_calls: Vec<ToolCall>,
+    /// Token counts.
+    pub usage: Usage,
+    /// Whether it ended with tool calls to execute.
+    pub ended_with_tool_calls: bool,
+    /// The stop sequence that ended the answer, if one did.
+    pub stop_sequence: Option<String>,
+}
+
+/// Reads `run` to its end; a run that fails is `Err((code, message))`.
+pub async fn collect(run: &mut RunPieces) -> Result<Collected, (String, String)> {
+    let mut all = Collected::default();
+    loop {
+        match run.next().await {
+            Piece::ReasoningStart { id } => all.reasoning.push(Reasoning {
+                id,
+                ..Reasoning::default()
+            }),
+            Piece::ReasoningDelta(delta) => {
+                if let Some(r) = all.reasoning.last_mut() {
+                    r.text.push_str(&delta);
+                }
+            }
+            Piece::ReasoningSealed { id, carrier } => {
+                if let Some(r) = all.reasoning.iter_mut().rev().find(|r| r.id == id) {
+                    r.carrier = Some(carrier);
+                }
+            }
+            Piece::ReasoningEnd => {}
+            Piece::Text(text) => all.text.push_str(&text),
+            Piece::ToolStart { id, name } => all.tool_calls.push(ToolCall {
+                id,
+                name,
+                arguments: String::new(),
+            }),
+            Piece::ToolArgs(delta) => {
+                if let Some(call) = all.tool_calls.last_mut() {
+                    call.arguments.push_str(&delta);
+                }
+            }
+            Piece::ToolEnd => {}
+            Piece::Finished {
+                usage,
+                tool_calls,
+                stop_sequence,
+            } => {
+                all.usage = usage;
+                all.ended_with_tool_calls = tool_calls;
+                all.stop_sequence = stop_sequence;
+                return Ok(all);
+            }
+            Piece::Failed { code, message } => return Err((code, message)),
+        }
+    }
+}

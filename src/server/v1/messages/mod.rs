@@ -1,0 +1,322 @@
+//! `POST /v1/messages`: Anthropic Messages over the agent's run, streaming
+//! (`message_start`, `content_block_*`, `message_delta`, `message_stop`) or
+//! not (one `message`).
+//!
+//! Reasoning per visibility: `full` is a `thinking` block whose
+//! `signature` is the sealed carrier of that block; `hidden` is a
+//! `redacted_thinking` block whose `data` is the carrier; `summary` is a
+//! `thinking` block holding the summary (no signature) followed by the
+//! `redacted_thinking` block that carries the reasoning itself.
+
+mod request;
+
+use axum::body::Body;
+use axum::extract::State;
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+
+use super::error::{ApiError, Dialect};
+use super::events::{Collected, Piece, RunPieces, Usage, collect};
+use super::stop::StopText;
+use super::{read_json, sse};
+use crate::agent::Visibility;
+use crate::server::AppState;
+
+pub(in crate::server) async fn create(State(state): State<AppState>, body: Body) -> Response {
+    match run(state, body).await {
+        Ok(response) => response,
+        Err(err) => err.response(Dialect::Anthropic),
+    }
+}
+
+async fn run(state: AppState, body: Body) -> Result<Response, ApiError> {
+    let body = read_json(&state, body).await?;
+    let request = request::decode(&body, &state.agent)?;
+    let run = request.input.start(&state).await?;
+    let mut active = RunPieces::new(run, StopText::new(request.stop));
+    let id = format!("msg_{}", uuid::Uuid::new_v4().simple());
+    let model = request
+        .model
+        .unwrap_or_else(|| state.agent.model_id().to_owned());
+    let visibility = request.visibility;
+    if !request.stream {
+        let all = collect(&mut active)
+            .await
+            .map_err(|(code, message)| ApiError::server(&code, &message))?;
+        return Ok(axum::Json(message(&id, &model, visibility, &all)).into_response());
+    }
+    let (out, response) = sse::response();
+    let keepalive = state.config.keepalive;
+    tokio::spawn(async move {
+        let start = json!({"type": "message_start", "message": {
+            "id": id, "type": "message", "role": "assistant", "content": [], "model": model,
+            "stop_reason": null, "stop_sequence": null,
+            "usage": {"input_tokens": 0, "output_tokens": 0},
+        }});
+        if out.send(Some("message_start"), &start).await.is_err() {
+            return;
+        }
+        let mut blocks = Blocks::new(visibility);
+        while let Some(piece) = sse::next_piece(&mut active, &out, keepalive).await {
+            let last = piece.is_last();
+            for (name, event) in blocks.map(piece) {
+                if out.send(Some(name), &event).await.is_err() {
+                    // Dropping the run stops the engine within one step.
+                    return;
+                }
+            }
+            if last {
+                break;
+            }
+        }
+    });
+    Ok(response)
+}
+
+fn stop_reason(tool_calls: bool, stop_sequence: Option<&str>) -> &'static str {
+    match (tool_calls, stop_sequence) {
+        (true, _) => "tool_use",
+        (false, Some(_)) => "stop_sequence",
+        (false, None) => "end_turn",
+    }
+}
+
+fn usage_json(usage: Usage) -> Value {
+    json!({"input_tokens": usage.input, "output_tokens": usage.output})
+}
+
+/// A whole answer as one `message`.
+fn message(id: &str, model: &str, visibility: Visibility, all: &Collected) -> Value {
+    let mut content = Vec::new();
+    for r in &all.reasoning {
+        match visibility {
+            Visibility::Full => content.push(json!({"type": "thinking", "thinking": r.text,
+                "signature": r.carrier.clone().unwrap_or_default()})),
+            Visibility::Summary => {
+                if !r.text.is_empty() {
+                    content.push(json!({"type": "thinking", "thinking": r.text, "signature": ""}));
+                }
+                if let Some(carrier) = &r.carrier {
+                    content.push(json!({"type": "redacted_thinking", "data": carrier}));
+                }
+            }
+            Visibility::Hidden | Visibility::Off => {
+                if let Some(carrier) = &r.carrier {
+                    content.push(json!({"type": "redacted_thinking", "data": carrier}));
+                }
+            }
+        }
+    }
+    if !all.text.is_empty() {
+        content.push(json!({"type": "text", "text": all.text}));
+    }
+    for call in &all.tool_calls {
+        let input: Value = serde_json::from_str(&call.arguments).unwrap_or_else(|_| json!({}));
+        content.push(json!({"type": "tool_use", "id": call.id, "name": call.name, "input": input}));
+    }
+    json!({
+        "id": id, "type": "message", "role": "assistant", "model": model, "content": content,
+        "stop_reason": stop_reason(all.ended_with_tool_calls, all.stop_sequence.as_deref()),
+        "stop_sequence": all.stop_sequence,
+        "usage": usage_json(all.usage),
+    })
+}
+
+/// Which block is open on the stream.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Open {
+    None,
+    Thinking,
+    Text,
+    ToolUse,
+}
+
+/// The streaming state: the open block and the next block index.
+struct Blocks {
+    visibility: Visibility,
+    open: Open,
+    next: usize,
+}
+
+type Events = Vec<(&'static str, Value)>;
+
+impl Blocks {
+    fn new(visibility: Visibility) -> Self {
+        Self {
+            visibility,
+            open: Open::None,
+            next: 0,
+        }
+    }
+
+    fn start(&mut self, out: &mut Events, kind: Open, block: Value) {
+        self.close(out);
+        out.push((
+            "content_block_start",
+            json!({"type": "content_block_start",
+            "index": self.next, "content_block": block}),
+        ));
+        self.open = kind;
+    }
+
+    fn delta(&self, out: &mut Events, delta: Value) {
+        out.push((
+            "content_block_delta",
+            json!({"type": "content_block_delta",
+            "index": self.next, "delta": delta}),
+        ));
+    }
+
+    fn close(&mut self, out: &mut Events) {
+        if self.open != Open::None {
+            out.push((
+                "content_block_stop",
+                json!({"type": "content_block_stop", "index": self.next}),
+            ));
+            self.open = Open::None;
+            self.next += 1;
+        }
+    }
+
+    fn map(&mut self, piece: Piece) -> Events {
+        let mut out = Vec::new();
+        let thinking = json!({"type": "thinking", "thinking": "", "signature": ""});
+        match piece {
+            Piece::ReasoningStart { .. } => {
+                if matches!(self.visibility, Visibility::Full) {
+                    self.start(&mut out, Open::Thinking, thinking);
+                }
+            }
+            Piece::ReasoningDelta(text) => {
+                if self.open != Open::Thinking {
+                    self.start(&mut out, Open::Thinking, thinking);
+                }
+                self.delta(
+                    &mut out,
+                    json!({"type": "thinking_delta", "thinking": text}),
+                );
+            }
+            Piece::ReasoningSealed { carrier, .. } => {
+                if self.visibility == Visibility::Full && self.open == Open::Thinking {
+                    self.delta(
+                        &mut out,
+                        json!({"type": "signature_delta", "signature": carrier}),
+                    );
+                } else {
+                    self.start(
+                        &mut out,
+                        Open::Thinking,
+                        json!({"type": "redacted_thinking", "data": carrier}),
+                    );
+                    self.close(&mut out);
+                }
+            }
+            Piece::ReasoningEnd => self.close(&mut out),
+            Piece::Text(text) => {
+                if self.open != Open::Text {
+                    self.start(&mut out, Open::Text, json!({"type": "text", "text": ""}));
+                }
+                self.delta(&mut out, json!({"type": "text_delta", "text": text}));
+            }
+            Piece::ToolStart { id, name } => self.start(
+                &mut out,
+                Open::ToolUse,
+                json!({"type": "tool_use", "id": id, "name": name, "input": {}}),
+            ),
+            Piece::ToolArgs(args) => {
+                self.delta(
+                    &mut out,
+                    json!({"type": "input_json_delta", "partial_json": args}),
+                );
+            }
+            Piece::ToolEnd => self.close(&mut out),
+            Piece::Finished {
+                usage,
+                tool_calls,
+                stop_sequence,
+            } => {
+                self.close(&mut out);
+                let reason = stop_reason(tool_calls, stop_sequence.as_deref());
+                out.push((
+                    "message_delta",
+                    json!({"type": "message_delta",
+                    "delta": {"stop_reason": reason, "stop_sequence": stop_sequence},
+                    "usage": usage_json(usage)}),
+                ));
+                out.push(("message_stop", json!({"type": "message_stop"})));
+            }
+            Piece::Failed { message, .. } => out.push((
+                "error",
+                json!({"type": "error",
+                "error": {"type": "api_error", "message": message}}),
+            )),
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(events: &Events) -> Vec<&'static str> {
+        events.iter().map(|(n, _)| *n).collect()
+    }
+
+    #[test]
+    fn full_thinking_is_one_signed_block() {
+        let mut blocks = Blocks::new(Visibility::Full);
+        let mut all = Vec::new();
+        for piece in [
+            Piece::ReasoningStart { id: "r".into() },
+            Piece::ReasoningDelta("hmm".into()),
+            Piece::ReasoningSealed {
+                id: "r".into(),
+                carrier: "tw1.r.AA".into(),
+            },
+            Piece::ReasoningEnd,
+            Piece::Text("Hi".into()),
+            Piece::Finished {
+                usage: Usage::default(),
+                tool_calls: false,
+                stop_sequence: None,
+            },
+        ] {
+            all.extend(blocks.map(piece));
+        }
+        assert_eq!(
+            names(&all),
+            [
+                "content_block_start",
+                "content_block_delta",
+                "content_block_delta",
+                "content_block_stop",
+                "content_block_start",
+                "content_block_delta",
+                "content_block_stop",
+                "message_delta",
+                "message_stop"
+            ]
+        );
+        assert_eq!(all[2].1["delta"]["signature"], "tw1.r.AA");
+        assert_eq!(all[4].1["index"], 1);
+    }
+
+    #[test]
+    fn hidden_thinking_is_a_redacted_block() {
+        let mut blocks = Blocks::new(Visibility::Hidden);
+        let mut all = Vec::new();
+        for piece in [
+            Piece::ReasoningStart { id: "r".into() },
+            Piece::ReasoningSealed {
+                id: "r".into(),
+                carrier: "tw1.r.AA".into(),
+            },
+            Piece::ReasoningEnd,
+        ] {
+            all.extend(blocks.map(piece));
+        }
+        assert_eq!(names(&all), ["content_block_start", "content_block_stop"]);
+        assert_eq!(all[0].1["content_block"]["type"], "redacted_thinking");
+    }
+}

@@ -1,0 +1,259 @@
+//! Decoding an Anthropic Messages request into the run's input.
+//!
+//! `system` becomes a system message; each user message's `tool_result`
+//! blocks become tool messages and its text a user message; each assistant
+//! message's `thinking` blocks (their `signature`) and `redacted_thinking`
+//! blocks (their `data`) become reasoning messages carrying the sealed
+//! value, followed by the assistant message with its text and `tool_use`
+//! calls. A `thinking` block whose text differs from the reasoning its
+//! signature seals is refused: the signature is the reasoning.
+
+use serde_json::{Value, json};
+
+use super::super::bridge::RunInput;
+use super::super::carrier::{self, THREAD_ID};
+use super::super::chat::strings;
+use super::super::content;
+use super::super::error::ApiError;
+use super::super::wire::{At, Field};
+use crate::agent::{Agent, Visibility};
+
+/// A decoded Messages request.
+#[derive(Debug)]
+pub struct MessagesRequest {
+    /// The run's input.
+    pub input: RunInput,
+    /// The `model` the client named (echoed back).
+    pub model: Option<String>,
+    /// Answer as an SSE stream.
+    pub stream: bool,
+    /// What the client sees of the reasoning.
+    pub visibility: Visibility,
+    /// Stop sequences (`stop_sequences`).
+    pub stop: Vec<String>,
+}
+
+/// Decodes `body`; `agent` opens signatures to compare them with the
+/// thinking text sent back.
+pub fn decode(body: &Value, agent: &Agent) -> Result<MessagesRequest, ApiError> {
+    let root = At::root(body)?;
+    let mut input = RunInput::new();
+    let max_tokens = root.get("max_tokens");
+    match max_tokens.u64()? {
+        Some(0) => return Err(max_tokens.invalid("must be a positive integer")),
+        Some(n) => input.sampling("maxTokens", json!(n), "max_tokens"),
+        None => return Err(max_tokens.invalid("is required")),
+    }
+    if let Some(system) = content::text(&root.get("system"), &["text"])? {
+        input.message(json!({"role": "system", "content": system}), "system");
+    }
+    let messages = root.get("messages");
+    let items = messages.array()?;
+    if items.is_empty() {
+        return Err(messages.invalid("must hold at least one message"));
+    }
+    for item in &items {
+        let at = item
+            .at()?
+            .ok_or_else(|| item.invalid("must be an object"))?;
+        match at.get("role").required_str()? {
+            "user" => user(&mut input, &at)?,
+            "assistant" => assistant(&mut input, &at, agent)?,
+            other => {
+                return Err(at
+                    .get("role")
+                    .invalid(format!("unknown role {other:?}: use user or assistant")));
+            }
+        }
+    }
+    tools(&mut input, &root)?;
+    for (param, key) in [("temperature", "temperature"), ("top_p", "topP")] {
+        if let Some(v) = root.get(param).f64()? {
+            input.sampling(key, json!(v), param);
+        }
+    }
+    if let Some(k) = root.get("top_k").u64()? {
+        input.sampling("topK", json!(k), "top_k");
+    }
+    let stop = strings(&root.get("stop_sequences"))?;
+    let visibility = thinking(&mut input, &root, agent)?;
+    Ok(MessagesRequest {
+        input,
+        model: root.get("model").str()?.map(str::to_owned),
+        stream: root.get("stream").bool()?.unwrap_or(false),
+        visibility,
+        stop,
+    })
+}
+
+/// The blocks of a message's `content` (a string is one text block).
+fn blocks<'a>(at: &At<'a>) -> Result<(Option<String>, Vec<Field<'a>>), ApiError> {
+    let field = at.get("content");
+    match field.value {
+        Some(Value::String(text)) => Ok((Some(text.clone()), Vec::new())),
+        Some(Value::Array(_)) => Ok((None, field.array()?)),
+        Some(_) => Err(field.invalid("must be a string or an array of content blocks")),
+        None => Err(field.invalid("is required")),
+    }
+}
+
+fn user(input: &mut RunInput, at: &At<'_>) -> Result<(), ApiError> {
+    let (text, blocks) = blocks(at)?;
+    let mut text = text.unwrap_or_default();
+    for block in &blocks {
+        let b = block
+            .at()?
+            .ok_or_else(|| block.invalid("must be an object"))?;
+        match b.get("type").required_str()? {
+            "text" => text.push_str(b.get("text").required_str()?),
+            "tool_result" => {
+                let id = b.get("tool_use_id").required_str()?;
+                let result = content::text(&b.get("content"), &["text"])?.unwrap_or_default();
+                input.message(
+                    json!({"role": "tool", "toolCallId": id, "content": result}),
+                    &block.path,
+                );
+            }
+            other => {
+                return Err(block.invalid(format!(
+                    "content blocks of type {other:?} are not supported: this model reads text only"
+                )));
+            }
+        }
+    }
+    if !text.is_empty() || blocks.is_empty() {
+        input.message(json!({"role": "user", "content": text}), at.path());
+    }
+    Ok(())
+}
+
+fn assistant(input: &mut RunInput, at: &At<'_>, agent: &Agent) -> Result<(), ApiError> {
+    let (text, blocks) = blocks(at)?;
+    let mut text = text.unwrap_or_default();
+    let mut calls = Vec::new();
+    for block in &blocks {
+        let b = block
+            .at()?
+            .ok_or_else(|| block.invalid("must be an object"))?;
+        match b.get("type").required_str()? {
+            "text" => text.push_str(b.get("text").required_str()?),
+            "thinking" => {
+                let shown = b.get("thinking").str()?.unwrap_or("");
+                let signature = b.get("signature");
+                match signature.str()?.filter(|s| !s.is_empty()) {
+                    Some(value) => {
+                        let (id, sealed) = carrier::unpack(value).ok_or_else(|| {
+                            signature.invalid("is not a signature of this server")
+                        })?;
+                        if let Some(reasoning) = agent.open_reasoning(THREAD_ID, id, sealed)
+                            && !shown.is_empty()
+                            && shown != reasoning
+                        {
+                            return Err(b.get("thinking").invalid(
+                                "differs from the reasoning its signature seals: send thinking blocks back unchanged",
+                            ));
+                        }
+                        input.reasoning(id, Some(sealed), "", &signature.path);
+                    }
+                    // A summary's block (its reasoning travels in the
+                    // redacted block after it), or client-written thinking.
+                    None if !shown.is_empty() => {
+                        input.reasoning("", None, shown, &b.child_path("thinking"));
+                    }
+                    None => {}
+                }
+            }
+            "redacted_thinking" => {
+                let data = b.get("data");
+                let (id, sealed) = carrier::unpack(data.required_str()?)
+                    .ok_or_else(|| data.invalid("is not a value sealed by this server"))?;
+                input.reasoning(id, Some(sealed), "", &data.path);
+            }
+            "tool_use" => {
+                let id = b.get("id").required_str()?;
+                let name = b.get("name").required_str()?;
+                let arguments = b.get("input").value.cloned().unwrap_or_else(|| json!({}));
+                calls.push(json!({"id": id, "type": "function",
+                    "function": {"name": name, "arguments": arguments.to_string()}}));
+            }
+            other => {
+                return Err(block.invalid(format!("unknown content block type {other:?}")));
+            }
+        }
+    }
+    let mut message = json!({"role": "assistant", "content": text});
+    if !calls.is_empty() {
+        message["toolCalls"] = Value::Array(calls);
+    }
+    input.message(message, at.path());
+    Ok(())
+}
+
+fn tools(input: &mut RunInput, root: &At<'_>) -> Result<(), ApiError> {
+    let choice = root.get("tool_choice");
+    let offer = match choice.at()? {
+        None => true,
+        Some(c) => match c.get("type").required_str()? {
+            "auto" => true,
+            "none" => false,
+            _ => {
+                return Err(choice.invalid(
+                    "only auto and none are supported: this server cannot force a tool call",
+                ));
+            }
+        },
+    };
+    for tool in root.get("tools").array()? {
+        let at = tool
+            .at()?
+            .ok_or_else(|| tool.invalid("must be an object"))?;
+        let name = at.get("name").required_str()?;
+        let description = at.get("description").str()?.unwrap_or("");
+        let schema = at.get("input_schema");
+        schema.at()?;
+        if offer {
+            input.tool(name, description, schema.value);
+        }
+    }
+    Ok(())
+}
+
+/// `thinking: {type: "enabled", budget_tokens, visibility?}` →
+/// `forwardedProps.reasoning`. Enabled shows the reasoning (`full`) when
+/// the server allows it and `hidden` otherwise, unless thinkwire's
+/// `visibility` says; disabled or absent switches thinking off.
+fn thinking(input: &mut RunInput, root: &At<'_>, agent: &Agent) -> Result<Visibility, ApiError> {
+    let field = root.get("thinking");
+    let visibility = match field.at()? {
+        None => Visibility::Off,
+        Some(t) => match t.get("type").required_str()? {
+            "disabled" => Visibility::Off,
+            "enabled" | "adaptive" => {
+                if let Some(budget) = t.get("budget_tokens").u64()? {
+                    input.reasoning_control(
+                        "budgetTokens",
+                        json!(budget.max(1)),
+                        &t.child_path("budget_tokens"),
+                    );
+                }
+                let asked = t.get("visibility");
+                match asked.str()? {
+                    Some(name) => Visibility::parse(name).ok_or_else(|| {
+                        asked.invalid("must be one of hidden, summary, full, off")
+                    })?,
+                    None if agent
+                        .policy()
+                        .allowed_visibility
+                        .contains(&Visibility::Full) =>
+                    {
+                        Visibility::Full
+                    }
+                    None => Visibility::Hidden,
+                }
+            }
+            _ => return Err(t.get("type").invalid("must be enabled or disabled")),
+        },
+    };
+    input.reasoning_control("visibility", json!(visibility.as_str()), &field.path);
+    Ok(visibility)
+}

@@ -1,0 +1,398 @@
+//! The Responses output, built from a run's pieces: the items of the final
+//! `response` object, and the stream events that lead to it.
+
+use serde_json::{Value, json};
+
+use super::super::events::{Piece, Usage};
+use crate::agent::Visibility;
+
+/// Stream events: their `type` and body.
+pub type Events = Vec<(&'static str, Value)>;
+
+/// Which item is open on the stream.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Open {
+    None,
+    Reasoning,
+    Message,
+    Call,
+}
+
+/// Builds one response.
+pub struct Builder {
+    id: String,
+    model: String,
+    created: u64,
+    visibility: Visibility,
+    include_encrypted: bool,
+    output: Vec<Value>,
+    open: Open,
+    sequence: u64,
+    usage: Usage,
+    failure: Option<(String, String)>,
+}
+
+impl Builder {
+    pub fn new(
+        id: String,
+        model: String,
+        created: u64,
+        visibility: Visibility,
+        include_encrypted: bool,
+    ) -> Self {
+        Self {
+            id,
+            model,
+            created,
+            visibility,
+            include_encrypted,
+            output: Vec::new(),
+            open: Open::None,
+            sequence: 0,
+            usage: Usage::default(),
+            failure: None,
+        }
+    }
+
+    /// The failure of a run that failed after it started.
+    pub fn failure(&self) -> Option<(&str, &str)> {
+        self.failure.as_ref().map(|(c, m)| (c.as_str(), m.as_str()))
+    }
+
+    /// The `response` object as it stands.
+    pub fn response(&self, status: &str) -> Value {
+        let text: String = self
+            .output
+            .iter()
+            .filter(|item| item["type"] == "message")
+            .filter_map(|item| item["content"][0]["text"].as_str())
+            .collect();
+        json!({
+            "id": self.id, "object": "response", "created_at": self.created, "status": status,
+            "model": self.model, "output": self.output, "output_text": text,
+            "store": false, "error": null, "incomplete_details": null,
+            "parallel_tool_calls": true, "tool_choice": "auto", "tools": [],
+            "usage": {
+                "input_tokens": self.usage.input,
+                "input_tokens_details": {"cached_tokens": 0},
+                "output_tokens": self.usage.output,
+                "output_tokens_details": {"reasoning_tokens": self.usage.reasoning},
+                "total_tokens": self.usage.input + self.usage.output,
+            },
+        })
+    }
+
+    fn event(&mut self, out: &mut Events, name: &'static str, mut body: Value) {
+        body["type"] = json!(name);
+        body["sequence_number"] = json!(self.sequence);
+        self.sequence += 1;
+        out.push((name, body));
+    }
+
+    /// `response.created` and `response.in_progress`.
+    pub fn start(&mut self) -> Events {
+        let mut out = Vec::new();
+        let response = self.response("in_progress");
+        self.event(&mut out, "response.created", json!({"response": response}));
+        self.event(
+            &mut out,
+            "response.in_progress",
+            json!({"response": response}),
+        );
+        out
+    }
+
+    fn index(&self) -> usize {
+        self.output.len().saturating_sub(1)
+    }
+
+    fn add(&mut self, out: &mut Events, open: Open, item: Value) {
+        self.close(out);
+        self.output.push(item.clone());
+        let index = self.index();
+        self.event(
+            out,
+            "response.output_item.added",
+            json!({"output_index": index, "item": item}),
+        );
+        self.open = open;
+    }
+
+    fn item_id(&self) -> Value {
+        self.output
+            .last()
+            .map_or(Value::Null, |item| item["id"].clone())
+    }
+
+    /// Closes the open item with its `.done` events.
+    fn close(&mut self, out: &mut Events) {
+        let open = std::mem::replace(&mut self.open, Open::None);
+        let index = self.index();
+        let item_id = self.item_id();
+        let Some(item) = self.output.last_mut() else {
+            return;
+        };
+        item["status"] = json!("completed");
+        let item = item.clone();
+        match open {
+            Open::None => return,
+            Open::Reasoning => {
+                if let Some(summary) = item["summary"][0]["text"].as_str() {
+                    let (text, part) = (json!(summary), item["summary"][0].clone());
+                    self.event(out, "response.reasoning_summary_text.done", json!({
+                        "item_id": item_id, "output_index": index, "summary_index": 0, "text": text}));
+                    self.event(out, "response.reasoning_summary_part.done", json!({
+                        "item_id": item_id, "output_index": index, "summary_index": 0, "part": part}));
+                }
+                if let Some(text) = item["content"][0]["text"].as_str() {
+                    let (text, part) = (json!(text), item["content"][0].clone());
+                    self.event(out, "response.reasoning_text.done", json!({
+                        "item_id": item_id, "output_index": index, "content_index": 0, "text": text}));
+                    self.event(out, "response.content_part.done", json!({
+                        "item_id": item_id, "output_index": index, "content_index": 0, "part": part}));
+                }
+            }
+            Open::Message => {
+                let part = item["content"][0].clone();
+                self.event(out, "response.output_text.done", json!({"item_id": item_id,
+                    "output_index": index, "content_index": 0, "text": part["text"], "logprobs": []}));
+                self.event(
+                    out,
+                    "response.content_part.done",
+                    json!({"item_id": item_id,
+                    "output_index": index, "content_index": 0, "part": part}),
+                );
+            }
+            Open::Call => {
+                self.event(
+                    out,
+                    "response.function_call_arguments.done",
+                    json!({"item_id": item_id,
+                    "output_index": index, "name": item["name"], "arguments": item["arguments"]}),
+                );
+            }
+        }
+        self.event(
+            out,
+            "response.output_item.done",
+            json!({"output_index": index, "item": item}),
+        );
+    }
+
+    /// Maps one piece of the run; returns the stream events it makes.
+    pub fn map(&mut self, piece: Piece) -> Events {
+        let mut out = Vec::new();
+        match piece {
+            Piece::ReasoningStart { id } => {
+                if self.visibility != Visibility::Off {
+                    let mut item = json!({"type": "reasoning", "id": id, "summary": []});
+                    if self.visibility == Visibility::Full {
+                        item["content"] = json!([]);
+                    }
+                    self.add(&mut out, Open::Reasoning, item);
+                }
+            }
+            Piece::ReasoningDelta(delta) => self.reasoning_delta(&mut out, &delta),
+            Piece::ReasoningSealed { carrier, .. } => {
+                if self.include_encrypted && self.open == Open::Reasoning {
+                    let index = self.index();
+                    self.output[index]["encrypted_content"] = json!(carrier);
+                }
+            }
+            Piece::ReasoningEnd => {
+                if self.open == Open::Reasoning {
+                    self.close(&mut out);
+                }
+            }
+            Piece::Text(delta) => {
+                if self.open != Open::Message {
+                    let id = format!("msg_{}", uuid::Uuid::new_v4().simple());
+                    let item = json!({"type": "message", "id": id, "status": "in_progress",
+                        "role": "assistant", "content": []});
+                    self.add(&mut out, Open::Message, item);
+                    let part = json!({"type": "output_text", "text": "", "annotations": [], "logprobs": []});
+                    let index = self.index();
+                    self.output[index]["content"] = json!([part]);
+                    self.event(
+                        &mut out,
+                        "response.content_part.added",
+                        json!({"item_id": id,
+                        "output_index": index, "content_index": 0, "part": part}),
+                    );
+                }
+                let index = self.index();
+                let text = self.output[index]["content"][0]["text"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_owned()
+                    + &delta;
+                self.output[index]["content"][0]["text"] = json!(text);
+                let item_id = self.item_id();
+                self.event(
+                    &mut out,
+                    "response.output_text.delta",
+                    json!({"item_id": item_id,
+                    "output_index": index, "content_index": 0, "delta": delta, "logprobs": []}),
+                );
+            }
+            Piece::ToolStart { id, name } => {
+                let item = json!({"type": "function_call", "id": format!("fc_{id}"), "call_id": id,
+                    "name": name, "arguments": "", "status": "in_progress"});
+                self.add(&mut out, Open::Call, item);
+            }
+            Piece::ToolArgs(delta) => {
+                if self.open == Open::Call {
+                    let index = self.index();
+                    let args = self.output[index]["arguments"]
+                        .as_str()
+                        .unwrap_or("")
+                        .to_owned()
+                        + &delta;
+                    self.output[index]["arguments"] = json!(args);
+                    let item_id = self.item_id();
+                    self.event(
+                        &mut out,
+                        "response.function_call_arguments.delta",
+                        json!({
+                        "item_id": item_id, "output_index": index, "delta": delta}),
+                    );
+                }
+            }
+            Piece::ToolEnd => self.close(&mut out),
+            Piece::Finished { usage, .. } => {
+                self.close(&mut out);
+                self.usage = usage;
+                let response = self.response("completed");
+                self.event(
+                    &mut out,
+                    "response.completed",
+                    json!({"response": response}),
+                );
+            }
+            Piece::Failed { code, message } => {
+                self.event(
+                    &mut out,
+                    "error",
+                    json!({"code": code, "message": message, "param": null}),
+                );
+                self.failure = Some((code, message));
+            }
+        }
+        out
+    }
+
+    /// Visible reasoning: summary parts in `summary`, reasoning text in
+    /// `full`.
+    fn reasoning_delta(&mut self, out: &mut Events, delta: &str) {
+        if self.open != Open::Reasoning {
+            return;
+        }
+        let index = self.index();
+        let item_id = self.item_id();
+        if self.visibility == Visibility::Summary {
+            if self.output[index]["summary"]
+                .as_array()
+                .is_none_or(Vec::is_empty)
+            {
+                let part = json!({"type": "summary_text", "text": ""});
+                self.output[index]["summary"] = json!([part]);
+                self.event(
+                    out,
+                    "response.reasoning_summary_part.added",
+                    json!({"item_id": item_id,
+                    "output_index": index, "summary_index": 0, "part": part}),
+                );
+            }
+            let text = self.output[index]["summary"][0]["text"]
+                .as_str()
+                .unwrap_or("")
+                .to_owned()
+                + delta;
+            self.output[index]["summary"][0]["text"] = json!(text);
+            self.event(
+                out,
+                "response.reasoning_summary_text.delta",
+                json!({"item_id": item_id,
+                "output_index": index, "summary_index": 0, "delta": delta}),
+            );
+        } else {
+            if self.output[index]["content"]
+                .as_array()
+                .is_none_or(Vec::is_empty)
+            {
+                let part = json!({"type": "reasoning_text", "text": ""});
+                self.output[index]["content"] = json!([part]);
+                self.event(
+                    out,
+                    "response.content_part.added",
+                    json!({"item_id": item_id,
+                    "output_index": index, "content_index": 0, "part": part}),
+                );
+            }
+            let text = self.output[index]["content"][0]["text"]
+                .as_str()
+                .unwrap_or("")
+                .to_owned()
+                + delta;
+            self.output[index]["content"][0]["text"] = json!(text);
+            self.event(
+                out,
+                "response.reasoning_text.delta",
+                json!({"item_id": item_id,
+                "output_index": index, "content_index": 0, "delta": delta}),
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_full_reasoning_and_answer_stream_in_openai_order() {
+        let mut b = Builder::new("resp_1".into(), "m".into(), 0, Visibility::Full, true);
+        let mut names: Vec<&str> = b.start().iter().map(|(n, _)| *n).collect();
+        for piece in [
+            Piece::ReasoningStart { id: "r1".into() },
+            Piece::ReasoningDelta("think".into()),
+            Piece::ReasoningSealed {
+                id: "r1".into(),
+                carrier: "tw1.r1.AA".into(),
+            },
+            Piece::ReasoningEnd,
+            Piece::Text("Hi".into()),
+            Piece::Finished {
+                usage: Usage::default(),
+                tool_calls: false,
+                stop_sequence: None,
+            },
+        ] {
+            names.extend(b.map(piece).iter().map(|(n, _)| *n));
+        }
+        assert_eq!(
+            names,
+            [
+                "response.created",
+                "response.in_progress",
+                "response.output_item.added",
+                "response.content_part.added",
+                "response.reasoning_text.delta",
+                "response.reasoning_text.done",
+                "response.content_part.done",
+                "response.output_item.done",
+                "response.output_item.added",
+                "response.content_part.added",
+                "response.output_text.delta",
+                "response.output_text.done",
+                "response.content_part.done",
+                "response.output_item.done",
+                "response.completed",
+            ]
+        );
+        let response = b.response("completed");
+        assert_eq!(response["output"][0]["encrypted_content"], "tw1.r1.AA");
+        assert_eq!(response["output"][0]["content"][0]["text"], "think");
+        assert_eq!(response["output_text"], "Hi");
+    }
+}

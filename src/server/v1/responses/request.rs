@@ -1,0 +1,261 @@
+//! Decoding a Responses request into the run's input.
+//!
+//! Only `store: false` exists here (nothing is kept; an absent `store`
+//! reads as false): `store: true`, `previous_response_id` and
+//! `item_reference` items are refused with why. `input` items map onto
+//! AG-UI messages: `reasoning` items (their `encrypted_content`) become
+//! reasoning messages carrying the sealed value, consecutive assistant
+//! `message` and `function_call` items one assistant message, and
+//! `function_call_output` items tool messages.
+
+use serde_json::{Value, json};
+
+use super::super::bridge::RunInput;
+use super::super::carrier;
+use super::super::chat::effort_control;
+use super::super::content;
+use super::super::error::ApiError;
+use super::super::wire::{At, Field};
+use crate::agent::{Agent, Visibility};
+
+const TEXT_PARTS: &[&str] = &["input_text", "output_text", "text"];
+
+/// A decoded Responses request.
+#[derive(Debug)]
+pub struct ResponsesRequest {
+    /// The run's input.
+    pub input: RunInput,
+    /// The `model` the client named (echoed back).
+    pub model: Option<String>,
+    /// Answer as an SSE stream.
+    pub stream: bool,
+    /// What the client sees of the reasoning.
+    pub visibility: Visibility,
+    /// Reasoning items carry `encrypted_content`.
+    pub include_encrypted: bool,
+}
+
+/// Decodes `body`.
+pub fn decode(body: &Value, agent: &Agent) -> Result<ResponsesRequest, ApiError> {
+    let root = At::root(body)?;
+    if root.get("store").bool()? == Some(true) {
+        return Err(root.get("store").invalid(
+            "only store: false is supported: thinkwire keeps nothing; carry reasoning with include: [\"reasoning.encrypted_content\"]",
+        ));
+    }
+    if root.get("previous_response_id").value.is_some() {
+        return Err(root.get("previous_response_id").invalid(
+            "responses are not stored (store: false); send the earlier output items back in input",
+        ));
+    }
+    let mut input = RunInput::new();
+    if let Some(instructions) = root.get("instructions").str()? {
+        input.message(
+            json!({"role": "system", "content": instructions}),
+            "instructions",
+        );
+    }
+    let items = root.get("input");
+    match items.value {
+        Some(Value::String(text)) => {
+            input.message(json!({"role": "user", "content": text}), "input")
+        }
+        Some(Value::Array(_)) => input_items(&mut input, &items)?,
+        Some(_) => return Err(items.invalid("must be a string or an array of items")),
+        None => return Err(items.invalid("is required")),
+    }
+    tools(&mut input, &root)?;
+    for (param, key) in [("temperature", "temperature"), ("top_p", "topP")] {
+        if let Some(v) = root.get(param).f64()? {
+            input.sampling(key, json!(v), param);
+        }
+    }
+    let max = root.get("max_output_tokens");
+    match max.u64()? {
+        Some(0) => return Err(max.invalid("must be a positive integer")),
+        Some(n) => input.sampling("maxTokens", json!(n), "max_output_tokens"),
+        None => {}
+    }
+    let mut include_encrypted = false;
+    for item in root.get("include").array()? {
+        include_encrypted |= item.str()? == Some("reasoning.encrypted_content");
+    }
+    let visibility = reasoning(&mut input, &root, agent)?;
+    Ok(ResponsesRequest {
+        input,
+        model: root.get("model").str()?.map(str::to_owned),
+        stream: root.get("stream").bool()?.unwrap_or(false),
+        visibility,
+        include_encrypted,
+    })
+}
+
+/// An assistant message being gathered from consecutive items.
+#[derive(Default)]
+struct Assistant {
+    text: String,
+    calls: Vec<Value>,
+    path: Option<String>,
+}
+
+impl Assistant {
+    fn flush(&mut self, input: &mut RunInput) {
+        let Some(path) = self.path.take() else {
+            return;
+        };
+        let mut message = json!({"role": "assistant", "content": std::mem::take(&mut self.text)});
+        let calls = std::mem::take(&mut self.calls);
+        if !calls.is_empty() {
+            message["toolCalls"] = Value::Array(calls);
+        }
+        input.message(message, &path);
+    }
+
+    fn at(&mut self, path: &str) {
+        self.path.get_or_insert_with(|| path.to_owned());
+    }
+}
+
+fn input_items(input: &mut RunInput, items: &Field<'_>) -> Result<(), ApiError> {
+    let mut assistant = Assistant::default();
+    for item in items.array()? {
+        let at = item
+            .at()?
+            .ok_or_else(|| item.invalid("must be an object"))?;
+        let kind = at.get("type").str()?.unwrap_or("message");
+        match kind {
+            "message" => {
+                let role = at.get("role").required_str()?;
+                let text = content::text(&at.get("content"), TEXT_PARTS)?.unwrap_or_default();
+                match role {
+                    "assistant" => {
+                        assistant.at(&item.path);
+                        assistant.text.push_str(&text);
+                    }
+                    "user" | "system" | "developer" => {
+                        assistant.flush(input);
+                        input.message(json!({"role": role, "content": text}), &item.path);
+                    }
+                    other => {
+                        return Err(at.get("role").invalid(format!("unknown role {other:?}")));
+                    }
+                }
+            }
+            "reasoning" => {
+                assistant.flush(input);
+                reasoning_item(input, &at)?;
+            }
+            "function_call" => {
+                assistant.at(&item.path);
+                let call_id = at.get("call_id").required_str()?;
+                let name = at.get("name").required_str()?;
+                let arguments = at.get("arguments").str()?.unwrap_or("{}");
+                assistant
+                    .calls
+                    .push(json!({"id": call_id, "type": "function",
+                    "function": {"name": name, "arguments": arguments}}));
+            }
+            "function_call_output" => {
+                assistant.flush(input);
+                let call_id = at.get("call_id").required_str()?;
+                let output = content::text(&at.get("output"), TEXT_PARTS)?.unwrap_or_default();
+                input.message(
+                    json!({"role": "tool", "toolCallId": call_id, "content": output}),
+                    &item.path,
+                );
+            }
+            "item_reference" => {
+                return Err(item.invalid(
+                    "item references need stored responses; this server keeps none (store: false)",
+                ));
+            }
+            other => {
+                return Err(at
+                    .get("type")
+                    .invalid(format!("unsupported item type {other:?}")));
+            }
+        }
+    }
+    assistant.flush(input);
+    Ok(())
+}
+
+/// A `reasoning` item: its `encrypted_content`, or else plaintext
+/// `content` reasoning text (the AG-UI trust policy applies).
+fn reasoning_item(input: &mut RunInput, at: &At<'_>) -> Result<(), ApiError> {
+    let encrypted = at.get("encrypted_content");
+    if let Some(value) = encrypted.str()? {
+        let (id, sealed) = carrier::unpack(value)
+            .ok_or_else(|| encrypted.invalid("is not a value sealed by this server"))?;
+        input.reasoning(id, Some(sealed), "", &encrypted.path);
+        return Ok(());
+    }
+    let mut text = String::new();
+    for part in at.get("content").array()? {
+        if let Some(p) = part.at()? {
+            text.push_str(p.get("text").str()?.unwrap_or(""));
+        }
+    }
+    if !text.is_empty() {
+        input.reasoning("", None, &text, &at.child_path("content"));
+    }
+    Ok(())
+}
+
+fn tools(input: &mut RunInput, root: &At<'_>) -> Result<(), ApiError> {
+    let choice = root.get("tool_choice");
+    let offer = match choice.value {
+        None => true,
+        Some(Value::String(s)) if s == "auto" => true,
+        Some(Value::String(s)) if s == "none" => false,
+        Some(_) => {
+            return Err(choice.invalid(
+                "only \"auto\" and \"none\" are supported: this server cannot force a tool call",
+            ));
+        }
+    };
+    for tool in root.get("tools").array()? {
+        let at = tool
+            .at()?
+            .ok_or_else(|| tool.invalid("must be an object"))?;
+        if at.get("type").required_str()? != "function" {
+            return Err(at.get("type").invalid("only function tools are supported"));
+        }
+        let name = at.get("name").required_str()?;
+        let description = at.get("description").str()?.unwrap_or("");
+        let parameters = at.get("parameters");
+        parameters.at()?;
+        if offer {
+            input.tool(name, description, parameters.value);
+        }
+    }
+    Ok(())
+}
+
+/// `reasoning: {effort, summary, visibility}`: a requested `summary` shows
+/// the summary, thinkwire's `visibility` chooses outright, and otherwise
+/// the server's default applies.
+fn reasoning(input: &mut RunInput, root: &At<'_>, agent: &Agent) -> Result<Visibility, ApiError> {
+    let field = root.get("reasoning");
+    let mut visibility = agent.policy().default_visibility;
+    let Some(at) = field.at()? else {
+        return Ok(visibility);
+    };
+    if let Some(effort) = at.get("effort").str()? {
+        effort_control(input, effort, &at.get("effort"))?;
+        if effort == "none" {
+            visibility = Visibility::Off;
+        }
+    }
+    if at.get("summary").str()?.is_some_and(|s| s != "none") {
+        visibility = Visibility::Summary;
+        input.reasoning_control("visibility", json!("summary"), &at.child_path("summary"));
+    }
+    let asked = at.get("visibility");
+    if let Some(name) = asked.str()? {
+        visibility = Visibility::parse(name)
+            .ok_or_else(|| asked.invalid("must be one of hidden, summary, full, off"))?;
+        input.reasoning_control("visibility", json!(name), &asked.path);
+    }
+    Ok(visibility)
+}

@@ -1,0 +1,162 @@
+//! Reading a wire request with the path of every field at hand, so each
+//! refusal names the parameter (`messages[2].tool_calls[0].function.name`).
+//!
+//! Fields these codecs do not know are ignored, as OpenAI and Anthropic
+//! clients send many; fields they do know must have the documented type.
+
+use serde_json::Value;
+
+use super::error::ApiError;
+
+/// A JSON value and where it sits in the request.
+#[derive(Clone, Copy)]
+pub struct At<'a> {
+    /// The value.
+    pub value: &'a Value,
+    path: &'a str,
+}
+
+/// An owned path, for building child [`At`]s.
+pub struct Field<'a> {
+    /// The value, if present and not `null`.
+    pub value: Option<&'a Value>,
+    /// Its path.
+    pub path: String,
+}
+
+impl<'a> At<'a> {
+    /// The request's root object.
+    pub fn root(value: &'a Value) -> Result<Self, ApiError> {
+        if !value.is_object() {
+            return Err(ApiError::malformed(
+                "the request body must be a JSON object",
+            ));
+        }
+        Ok(Self { value, path: "" })
+    }
+
+    /// `value` at `path`.
+    pub fn new(value: &'a Value, path: &'a str) -> Self {
+        Self { value, path }
+    }
+
+    /// This value's path.
+    pub fn path(&self) -> &str {
+        self.path
+    }
+
+    /// The path of child `key`.
+    pub fn child_path(&self, key: &str) -> String {
+        if self.path.is_empty() {
+            key.to_owned()
+        } else {
+            format!("{}.{key}", self.path)
+        }
+    }
+
+    /// Child `key`; `null` reads as absent.
+    pub fn get(&self, key: &str) -> Field<'a> {
+        Field {
+            value: self.value.get(key).filter(|v| !v.is_null()),
+            path: self.child_path(key),
+        }
+    }
+}
+
+impl<'a> Field<'a> {
+    /// A refusal about this field.
+    pub fn invalid(&self, message: impl Into<String>) -> ApiError {
+        ApiError::invalid(self.path.clone(), message)
+    }
+
+    /// An optional string.
+    pub fn str(&self) -> Result<Option<&'a str>, ApiError> {
+        self.value
+            .map(|v| v.as_str().ok_or_else(|| self.invalid("must be a string")))
+            .transpose()
+    }
+
+    /// A required string.
+    pub fn required_str(&self) -> Result<&'a str, ApiError> {
+        self.str()?.ok_or_else(|| self.invalid("is required"))
+    }
+
+    /// An optional number.
+    pub fn f64(&self) -> Result<Option<f64>, ApiError> {
+        self.value
+            .map(|v| v.as_f64().ok_or_else(|| self.invalid("must be a number")))
+            .transpose()
+    }
+
+    /// An optional non-negative integer.
+    pub fn u64(&self) -> Result<Option<u64>, ApiError> {
+        self.value
+            .map(|v| {
+                v.as_u64()
+                    .ok_or_else(|| self.invalid("must be a non-negative integer"))
+            })
+            .transpose()
+    }
+
+    /// An optional boolean.
+    pub fn bool(&self) -> Result<Option<bool>, ApiError> {
+        self.value
+            .map(|v| v.as_bool().ok_or_else(|| self.invalid("must be a boolean")))
+            .transpose()
+    }
+
+    /// An optional array, as its items with their paths.
+    pub fn array(&self) -> Result<Vec<Field<'a>>, ApiError> {
+        let Some(value) = self.value else {
+            return Ok(Vec::new());
+        };
+        let items = value
+            .as_array()
+            .ok_or_else(|| self.invalid("must be an array"))?;
+        Ok(items
+            .iter()
+            .enumerate()
+            .map(|(i, item)| Field {
+                value: Some(item),
+                path: format!("{}[{i}]", self.path),
+            })
+            .collect())
+    }
+
+    /// Reads this (present) field as an object.
+    pub fn at(&self) -> Result<Option<At<'_>>, ApiError> {
+        match self.value {
+            None => Ok(None),
+            Some(v) if v.is_object() => Ok(Some(At::new(v, &self.path))),
+            Some(_) => Err(self.invalid("must be an object")),
+        }
+    }
+}
+
+/// `n` must be absent or 1: one run makes one choice.
+pub fn single_choice(field: &Field<'_>) -> Result<(), ApiError> {
+    match field.u64()? {
+        None | Some(1) => Ok(()),
+        Some(_) => Err(field.invalid("only n = 1 is supported")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn paths_follow_the_request() {
+        let body = json!({"messages": [{"role": "user"}, {"content": 3}]});
+        let root = At::root(&body).unwrap();
+        let messages = root.get("messages").array().unwrap();
+        let second = messages[1].at().unwrap().unwrap();
+        let err = second.get("content").str().unwrap_err();
+        assert_eq!(err.param.as_deref(), Some("messages[1].content"));
+        let err = second.get("role").required_str().unwrap_err();
+        assert_eq!(err.param.as_deref(), Some("messages[1].role"));
+        assert!(At::root(&json!([])).is_err());
+    }
+}

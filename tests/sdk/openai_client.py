@@ -1,0 +1,178 @@
+"""Drives the official `openai` Python SDK against a live thinkwire server.
+
+Usage: openai_client.py BASE_URL [--api chat|responses] [--visibility full] [--prompt TEXT]
+
+Chat completions (`--api chat`), streaming with a tool: turn 1 streams
+reasoning and a tool call; turn 2 sends back the assistant message with its
+`reasoning_details` and the tool result; then the same turn 2 with the
+sealed value altered must be refused with OpenAI's error shape.
+
+Responses (`--api responses`), streaming with `store=False` and
+`include=["reasoning.encrypted_content"]`: turn 2 passes back turn 1's
+output items and the tool's output; an altered `encrypted_content` must be
+refused. Prints a JSON summary on stdout for the Rust test to check.
+"""
+
+import argparse
+import json
+import sys
+
+import openai
+
+WEATHER = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "Current weather in a city",
+        "parameters": {
+            "type": "object",
+            "properties": {"city": {"type": "string"}},
+            "required": ["city"],
+        },
+    },
+}
+
+
+def stream_turn(client, messages, extra):
+    """One streamed turn: reasoning, content, tool calls, reasoning_details, usage."""
+    out = {"reasoning": "", "reasoning_content": "", "content": "", "tool_calls": {},
+           "details": [], "finish": None, "usage": None}
+    stream = client.chat.completions.create(
+        model="thinkwire", messages=messages, tools=[WEATHER], stream=True,
+        stream_options={"include_usage": True}, temperature=0, extra_body=extra)
+    for chunk in stream:
+        if chunk.usage is not None:
+            out["usage"] = chunk.usage.model_dump()
+        for choice in chunk.choices:
+            delta = choice.delta
+            extra_fields = delta.model_extra or {}
+            out["reasoning"] += extra_fields.get("reasoning") or ""
+            out["reasoning_content"] += extra_fields.get("reasoning_content") or ""
+            out["details"] += extra_fields.get("reasoning_details") or []
+            out["content"] += delta.content or ""
+            for call in delta.tool_calls or []:
+                slot = out["tool_calls"].setdefault(call.index, {"id": None, "name": "", "arguments": ""})
+                if call.id:
+                    slot["id"] = call.id
+                if call.function and call.function.name:
+                    slot["name"] += call.function.name
+                if call.function and call.function.arguments:
+                    slot["arguments"] += call.function.arguments
+            if choice.finish_reason:
+                out["finish"] = choice.finish_reason
+    out["tool_calls"] = [out["tool_calls"][i] for i in sorted(out["tool_calls"])]
+    return out
+
+
+def assistant_message(turn):
+    message = {"role": "assistant", "content": turn["content"] or None,
+               "reasoning_details": turn["details"]}
+    if turn["tool_calls"]:
+        message["tool_calls"] = [
+            {"id": c["id"], "type": "function",
+             "function": {"name": c["name"], "arguments": c["arguments"]}}
+            for c in turn["tool_calls"]]
+    return message
+
+
+def tampered(details):
+    out = json.loads(json.dumps(details))
+    data = out[0]["data"]
+    # Flip one character of the sealed envelope (after the id).
+    i = len(data) - 5
+    out[0]["data"] = data[:i] + ("A" if data[i] != "A" else "B") + data[i + 1:]
+    return out
+
+
+RESPONSES_WEATHER = dict(WEATHER["function"], type="function")
+
+
+def responses_turn(client, items, extra):
+    """One streamed Responses turn: event types, texts, and the final output items."""
+    out = {"events": [], "reasoning": "", "summary": "", "content": "", "arguments": "",
+           "output": [], "usage": None}
+    stream = client.responses.create(
+        model="thinkwire", input=items, tools=[RESPONSES_WEATHER], stream=True, store=False,
+        include=["reasoning.encrypted_content"], temperature=0, extra_body=extra)
+    for event in stream:
+        out["events"].append(event.type)
+        if event.type == "response.reasoning_text.delta":
+            out["reasoning"] += event.delta
+        elif event.type == "response.reasoning_summary_text.delta":
+            out["summary"] += event.delta
+        elif event.type == "response.output_text.delta":
+            out["content"] += event.delta
+        elif event.type == "response.function_call_arguments.delta":
+            out["arguments"] += event.delta
+        elif event.type == "response.completed":
+            out["output"] = [item.model_dump(exclude_none=True) for item in event.response.output]
+            out["usage"] = event.response.usage.model_dump()
+    return out
+
+
+def responses(client, prompt, extra):
+    items = [{"role": "user", "content": prompt}]
+    turn1 = responses_turn(client, items, extra)
+    summary = {"turn1": turn1}
+    calls = [i for i in turn1["output"] if i["type"] == "function_call"]
+    if not any(i["type"] == "reasoning" for i in turn1["output"]):
+        return summary
+    items += turn1["output"]
+    if calls:
+        items.append({"type": "function_call_output", "call_id": calls[0]["call_id"],
+                      "output": '{"temperature_c": 18, "sky": "sunny"}'})
+    else:
+        items.append({"role": "user", "content": "Say it again, briefly."})
+    summary["turn2"] = responses_turn(client, items, extra)
+    bad = json.loads(json.dumps(items))
+    for item in bad:
+        if item.get("type") == "reasoning":
+            item["encrypted_content"] = tampered([{"data": item["encrypted_content"]}])[0]["data"]
+    try:
+        responses_turn(client, bad, extra)
+        summary["tampered"] = {"refused": False}
+    except openai.APIStatusError as err:
+        summary["tampered"] = {"refused": True, "status": err.status_code, "body": err.body}
+    return summary
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("base_url")
+    parser.add_argument("--api", default="chat", choices=["chat", "responses"])
+    parser.add_argument("--visibility", default="full")
+    parser.add_argument("--prompt", default="What is the weather in Paris?")
+    args = parser.parse_args()
+    client = openai.OpenAI(base_url=args.base_url, api_key="unused", max_retries=0)
+    extra = {"reasoning": {"visibility": args.visibility}}
+    if args.api == "responses":
+        print(json.dumps(responses(client, args.prompt, extra)))
+        return
+    models = client.models.list()
+
+    messages = [{"role": "user", "content": args.prompt}]
+    turn1 = stream_turn(client, messages, extra)
+    summary = {"models": [m.id for m in models.data], "turn1": turn1}
+    if not turn1["details"]:
+        print(json.dumps(summary))
+        return
+    messages.append(assistant_message(turn1))
+    if turn1["tool_calls"]:
+        messages.append({"role": "tool", "tool_call_id": turn1["tool_calls"][0]["id"],
+                         "content": '{"temperature_c": 18, "sky": "sunny"}'})
+    else:
+        messages.append({"role": "user", "content": "Say it again, briefly."})
+    summary["turn2"] = stream_turn(client, messages, extra)
+
+    bad = list(messages)
+    bad[1] = dict(bad[1], reasoning_details=tampered(turn1["details"]))
+    try:
+        stream_turn(client, bad, extra)
+        summary["tampered"] = {"refused": False}
+    except openai.APIStatusError as err:
+        summary["tampered"] = {"refused": True, "status": err.status_code, "body": err.body}
+    print(json.dumps(summary))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,192 @@
+//! Chat completions: non-streaming shapes and continuity over HTTP, the
+//! official `openai` SDK streaming with tools, and stop sequences.
+
+use super::*;
+
+#[tokio::test]
+async fn chat_completion_carries_reasoning_and_sealed_details_back() {
+    let (server, observed) = TestServer::qwen3(&scripts()).await;
+    let mut messages = vec![json!({"role": "user", "content": "What is the weather in Paris?"})];
+    let request = |messages: &[Value]| {
+        json!({"model": "x", "messages": messages, "tools": [weather_tool()],
+               "reasoning": {"visibility": "full"}})
+    };
+    let (status, turn1) = post(&server, "/v1/chat/completions", &request(&messages)).await;
+    assert_eq!(status, 200, "{turn1}");
+    let message = &turn1["choices"][0]["message"];
+    assert_eq!(message["reasoning"], REASONING_1);
+    assert_eq!(message["reasoning_content"], REASONING_1);
+    assert_eq!(turn1["choices"][0]["finish_reason"], "tool_calls");
+    assert_eq!(message["tool_calls"][0]["function"]["name"], "get_weather");
+    let detail = &message["reasoning_details"][0];
+    assert_eq!(detail["type"], "reasoning.encrypted");
+    assert!(detail["data"].as_str().unwrap().starts_with("tw1."));
+    assert!(
+        turn1["usage"]["completion_tokens_details"]["reasoning_tokens"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
+
+    let call_id = message["tool_calls"][0]["id"].clone();
+    // The client sends the message back as it got it, minus the plaintext.
+    let mut back = message.clone();
+    back.as_object_mut().unwrap().remove("reasoning");
+    back.as_object_mut().unwrap().remove("reasoning_content");
+    messages.push(back);
+    messages.push(
+        json!({"role": "tool", "tool_call_id": call_id, "content": "{\"temperature_c\": 18}"}),
+    );
+    let (status, turn2) = post(&server, "/v1/chat/completions", &request(&messages)).await;
+    assert_eq!(status, 200, "{turn2}");
+    assert_eq!(turn2["choices"][0]["message"]["content"], ANSWER_2);
+    assert!(prompt_text(&server, &observed, 1).contains(&restored_turn_1()));
+
+    // An altered value is refused, naming where it was.
+    let data = detail["data"].as_str().unwrap();
+    let i = data.len() - 5;
+    let flipped = if &data[i..=i] == "A" { "B" } else { "A" };
+    let altered = format!("{}{flipped}{}", &data[..i], &data[i + 1..]);
+    messages[1]["reasoning_details"][0]["data"] = json!(altered);
+    let (status, refused) = post(&server, "/v1/chat/completions", &request(&messages)).await;
+    assert_eq!(status, 400, "{refused}");
+    assert_eq!(
+        refused["error"]["param"],
+        "messages[1].reasoning_details[0].data"
+    );
+    assert_eq!(refused["error"]["code"], "SEALED_REASONING_REJECTED");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("reasoning-msg-")
+    );
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_openai_sdk_streams_chat_with_tools_and_keeps_the_reasoning() {
+    let (server, observed) = TestServer::qwen3(&scripts()).await;
+    let summary = run_sdk("openai_client.py", vec![server.url("/v1")]).await;
+    assert_eq!(summary["models"][0], "Qwen3-0.6B-scripted");
+    let turn1 = &summary["turn1"];
+    assert_eq!(turn1["reasoning"], REASONING_1, "{summary}");
+    assert_eq!(turn1["reasoning_content"], REASONING_1);
+    assert_eq!(turn1["finish"], "tool_calls");
+    assert_eq!(turn1["tool_calls"][0]["name"], "get_weather");
+    assert!(
+        turn1["usage"]["completion_tokens_details"]["reasoning_tokens"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
+    assert_eq!(summary["turn2"]["content"], ANSWER_2, "{summary}");
+    assert!(prompt_text(&server, &observed, 1).contains(&restored_turn_1()));
+    let tampered = &summary["tampered"];
+    assert_eq!(tampered["refused"], true, "{summary}");
+    assert_eq!(tampered["status"], 400);
+    assert_eq!(
+        tampered["body"]["param"],
+        "messages[1].reasoning_details[0].data"
+    );
+    assert_eq!(tampered["body"]["code"], "SEALED_REASONING_REJECTED");
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn stop_sequences_end_the_answer_on_both_apis() {
+    let script = qwen3_turn(REASONING_2, ANSWER_2);
+    let (server, observed) = TestServer::qwen3(&[script]).await;
+    let user = json!([{"role": "user", "content": "Weather?"}]);
+    let (status, chat) = post(
+        &server,
+        "/v1/chat/completions",
+        &json!({"messages": user, "stop": ["sunny"]}),
+    )
+    .await;
+    assert_eq!(status, 200, "{chat}");
+    assert_eq!(chat["choices"][0]["message"]["content"], "It is 18 °C and ");
+    assert_eq!(chat["choices"][0]["finish_reason"], "stop");
+    let response = reqwest::Client::new()
+        .post(server.url("/v1/chat/completions"))
+        .json(&json!({"messages": user, "stop": "°C", "stream": true}))
+        .send()
+        .await
+        .unwrap();
+    let body = response.text().await.unwrap();
+    let streamed: String = body
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .filter(|d| *d != "[DONE]")
+        .map(|d| serde_json::from_str::<Value>(d).unwrap())
+        .filter_map(|c| {
+            c["choices"][0]["delta"]["content"]
+                .as_str()
+                .map(str::to_owned)
+        })
+        .collect();
+    assert_eq!(streamed, "It is 18 ");
+    assert!(body.ends_with("data: [DONE]\n\n"));
+    let (status, message) = post(
+        &server,
+        "/v1/messages",
+        &json!({"messages": user, "max_tokens": 100, "stop_sequences": ["sunny"]}),
+    )
+    .await;
+    assert_eq!(status, 200, "{message}");
+    assert_eq!(message["content"][0]["text"], "It is 18 °C and ");
+    assert_eq!(message["stop_reason"], "stop_sequence");
+    assert_eq!(message["stop_sequence"], "sunny");
+    let (status, refused) = post(
+        &server,
+        "/v1/chat/completions",
+        &json!({"messages": user, "stop": [1]}),
+    )
+    .await;
+    assert_eq!(status, 400);
+    assert_eq!(refused["error"]["param"], "stop[0]");
+    assert_eq!(observed.prompts.lock().unwrap().len(), 3);
+    server.shutdown().await;
+}
+
+/// Plaintext `reasoning_content` / `reasoning` sent back (mlxcel #394's
+/// behaviour) follows the AG-UI policy for client reasoning: it reaches
+/// the template only on a server that trusts client reasoning.
+#[tokio::test]
+async fn plaintext_reasoning_sent_back_follows_the_trust_policy() {
+    use std::time::Duration;
+
+    use thinkwire::agent::{Agent, AgentConfig};
+    use thinkwire::server::ServerConfig;
+    use thinkwire_seal::{Key, KeyRing};
+
+    let conversation = |field: &str| {
+        json!({"messages": [
+            {"role": "user", "content": "What is the weather in Paris?"},
+            {"role": "assistant", "content": null, field: REASONING_1, "tool_calls": [
+                {"id": "call-1", "type": "function",
+                 "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}}]},
+            {"role": "tool", "tool_call_id": "call-1", "content": "18 degrees"},
+        ], "tools": [weather_tool()]})
+    };
+    for trust in [true, false] {
+        let (model, observed) =
+            support::scripted_qwen3(&[qwen3_turn(REASONING_2, ANSWER_2)], Duration::ZERO);
+        let mut config = AgentConfig::default();
+        config.replay.trust_client_reasoning = trust;
+        let keys = KeyRing::new(Key::generate().unwrap());
+        let server =
+            TestServer::start(Agent::new(model, keys, config), ServerConfig::default()).await;
+        for (n, field) in ["reasoning_content", "reasoning"].into_iter().enumerate() {
+            let (status, body) = post(&server, "/v1/chat/completions", &conversation(field)).await;
+            assert_eq!(status, 200, "{body}");
+            let prompt = prompt_text(&server, &observed, n);
+            assert_eq!(
+                prompt.contains(&restored_turn_1()),
+                trust,
+                "{field}, trust {trust}"
+            );
+        }
+        server.shutdown().await;
+    }
+}

@@ -1,0 +1,303 @@
+//! The OpenAI- and Anthropic-compatible surfaces (issue #12) over real
+//! sockets, on the real Qwen3 tokenizer and template with a scripted
+//! engine: plain HTTP for the shapes and refusals, and the official Python
+//! SDKs (`openai`, `anthropic`, installed by setup into the venv) for
+//! streaming with tools and two-turn sealed continuity. The engine records
+//! every prompt, so each second turn is checked to hold the first turn's
+//! reasoning. Split by surface: `chat`, `responses`, `messages`; shapes,
+//! 404s, the Node SDK and the four-surface agreement live here.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod chat;
+mod messages;
+mod responses;
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use serde_json::{Value, json};
+use support::{Observed, TestServer, qwen3_turn};
+
+const REASONING_1: &str = "The user wants the weather in Paris. I should call the weather tool.";
+const REASONING_2: &str = "The tool says 18 degrees and sunny, so I can answer now.";
+const ANSWER_2: &str = "It is 18 °C and sunny in Paris.";
+
+fn turn_1_script() -> String {
+    format!(
+        "<think>\n{REASONING_1}\n</think>\n\n<tool_call>\n{{\"name\": \"get_weather\", \"arguments\": {{\"city\": \"Paris\"}}}}\n</tool_call><|im_end|>"
+    )
+}
+
+fn scripts() -> Vec<String> {
+    vec![turn_1_script(), qwen3_turn(REASONING_2, ANSWER_2)]
+}
+
+/// Turn 1's assistant turn as the second prompt must render it: its
+/// reasoning restored from the sealed value.
+fn restored_turn_1() -> String {
+    format!("<|im_start|>assistant\n<think>\n{REASONING_1}\n</think>\n\n<tool_call>\n")
+}
+
+fn prompt_text(server: &TestServer, observed: &Observed, n: usize) -> String {
+    let prompts = observed.prompts.lock().unwrap();
+    let ids = prompts
+        .get(n)
+        .unwrap_or_else(|| panic!("the engine saw {} prompts, not {}", prompts.len(), n + 1));
+    server.agent.model().decode(ids).unwrap()
+}
+
+fn weather_tool() -> Value {
+    json!({"type": "function", "function": {
+        "name": "get_weather", "description": "Current weather in a city",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+    }})
+}
+
+async fn post(server: &TestServer, path: &str, body: &Value) -> (u16, Value) {
+    let response = reqwest::Client::new()
+        .post(server.url(path))
+        .json(body)
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap())
+}
+
+/// The venv setup made (`$THINKWIRE_HOME/venv`), with the SDKs in it.
+fn python() -> PathBuf {
+    let home = std::env::var_os("THINKWIRE_HOME").map_or_else(
+        || PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache/thinkwire"),
+        PathBuf::from,
+    );
+    let python = home.join("venv/bin/python");
+    assert!(
+        python.is_file(),
+        "{} is missing — run scripts/setup",
+        python.display()
+    );
+    python
+}
+
+async fn run_sdk(script: &str, args: Vec<String>) -> Value {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/sdk")
+        .join(script);
+    let output = tokio::task::spawn_blocking(move || {
+        Command::new(python())
+            .arg(script)
+            .args(args)
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "the SDK script failed:\n{stderr}");
+    serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|e| panic!("bad SDK output ({e}): {stderr}"))
+}
+
+#[tokio::test]
+async fn models_and_unknown_v1_paths_answer_json() {
+    let (server, _) = TestServer::qwen3(&scripts()).await;
+    let models: Value = reqwest::get(server.url("/v1/models"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(models["object"], "list");
+    assert_eq!(models["data"][0]["id"], "Qwen3-0.6B-scripted");
+    for (path, anthropic) in [
+        ("/v1/nope", false),
+        ("/v1", false),
+        ("/v1/messages/count", true),
+    ] {
+        let response = reqwest::get(server.url(path)).await.unwrap();
+        assert_eq!(response.status(), 404, "{path}");
+        let body: Value = response.json().await.unwrap();
+        if anthropic {
+            assert_eq!(body["type"], "error", "{path}: {body}");
+            assert_eq!(body["error"]["type"], "not_found_error");
+        } else {
+            assert_eq!(
+                body["error"]["type"], "invalid_request_error",
+                "{path}: {body}"
+            );
+        }
+    }
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn refusals_name_the_parameter_in_each_apis_shape() {
+    let (server, observed) = TestServer::qwen3(&scripts()).await;
+    let user = json!([{"role": "user", "content": "hi"}]);
+    let (status, body) = post(
+        &server,
+        "/v1/chat/completions",
+        &json!({"messages": user, "stream": true, "temperature": "hot"}),
+    )
+    .await;
+    assert_eq!(status, 400);
+    assert_eq!(body["error"]["param"], "temperature");
+    let (status, body) = post(
+        &server,
+        "/v1/chat/completions",
+        &json!({"messages": user, "reasoning": {"visibility": "loud"}}),
+    )
+    .await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(body["error"]["param"], "reasoning.visibility");
+    let (status, body) = post(&server, "/v1/messages", &json!({"messages": user})).await;
+    assert_eq!(status, 400);
+    assert_eq!(body["type"], "error");
+    assert_eq!(body["error"]["type"], "invalid_request_error");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("max_tokens:"),
+        "{body}"
+    );
+    let (status, body) = post(&server, "/v1/messages", &json!({"max_tokens": 10,
+        "messages": [{"role": "assistant", "content": [{"type": "redacted_thinking", "data": "junk"}]}]})).await;
+    assert_eq!(status, 400);
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("messages[0].content[0].data:"),
+        "{body}"
+    );
+    assert!(observed.prompts.lock().unwrap().is_empty(), "nothing ran");
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn every_surface_runs_the_same_prompt_and_says_the_same() {
+    let script = qwen3_turn(REASONING_2, ANSWER_2);
+    let (server, observed) = TestServer::qwen3(&[script]).await;
+    let said = support::v1::every_surface(&server, "What is the weather in Paris?", 100).await;
+    for s in &said {
+        assert_eq!(s.answer, ANSWER_2, "{}", s.surface);
+        assert_eq!(s.reasoning, REASONING_2, "{}", s.surface);
+    }
+    {
+        let prompts = observed.prompts.lock().unwrap();
+        assert_eq!(prompts.len(), 4);
+        assert!(
+            prompts.iter().all(|p| *p == prompts[0]),
+            "every surface renders the same prompt"
+        );
+    }
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_openai_node_sdk_parses_both_streams() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    assert!(
+        root.join("tests/node/node_modules/openai").is_dir(),
+        "openai is not installed in tests/node — run scripts/setup"
+    );
+    let script = qwen3_turn(REASONING_2, ANSWER_2);
+    let (server, _) = TestServer::qwen3(&[script]).await;
+    let url = server.url("/v1");
+    let output = tokio::task::spawn_blocking(move || {
+        Command::new("node")
+            .arg(root.join("tests/node/openai-client.mjs"))
+            .arg(url)
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "the Node SDK failed:\n{stderr}");
+    let summary: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(summary["chat"]["content"], ANSWER_2, "{summary}");
+    assert_eq!(summary["chat"]["reasoning"], REASONING_2);
+    assert_eq!(summary["chat"]["details"], 1);
+    assert_eq!(summary["chat"]["finish"], "stop");
+    assert_eq!(summary["responses"]["content"], ANSWER_2);
+    assert_eq!(summary["responses"]["reasoning"], REASONING_2);
+    assert_eq!(summary["helper"]["output_text"], ANSWER_2);
+    server.shutdown().await;
+}
+
+/// `summary` visibility: responses show a `summary_text` part (streamed as
+/// `response.reasoning_summary_*` events), messages a `thinking` block
+/// holding the summary followed by the `redacted_thinking` block that
+/// carries the reasoning; the raw reasoning shows on neither.
+#[tokio::test]
+async fn summaries_show_on_responses_and_messages_without_the_raw_reasoning() {
+    let raw = "RAW-THOUGHT-77: compare both options, the second is cheaper.";
+    let summary = "Compared the options; picked the cheaper one.";
+    let answer = "Take the second option.";
+    let one = [
+        qwen3_turn(raw, answer),
+        format!("{summary}<|im_end|>"),
+        format!("\n\n{answer}<|im_end|>"),
+    ];
+    let scripts: Vec<String> = one.iter().chain(one.iter()).cloned().collect();
+    let (server, _) = TestServer::qwen3(&scripts).await;
+
+    let body = json!({"input": "Which option?", "stream": true, "store": false,
+        "include": ["reasoning.encrypted_content"], "reasoning": {"summary": "auto"}});
+    let text = reqwest::Client::new()
+        .post(server.url("/v1/responses"))
+        .json(&body)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(!text.contains("RAW-THOUGHT-77"), "raw reasoning leaked");
+    let events: Vec<Value> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .map(|d| serde_json::from_str(d).unwrap())
+        .collect();
+    let names: Vec<&str> = events.iter().filter_map(|e| e["type"].as_str()).collect();
+    for name in [
+        "response.reasoning_summary_part.added",
+        "response.reasoning_summary_text.delta",
+        "response.reasoning_summary_text.done",
+        "response.output_text.delta",
+    ] {
+        assert!(names.contains(&name), "{name}: {names:?}");
+    }
+    let done = events.last().unwrap();
+    assert_eq!(done["type"], "response.completed");
+    let reasoning = &done["response"]["output"][0];
+    assert_eq!(reasoning["summary"][0]["text"], summary);
+    assert!(
+        reasoning["encrypted_content"]
+            .as_str()
+            .unwrap()
+            .starts_with("tw1.")
+    );
+    assert_eq!(done["response"]["output_text"], answer);
+
+    let body = json!({"max_tokens": 100, "messages": [{"role": "user", "content": "Which option?"}],
+        "thinking": {"type": "enabled", "budget_tokens": 500, "visibility": "summary"}});
+    let (status, message) = post(&server, "/v1/messages", &body).await;
+    assert_eq!(status, 200, "{message}");
+    assert!(
+        !message.to_string().contains("RAW-THOUGHT-77"),
+        "raw reasoning leaked"
+    );
+    let content = &message["content"];
+    assert_eq!(content[0]["type"], "thinking", "{message}");
+    assert_eq!(content[0]["thinking"], summary);
+    assert_eq!(content[0]["signature"], "");
+    assert_eq!(content[1]["type"], "redacted_thinking");
+    assert_eq!(content[2]["text"], answer);
+    server.shutdown().await;
+}

@@ -1,0 +1,95 @@
+//! Responses: the official `openai` SDK streaming with `store=False` and
+//! encrypted content carried back; stored mode refused; hidden reasoning.
+
+use super::*;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_openai_sdk_streams_responses_and_carries_encrypted_content_back() {
+    let (server, observed) = TestServer::qwen3(&scripts()).await;
+    let args = vec![server.url("/v1"), "--api".into(), "responses".into()];
+    let summary = run_sdk("openai_client.py", args).await;
+    let turn1 = &summary["turn1"];
+    assert_eq!(turn1["reasoning"], REASONING_1, "{summary}");
+    let events: Vec<&str> = turn1["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert_eq!(
+        events[..3],
+        [
+            "response.created",
+            "response.in_progress",
+            "response.output_item.added"
+        ]
+    );
+    assert_eq!(events.last(), Some(&"response.completed"));
+    assert!(
+        events.contains(&"response.function_call_arguments.delta"),
+        "{events:?}"
+    );
+    let output = turn1["output"].as_array().unwrap();
+    assert_eq!(output[0]["type"], "reasoning");
+    assert!(
+        output[0]["encrypted_content"]
+            .as_str()
+            .unwrap()
+            .starts_with("tw1.")
+    );
+    assert_eq!(output[1]["type"], "function_call");
+    assert_eq!(summary["turn2"]["content"], ANSWER_2, "{summary}");
+    assert!(prompt_text(&server, &observed, 1).contains(&restored_turn_1()));
+    let tampered = &summary["tampered"];
+    assert_eq!(tampered["refused"], true, "{summary}");
+    assert_eq!(tampered["status"], 400);
+    assert_eq!(tampered["body"]["param"], "input[1].encrypted_content");
+    assert_eq!(tampered["body"]["code"], "SEALED_REASONING_REJECTED");
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn responses_refuse_stored_mode_and_show_reasoning_per_visibility() {
+    let (server, _) = TestServer::qwen3(&scripts()).await;
+    for (body, param) in [
+        (json!({"input": "hi", "store": true}), "store"),
+        (
+            json!({"input": "hi", "previous_response_id": "resp_1"}),
+            "previous_response_id",
+        ),
+        (
+            json!({"input": [{"type": "item_reference", "id": "x"}]}),
+            "input[0]",
+        ),
+    ] {
+        let (status, refused) = post(&server, "/v1/responses", &body).await;
+        assert_eq!(status, 400, "{refused}");
+        assert_eq!(refused["error"]["param"], param);
+        assert_eq!(refused["error"]["type"], "invalid_request_error");
+    }
+    // Hidden (the server's default): the reasoning item holds only the
+    // sealed value, and only when asked for.
+    let body = json!({"input": "What is the weather in Paris?", "tools": [
+        {"type": "function", "name": "get_weather", "parameters": {"type": "object"}}],
+        "include": ["reasoning.encrypted_content"]});
+    let (status, response) = post(&server, "/v1/responses", &body).await;
+    assert_eq!(status, 200, "{response}");
+    let reasoning = &response["output"][0];
+    assert_eq!(reasoning["type"], "reasoning");
+    assert_eq!(reasoning["summary"], json!([]));
+    assert!(reasoning.get("content").is_none(), "{reasoning}");
+    assert!(
+        reasoning["encrypted_content"]
+            .as_str()
+            .unwrap()
+            .starts_with("tw1.")
+    );
+    assert!(!response.to_string().contains(REASONING_1));
+    assert!(
+        response["usage"]["output_tokens_details"]["reasoning_tokens"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
+    server.shutdown().await;
+}
