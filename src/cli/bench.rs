@@ -222,16 +222,13 @@ fn concurrency(
     drop(engine);
     let mut theirs: Vec<(&str, Vec<ConcurrencyRow>)> = Vec::new();
     if args.compare_mlx_lm {
-        let mut refs = vec![("f32 copy", path.to_path_buf())];
-        if path.is_file() {
-            refs = vec![("f32 copy", converted(path, Precision::F32)?)];
-            let packed = converted(path, Precision::Auto)?;
-            if is_quantized(&packed)? {
-                refs.push(("quantized copy", packed));
-            }
+        // mlx-lm's fastest CPU path: the f32 copy of a GGUF (its packed
+        // copy decodes ~6x slower; see the single-run bench).
+        let refs = if path.is_file() {
+            vec![("f32 copy", converted(path, Precision::F32)?)]
         } else {
-            refs[0].0 = "same folder";
-        }
+            vec![("same folder", path.to_path_buf())]
+        };
         for (label, dir) in refs {
             let report = MlxLmReference::locate()
                 .bench_batch(&dir, &prompts, args.max_tokens, levels)
