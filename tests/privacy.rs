@@ -468,6 +468,17 @@ async fn conversations(secrets: &Secrets) -> Vec<String> {
     invalid["messages"] = json!(c.user);
     let (status, _) = sse_raw(&server_a, &invalid.to_string()).await;
     assert_eq!(status, 400);
+    // The metrics of a server that ran all of that: counts and timings,
+    // nothing of the conversations and no ids.
+    let metrics = reqwest::get(server_a.url("/metrics"))
+        .await
+        .unwrap()
+        .bytes()
+        .await
+        .unwrap();
+    assert!(secrets.found_in(&metrics).is_none(), "metrics leak");
+    assert!(!contains(&metrics, thread.as_bytes()), "metrics carry ids");
+    assert!(contains(&metrics, b"thinkwire_runs_total"));
     // Broken JSON holding the canary.
     let (status, _) = sse_raw(&server_a, &format!("{{\"threadId\": \"{}\"", c.user)).await;
     assert_eq!(status, 400);
