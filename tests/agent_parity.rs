@@ -27,22 +27,20 @@
 mod support;
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use serde::Deserialize;
 use serde_json::{Value, json};
 use thinkwire::agent::{Agent, AgentConfig, Model};
 use thinkwire::server::ServerConfig;
 use thinkwire_engine::mlx::{LoadOptions, MlxEngine, Precision};
-use thinkwire_engine::{
-    Directive, Engine, EngineError, Finish, GenerationRequest, GenerationStats, ModelInfo,
-    TokenSink,
-};
+use thinkwire_engine::{Engine, Finish};
 use thinkwire_protocol::EventKind;
 use thinkwire_reasoning::Registry;
 use thinkwire_seal::{Binding, Key, KeyRing, SealedReasoning};
 
 use support::TestServer;
+use support::recording::{Recorded, Recording};
 
 /// Logit gap (top-1 minus top-2) under which a reference step is a
 /// near-tie: from there a different order of operations may pick the
@@ -52,61 +50,6 @@ const NEAR_TIE: f64 = 0.02;
 /// The test's sealing key: the test seals replayed reasoning with it as the
 /// server would have.
 const KEY: [u8; 32] = [0x5a; 32];
-
-// ---------------------------------------------------------------------------
-// A recording engine: the real one, with every request and output kept.
-
-/// One generation as the engine saw it.
-struct Recorded {
-    prompt: Vec<u32>,
-    generated: Vec<u32>,
-    finish: Finish,
-}
-
-struct Recording {
-    inner: MlxEngine,
-    calls: Mutex<Vec<Recorded>>,
-}
-
-struct Tee<'s> {
-    sink: &'s mut dyn TokenSink,
-    ids: Vec<u32>,
-}
-
-impl TokenSink for Tee<'_> {
-    fn on_token(&mut self, id: u32) -> Directive {
-        self.ids.push(id);
-        self.sink.on_token(id)
-    }
-
-    fn on_prefill(&mut self, done: usize, total: usize) -> std::ops::ControlFlow<()> {
-        self.sink.on_prefill(done, total)
-    }
-}
-
-impl Engine for Recording {
-    fn info(&self) -> &ModelInfo {
-        self.inner.info()
-    }
-
-    fn generate(
-        &self,
-        request: &GenerationRequest,
-        sink: &mut dyn TokenSink,
-    ) -> Result<GenerationStats, EngineError> {
-        let mut tee = Tee {
-            sink,
-            ids: Vec::new(),
-        };
-        let stats = self.inner.generate(request, &mut tee)?;
-        self.calls.lock().unwrap().push(Recorded {
-            prompt: request.prompt.clone(),
-            generated: tee.ids,
-            finish: stats.finish,
-        });
-        Ok(stats)
-    }
-}
 
 // ---------------------------------------------------------------------------
 // The set and the references.
@@ -287,10 +230,7 @@ fn recording_agent(
     };
     let engine = MlxEngine::load(path, &options)
         .unwrap_or_else(|e| panic!("loading {} (run scripts/setup): {e}", path.display()));
-    let recording = Arc::new(Recording {
-        inner: engine,
-        calls: Mutex::new(Vec::new()),
-    });
+    let recording = Arc::new(Recording::new(Arc::new(engine)));
     let chat = Model::load_chat(path).expect("tokenizer and template");
     let model = Model::new(
         Arc::clone(&recording) as Arc<dyn Engine>,
@@ -470,7 +410,7 @@ async fn check(
                 _ => {}
             }
         }
-        let calls: Vec<Recorded> = std::mem::take(&mut *recording.calls.lock().unwrap());
+        let calls: Vec<Recorded> = recording.take();
         let outcome = match (&case.reasoning, calls.as_slice()) {
             // One generation: a model that thinks in its output (or not at
             // all); its text is what the client sees, in order.

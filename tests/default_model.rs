@@ -17,9 +17,35 @@ use thinkwire::server::ServerConfig;
 use thinkwire_seal::{Key, KeyRing};
 
 use support::TestServer;
+use support::recording::Recording;
 
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn default_args() -> ModelArgs {
+    ModelArgs {
+        model: None,
+        precision: "auto".into(),
+        formats: None,
+        prefix_cache: false,
+        prefix_cache_mb: 512,
+        max_batch: 8,
+        kv_cache_mb: None,
+    }
+}
+
+/// Short passes keep a CPU test quick; the behaviour is the same.
+fn test_config() -> AgentConfig {
+    AgentConfig {
+        max_new_tokens: 40,
+        policy: ReasoningPolicy {
+            max_reasoning_tokens: 40,
+            ..ReasoningPolicy::default()
+        },
+        sampling: thinkwire_engine::SamplingParams::greedy(),
+        ..AgentConfig::default()
+    }
 }
 
 /// The default model, loaded once for the whole binary.
@@ -27,35 +53,31 @@ fn agent() -> Arc<Agent> {
     static AGENT: OnceLock<Arc<Agent>> = OnceLock::new();
     AGENT
         .get_or_init(|| {
-            let args = ModelArgs {
-                model: None,
-                precision: "auto".into(),
-                formats: None,
-                prefix_cache: false,
-                prefix_cache_mb: 512,
-                max_batch: 8,
-                kv_cache_mb: None,
-            };
-            let model = args
+            let model = default_args()
                 .load()
                 .expect("loading the default model (run scripts/setup)");
-            // Short passes keep a CPU test quick; the behaviour is the same.
-            let config = AgentConfig {
-                max_new_tokens: 40,
-                policy: ReasoningPolicy {
-                    max_reasoning_tokens: 40,
-                    ..ReasoningPolicy::default()
-                },
-                sampling: thinkwire_engine::SamplingParams::greedy(),
-                ..AgentConfig::default()
-            };
-            Arc::new(Agent::new(
-                model,
-                KeyRing::new(Key::generate().unwrap()),
-                config,
-            ))
+            let keys = KeyRing::new(Key::generate().unwrap());
+            Arc::new(Agent::new(model, keys, test_config()))
         })
         .clone()
+}
+
+/// Another copy of the default model whose engine keeps every prompt, so a
+/// test can show what reached the model (the shared one serves the other
+/// tests at the same time).
+fn recording_agent() -> (Arc<Agent>, Arc<Recording>) {
+    use thinkwire_engine::mlx::{LoadOptions, MlxEngine};
+    let path = default_args().path().unwrap();
+    let engine = MlxEngine::load(&path, &LoadOptions::default()).expect("the default model");
+    let recording = Arc::new(Recording::new(Arc::new(engine)));
+    let model = thinkwire::agent::Model::new(
+        Arc::clone(&recording) as Arc<dyn thinkwire_engine::Engine>,
+        thinkwire::agent::Model::load_chat(&path).unwrap(),
+        &thinkwire_reasoning::Registry::builtin(),
+    )
+    .unwrap();
+    let keys = KeyRing::new(Key::generate().unwrap());
+    (Arc::new(Agent::new(model, keys, test_config())), recording)
 }
 
 async fn server(web: bool) -> TestServer {
@@ -210,26 +232,35 @@ async fn every_surface_gives_the_same_answer_on_the_default_model() {
 }
 
 /// Issue #12: the official Python SDKs stream from the live server on the
-/// default model, carry the sealed reasoning into a second turn, and get
-/// an altered value refused in their API's error shape.
+/// default model, carry the sealed reasoning into a second turn, whose
+/// prompts (kept by a recording engine) hold the first turn's reasoning,
+/// and get an altered value refused in their API's error shape.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_python_sdks_keep_sealed_reasoning_on_the_default_model() {
-    let server = server(false).await;
+    let (agent, recording) = recording_agent();
+    let server = TestServer::start_shared(Arc::clone(&agent), ServerConfig::default()).await;
     let v1 = server.url("/v1");
     let chat = run_sdk("openai_client.py", vec![v1.clone()]).await;
-    assert!(
-        !chat["turn1"]["reasoning"].as_str().unwrap().is_empty(),
-        "{chat}"
-    );
+    let reasoning = chat["turn1"]["reasoning"].as_str().unwrap();
+    assert!(!reasoning.is_empty(), "{chat}");
     assert!(
         !chat["turn2"]["content"].as_str().unwrap().is_empty(),
         "{chat}"
+    );
+    let tool_called = !chat["turn1"]["tool_calls"].as_array().unwrap().is_empty();
+    second_turn_saw(
+        &agent,
+        &recording,
+        tool_called,
+        reasoning,
+        "chat completions",
     );
     assert_eq!(chat["tampered"]["status"], 400, "{chat}");
     assert_eq!(
         chat["tampered"]["body"]["code"],
         "SEALED_REASONING_REJECTED"
     );
+
     let responses = run_sdk(
         "openai_client.py",
         vec![v1, "--api".into(), "responses".into()],
@@ -239,13 +270,60 @@ async fn the_python_sdks_keep_sealed_reasoning_on_the_default_model() {
         !responses["turn2"]["content"].as_str().unwrap().is_empty(),
         "{responses}"
     );
+    let output = responses["turn1"]["output"].as_array().unwrap();
+    let tool_called = output.iter().any(|i| i["type"] == "function_call");
+    let reasoning = responses["turn1"]["reasoning"].as_str().unwrap();
+    second_turn_saw(&agent, &recording, tool_called, reasoning, "responses");
     assert_eq!(responses["tampered"]["status"], 400, "{responses}");
+
     let messages = run_sdk("anthropic_client.py", vec![server.url("")]).await;
     assert!(
         !messages["turn2"]["content"].as_array().unwrap().is_empty(),
         "{messages}"
     );
+    let blocks = messages["turn1"]["content"].as_array().unwrap();
+    let thinking = blocks.iter().find(|b| b["type"] == "thinking").unwrap();
+    let tool_called = blocks.iter().any(|b| b["type"] == "tool_use");
+    let reasoning = thinking["thinking"].as_str().unwrap();
+    second_turn_saw(&agent, &recording, tool_called, reasoning, "messages");
     assert_eq!(messages["tampered_signature"]["status"], 400, "{messages}");
     assert_eq!(messages["changed_thinking"]["status"], 400, "{messages}");
     server.shutdown().await;
+}
+
+/// Every prompt of the SDK script's second turn (the one holding the tool
+/// result, or the follow-up question) carries the first turn's `reasoning`
+/// as the model's earlier notes, which it can only have from the sealed
+/// value the client sent back. (The notes are looked for as the separate
+/// pass words them: a small model's answer may repeat its reasoning, so the
+/// bare text alone proves nothing.)
+fn second_turn_saw(
+    agent: &Agent,
+    recording: &Recording,
+    tool_called: bool,
+    reasoning: &str,
+    surface: &str,
+) {
+    let marker = if tool_called {
+        "temperature_c"
+    } else {
+        "Say it again, briefly."
+    };
+    let reasoning = reasoning.trim();
+    assert!(!reasoning.is_empty(), "{surface}: no reasoning in turn 1");
+    let spec = agent.model().format().separate_pass().unwrap();
+    let notes = spec.with_earlier_notes("", reasoning);
+    let prompts: Vec<String> = recording
+        .take()
+        .iter()
+        .map(|call| agent.model().decode(&call.prompt).unwrap())
+        .filter(|text| text.contains(marker))
+        .collect();
+    assert!(!prompts.is_empty(), "{surface}: no second-turn prompt");
+    for prompt in &prompts {
+        assert!(
+            prompt.contains(&notes),
+            "{surface}: a second-turn prompt lacks the first turn's reasoning"
+        );
+    }
 }

@@ -24,7 +24,9 @@ mlx-lm and transformers on the same MLX and BLAS as thinkwire). Two modes:
       `reasoning_system` prompt from reasoning/formats.toml put first in the
       system message), then the answer pass whose system message carries
       that reasoning (`answer_system`); the case's `reasoning` holds the
-      first pass.
+      first pass. Replayed reasoning moves from the messages to the end of
+      both system prompts (`earlier_notes`), as thinkwire does for a
+      template that renders none.
 
 Per case the output holds `prompt_ids`, `output_ids` (the stop id last when
 `finish` is "stop"), `gaps` (one per output id), `pieces` (the text each
@@ -145,6 +147,27 @@ def with_system(messages, system):
     return [{"role": "system", "content": system}] + messages
 
 
+def take_replayed_reasoning(messages):
+    """The messages without reasoning, and their reasoning joined oldest
+    first, as thinkwire's separate pass takes it (src/agent/prompt.rs)."""
+    notes, out = [], []
+    for m in messages:
+        if "reasoning_content" in m:
+            if m["reasoning_content"].strip():
+                notes.append(m["reasoning_content"].strip())
+            m = {k: v for k, v in m.items() if k != "reasoning_content"}
+        out.append(m)
+    return out, "\n\n".join(notes)
+
+
+def with_earlier_notes(prompts, system, earlier):
+    """`system` and then the earlier reasoning (reasoning/src/spec/style.rs)."""
+    if not earlier:
+        return system
+    notes = prompts["earlier_notes"].replace("{reasoning}", earlier)
+    return f"{system}\n\n{notes}" if system else notes
+
+
 def cmd_reference(args):
     from transformers import AutoTokenizer
 
@@ -170,10 +193,12 @@ def cmd_reference(args):
         if prompts is None:
             out_cases.append({"name": case["name"], **pass_of(messages, tools)})
             continue
-        reasoning = pass_of(with_system(messages, prompts["reasoning_system"]), tools)
+        messages, earlier = take_replayed_reasoning(messages)
+        reasoning_system = with_earlier_notes(prompts, prompts["reasoning_system"], earlier)
+        reasoning = pass_of(with_system(messages, reasoning_system), tools)
         # The reasoning block as streamed: surrounding whitespace is layout.
         notes = ("".join(reasoning["pieces"]) + reasoning["tail"]).strip()
-        answer_system = prompts["answer_system"].replace("{reasoning}", notes)
+        answer_system = with_earlier_notes(prompts, prompts["answer_system"].replace("{reasoning}", notes), earlier)
         out_cases.append({"name": case["name"], "reasoning": reasoning, **pass_of(with_system(messages, answer_system), tools)})
     out = {
         "generator": "scripts/golden/agent_parity_ref.py reference",

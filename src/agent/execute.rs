@@ -23,8 +23,7 @@ use super::history::Turn;
 use super::model::{Model, ModelError};
 use super::output::RunOutput;
 use super::pass::{Forwarded, Pass, Stopped, Usage};
-use super::prepare::{Plan, PreparedRun};
-use super::prompt::with_system;
+use super::prepare::{Plan, PreparedRun, answer_turns};
 
 impl PreparedRun {
     /// Runs to completion on this thread, emitting into `out`.
@@ -95,8 +94,15 @@ impl Execution<'_, '_> {
                 spec,
                 turns,
                 reasoning_prompt,
+                earlier_notes,
                 budget,
-            } => self.separate_pass(spec, turns, reasoning_prompt.as_deref(), *budget),
+            } => self.separate_pass(
+                spec,
+                turns,
+                reasoning_prompt.as_deref(),
+                earlier_notes,
+                *budget,
+            ),
         }
     }
 
@@ -199,6 +205,7 @@ impl Execution<'_, '_> {
         spec: &SeparatePassSpec,
         turns: &[Turn],
         reasoning_prompt: Option<&[u32]>,
+        earlier_notes: &str,
         budget: usize,
     ) -> Result<(), Stopped> {
         let run = self.run;
@@ -228,10 +235,8 @@ impl Execution<'_, '_> {
         if self.events.output().should_stop() {
             return Ok(());
         }
-        let answer_turns = match reasoning_prompt {
-            Some(_) => with_system(turns, &spec.answer_system_with(&reasoning)),
-            None => turns.to_vec(),
-        };
+        let reasoning = reasoning_prompt.map(|_| reasoning.as_str());
+        let answer_turns = answer_turns(spec, turns, reasoning, earlier_notes);
         let prompt = self
             .model
             .prompt(&answer_turns, &run.tools, &[], None)

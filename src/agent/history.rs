@@ -5,7 +5,9 @@
 //! opened (bound to this thread and that message id) and attached, as
 //! `reasoning_content`, to the assistant turn that follows it. The chat
 //! template then decides what earlier turns keep (Qwen3 keeps reasoning only
-//! after the last user turn, so tool loops keep theirs). A reasoning
+//! after the last user turn, so tool loops keep theirs); for a model that
+//! does not think natively the separate pass moves it into its system
+//! prompts instead (`prompt::take_replayed_reasoning`). A reasoning
 //! message's plaintext `content` is never taken as the model's own reasoning
 //! unless the operator allows it: a client could write anything there.
 

@@ -15,7 +15,7 @@ use super::config::AgentConfig;
 use super::controls::{ReasoningControls, Visibility};
 use super::history::{self, DroppedReasoning, Turn};
 use super::model::{Model, Prompt};
-use super::prompt::{apply_system_flag, apply_user_flag, with_system};
+use super::prompt::{apply_system_flag, apply_user_flag, take_replayed_reasoning, with_system};
 use super::rejection::{RejectKind, RunRejected};
 use super::sampling;
 use crate::metrics::Metrics;
@@ -72,8 +72,30 @@ pub(super) enum Plan {
         spec: SeparatePassSpec,
         turns: Vec<Turn>,
         reasoning_prompt: Option<Vec<u32>>,
+        /// The model's replayed reasoning on the current question, taken
+        /// off `turns` (see `prompt::take_replayed_reasoning`).
+        earlier_notes: String,
         budget: usize,
     },
+}
+
+/// The separate pass's answer turns: this pass's reasoning and the earlier
+/// reasoning in the system prompt. Without a reasoning pass (thinking off)
+/// the conversation is rendered as it is, as the model would be without
+/// thinkwire: earlier reasoning is context for thinking, which is off.
+pub(super) fn answer_turns(
+    spec: &SeparatePassSpec,
+    turns: &[Turn],
+    reasoning: Option<&str>,
+    earlier: &str,
+) -> Vec<Turn> {
+    match reasoning {
+        Some(reasoning) => {
+            let system = spec.with_earlier_notes(&spec.answer_system_with(reasoning), earlier);
+            with_system(turns, &system)
+        }
+        None => turns.to_vec(),
+    }
 }
 
 /// Validates and renders `input`; see [`super::Agent::prepare`].
@@ -126,23 +148,23 @@ pub(super) fn prepare(
         });
 
     let plan = if let Some(pass) = spec.separate_pass() {
+        let earlier_notes = take_replayed_reasoning(&mut turns);
         let reasoning_prompt = if prompt_plan.thinking {
-            let reasoning_turns = with_system(&turns, &pass.reasoning_system);
+            let system = pass.with_earlier_notes(&pass.reasoning_system, &earlier_notes);
+            let reasoning_turns = with_system(&turns, &system);
             Some(checked_prompt(model, &reasoning_turns, &input.tools, &[], None)?.ids)
         } else {
             None
         };
         // The answer pass must fit too, before its reasoning is known.
-        // Without a reasoning pass the conversation is rendered as it is.
-        let answer_turns = match reasoning_prompt {
-            Some(_) => with_system(&turns, &pass.answer_system_with("")),
-            None => turns.clone(),
-        };
+        let reasoning = reasoning_prompt.as_ref().map(|_| "");
+        let answer_turns = answer_turns(pass, &turns, reasoning, &earlier_notes);
         checked_prompt(model, &answer_turns, &input.tools, &[], None)?;
         Plan::SeparatePass {
             spec: pass.clone(),
             turns,
             reasoning_prompt,
+            earlier_notes,
             budget,
         }
     } else {

@@ -97,6 +97,23 @@ fn place(text: &str, flag: &str, position: FlagPosition) -> String {
     }
 }
 
+/// Takes the replayed reasoning off every turn and returns it joined, oldest
+/// first, for a model that does not think natively: its template renders
+/// none, so the separate pass puts it in its system prompts instead
+/// (`SeparatePassSpec::with_earlier_notes`), and never twice.
+pub(super) fn take_replayed_reasoning(turns: &mut [Turn]) -> String {
+    let mut notes: Vec<String> = Vec::new();
+    for turn in turns.iter_mut() {
+        if let Some(reasoning) = turn.reasoning_content.take() {
+            let reasoning = reasoning.trim();
+            if !reasoning.is_empty() {
+                notes.push(reasoning.to_owned());
+            }
+        }
+    }
+    notes.join("\n\n")
+}
+
 fn system_turn(text: &str) -> Turn {
     Turn {
         role: "system".to_owned(),
@@ -122,6 +139,25 @@ mod tests {
             .iter()
             .map(|t| (t.role.as_str(), t.content.as_deref().unwrap_or_default()))
             .collect()
+    }
+
+    #[test]
+    fn replayed_reasoning_is_taken_off_every_turn_oldest_first() {
+        let mut turns = [
+            turn("user", "Is 91 prime?"),
+            turn("assistant", "No.").with_reasoning("91 = 7 x 13."),
+            turn("user", "Flights to Rome?"),
+            turn("assistant", "").with_reasoning(" Call search. "),
+            turn("tool", "[]"),
+            turn("assistant", "").with_reasoning("  "),
+            turn("tool", "[1]"),
+        ];
+        assert_eq!(
+            take_replayed_reasoning(&mut turns),
+            "91 = 7 x 13.\n\nCall search."
+        );
+        assert!(turns.iter().all(|t| t.reasoning_content.is_none()));
+        assert_eq!(take_replayed_reasoning(&mut [turn("user", "Hi")]), "");
     }
 
     #[test]

@@ -129,13 +129,37 @@ pub struct SeparatePassSpec {
     /// Token limit of the summary pass.
     #[serde(default = "default_summary_tokens")]
     pub summary_max_tokens: u32,
+    /// Added to both passes' system prompts when the client replayed the
+    /// model's reasoning from earlier turns; `{reasoning}` is that
+    /// reasoning, oldest first.
+    #[serde(default = "default_earlier_notes")]
+    pub earlier_notes: String,
 }
 
 fn default_summary_tokens() -> u32 {
     96
 }
 
+fn default_earlier_notes() -> String {
+    "Your notes from earlier in this conversation:\n{reasoning}".into()
+}
+
 impl SeparatePassSpec {
+    /// `system` followed by the model's earlier reasoning, when there is
+    /// some: a template that does not think renders no reasoning, so this
+    /// is the only way it reaches the model.
+    pub fn with_earlier_notes(&self, system: &str, earlier: &str) -> String {
+        if earlier.is_empty() {
+            return system.to_owned();
+        }
+        let notes = self.earlier_notes.replace("{reasoning}", earlier);
+        if system.is_empty() {
+            notes
+        } else {
+            format!("{system}\n\n{notes}")
+        }
+    }
+
     /// The answer pass's system prompt with the reasoning filled in.
     pub fn answer_system_with(&self, reasoning: &str) -> String {
         self.answer_system.replace("{reasoning}", reasoning)
