@@ -5,6 +5,8 @@
 //! - [`agent`]: from a `RunAgentInput` to the event stream of one run.
 //! - [`server`]: the HTTP surface (SSE, WebSocket, health, capabilities,
 //!   web demo).
+//! - [`upstream`]: an OpenAI-compatible server as the backend instead of
+//!   the local engine.
 //! - [`cli`]: the subcommands of the `thinkwire` binary.
 
 #![forbid(unsafe_code)]
@@ -13,3 +15,4 @@ pub mod agent;
 pub mod cli;
 pub mod metrics;
 pub mod server;
+pub mod upstream;

@@ -377,7 +377,7 @@ async fn check(
     let (agent, recording) = recording_agent(path, precision, reference.max_tokens);
     let keys = KeyRing::new(Key::from_bytes(&KEY));
     let server = TestServer::start(agent, ServerConfig::default()).await;
-    let vocab = server.agent.model().chat().tokenizer.vocab_size();
+    let vocab = server.agent.model().unwrap().chat().tokenizer.vocab_size();
     let mut failures = Vec::new();
     let mut compared = Vec::new();
     let mut skipped_answers = 0;
@@ -392,7 +392,7 @@ async fn check(
             conversation,
             &thread,
             &format!("run-{i}"),
-            server.agent.model(),
+            server.agent.model().unwrap(),
             &keys,
             forwarded,
         );

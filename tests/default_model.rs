@@ -311,12 +311,12 @@ fn second_turn_saw(
     };
     let reasoning = reasoning.trim();
     assert!(!reasoning.is_empty(), "{surface}: no reasoning in turn 1");
-    let spec = agent.model().format().separate_pass().unwrap();
+    let spec = agent.model().unwrap().format().separate_pass().unwrap();
     let notes = spec.with_earlier_notes("", reasoning);
     let prompts: Vec<String> = recording
         .take()
         .iter()
-        .map(|call| agent.model().decode(&call.prompt).unwrap())
+        .map(|call| agent.model().unwrap().decode(&call.prompt).unwrap())
         .filter(|text| text.contains(marker))
         .collect();
     assert!(!prompts.is_empty(), "{surface}: no second-turn prompt");

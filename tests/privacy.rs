@@ -3,7 +3,8 @@
 //! random canary run through the server over SSE and WebSocket, in hidden
 //! and full visibility, with sealed reasoning replayed, tampered with,
 //! dropped, and with inputs the server refuses; and the same over the
-//! OpenAI and Anthropic surfaces (`privacy/v1.rs`). Every log line at TRACE
+//! OpenAI and Anthropic surfaces (`privacy/v1.rs`), and through an upstream
+//! backend (`privacy/upstream.rs`, whose provider key carries the canary). Every log line at TRACE
 //! level goes to a file; afterwards the canary (and the sealing key, and the
 //! sealed values themselves) must be in no log line and in no file written
 //! during the test — in the test's own folder, in `$TMPDIR`, or in the
@@ -15,6 +16,8 @@
 // Shared support; not every helper it exports is used here.
 #[path = "support/mod.rs"]
 mod support;
+#[path = "privacy/upstream.rs"]
+mod upstream;
 #[path = "privacy/v1.rs"]
 mod v1;
 
@@ -314,6 +317,7 @@ fn no_prompt_reasoning_answer_or_key_is_logged_or_written() {
         "CONTEXT_OVERFLOW",
         "UNSUPPORTED_CONTENT",
         "INVALID_INPUT",
+        "upstream refused a request",
     ] {
         assert!(log.contains(code), "the log records the {code} refusal");
     }
@@ -411,6 +415,7 @@ async fn conversations(secrets: &Secrets) -> Vec<String> {
     let prompt = server_a
         .agent
         .model()
+        .unwrap()
         .decode(&observed.prompts.lock().unwrap()[1])
         .unwrap();
     assert!(
@@ -573,5 +578,8 @@ async fn conversations(secrets: &Secrets) -> Vec<String> {
         "refusals never reached the engine"
     );
     server_c.shutdown().await;
+
+    // Through an upstream backend.
+    run_ids.extend(upstream::conversations(&c, secrets).await);
     run_ids
 }

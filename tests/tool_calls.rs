@@ -125,6 +125,7 @@ async fn an_offered_tool_call_streams_is_pending_and_its_result_flows_into_the_n
     let first_prompt = server
         .agent
         .model()
+        .unwrap()
         .decode(&observed.prompts.lock().unwrap()[0])
         .unwrap();
     assert!(first_prompt.contains("<tools>"), "{first_prompt}");
@@ -187,6 +188,7 @@ async fn an_offered_tool_call_streams_is_pending_and_its_result_flows_into_the_n
     let second_prompt = server
         .agent
         .model()
+        .unwrap()
         .decode(&observed.prompts.lock().unwrap()[1])
         .unwrap();
     // The call, its reasoning (replayed from the sealed value: Qwen3 keeps
@@ -486,7 +488,7 @@ async fn the_official_client_runs_a_tool_loop() {
     // The second prompt carries the call and its result.
     let prompts = observed.prompts.lock().unwrap().clone();
     assert_eq!(prompts.len(), 2);
-    let second = server.agent.model().decode(&prompts[1]).unwrap();
+    let second = server.agent.model().unwrap().decode(&prompts[1]).unwrap();
     assert!(
         second.contains(&format!(
             "<tool_call>\n{{\"name\": \"get_weather\", \"arguments\": {arguments}}}\n</tool_call>"

@@ -17,6 +17,7 @@ use thinkwire_engine::{EngineError, SamplingParams};
 use thinkwire_protocol::TokenUsage;
 use thinkwire_reasoning::{Chunk, FormatSpec, SeparatePassSpec, Splitter};
 
+use super::backend::Backend;
 use super::controls::Visibility;
 use super::events::{RunEvents, SealContext, custom, new_id};
 use super::history::Turn;
@@ -29,11 +30,11 @@ impl PreparedRun {
     /// Runs to completion on this thread, emitting into `out`.
     pub fn execute(self, mut out: RunOutput) {
         let shared = &*self.shared;
-        let model = &shared.model;
+        let backend = &shared.backend;
         let seal = SealContext {
             keys: &shared.keys,
-            model_id: model.id(),
-            format_id: &model.format().family,
+            model_id: backend.id(),
+            format_id: &backend.format().family,
             ttl: shared.config.seal_ttl,
         };
         let offered = self.tools.iter().map(|t| t.name.clone());
@@ -47,7 +48,7 @@ impl PreparedRun {
         );
         let mut run = Execution {
             run: &self,
-            model,
+            backend,
             events,
             usage: Usage {
                 metrics: Some(Arc::clone(&shared.metrics)),
@@ -67,29 +68,50 @@ impl PreparedRun {
 }
 
 /// One run in progress.
-struct Execution<'r, 'a> {
-    run: &'r PreparedRun,
-    model: &'r Model,
-    events: RunEvents<'a>,
-    usage: Usage,
+pub(super) struct Execution<'r, 'a> {
+    pub(super) run: &'r PreparedRun,
+    pub(super) backend: &'r Backend,
+    pub(super) events: RunEvents<'a>,
+    pub(super) usage: Usage,
 }
 
 impl Execution<'_, '_> {
     fn drive(&mut self) -> Result<(), Stopped> {
-        self.events.started()?;
         let run = self.run;
-        for dropped in &run.dropped {
+        let model = match self.backend {
+            Backend::Local(model) => model,
+            Backend::Upstream(up) => {
+                let Plan::Upstream { turns, thinking } = &run.plan else {
+                    return Ok(());
+                };
+                return self.upstream(up, turns, *thinking);
+            }
+        };
+        self.start()?;
+        self.local(model)
+    }
+
+    /// `RUN_STARTED`, and the replayed reasoning that was dropped.
+    pub(super) fn start(&mut self) -> Result<(), Stopped> {
+        self.events.started()?;
+        for dropped in &self.run.dropped {
             self.events.custom(
                 custom::REASONING_DROPPED,
                 json!({ "messageId": dropped.message_id, "reason": dropped.reason }),
             )?;
         }
+        Ok(())
+    }
+
+    fn local(&mut self, model: &Model) -> Result<(), Stopped> {
+        let run = self.run;
         match &run.plan {
+            Plan::Upstream { .. } => Ok(()),
             Plan::Inline {
                 prompt,
                 starts_in_reasoning,
                 budget,
-            } => self.inline(prompt, *starts_in_reasoning, *budget),
+            } => self.inline(model, prompt, *starts_in_reasoning, *budget),
             Plan::SeparatePass {
                 spec,
                 turns,
@@ -97,6 +119,7 @@ impl Execution<'_, '_> {
                 earlier_notes,
                 budget,
             } => self.separate_pass(
+                model,
                 spec,
                 turns,
                 reasoning_prompt.as_deref(),
@@ -115,6 +138,7 @@ impl Execution<'_, '_> {
             Ok(()) => "success",
             Err(Stopped::Gone) => "client_gone",
             Err(Stopped::Engine(_)) => "engine_error",
+            Err(Stopped::Upstream(_)) => "upstream_error",
         };
         run.shared.metrics.run_ended(outcome);
         tracing::info!(
@@ -129,7 +153,7 @@ impl Execution<'_, '_> {
         let _ = match result {
             Ok(()) => {
                 let token_usage = TokenUsage {
-                    model: Some(self.model.id().to_owned()),
+                    model: Some(self.backend.id().to_owned()),
                     input_tokens: Some(usage.input as u64),
                     output_tokens: Some(usage.output as u64),
                     total_tokens: Some((usage.input + usage.output) as u64),
@@ -145,22 +169,27 @@ impl Execution<'_, '_> {
                 self.events
                     .failed(&format!("generation failed: {err}"), "ENGINE_ERROR")
             }
+            Err(Stopped::Upstream(err)) => {
+                tracing::error!(error = %err, run_id = %run.run_id, "upstream generation failed");
+                self.events.failed(&err.to_string(), err.code())
+            }
         };
     }
 
     fn inline(
         &mut self,
+        model: &Model,
         prompt: &[u32],
         starts_in_reasoning: bool,
         budget: usize,
     ) -> Result<(), Stopped> {
         let run = self.run;
-        let splitter = Splitter::new(self.model.format())
+        let splitter = Splitter::new(model.format())
             .starting_in_reasoning(starts_in_reasoning)
             .call_id_prefix(new_id("call") + "-")
             .reasoning_budget(Some(budget));
         let summary = run.controls.visibility == Visibility::Summary;
-        let mut pass = Pass::split(self.model, splitter).holding_reasoning_end(summary);
+        let mut pass = Pass::split(model, splitter).holding_reasoning_end(summary);
         let mut consumed: Vec<u32> = Vec::new();
         let mut remaining = run.max_new_tokens;
         loop {
@@ -200,8 +229,10 @@ impl Execution<'_, '_> {
         Ok(pass.close_reasoning(&mut self.events, Some(&summary))?)
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn separate_pass(
         &mut self,
+        model: &Model,
         spec: &SeparatePassSpec,
         turns: &[Turn],
         reasoning_prompt: Option<&[u32]>,
@@ -209,11 +240,11 @@ impl Execution<'_, '_> {
         budget: usize,
     ) -> Result<(), Stopped> {
         let run = self.run;
-        let format = self.model.format();
+        let format = model.format();
         let mut reasoning = String::new();
         if let Some(prompt) = reasoning_prompt {
             let splitter = Splitter::reasoning_pass(format);
-            let mut pass = Pass::split(self.model, splitter).holding_reasoning_end(true);
+            let mut pass = Pass::split(model, splitter).holding_reasoning_end(true);
             let step = pass.generate(
                 &mut self.events,
                 prompt.to_vec(),
@@ -237,13 +268,12 @@ impl Execution<'_, '_> {
         }
         let reasoning = reasoning_prompt.map(|_| reasoning.as_str());
         let answer_turns = answer_turns(spec, turns, reasoning, earlier_notes);
-        let prompt = self
-            .model
+        let prompt = model
             .prompt(&answer_turns, &run.tools, &[], None)
             .map_err(invalid_request)?
             .ids;
         let splitter = Splitter::new(format).call_id_prefix(new_id("call") + "-");
-        let mut pass = Pass::split(self.model, splitter);
+        let mut pass = Pass::split(model, splitter);
         pass.generate(
             &mut self.events,
             prompt,
@@ -258,8 +288,11 @@ impl Execution<'_, '_> {
     /// A short summary of `reasoning` from a separate greedy pass. The
     /// prompts come from the registry (the format's own separate-pass
     /// prompts, or the built-in separate-pass family's).
-    fn summarize(&mut self, reasoning: &str) -> Result<String, Stopped> {
-        let model = self.model;
+    pub(super) fn summarize(&mut self, reasoning: &str) -> Result<String, Stopped> {
+        let model = match self.backend {
+            Backend::Local(model) => model,
+            Backend::Upstream(up) => return self.summarize_upstream(up, reasoning),
+        };
         let Some(prompts) = model.summary_prompts() else {
             return Ok(String::new());
         };

@@ -15,10 +15,12 @@
 //! `prepare` (with `controls`, `history`, `prompt` and `model`), then
 //! `execute`, whose passes (`pass`) emit through `events` and `output`.
 
+mod backend;
 mod config;
 pub mod controls;
 mod events;
 mod execute;
+mod forward;
 pub mod history;
 pub mod model;
 mod output;
@@ -27,6 +29,7 @@ mod prepare;
 mod prompt;
 mod rejection;
 mod sampling;
+mod upstream_pass;
 
 use std::sync::Arc;
 
@@ -39,6 +42,7 @@ use thinkwire_seal::KeyRing;
 
 use crate::metrics::Metrics;
 
+pub use backend::{Backend, UpstreamBackend};
 pub use config::AgentConfig;
 pub use controls::{Effort, ReasoningControls, ReasoningPolicy, Visibility};
 pub use events::custom;
@@ -57,9 +61,15 @@ pub struct Agent {
 impl Agent {
     /// An agent serving `model`, sealing with `keys`.
     pub fn new(model: Model, keys: KeyRing, config: AgentConfig) -> Self {
+        Self::with_backend(Backend::Local(model), keys, config)
+    }
+
+    /// An agent generating through `backend` (a local model or an
+    /// upstream server).
+    pub fn with_backend(backend: Backend, keys: KeyRing, config: AgentConfig) -> Self {
         Self {
             shared: Arc::new(Shared {
-                model,
+                backend,
                 keys,
                 config,
                 metrics: Arc::new(Metrics::new()),
@@ -69,7 +79,7 @@ impl Agent {
 
     /// The served model's id.
     pub fn model_id(&self) -> &str {
-        self.shared.model.id()
+        self.shared.backend.id()
     }
 
     /// The metrics its runs record (`GET /metrics`).
@@ -77,19 +87,28 @@ impl Agent {
         &self.shared.metrics
     }
 
-    /// The served model.
-    pub fn model(&self) -> &Model {
-        &self.shared.model
+    /// The served model, when it runs on this machine.
+    pub fn model(&self) -> Option<&Model> {
+        match &self.shared.backend {
+            Backend::Local(model) => Some(model),
+            Backend::Upstream(_) => None,
+        }
+    }
+
+    /// What generates.
+    pub fn backend(&self) -> &Backend {
+        &self.shared.backend
     }
 
     /// AG-UI's capability object (schema `AgentCapabilities`) for
     /// `GET /capabilities`; thinkwire's own facts go under `custom`.
     pub fn capabilities(&self) -> AgentCapabilities {
-        let model = &self.shared.model;
+        let backend = &self.shared.backend;
         let policy = &self.shared.config.policy;
         let custom = json!({
-            "model": model.id(),
-            "reasoningFormat": model.format().family,
+            "model": backend.id(),
+            "backend": backend.kind(),
+            "reasoningFormat": backend.format().family,
             "visibility": policy.allowed_visibility.iter().map(|v| v.as_str()).collect::<Vec<_>>(),
             "defaultVisibility": policy.default_visibility.as_str(),
             "maxReasoningTokens": policy.max_reasoning_tokens,
@@ -98,7 +117,10 @@ impl Agent {
         AgentCapabilities {
             identity: Some(IdentityCapabilities {
                 name: Some("thinkwire".into()),
-                r#type: Some("local".into()),
+                r#type: Some(match backend {
+                    Backend::Local(_) => "local".into(),
+                    Backend::Upstream(_) => "upstream".into(),
+                }),
                 version: Some(env!("CARGO_PKG_VERSION").into()),
                 ..IdentityCapabilities::default()
             }),

@@ -12,7 +12,9 @@ use std::time::Instant;
 use thinkwire_engine::{Directive, EngineError, GenerationRequest, SamplingParams, TokenSink};
 use thinkwire_reasoning::{Chunk, Splitter};
 
-use super::events::{ReasoningMessage, RunEvents};
+use super::events::RunEvents;
+pub(super) use super::forward::Forwarded;
+use super::forward::Forwarder;
 use super::model::{Detokenizer, Model};
 use super::output::Disconnected;
 use crate::metrics::Metrics;
@@ -34,6 +36,14 @@ pub(super) enum Stopped {
     Gone,
     /// The engine failed.
     Engine(EngineError),
+    /// The upstream failed.
+    Upstream(crate::upstream::UpstreamError),
+}
+
+impl From<crate::upstream::UpstreamError> for Stopped {
+    fn from(err: crate::upstream::UpstreamError) -> Self {
+        Self::Upstream(err)
+    }
 }
 
 impl From<Disconnected> for Stopped {
@@ -52,15 +62,6 @@ pub(super) struct Step {
     pub held: bool,
 }
 
-/// What [`Pass::forward`] did with a chunk.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Forwarded {
-    /// Sent as events.
-    Sent,
-    /// A reasoning end, kept for the caller to close the message.
-    Held,
-}
-
 enum Route {
     /// Through the splitter into events (boxed: a splitter is large, and
     /// summary passes do without one).
@@ -69,19 +70,12 @@ enum Route {
     Collect(String),
 }
 
-/// A reasoning message open in the client's stream, and its text so far.
-struct OpenReasoning {
-    message: ReasoningMessage,
-    text: String,
-}
-
 /// One generation pass; see the module docs.
 pub(super) struct Pass<'m> {
     model: &'m Model,
     detok: Detokenizer,
     route: Route,
-    hold_reasoning_end: bool,
-    reasoning: Option<OpenReasoning>,
+    forwarder: Forwarder,
 }
 
 impl<'m> Pass<'m> {
@@ -100,8 +94,7 @@ impl<'m> Pass<'m> {
             model,
             detok: model.detokenizer(),
             route,
-            hold_reasoning_end: false,
-            reasoning: None,
+            forwarder: Forwarder::default(),
         }
     }
 
@@ -109,13 +102,13 @@ impl<'m> Pass<'m> {
     /// caller to close with a summary (or after its own pass).
     #[must_use]
     pub fn holding_reasoning_end(mut self, hold: bool) -> Self {
-        self.hold_reasoning_end = hold;
+        self.forwarder = self.forwarder.holding_reasoning_end(hold);
         self
     }
 
     /// The text of the reasoning message now open (`""` if none).
     pub fn reasoning_text(&self) -> &str {
-        self.reasoning.as_ref().map_or("", |r| r.text.as_str())
+        self.forwarder.reasoning_text()
     }
 
     /// Reasoning tokens the splitter counted.
@@ -212,25 +205,7 @@ impl<'m> Pass<'m> {
         events: &mut RunEvents<'_>,
         chunk: Chunk,
     ) -> Result<Forwarded, Disconnected> {
-        match chunk {
-            Chunk::ReasoningStart => {
-                self.open_reasoning(events)?;
-            }
-            Chunk::ReasoningDelta(delta) if delta.is_empty() => {}
-            Chunk::ReasoningDelta(delta) => {
-                let open = self.open_reasoning(events)?;
-                open.text.push_str(&delta);
-                events.reasoning_delta(&open.message, &delta)?;
-            }
-            Chunk::ReasoningEnd if self.hold_reasoning_end => return Ok(Forwarded::Held),
-            Chunk::ReasoningEnd => self.close_reasoning(events, None)?,
-            Chunk::Text(text) => events.text(&text)?,
-            Chunk::ToolCallStart { id, name } => events.tool_call_start(id, name)?,
-            Chunk::ToolCallArgs { id, delta } => events.tool_call_args(id, delta)?,
-            Chunk::ToolCallEnd(call) => events.tool_call_end(call)?,
-            Chunk::Malformed(malformed) => events.malformed(malformed)?,
-        }
-        Ok(Forwarded::Sent)
+        self.forwarder.forward(events, chunk)
     }
 
     /// Closes the open reasoning message, if any, sealing its text;
@@ -240,24 +215,7 @@ impl<'m> Pass<'m> {
         events: &mut RunEvents<'_>,
         summary: Option<&str>,
     ) -> Result<(), Disconnected> {
-        match self.reasoning.take() {
-            Some(open) => events.reasoning_end(open.message, &open.text, summary),
-            None => Ok(()),
-        }
-    }
-
-    fn open_reasoning(
-        &mut self,
-        events: &mut RunEvents<'_>,
-    ) -> Result<&mut OpenReasoning, Disconnected> {
-        let open = match self.reasoning.take() {
-            Some(open) => open,
-            None => OpenReasoning {
-                message: events.reasoning_start()?,
-                text: String::new(),
-            },
-        };
-        Ok(self.reasoning.insert(open))
+        self.forwarder.close_reasoning(events, summary)
     }
 }
 

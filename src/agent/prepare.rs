@@ -11,6 +11,7 @@ use thinkwire_protocol::{RunAgentInput, Tool};
 use thinkwire_reasoning::SeparatePassSpec;
 use thinkwire_seal::KeyRing;
 
+use super::backend::Backend;
 use super::config::AgentConfig;
 use super::controls::{ReasoningControls, Visibility};
 use super::history::{self, DroppedReasoning, Turn};
@@ -22,7 +23,7 @@ use crate::metrics::Metrics;
 
 /// What every run of an agent shares.
 pub(crate) struct Shared {
-    pub model: Model,
+    pub backend: Backend,
     pub keys: KeyRing,
     pub config: AgentConfig,
     pub metrics: Arc<Metrics>,
@@ -77,6 +78,12 @@ pub(super) enum Plan {
         earlier_notes: String,
         budget: usize,
     },
+    /// An upstream server generates; its adapter splits.
+    Upstream {
+        turns: Vec<Turn>,
+        /// `false`: the upstream is asked not to think.
+        thinking: bool,
+    },
 }
 
 /// The separate pass's answer turns: this pass's reasoning and the earlier
@@ -118,8 +125,7 @@ pub(super) fn prepare(
     let controls = ReasoningControls::from_forwarded(forwarded, &config.policy)?;
     let (sampling, max_new_tokens) =
         sampling::from_forwarded(forwarded, &config.sampling, config.max_new_tokens)?;
-    let model = &shared.model;
-    let spec = model.format();
+    let spec = shared.backend.format();
     let history = history::build(
         &input.messages,
         &input.thread_id,
@@ -147,6 +153,24 @@ pub(super) fn prepare(
             (b as usize).min(controls.budget_tokens)
         });
 
+    let model = match &shared.backend {
+        Backend::Local(model) => model,
+        Backend::Upstream(_) => {
+            let plan = Plan::Upstream {
+                turns,
+                thinking: prompt_plan.thinking,
+            };
+            return Ok(prepared(
+                shared.clone(),
+                input,
+                controls,
+                sampling,
+                max_new_tokens,
+                plan,
+                history.dropped,
+            ));
+        }
+    };
     let plan = if let Some(pass) = spec.separate_pass() {
         let earlier_notes = take_replayed_reasoning(&mut turns);
         let reasoning_prompt = if prompt_plan.thinking {
@@ -188,7 +212,27 @@ pub(super) fn prepare(
         }
     };
 
-    Ok(PreparedRun {
+    Ok(prepared(
+        shared.clone(),
+        input,
+        controls,
+        sampling,
+        max_new_tokens,
+        plan,
+        history.dropped,
+    ))
+}
+
+fn prepared(
+    shared: Arc<Shared>,
+    input: RunAgentInput,
+    controls: ReasoningControls,
+    sampling: SamplingParams,
+    max_new_tokens: usize,
+    plan: Plan,
+    dropped: Vec<DroppedReasoning>,
+) -> PreparedRun {
+    PreparedRun {
         thread_id: input.thread_id,
         run_id: input.run_id,
         controls,
@@ -196,9 +240,9 @@ pub(super) fn prepare(
         max_new_tokens,
         plan,
         tools: input.tools,
-        dropped: history.dropped,
+        dropped,
         shared,
-    })
+    }
 }
 
 fn too_many(what: &str, got: usize, limit: usize) -> RunRejected {

@@ -8,6 +8,7 @@ mod convert;
 mod inspect;
 mod keygen;
 mod serve;
+mod upstream;
 
 pub use args::ModelArgs;
 pub use bench::{BenchArgs, bench};
@@ -16,3 +17,4 @@ pub use convert::{ConvertArgs, convert};
 pub use inspect::{InspectArgs, inspect};
 pub use keygen::keygen;
 pub use serve::{ServeArgs, default_web_dir, serve};
+pub use upstream::UpstreamArgs;

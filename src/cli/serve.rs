@@ -8,7 +8,8 @@ use anyhow::{Context, Result, bail};
 use thinkwire_seal::{Key, KeyRing};
 
 use super::ModelArgs;
-use crate::agent::{Agent, AgentConfig, ReplayFailure, Visibility};
+use super::upstream::UpstreamArgs;
+use crate::agent::{Agent, AgentConfig, Backend, ReplayFailure, Visibility};
 use crate::server::{self, AppState, ReasoningField, ServerConfig};
 
 /// `thinkwire serve`.
@@ -16,6 +17,8 @@ use crate::server::{self, AppState, ReasoningField, ServerConfig};
 pub struct ServeArgs {
     #[command(flatten)]
     model: ModelArgs,
+    #[command(flatten)]
+    upstream: UpstreamArgs,
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1:8080", env = "THINKWIRE_LISTEN")]
     listen: SocketAddr,
@@ -121,9 +124,25 @@ fn agent_config(args: &ServeArgs) -> Result<AgentConfig> {
 pub fn serve(args: ServeArgs) -> Result<()> {
     let keys = load_keys(&args)?;
     let config = agent_config(&args)?;
-    let model = args.model.load()?;
-    tracing::info!(model = model.id(), format = %model.format().family, "model loaded");
-    let agent = Arc::new(Agent::new(model, keys, config));
+    let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
+    let backend = if args.upstream.enabled() {
+        let backend = args
+            .upstream
+            .backend(&args.model.registry()?, runtime.handle().clone())?;
+        // The URL and model are the operator's own; the key is never logged.
+        tracing::info!(
+            kind = backend.kind(),
+            model = backend.id(),
+            format = %backend.format().family,
+            "generating upstream"
+        );
+        backend
+    } else {
+        let model = args.model.load()?;
+        tracing::info!(model = model.id(), format = %model.format().family, "model loaded");
+        Backend::Local(model)
+    };
+    let agent = Arc::new(Agent::with_backend(backend, keys, config));
     let web_dir = args.web_dir.clone().or_else(default_web_dir);
     let openai_reasoning_field =
         ReasoningField::parse(&args.reasoning_field).with_context(|| {
@@ -139,7 +158,6 @@ pub fn serve(args: ServeArgs) -> Result<()> {
         openai_reasoning_field,
         ..ServerConfig::default()
     };
-    let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
     runtime.block_on(async move {
         let listener = tokio::net::TcpListener::bind(args.listen)
             .await

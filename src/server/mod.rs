@@ -124,10 +124,13 @@ async fn healthz(State(state): State<AppState>) -> axum::Json<serde_json::Value>
 
 /// Prometheus text exposition (`prometheus-client`'s encoder).
 async fn metrics(State(state): State<AppState>) -> impl axum::response::IntoResponse {
-    let text = state
+    // An upstream's load is its own; ours is then all zero.
+    let load = state
         .agent
-        .metrics()
-        .render(&state.agent.model().engine().load());
+        .model()
+        .map(|model| model.engine().load())
+        .unwrap_or_default();
+    let text = state.agent.metrics().render(&load);
     (
         [(
             axum::http::header::CONTENT_TYPE,

@@ -99,8 +99,13 @@ async fn a_budget_under_summary_visibility_resumes_after_the_close_marker() {
     resumed.extend_from_slice(&encode(rig.chat(), &script)[..budget]);
     resumed.extend(encode(rig.chat(), "\n</think>\n\n"));
     assert_eq!(
-        rig.server.agent.model().decode(&prompts[2]).unwrap(),
-        rig.server.agent.model().decode(&resumed).unwrap()
+        rig.server
+            .agent
+            .model()
+            .unwrap()
+            .decode(&prompts[2])
+            .unwrap(),
+        rig.server.agent.model().unwrap().decode(&resumed).unwrap()
     );
     assert_eq!(prompts[2], resumed);
     assert_eq!(usage(&events).reasoning_tokens, Some(budget as u64));

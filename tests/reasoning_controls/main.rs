@@ -121,6 +121,7 @@ impl Rig {
         self.server
             .agent
             .model()
+            .unwrap()
             .decode(&self.prompts()[index])
             .unwrap()
     }
@@ -130,7 +131,7 @@ impl Rig {
     }
 
     fn chat(&self) -> &ChatModel {
-        self.server.agent.model().chat()
+        self.server.agent.model().unwrap().chat()
     }
 
     /// Opens the one sealed value of `events` (bound to `thread`) and checks

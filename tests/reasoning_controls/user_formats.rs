@@ -49,7 +49,7 @@ async fn a_user_file_family_drives_the_splitter_and_its_budget_end_to_end() {
         AgentConfig::default(),
     )
     .await;
-    assert_eq!(rig.server.agent.model().format().family, "reflect");
+    assert_eq!(rig.server.agent.model().unwrap().format().family, "reflect");
 
     let events = post_run(
         &rig.server,

@@ -57,7 +57,7 @@ async fn the_official_client_completes_two_turns_and_keeps_the_sealed_reasoning(
     // Turn 2's prompt carries turn 1's reasoning, which came back sealed.
     let prompts = observed.prompts.lock().unwrap().clone();
     assert_eq!(prompts.len(), 2);
-    let second = server.agent.model().decode(&prompts[1]).unwrap();
+    let second = server.agent.model().unwrap().decode(&prompts[1]).unwrap();
     assert!(
         second.contains("What is the capital of France?"),
         "{second}"

@@ -46,7 +46,7 @@ fn prompt_text(server: &TestServer, observed: &Observed, n: usize) -> String {
     let ids = prompts
         .get(n)
         .unwrap_or_else(|| panic!("the engine saw {} prompts, not {}", prompts.len(), n + 1));
-    server.agent.model().decode(ids).unwrap()
+    server.agent.model().unwrap().decode(ids).unwrap()
 }
 
 fn weather_tool() -> Value {

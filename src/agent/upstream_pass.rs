@@ -1,0 +1,123 @@
+//! A run on an upstream server: one streaming request, sent before
+//! `RUN_STARTED` so an upstream that is down or refuses ends the run with a
+//! lone `RUN_ERROR`; its chunks, already
+//! split by the adapter, go through the same [`Forwarder`] as a local
+//! pass's. `summary` visibility holds the reasoning end and asks the
+//! upstream for a short summary, with the registry's summary prompts.
+
+use thinkwire_engine::SamplingParams;
+use thinkwire_reasoning::Chunk;
+
+use super::backend::UpstreamBackend;
+use super::controls::Visibility;
+use super::events::new_id;
+use super::execute::Execution;
+use super::forward::{Forwarded, Forwarder};
+use super::history::Turn;
+use super::pass::Stopped;
+use crate::upstream::{UpstreamRequest, UpstreamStream};
+
+impl Execution<'_, '_> {
+    /// Streams the upstream's answer to `turns` into the run's events.
+    pub(super) fn upstream(
+        &mut self,
+        up: &UpstreamBackend,
+        turns: &[Turn],
+        thinking: bool,
+    ) -> Result<(), Stopped> {
+        let run = self.run;
+        let request = UpstreamRequest {
+            turns,
+            tools: &run.tools,
+            sampling: &run.sampling,
+            max_tokens: run.max_new_tokens,
+            thinking,
+            effort: run.controls.effort,
+        };
+        let summary = run.controls.visibility == Visibility::Summary;
+        let mut forwarder = Forwarder::default().holding_reasoning_end(summary);
+        // The request goes out before `RUN_STARTED`: an upstream that is
+        // down or refuses the conversation ends the run with a lone
+        // `RUN_ERROR`, as a refusal here does.
+        let Some(mut stream) = self.open(up, &request)? else {
+            return Ok(());
+        };
+        self.start()?;
+        while let Some(chunks) = self.next(&mut stream)? {
+            for chunk in chunks {
+                if forwarder.forward(&mut self.events, chunk)? == Forwarded::Held {
+                    let reasoning = forwarder.reasoning_text().to_owned();
+                    let summary = self.summarize(&reasoning)?;
+                    forwarder.close_reasoning(&mut self.events, Some(&summary))?;
+                }
+            }
+        }
+        // A run stopped mid-reasoning still seals what arrived.
+        forwarder.close_reasoning(&mut self.events, None)?;
+        if let Some(usage) = stream.usage() {
+            self.usage.input += usage.input as usize;
+            self.usage.output += usage.output as usize;
+            self.usage.reasoning += usage.reasoning.unwrap_or(0) as usize;
+        }
+        Ok(())
+    }
+
+    /// A short summary of `reasoning` from the upstream, thinking off.
+    pub(super) fn summarize_upstream(
+        &mut self,
+        up: &UpstreamBackend,
+        reasoning: &str,
+    ) -> Result<String, Stopped> {
+        let Some(prompts) = &up.summary else {
+            return Ok(String::new());
+        };
+        if reasoning.trim().is_empty() {
+            return Ok(String::new());
+        }
+        let turns = [
+            Turn::new("system", prompts.summary_system.clone()),
+            Turn::new("user", prompts.summary_user_with(reasoning)),
+        ];
+        let greedy = SamplingParams {
+            seed: self.run.sampling.seed,
+            ..SamplingParams::greedy()
+        };
+        let request = UpstreamRequest {
+            turns: &turns,
+            tools: &[],
+            sampling: &greedy,
+            max_tokens: prompts.summary_max_tokens as usize,
+            thinking: false,
+            effort: None,
+        };
+        let Some(mut stream) = self.open(up, &request)? else {
+            return Ok(String::new());
+        };
+        let mut summary = String::new();
+        while let Some(chunks) = self.next(&mut stream)? {
+            for chunk in chunks {
+                if let Chunk::Text(text) = chunk {
+                    summary.push_str(&text);
+                }
+            }
+        }
+        Ok(summary.trim().to_owned())
+    }
+
+    fn open(
+        &self,
+        up: &UpstreamBackend,
+        request: &UpstreamRequest<'_>,
+    ) -> Result<Option<UpstreamStream>, Stopped> {
+        let output = self.events.output();
+        let prefix = new_id("call") + "-";
+        Ok(up
+            .upstream
+            .open(request, prefix, &|| output.should_stop())?)
+    }
+
+    fn next(&self, stream: &mut UpstreamStream) -> Result<Option<Vec<Chunk>>, Stopped> {
+        let output = self.events.output();
+        Ok(stream.next(&|| output.should_stop())?)
+    }
+}

@@ -1,0 +1,226 @@
+//! The HTTP side of an upstream: one streaming request per pass, read from
+//! the run's blocking thread a piece at a time, so the run forwards each
+//! piece as it comes and notices a client that left within one poll
+//! interval. Dropping the stream closes the connection, which is how the
+//! upstream learns that the client is gone.
+
+use std::time::Duration;
+
+use serde_json::Value;
+use thinkwire_protocol::SseDecoder;
+use thinkwire_reasoning::{Chunk, FormatSpec};
+use tokio::runtime::Handle;
+
+use super::openai_chat::{self, StreamParser, UpstreamRequest, UpstreamUsage};
+use super::{UpstreamConfig, UpstreamError};
+
+/// How often a waiting read checks whether the client is still there.
+const POLL: Duration = Duration::from_millis(20);
+
+/// A configured upstream, shared by every run.
+pub struct Upstream {
+    config: UpstreamConfig,
+    client: reqwest::Client,
+    runtime: Handle,
+}
+
+impl Upstream {
+    /// An upstream whose requests run on `runtime` (the server's).
+    pub fn new(config: UpstreamConfig, runtime: Handle) -> Result<Self, UpstreamError> {
+        let client = reqwest::Client::builder()
+            .connect_timeout(config.connect_timeout)
+            .build()
+            .map_err(|err| {
+                tracing::error!(error = %err, "building the upstream HTTP client");
+                UpstreamError::Unavailable("no HTTP client")
+            })?;
+        Ok(Self {
+            config,
+            client,
+            runtime,
+        })
+    }
+
+    /// The model the upstream is asked for.
+    pub fn model(&self) -> &str {
+        &self.config.model
+    }
+
+    /// How its text-level reasoning is recognized.
+    pub fn format(&self) -> &FormatSpec {
+        &self.config.format
+    }
+
+    /// The operator's configuration.
+    pub fn config(&self) -> &UpstreamConfig {
+        &self.config
+    }
+
+    /// Sends `request` and waits for the response head, retrying (before
+    /// any of the stream is read) while the upstream is unreachable or
+    /// overloaded. `should_stop` is polled while waiting.
+    pub fn open(
+        &self,
+        request: &UpstreamRequest<'_>,
+        call_prefix: String,
+        should_stop: &dyn Fn() -> bool,
+    ) -> Result<Option<UpstreamStream>, UpstreamError> {
+        let body = openai_chat::request_body(&self.config.model, request);
+        let url = format!("{}/chat/completions", self.config.url.trim_end_matches('/'));
+        let mut attempt = 0;
+        loop {
+            let mut builder = self.client.post(&url).json(&body);
+            if let Some(key) = &self.config.key {
+                builder = builder.bearer_auth(key.expose());
+            }
+            let sent = self.wait(builder.send(), should_stop);
+            let err = match sent {
+                Waited::Stopped => return Ok(None),
+                Waited::TimedOut => UpstreamError::Unavailable("no response in time"),
+                Waited::Done(Err(err)) => {
+                    tracing::warn!(error = %err.without_url(), attempt, "upstream request failed");
+                    UpstreamError::Unavailable("cannot connect")
+                }
+                Waited::Done(Ok(response)) if response.status().is_success() => {
+                    return Ok(Some(UpstreamStream {
+                        response,
+                        decoder: SseDecoder::new(),
+                        parser: StreamParser::new(&self.config.format, call_prefix),
+                        idle_timeout: self.config.idle_timeout,
+                        runtime: self.runtime.clone(),
+                        ended: false,
+                    }));
+                }
+                Waited::Done(Ok(response)) => self.refused(response, should_stop),
+            };
+            let retriable = match &err {
+                UpstreamError::Unavailable(_) => true,
+                UpstreamError::Refused { status, .. } => *status == 429 || *status >= 500,
+                UpstreamError::Protocol(_) => false,
+            };
+            if !retriable || attempt >= self.config.retries {
+                return Err(err);
+            }
+            attempt += 1;
+            let backoff = Duration::from_millis(200 << attempt.min(5));
+            if let Waited::Stopped = self.wait(tokio::time::sleep(backoff), should_stop) {
+                return Ok(None);
+            }
+        }
+    }
+
+    /// The error of a non-success response: its status and the error's
+    /// type or code (never its message, which may quote the conversation).
+    fn refused(
+        &self,
+        response: reqwest::Response,
+        should_stop: &dyn Fn() -> bool,
+    ) -> UpstreamError {
+        let status = response.status();
+        let kind = match self.wait(response.bytes(), should_stop) {
+            Waited::Done(Ok(bytes)) => serde_json::from_slice::<Value>(&bytes)
+                .ok()
+                .and_then(|v| v.get("error").cloned())
+                .map_or_else(String::new, |e| openai_chat::error_kind(&e)),
+            _ => String::new(),
+        };
+        tracing::warn!(status = status.as_u16(), kind = %kind, "upstream refused a request");
+        UpstreamError::Refused {
+            status: status.as_u16(),
+            kind,
+        }
+    }
+
+    fn wait<F: Future>(&self, future: F, should_stop: &dyn Fn() -> bool) -> Waited<F::Output> {
+        wait(&self.runtime, self.config.idle_timeout, future, should_stop)
+    }
+}
+
+/// One streaming response.
+pub struct UpstreamStream {
+    response: reqwest::Response,
+    decoder: SseDecoder,
+    parser: StreamParser,
+    idle_timeout: Duration,
+    runtime: Handle,
+    ended: bool,
+}
+
+impl UpstreamStream {
+    /// The next chunks: `Ok(None)` when the stream ended (or the client
+    /// stopped the run: the connection is then closed by dropping this).
+    pub fn next(
+        &mut self,
+        should_stop: &dyn Fn() -> bool,
+    ) -> Result<Option<Vec<Chunk>>, UpstreamError> {
+        if self.ended {
+            return Ok(None);
+        }
+        let piece = wait(
+            &self.runtime,
+            self.idle_timeout,
+            self.response.chunk(),
+            should_stop,
+        );
+        let bytes = match piece {
+            Waited::Stopped => {
+                self.ended = true;
+                return Ok(None);
+            }
+            Waited::TimedOut => return Err(UpstreamError::Unavailable("the stream went silent")),
+            Waited::Done(Err(err)) => {
+                tracing::warn!(error = %err.without_url(), "upstream stream broke off");
+                return Err(UpstreamError::Unavailable("the stream broke off"));
+            }
+            Waited::Done(Ok(None)) => {
+                self.ended = true;
+                if !self.parser.done() {
+                    return Err(UpstreamError::Unavailable("the stream ended before [DONE]"));
+                }
+                return Ok(Some(self.parser.finish()));
+            }
+            Waited::Done(Ok(Some(bytes))) => bytes,
+        };
+        let mut chunks = Vec::new();
+        for message in self.decoder.push(&bytes) {
+            if self.parser.done() {
+                break;
+            }
+            chunks.extend(self.parser.push(&message.data)?);
+        }
+        Ok(Some(chunks))
+    }
+
+    /// What the upstream counted, if it said.
+    pub fn usage(&self) -> Option<UpstreamUsage> {
+        self.parser.usage()
+    }
+}
+
+enum Waited<T> {
+    Done(T),
+    Stopped,
+    TimedOut,
+}
+
+/// Runs `future` to completion on `runtime` from a blocking thread, unless
+/// `should_stop` turns true or `timeout` passes first.
+fn wait<F: Future>(
+    runtime: &Handle,
+    timeout: Duration,
+    future: F,
+    should_stop: &dyn Fn() -> bool,
+) -> Waited<F::Output> {
+    runtime.block_on(async {
+        let stopped = async {
+            while !should_stop() {
+                tokio::time::sleep(POLL).await;
+            }
+        };
+        tokio::select! {
+            out = future => Waited::Done(out),
+            () = stopped => Waited::Stopped,
+            () = tokio::time::sleep(timeout) => Waited::TimedOut,
+        }
+    })
+}

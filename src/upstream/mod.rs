@@ -1,0 +1,123 @@
+//! Upstream backends: an OpenAI-compatible chat completions server (vLLM,
+//! SGLang, llama.cpp server, Ollama, mlx-lm's server, thinkwire itself)
+//! generates instead of the local engine. The adapter turns the run's
+//! conversation into the upstream's request and its stream into the same
+//! chunks a local pass produces, so events, visibility, sealing and replay
+//! stay one code path (`agent::forward`).
+//!
+//! The upstream holds nothing between turns either: reasoning reaches it
+//! again only because the client replays its sealed value, which the run
+//! opens and hands back as the assistant turn's `reasoning_content`.
+
+mod client;
+pub mod openai_chat;
+
+use std::time::Duration;
+
+use thinkwire_reasoning::FormatSpec;
+
+pub use client::{Upstream, UpstreamStream};
+pub use openai_chat::{UpstreamRequest, UpstreamUsage};
+
+/// Which wire protocol the upstream speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UpstreamKind {
+    /// OpenAI chat completions (`POST {url}/chat/completions`).
+    OpenAiChat,
+}
+
+impl UpstreamKind {
+    /// Parses the `--upstream-kind` spelling.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "openai-chat" => Some(Self::OpenAiChat),
+            _ => None,
+        }
+    }
+
+    /// The `--upstream-kind` spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::OpenAiChat => "openai-chat",
+        }
+    }
+}
+
+/// How to reach the upstream: the operator's choices.
+#[derive(Debug, Clone)]
+pub struct UpstreamConfig {
+    /// The wire protocol.
+    pub kind: UpstreamKind,
+    /// Base URL, e.g. `http://127.0.0.1:8000/v1`.
+    pub url: String,
+    /// The `model` the upstream is asked for.
+    pub model: String,
+    /// The provider key, if any (read from the environment variable the
+    /// operator named; never logged).
+    pub key: Option<ApiKey>,
+    /// Longest wait for a connection.
+    pub connect_timeout: Duration,
+    /// Longest silence between two pieces of the stream (and before the
+    /// response head) before the upstream counts as gone.
+    pub idle_timeout: Duration,
+    /// Extra attempts when the upstream cannot be reached or answers 5xx
+    /// or 429, only before any of its stream was read.
+    pub retries: u32,
+    /// How text-level reasoning (`<think>` left in `content`) and tool
+    /// calls in text are recognized.
+    pub format: FormatSpec,
+}
+
+/// A provider key. Its `Debug` never shows it, so it cannot reach a log
+/// through a derived `Debug` of what holds it.
+#[derive(Clone)]
+pub struct ApiKey(String);
+
+impl ApiKey {
+    /// Wraps a key.
+    pub fn new(key: String) -> Self {
+        Self(key)
+    }
+
+    fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ApiKey(..)")
+    }
+}
+
+/// Why an upstream generation failed. Messages are safe for the client:
+/// no upstream URL, key or conversation text (details go to the log).
+#[derive(Debug, thiserror::Error)]
+pub enum UpstreamError {
+    /// Not reachable, timed out, or gone mid-stream.
+    #[error("the upstream engine is unavailable ({0})")]
+    Unavailable(&'static str),
+    /// It answered with an error status, or an error inside its stream.
+    #[error("the upstream engine refused the request (HTTP {status}{kind})")]
+    Refused {
+        /// HTTP status (200 for an error inside a stream).
+        status: u16,
+        /// The error's `type`/`code` as the upstream named it, prefixed by
+        /// `: `, or empty.
+        kind: String,
+    },
+    /// Its stream is not what the protocol says.
+    #[error("the upstream engine's stream is malformed ({0})")]
+    Protocol(String),
+}
+
+impl UpstreamError {
+    /// The `RUN_ERROR` code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::Unavailable(_) => "UPSTREAM_UNAVAILABLE",
+            Self::Refused { .. } => "UPSTREAM_ERROR",
+            Self::Protocol(_) => "UPSTREAM_PROTOCOL",
+        }
+    }
+}
