@@ -1,0 +1,161 @@
+//! thinkwire in front of mlx-lm's own server (`mlx_lm.server`, from the
+//! venv setup makes) on the default model: the answers that reach an AG-UI
+//! client through the upstream backend are mlx-lm's greedy answers, as the
+//! parity reference recorded them (`tests/parity/smollm2-135m.json`, made
+//! with mlx-lm on the same f32 conversion).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "support/mod.rs"]
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use support::*;
+use thinkwire::agent::{Agent, AgentConfig, Backend, UpstreamBackend};
+use thinkwire::server::ServerConfig;
+use thinkwire::upstream::{Upstream, UpstreamConfig, UpstreamKind};
+use thinkwire_reasoning::Registry;
+use thinkwire_seal::{Key, KeyRing};
+
+/// Kills the server when the test ends, however it ends.
+struct Server(Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn python() -> PathBuf {
+    thinkwire_chat::assets::home().join("venv/bin/python")
+}
+
+/// The default model as an f32 Hugging Face folder, as the reference was
+/// made (`thinkwire convert --precision f32`).
+fn convert_default_model(dir: &Path) {
+    let status = Command::new(env!("CARGO_BIN_EXE_thinkwire"))
+        .args(["convert", "--precision", "f32"])
+        .arg(thinkwire_chat::assets::default_model())
+        .arg(dir)
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success(), "thinkwire convert failed");
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+async fn start_mlx_lm(model: &Path) -> (Server, String) {
+    let port = free_port();
+    let child = Command::new(python())
+        .args(["-m", "mlx_lm", "server", "--host", "127.0.0.1", "--port"])
+        .arg(port.to_string())
+        .arg("--model")
+        .arg(model)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("starting mlx_lm.server from the venv (run scripts/setup)");
+    let server = Server(child);
+    let base = format!("http://127.0.0.1:{port}/v1");
+    let started = Instant::now();
+    loop {
+        if let Ok(response) = reqwest::get(format!("{base}/models")).await
+            && response.status().is_success()
+        {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "mlx_lm.server did not come up"
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    (server, base)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mlx_lm_server_answers_through_thinkwire_as_mlx_lm_does() {
+    let dir = std::env::temp_dir().join(format!("thinkwire-mlx-lm-{}", std::process::id()));
+    convert_default_model(&dir);
+    let (_mlx_lm, base) = start_mlx_lm(&dir).await;
+
+    let registry = Registry::builtin();
+    let config = UpstreamConfig {
+        kind: UpstreamKind::OpenAiChat,
+        url: base,
+        // mlx-lm's name for the model it was started with.
+        model: "default_model".into(),
+        key: None,
+        connect_timeout: Duration::from_secs(5),
+        idle_timeout: Duration::from_secs(60),
+        retries: 0,
+        format: registry.family("qwen3").unwrap().clone(),
+    };
+    let upstream = Upstream::new(config, tokio::runtime::Handle::current()).unwrap();
+    let backend = Backend::Upstream(Box::new(UpstreamBackend::new(upstream, &registry)));
+    let keys = KeyRing::new(Key::generate().unwrap());
+    let front = TestServer::start(
+        Agent::with_backend(backend, keys, AgentConfig::default()),
+        ServerConfig::default(),
+    )
+    .await;
+
+    let reference: Value = serde_json::from_str(
+        &std::fs::read_to_string(root().join("tests/parity/smollm2-135m.json")).unwrap(),
+    )
+    .unwrap();
+    let set: Value = serde_json::from_str(
+        &std::fs::read_to_string(root().join("tests/parity/conversations.json")).unwrap(),
+    )
+    .unwrap();
+    let max_tokens = reference["max_tokens"].as_u64().unwrap();
+    for (i, question) in set["questions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .take(4)
+        .enumerate()
+    {
+        let case = &reference["cases"][i];
+        assert_eq!(case["name"], format!("question {i}"));
+        let expected: String = case["pieces"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(Value::as_str)
+            .chain(case["tail"].as_str())
+            .collect();
+        let events = post_run(
+            &front,
+            &input(
+                "mlx-lm",
+                &format!("run-{i}"),
+                question.as_str().unwrap(),
+                json!({"sampling": {"temperature": 0, "maxTokens": max_tokens}}),
+            ),
+        )
+        .await;
+        assert_eq!(
+            answer_text(&events).trim(),
+            expected.trim(),
+            "question {i} through thinkwire differs from mlx-lm's answer"
+        );
+    }
+    front.shutdown().await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
