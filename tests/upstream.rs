@@ -308,7 +308,33 @@ async fn upstream_faults_end_the_run_with_a_coded_error_and_no_conversation_text
     assert_eq!(code, "UPSTREAM_UNAVAILABLE");
     assert!(started, "it died after answering");
     assert!(elapsed < Duration::from_secs(1), "{elapsed:?}");
-    for server in [front_a, front_b, front_c, front_d] {
+    // Overloaded once, then answers: retried before any byte was read.
+    let calls = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&calls);
+    let flaky = fake_upstream(axum::Router::new().route(
+        "/v1/chat/completions",
+        post(move || {
+            let call = counted.fetch_add(1, Ordering::SeqCst);
+            async move {
+                if call == 0 {
+                    axum::http::StatusCode::SERVICE_UNAVAILABLE.into_response()
+                } else {
+                    sse_response(Body::from(format!(
+                        "{}data: [DONE]\n\n",
+                        delta(json!({"content": "Back."}))
+                    )))
+                }
+            }
+        }),
+    ))
+    .await;
+    let mut config = upstream_config(flaky);
+    config.retries = 1;
+    let front_e = front(config).await;
+    let events = post_run(&front_e, &input("t", "r", "Hello?", json!({}))).await;
+    assert_eq!(answer_text(&events), "Back.");
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
+    for server in [front_a, front_b, front_c, front_d, front_e] {
         server.shutdown().await;
     }
 }

@@ -9,13 +9,16 @@ use thinkwire_seal::{Key, KeyRing};
 use tokio::sync::mpsc;
 
 use super::ModelArgs;
-use crate::agent::{Agent, AgentConfig, CancelRun, RunOutput};
+use super::upstream::UpstreamArgs;
+use crate::agent::{Agent, AgentConfig, Backend, CancelRun, RunOutput};
 
 /// `thinkwire chat`.
 #[derive(clap::Args, Debug)]
 pub struct ChatArgs {
     #[command(flatten)]
     model: ModelArgs,
+    #[command(flatten)]
+    upstream: UpstreamArgs,
     /// What to ask; without it, a REPL reads questions from stdin.
     prompt: Option<String>,
     /// Show the model's reasoning (`full`), or think without showing it
@@ -39,9 +42,20 @@ pub fn chat(args: &ChatArgs) -> Result<()> {
     // attention cache instead of prefilling the whole conversation again.
     let mut model_args = args.model.clone();
     model_args.prefix_cache |= args.prompt.is_none();
-    let model = model_args.load()?;
+    // The upstream's requests run here; the runs stay on their own threads.
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    let backend = if args.upstream.enabled() {
+        args.upstream
+            .backend(&model_args.registry()?, runtime.handle().clone())?
+    } else {
+        Backend::Local(model_args.load()?)
+    };
     let keys = KeyRing::new(Key::generate().context("generating a session key")?);
-    let agent = Agent::new(model, keys, AgentConfig::default());
+    let agent = Agent::with_backend(backend, keys, AgentConfig::default());
     let mut history: Vec<Message> = Vec::new();
     let ask = |question: &str, history: &mut Vec<Message>| -> Result<()> {
         history.push(Message::User(UserMessage {

@@ -78,7 +78,7 @@ impl Upstream {
                 Waited::Stopped => return Ok(None),
                 Waited::TimedOut => UpstreamError::Unavailable("no response in time"),
                 Waited::Done(Err(err)) => {
-                    tracing::warn!(error = %err.without_url(), attempt, "upstream request failed");
+                    tracing::warn!(error = %chain(&err.without_url()), attempt, "upstream request failed");
                     UpstreamError::Unavailable("cannot connect")
                 }
                 Waited::Done(Ok(response)) if response.status().is_success() => {
@@ -103,7 +103,10 @@ impl Upstream {
             }
             attempt += 1;
             let backoff = Duration::from_millis(200 << attempt.min(5));
-            if let Waited::Stopped = self.wait(tokio::time::sleep(backoff), should_stop) {
+            // Built inside the runtime: a run thread may not be in its
+            // context (`thinkwire chat`).
+            let pause = async move { tokio::time::sleep(backoff).await };
+            if let Waited::Stopped = self.wait(pause, should_stop) {
                 return Ok(None);
             }
         }
@@ -169,7 +172,7 @@ impl UpstreamStream {
             }
             Waited::TimedOut => return Err(UpstreamError::Unavailable("the stream went silent")),
             Waited::Done(Err(err)) => {
-                tracing::warn!(error = %err.without_url(), "upstream stream broke off");
+                tracing::warn!(error = %chain(&err.without_url()), "upstream stream broke off");
                 return Err(UpstreamError::Unavailable("the stream broke off"));
             }
             Waited::Done(Ok(None)) => {
@@ -195,6 +198,19 @@ impl UpstreamStream {
     pub fn usage(&self) -> Option<UpstreamUsage> {
         self.parser.usage()
     }
+}
+
+/// An error and its causes, for the log (reqwest's own message names only
+/// the outermost one).
+fn chain(err: &dyn std::error::Error) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
 }
 
 enum Waited<T> {
