@@ -61,14 +61,18 @@ fn upstream_config(url: String) -> UpstreamConfig {
     }
 }
 
-/// A thinkwire whose backend is the upstream at `url`.
+/// A thinkwire whose backend is the upstream `config` names.
 async fn front(config: UpstreamConfig) -> TestServer {
+    front_with_keys(config, KeyRing::new(Key::generate().unwrap())).await
+}
+
+/// The same, sealing with `keys` (replicas share a key ring).
+async fn front_with_keys(config: UpstreamConfig, keys: KeyRing) -> TestServer {
     let upstream = Upstream::new(config, tokio::runtime::Handle::current()).unwrap();
     let backend = Backend::Upstream(Box::new(UpstreamBackend::new(
         upstream,
         &Registry::builtin(),
     )));
-    let keys = KeyRing::new(Key::generate().unwrap());
     let agent = Agent::with_backend(backend, keys, AgentConfig::default());
     TestServer::start(agent, ServerConfig::default()).await
 }
@@ -404,4 +408,82 @@ async fn a_client_that_leaves_closes_the_upstream_stream() {
         "nothing more was generated"
     );
     front.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stateless_replicas_sharing_a_key_ring_continue_each_others_conversations() {
+    let arguments = r#"{"city": "Paris"}"#;
+    let scripts = [
+        format!(
+            "<think>\n{REASONING}\n</think>\n\n<tool_call>\n{{\"name\": \"get_weather\", \"arguments\": {arguments}}}\n</tool_call>{END}"
+        ),
+        qwen3_turn("The tool answered.", "Sunny, 18 °C."),
+    ];
+    let (upstream, observed) = upstream_thinkwire(&scripts).await;
+    let old = Key::generate().unwrap().to_text().as_str().to_owned();
+    let new = Key::generate().unwrap().to_text().as_str().to_owned();
+    let url = upstream.url("/v1");
+    // A seals with the old key; B has rotated (new key active, old one
+    // still opening); C is another deployment.
+    let a = front_with_keys(
+        upstream_config(url.clone()),
+        KeyRing::from_key_list(&old).unwrap(),
+    )
+    .await;
+    let b = front_with_keys(
+        upstream_config(url.clone()),
+        KeyRing::from_key_list(&format!("{new}\n{old}")).unwrap(),
+    )
+    .await;
+    let c = front(upstream_config(url)).await;
+
+    let full = json!({"reasoning": {"visibility": "full"}});
+    let mut first = input("t-replicas", "r1", "Weather in Paris?", full.clone());
+    first["tools"] = json!([weather_tool()]);
+    let events = post_run(&a, &first).await;
+    let mut messages = first["messages"].as_array().unwrap().clone();
+    apply_events(&mut messages, &events);
+    let call_id = messages
+        .iter()
+        .find_map(|m| m["toolCalls"][0]["id"].as_str())
+        .unwrap()
+        .to_owned();
+    messages.push(
+        json!({"id": "tool-1", "role": "tool", "toolCallId": call_id, "content": "18 °C, sunny"}),
+    );
+    let mut second = first.clone();
+    second["runId"] = json!("r2");
+    second["messages"] = json!(messages);
+
+    // C cannot open A's value: refused before RUN_STARTED, naming it.
+    let refused = reqwest::Client::new()
+        .post(c.url("/agent"))
+        .json(&second)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 422);
+    let body: Value = refused.json().await.unwrap();
+    let reasoning_id = messages
+        .iter()
+        .find(|m| m["role"] == "reasoning")
+        .and_then(|m| m["id"].as_str())
+        .unwrap()
+        .to_owned();
+    assert_eq!(body["error"]["code"], "SEALED_REASONING_REJECTED", "{body}");
+    assert!(body.to_string().contains(&reasoning_id), "{body}");
+
+    // B continues A's conversation: the upstream gets the reasoning back.
+    let events = post_run(&b, &second).await;
+    assert_eq!(answer_text(&events), "Sunny, 18 °C.");
+    let prompts = observed.prompts.lock().unwrap().clone();
+    assert_eq!(prompts.len(), 2, "the refusal never reached the upstream");
+    let prompt = upstream.agent.model().unwrap().decode(&prompts[1]).unwrap();
+    assert!(
+        prompt.contains(&format!("<think>\n{REASONING}\n</think>")),
+        "{prompt}"
+    );
+    for server in [a, b, c, upstream] {
+        server.shutdown().await;
+    }
 }
