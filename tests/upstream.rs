@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use axum::body::Body;
 use axum::response::IntoResponse;
 use axum::routing::post;
+use futures_util::StreamExt as _;
 use serde_json::{Value, json};
 use support::*;
 use thinkwire::agent::{Agent, AgentConfig, Backend, UpstreamBackend, Visibility};
@@ -312,6 +313,25 @@ async fn upstream_faults_end_the_run_with_a_coded_error_and_no_conversation_text
     assert_eq!(code, "UPSTREAM_UNAVAILABLE");
     assert!(started, "it died after answering");
     assert!(elapsed < Duration::from_secs(1), "{elapsed:?}");
+    // One message that never ends.
+    let endless_line = fake_upstream(axum::Router::new().route(
+        "/v1/chat/completions",
+        post(|| async {
+            let pieces = futures_util::stream::repeat_with(|| {
+                Ok::<_, std::io::Error>("x".repeat(64 * 1024))
+            });
+            sse_response(Body::from_stream(futures_util::StreamExt::take(
+                futures_util::stream::once(async { Ok("data: ".to_owned()) }).chain(pieces),
+                1000,
+            )))
+        }),
+    ))
+    .await;
+    let front_f = front(upstream_config(endless_line)).await;
+    let (code, _, _, _) = failed_run(&front_f).await;
+    assert_eq!(code, "UPSTREAM_PROTOCOL");
+    front_f.shutdown().await;
+
     // Overloaded once, then answers: retried before any byte was read.
     let calls = Arc::new(AtomicUsize::new(0));
     let counted = Arc::clone(&calls);

@@ -116,6 +116,12 @@ impl SseDecoder {
         out
     }
 
+    /// Bytes held for a message not yet complete: a reader of an untrusted
+    /// stream bounds this (the decoder itself buffers without limit).
+    pub fn pending_len(&self) -> usize {
+        self.line.len() + self.data.len() + self.event.as_ref().map_or(0, String::len)
+    }
+
     /// Feeds bytes and decodes each completed message as an AG-UI event.
     /// Messages of unknown event types are skipped, as the official client
     /// does; a malformed one yields its error in place.

@@ -17,6 +17,14 @@ use super::{UpstreamConfig, UpstreamError};
 /// How often a waiting read checks whether the client is still there.
 const POLL: Duration = Duration::from_millis(20);
 
+/// Largest message the upstream may send in its stream (a chat chunk is a
+/// few hundred bytes); beyond it, the stream is malformed.
+const MAX_MESSAGE_BYTES: usize = 1 << 20;
+
+/// Most bytes one upstream answer may stream, whatever its token count
+/// says: a stream that never ends is cut off here.
+const MAX_STREAM_BYTES: usize = 256 << 20;
+
 /// A configured upstream, shared by every run.
 pub struct Upstream {
     config: UpstreamConfig,
@@ -89,6 +97,7 @@ impl Upstream {
                         idle_timeout: self.config.idle_timeout,
                         runtime: self.runtime.clone(),
                         ended: false,
+                        read: 0,
                     }));
                 }
                 Waited::Done(Ok(response)) => self.refused(response, should_stop),
@@ -147,6 +156,8 @@ pub struct UpstreamStream {
     idle_timeout: Duration,
     runtime: Handle,
     ended: bool,
+    /// Bytes read so far.
+    read: usize,
 }
 
 impl UpstreamStream {
@@ -184,8 +195,18 @@ impl UpstreamStream {
             }
             Waited::Done(Ok(Some(bytes))) => bytes,
         };
+        self.read += bytes.len();
+        if self.read > MAX_STREAM_BYTES {
+            return Err(UpstreamError::Protocol("the stream is too long".into()));
+        }
         let mut chunks = Vec::new();
-        for message in self.decoder.push(&bytes) {
+        let messages = self.decoder.push(&bytes);
+        if self.decoder.pending_len() > MAX_MESSAGE_BYTES
+            || messages.iter().any(|m| m.data.len() > MAX_MESSAGE_BYTES)
+        {
+            return Err(UpstreamError::Protocol("a message is too long".into()));
+        }
+        for message in messages {
             if self.parser.done() {
                 break;
             }
