@@ -1,6 +1,7 @@
 //! `thinkwire bench`: load time, time to first token, prefill and decode
 //! speed, peak memory; with `--compare-mlx-lm`, mlx-lm on the same weights in
-//! the same invocation, and the ratios.
+//! the same invocation, and the ratios; with `--compare-llama-cpp`,
+//! llama.cpp's `llama-bench` on the same GGUF file (`llama_cpp`).
 //!
 //! mlx-lm reads only folders, so for a GGUF model it runs on copies of the
 //! same weights converted once into `$THINKWIRE_HOME/converted/`: the exact
@@ -33,6 +34,10 @@ pub struct BenchArgs {
     /// Also measure mlx-lm (from `scripts/setup`'s venv) on the same weights.
     #[arg(long)]
     compare_mlx_lm: bool,
+    /// Also measure llama.cpp (`llama-bench`, built by
+    /// `scripts/setup-llama-cpp`) on the same GGUF file, same threads.
+    #[arg(long)]
+    compare_llama_cpp: bool,
     /// Print the figures as JSON.
     #[arg(long)]
     json: bool,
@@ -116,6 +121,20 @@ pub fn bench(args: &BenchArgs) -> Result<()> {
             })?;
         theirs.push((label, report));
     }
+    let llama = if args.compare_llama_cpp {
+        if !path.is_file() {
+            bail!("--compare-llama-cpp needs a GGUF file, not a folder");
+        }
+        Some(super::llama_cpp::bench(
+            &path,
+            ours.prompt_tokens,
+            args.max_tokens,
+            args.runs,
+            thinkwire_engine::mlx::kernel_threads(),
+        )?)
+    } else {
+        None
+    };
     if args.json {
         let reference: Vec<serde_json::Value> = theirs
             .iter()
@@ -132,6 +151,7 @@ pub fn bench(args: &BenchArgs) -> Result<()> {
                 "kernel_threads": thinkwire_engine::mlx::kernel_threads(),
                 "thinkwire": ours,
                 "mlx_lm": reference,
+                "llama_cpp": llama,
             })
         );
         return Ok(());
@@ -163,11 +183,29 @@ pub fn bench(args: &BenchArgs) -> Result<()> {
     for (label, r) in &theirs {
         row(&format!("mlx-lm ({label})"), r);
     }
+    if let Some(l) = &llama {
+        println!(
+            "{:<26} {:>7} {:>8} {:>14.1} {:>13.1} {:>8}",
+            format!("llama.cpp ({} threads)", l.threads),
+            "-",
+            "-",
+            l.prefill_tok_s,
+            l.decode_tok_s,
+            "-"
+        );
+    }
     for (label, r) in &theirs {
         println!(
             "thinkwire / mlx-lm ({label}): decode {:.2}x, prefill {:.2}x",
             ours.decode_tok_s / r.decode_tok_s,
             ours.prefill_tok_s / r.prefill_tok_s
+        );
+    }
+    if let Some(l) = &llama {
+        println!(
+            "thinkwire / llama.cpp: decode {:.2}x, prefill {:.2}x",
+            ours.decode_tok_s / l.decode_tok_s,
+            ours.prefill_tok_s / l.prefill_tok_s
         );
     }
     Ok(())

@@ -7,6 +7,7 @@ mod chat;
 mod convert;
 mod inspect;
 mod keygen;
+mod llama_cpp;
 mod serve;
 mod upstream;
 
