@@ -64,7 +64,7 @@ pub use error::{
 pub use key::{KEY_LEN, KEY_TEXT_PREFIX, Key, KeyId};
 pub use keyfile::MAX_KEY_FILE_LEN;
 pub use keyring::KeyRing;
-pub use payload::SealedReasoning;
+pub use payload::{ProviderItem, SealedReasoning};
 
 /// The envelope version this crate writes (and the only one it opens).
 pub const ENVELOPE_VERSION: u8 = 1;

@@ -10,7 +10,13 @@
 //! model_id  u32 length ‖ UTF-8
 //! format_id u32 length ‖ UTF-8
 //! text      u32 length ‖ UTF-8
+//! [provider kind u32 length ‖ UTF-8,
+//!  provider data u32 length ‖ UTF-8]   only with flag bit 1
 //! ```
+//!
+//! The provider item is what an upstream provider needs back verbatim with
+//! this reasoning (Anthropic's thinking `signature`, a `redacted_thinking`
+//! block's data, OpenAI's `encrypted_content`): the envelope says which.
 //!
 //! Binary rather than JSON: smaller (it is sent back on every turn), no
 //! escaping, and exact — the decoder must consume every byte.
@@ -23,6 +29,26 @@ use crate::error::OpenError;
 /// Inner payload version this crate writes and reads.
 const PAYLOAD_VERSION: u8 = 1;
 const FLAG_EXPIRES: u8 = 0b0000_0001;
+const FLAG_PROVIDER: u8 = 0b0000_0010;
+
+/// An upstream provider's own opaque reasoning item, sealed with the text
+/// and handed back to that provider verbatim.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ProviderItem {
+    /// Which provider and item, e.g. `anthropic.thinking`.
+    pub kind: String,
+    /// The item, as the provider gave it (opaque here).
+    pub data: String,
+}
+
+impl fmt::Debug for ProviderItem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ProviderItem")
+            .field("kind", &self.kind)
+            .field("data_len", &self.data.len())
+            .finish()
+    }
+}
 
 /// Reasoning as it is sealed and as it comes back out.
 ///
@@ -42,6 +68,8 @@ pub struct SealedReasoning {
     /// After this instant (ms since the Unix epoch) the value no longer
     /// opens. `None`: it never expires (until its key is retired).
     pub expires_at_ms: Option<u64>,
+    /// What an upstream provider needs back with this reasoning, if any.
+    pub provider: Option<ProviderItem>,
 }
 
 impl SealedReasoning {
@@ -59,7 +87,15 @@ impl SealedReasoning {
             format_id: format_id.into(),
             created_at_ms,
             expires_at_ms: None,
+            provider: None,
         }
+    }
+
+    /// Carries `item` for the provider.
+    #[must_use]
+    pub fn with_provider(mut self, item: ProviderItem) -> Self {
+        self.provider = Some(item);
+        self
     }
 
     /// Expires at the given instant (ms since the Unix epoch).
@@ -93,22 +129,34 @@ impl SealedReasoning {
             + self.model_id.len()
             + self.format_id.len()
             + self.text.len()
+            + self
+                .provider
+                .as_ref()
+                .map_or(0, |p| 2 * 4 + p.kind.len() + p.data.len())
     }
 
     /// Appends the inner encoding to `out`. `None` if a field is longer than
     /// its u32 length prefix allows.
     pub(crate) fn encode_into(&self, out: &mut Vec<u8>) -> Option<()> {
         out.push(PAYLOAD_VERSION);
-        out.push(if self.expires_at_ms.is_some() {
-            FLAG_EXPIRES
-        } else {
-            0
-        });
+        let mut flags = 0;
+        if self.expires_at_ms.is_some() {
+            flags |= FLAG_EXPIRES;
+        }
+        if self.provider.is_some() {
+            flags |= FLAG_PROVIDER;
+        }
+        out.push(flags);
         out.extend_from_slice(&self.created_at_ms.to_be_bytes());
         if let Some(at) = self.expires_at_ms {
             out.extend_from_slice(&at.to_be_bytes());
         }
-        for field in [&self.model_id, &self.format_id, &self.text] {
+        let provider = self.provider.as_ref();
+        let fields = [&self.model_id, &self.format_id, &self.text]
+            .into_iter()
+            .chain(provider.map(|p| &p.kind))
+            .chain(provider.map(|p| &p.data));
+        for field in fields {
             let len = u32::try_from(field.len()).ok()?;
             out.extend_from_slice(&len.to_be_bytes());
             out.extend_from_slice(field.as_bytes());
@@ -126,7 +174,7 @@ impl SealedReasoning {
             return Err(OpenError::UnsupportedPayload);
         }
         let flags = r.u8()?;
-        if flags & !FLAG_EXPIRES != 0 {
+        if flags & !(FLAG_EXPIRES | FLAG_PROVIDER) != 0 {
             return Err(OpenError::UnsupportedPayload);
         }
         let created_at_ms = r.u64()?;
@@ -138,6 +186,14 @@ impl SealedReasoning {
         let model_id = r.string()?;
         let format_id = r.string()?;
         let text = r.string()?;
+        let provider = if flags & FLAG_PROVIDER != 0 {
+            Some(ProviderItem {
+                kind: r.string()?,
+                data: r.string()?,
+            })
+        } else {
+            None
+        };
         if !r.0.is_empty() {
             return Err(OpenError::UnsupportedPayload);
         }
@@ -147,6 +203,7 @@ impl SealedReasoning {
             format_id,
             created_at_ms,
             expires_at_ms,
+            provider,
         })
     }
 }
@@ -159,6 +216,7 @@ impl fmt::Debug for SealedReasoning {
             .field("format_id", &self.format_id)
             .field("created_at_ms", &self.created_at_ms)
             .field("expires_at_ms", &self.expires_at_ms)
+            .field("provider", &self.provider)
             .finish()
     }
 }
@@ -222,9 +280,32 @@ mod tests {
             sample(),
             sample().with_expires_at_ms(42),
             SealedReasoning::new("", "", "", 0),
+            sample().with_provider(ProviderItem {
+                kind: "anthropic.thinking".into(),
+                data: "EqoBCkgIARAB".into(),
+            }),
+            sample().with_expires_at_ms(7).with_provider(ProviderItem {
+                kind: "k".into(),
+                data: String::new(),
+            }),
         ] {
             assert_eq!(SealedReasoning::decode(&encode(&p)).unwrap(), p);
         }
+    }
+
+    #[test]
+    fn provider_item_layout_is_pinned() {
+        let p = SealedReasoning::new("t", "m", "f", 0).with_provider(ProviderItem {
+            kind: "k".into(),
+            data: "d".into(),
+        });
+        let bytes = encode(&p);
+        assert_eq!(bytes[1], FLAG_PROVIDER);
+        assert!(bytes.ends_with(&[0, 0, 0, 1, b't', 0, 0, 0, 1, b'k', 0, 0, 0, 1, b'd']));
+        // Without the flag, the trailing item is refused, not ignored.
+        let mut unflagged = bytes.clone();
+        unflagged[1] = 0;
+        assert!(SealedReasoning::decode(&unflagged).is_err());
     }
 
     #[test]
@@ -310,9 +391,11 @@ mod tests {
         #[test]
         fn round_trips(text in "\\PC*", model in "\\PC{0,20}", format in "\\PC{0,20}",
                        created in proptest::num::u64::ANY,
-                       expires in proptest::option::of(proptest::num::u64::ANY)) {
+                       expires in proptest::option::of(proptest::num::u64::ANY),
+                       provider in proptest::option::of(("\\PC{0,20}", "\\PC*"))) {
+            let provider = provider.map(|(kind, data)| ProviderItem { kind, data });
             let p = SealedReasoning { text, model_id: model, format_id: format,
-                                      created_at_ms: created, expires_at_ms: expires };
+                                      created_at_ms: created, expires_at_ms: expires, provider };
             proptest::prop_assert_eq!(SealedReasoning::decode(&encode(&p)).unwrap(), p);
         }
     }
