@@ -29,7 +29,7 @@ use thinkwire_protocol::{
     ToolCallStart,
 };
 use thinkwire_reasoning::{Malformed, MalformedKind, ToolCall};
-use thinkwire_seal::{Binding, KeyRing, SealedReasoning};
+use thinkwire_seal::{Binding, KeyRing, ProviderItem, SealedReasoning};
 
 use super::controls::Visibility;
 use super::output::{Disconnected, RunOutput};
@@ -163,11 +163,13 @@ impl<'a> RunEvents<'a> {
 
     /// Closes a reasoning message whose whole text is `text`: content per
     /// visibility (`summary` shows `summary`), end of message, the sealed
-    /// value of `text`, end of span.
+    /// value of `text` (with the upstream provider's item, if any), end of
+    /// span.
     pub(crate) fn reasoning_end(
         &mut self,
         message: ReasoningMessage,
         text: &str,
+        provider: Option<ProviderItem>,
         summary: Option<&str>,
     ) -> Result<(), Disconnected> {
         if !self.reasoning_shown() {
@@ -184,7 +186,7 @@ impl<'a> RunEvents<'a> {
         self.out.emit(ReasoningMessageEnd {
             message_id: message.message_id.clone(),
         })?;
-        if !text.is_empty() {
+        if !text.is_empty() || provider.is_some() {
             let binding = Binding::new(&self.thread_id, &message.message_id);
             let mut sealed = SealedReasoning::new(
                 text,
@@ -192,6 +194,9 @@ impl<'a> RunEvents<'a> {
                 self.seal.format_id,
                 thinkwire_seal::now_unix_ms(),
             );
+            if let Some(item) = provider {
+                sealed = sealed.with_provider(item);
+            }
             if let Some(ttl) = self.seal.ttl {
                 sealed = sealed.with_ttl(ttl);
             }

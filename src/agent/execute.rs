@@ -81,10 +81,15 @@ impl Execution<'_, '_> {
         let model = match self.backend {
             Backend::Local(model) => model,
             Backend::Upstream(up) => {
-                let Plan::Upstream { turns, thinking } = &run.plan else {
+                let Plan::Upstream {
+                    turns,
+                    blocks,
+                    thinking,
+                } = &run.plan
+                else {
                     return Ok(());
                 };
-                return self.upstream(up, turns, *thinking);
+                return self.upstream(up, turns, blocks, *thinking);
             }
         };
         self.start()?;

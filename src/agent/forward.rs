@@ -7,6 +7,7 @@
 //! and its text, which the seal covers and a summary reads.
 
 use thinkwire_reasoning::Chunk;
+use thinkwire_seal::ProviderItem;
 
 use super::events::{ReasoningMessage, RunEvents};
 use super::output::Disconnected;
@@ -20,10 +21,12 @@ pub(super) enum Forwarded {
     Held,
 }
 
-/// A reasoning message open in the client's stream, and its text so far.
+/// A reasoning message open in the client's stream, its text so far, and
+/// the upstream provider's own item for it (sealed with the text).
 struct OpenReasoning {
     message: ReasoningMessage,
     text: String,
+    provider: Option<ProviderItem>,
 }
 
 /// Forwards one stream of chunks; see the module docs.
@@ -74,6 +77,17 @@ impl Forwarder {
         Ok(Forwarded::Sent)
     }
 
+    /// Attaches an upstream provider's item to the open reasoning message
+    /// (opening one for a block that has no readable text).
+    pub fn attach_provider_item(
+        &mut self,
+        events: &mut RunEvents<'_>,
+        item: ProviderItem,
+    ) -> Result<(), Disconnected> {
+        self.open_reasoning(events)?.provider = Some(item);
+        Ok(())
+    }
+
     /// Closes the open reasoning message, if any, sealing its text;
     /// `summary` is what `summary` visibility shows.
     pub fn close_reasoning(
@@ -82,7 +96,7 @@ impl Forwarder {
         summary: Option<&str>,
     ) -> Result<(), Disconnected> {
         match self.reasoning.take() {
-            Some(open) => events.reasoning_end(open.message, &open.text, summary),
+            Some(open) => events.reasoning_end(open.message, &open.text, open.provider, summary),
             None => Ok(()),
         }
     }
@@ -96,6 +110,7 @@ impl Forwarder {
             None => OpenReasoning {
                 message: events.reasoning_start()?,
                 text: String::new(),
+                provider: None,
             },
         };
         Ok(self.reasoning.insert(open))

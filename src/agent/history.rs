@@ -13,7 +13,7 @@
 
 use thinkwire_chat::{TemplateMessage, TemplateToolCall};
 use thinkwire_protocol::{AssistantMessage, Content, ContentPart, Message};
-use thinkwire_seal::{Binding, KeyRing, OpenError};
+use thinkwire_seal::{Binding, KeyRing, OpenError, ProviderItem};
 
 use super::rejection::{RejectKind, RunRejected};
 
@@ -58,6 +58,21 @@ pub struct History {
     pub dropped: Vec<DroppedReasoning>,
     /// How many replayed reasoning messages were opened.
     pub opened: usize,
+    /// Each replayed reasoning message, by the assistant turn it belongs
+    /// to: an upstream provider gets its blocks back one by one, with its
+    /// own item (signature, encrypted content) where it left one.
+    pub blocks: Vec<ReplayedBlock>,
+}
+
+/// One replayed reasoning message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReplayedBlock {
+    /// Index in `History::turns` of the assistant turn it precedes.
+    pub turn: usize,
+    /// Its text.
+    pub text: String,
+    /// What its provider needs back, if it came from one.
+    pub provider: Option<ProviderItem>,
 }
 
 /// Converts `messages` of `thread_id`, opening sealed reasoning with `keys`
@@ -76,7 +91,7 @@ pub fn build(
 ) -> Result<History, RunRejected> {
     let mut history = History::default();
     // Reasoning waiting for the assistant turn it belongs to.
-    let mut pending: Vec<String> = Vec::new();
+    let mut pending: Vec<(String, Option<ProviderItem>)> = Vec::new();
     for (index, message) in messages.iter().enumerate() {
         let path = |field: &str| format!("messages[{index}]{field}");
         match message {
@@ -100,10 +115,23 @@ pub fn build(
                         (Some(tag), Some(content)) => content.contains(tag),
                         _ => false,
                     };
-                    let reasoning = std::mem::take(&mut pending).join("\n\n");
-                    if !already_there {
-                        turn.reasoning_content = Some(reasoning);
+                    let blocks = std::mem::take(&mut pending);
+                    let reasoning: Vec<&str> = blocks
+                        .iter()
+                        .map(|(text, _)| text.as_str())
+                        .filter(|text| !text.is_empty())
+                        .collect();
+                    if !already_there && !reasoning.is_empty() {
+                        turn.reasoning_content = Some(reasoning.join("\n\n"));
                     }
+                    let index = history.turns.len();
+                    history
+                        .blocks
+                        .extend(blocks.into_iter().map(|(text, provider)| ReplayedBlock {
+                            turn: index,
+                            text,
+                            provider,
+                        }));
                 }
                 history.turns.push(turn);
             }
@@ -112,7 +140,7 @@ pub fn build(
                     match keys.open(sealed, Binding::new(thread_id, &m.id), now_ms) {
                         Ok(opened) => {
                             history.opened += 1;
-                            pending.push(opened.text);
+                            pending.push((opened.text, opened.provider));
                         }
                         Err(err) => {
                             let reason = open_failure(&err);
@@ -136,7 +164,7 @@ pub fn build(
                         }
                     }
                 } else if policy.trust_client_reasoning && !m.content.is_empty() {
-                    pending.push(m.content.clone());
+                    pending.push((m.content.clone(), None));
                 }
             }
             // Activity messages are UI state, not conversation.

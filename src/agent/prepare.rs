@@ -81,6 +81,9 @@ pub(super) enum Plan {
     /// An upstream server generates; its adapter splits.
     Upstream {
         turns: Vec<Turn>,
+        /// The replayed reasoning blocks, for providers that take them
+        /// back one by one with their own items.
+        blocks: Vec<history::ReplayedBlock>,
         /// `false`: the upstream is asked not to think.
         thinking: bool,
     },
@@ -158,6 +161,7 @@ pub(super) fn prepare(
         Backend::Upstream(_) => {
             let plan = Plan::Upstream {
                 turns,
+                blocks: history.blocks,
                 thinking: prompt_plan.thinking,
             };
             return Ok(prepared(

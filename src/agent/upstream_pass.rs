@@ -13,9 +13,10 @@ use super::controls::Visibility;
 use super::events::new_id;
 use super::execute::Execution;
 use super::forward::{Forwarded, Forwarder};
+use super::history::ReplayedBlock;
 use super::history::Turn;
 use super::pass::Stopped;
-use crate::upstream::{UpstreamRequest, UpstreamStream};
+use crate::upstream::{Piece, UpstreamRequest, UpstreamStream};
 
 impl Execution<'_, '_> {
     /// Streams the upstream's answer to `turns` into the run's events.
@@ -23,16 +24,19 @@ impl Execution<'_, '_> {
         &mut self,
         up: &UpstreamBackend,
         turns: &[Turn],
+        blocks: &[ReplayedBlock],
         thinking: bool,
     ) -> Result<(), Stopped> {
         let run = self.run;
         let request = UpstreamRequest {
             turns,
+            blocks,
             tools: &run.tools,
             sampling: &run.sampling,
             max_tokens: run.max_new_tokens,
             thinking,
             effort: run.controls.effort,
+            budget: run.controls.budget_tokens,
         };
         let summary = run.controls.visibility == Visibility::Summary;
         let mut forwarder = Forwarder::default().holding_reasoning_end(summary);
@@ -43,8 +47,15 @@ impl Execution<'_, '_> {
             return Ok(());
         };
         self.start()?;
-        while let Some(chunks) = self.next(&mut stream)? {
-            for chunk in chunks {
+        while let Some(pieces) = self.next(&mut stream)? {
+            for piece in pieces {
+                let chunk = match piece {
+                    Piece::Chunk(chunk) => chunk,
+                    Piece::Provider(item) => {
+                        forwarder.attach_provider_item(&mut self.events, item)?;
+                        continue;
+                    }
+                };
                 if forwarder.forward(&mut self.events, chunk)? == Forwarded::Held {
                     let reasoning = forwarder.reasoning_text().to_owned();
                     let summary = self.summarize(&reasoning)?;
@@ -84,19 +95,21 @@ impl Execution<'_, '_> {
         };
         let request = UpstreamRequest {
             turns: &turns,
+            blocks: &[],
             tools: &[],
             sampling: &greedy,
             max_tokens: prompts.summary_max_tokens as usize,
             thinking: false,
             effort: None,
+            budget: 0,
         };
         let Some(mut stream) = self.open(up, &request)? else {
             return Ok(String::new());
         };
         let mut summary = String::new();
-        while let Some(chunks) = self.next(&mut stream)? {
-            for chunk in chunks {
-                if let Chunk::Text(text) = chunk {
+        while let Some(pieces) = self.next(&mut stream)? {
+            for piece in pieces {
+                if let Piece::Chunk(Chunk::Text(text)) = piece {
                     summary.push_str(&text);
                 }
             }
@@ -116,7 +129,7 @@ impl Execution<'_, '_> {
             .open(request, prefix, &|| output.should_stop())?)
     }
 
-    fn next(&self, stream: &mut UpstreamStream) -> Result<Option<Vec<Chunk>>, Stopped> {
+    fn next(&self, stream: &mut UpstreamStream) -> Result<Option<Vec<Piece>>, Stopped> {
         let output = self.events.output();
         Ok(stream.next(&|| output.should_stop())?)
     }

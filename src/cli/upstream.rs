@@ -18,7 +18,8 @@ pub struct UpstreamArgs {
     /// Ollama, mlx-lm, thinkwire).
     #[arg(long, env = "THINKWIRE_UPSTREAM_URL")]
     pub upstream_url: Option<String>,
-    /// The upstream's wire protocol: `openai-chat`.
+    /// The upstream's wire protocol: `openai-chat`, or `anthropic` (Messages
+    /// API with extended thinking; URL e.g. `https://api.anthropic.com/v1`).
     #[arg(long, default_value = "openai-chat")]
     pub upstream_kind: String,
     /// The model the upstream is asked for.
@@ -59,7 +60,7 @@ impl UpstreamArgs {
         };
         let kind = UpstreamKind::parse(&self.upstream_kind).with_context(|| {
             format!(
-                "--upstream-kind: expected openai-chat, not {:?}",
+                "--upstream-kind: expected openai-chat or anthropic, not {:?}",
                 self.upstream_kind
             )
         })?;

@@ -8,11 +8,11 @@ use std::time::Duration;
 
 use serde_json::Value;
 use thinkwire_protocol::SseDecoder;
-use thinkwire_reasoning::{Chunk, FormatSpec};
+use thinkwire_reasoning::FormatSpec;
 use tokio::runtime::Handle;
 
-use super::openai_chat::{self, StreamParser, UpstreamRequest, UpstreamUsage};
-use super::{UpstreamConfig, UpstreamError};
+use super::openai_chat::{self, UpstreamRequest, UpstreamUsage};
+use super::{Piece, UpstreamConfig, UpstreamError, UpstreamKind, anthropic};
 
 /// How often a waiting read checks whether the client is still there.
 const POLL: Duration = Duration::from_millis(20);
@@ -73,14 +73,32 @@ impl Upstream {
         call_prefix: String,
         should_stop: &dyn Fn() -> bool,
     ) -> Result<Option<UpstreamStream>, UpstreamError> {
-        let body = openai_chat::request_body(&self.config.model, request);
-        let url = format!("{}/chat/completions", self.config.url.trim_end_matches('/'));
+        let model = &self.config.model;
+        let base = self.config.url.trim_end_matches('/');
+        let (url, body) = match self.config.kind {
+            UpstreamKind::OpenAiChat => (
+                format!("{base}/chat/completions"),
+                openai_chat::request_body(model, request),
+            ),
+            UpstreamKind::Anthropic => (
+                format!("{base}/messages"),
+                anthropic::request_body(model, request),
+            ),
+        };
         let mut attempt = 0;
         loop {
             let mut builder = self.client.post(&url).json(&body);
-            if let Some(key) = &self.config.key {
-                builder = builder.bearer_auth(key.expose());
-            }
+            builder = match (self.config.kind, &self.config.key) {
+                (UpstreamKind::OpenAiChat, Some(key)) => builder.bearer_auth(key.expose()),
+                (UpstreamKind::OpenAiChat, None) => builder,
+                (UpstreamKind::Anthropic, key) => {
+                    let builder = builder.header("anthropic-version", anthropic::API_VERSION);
+                    match key {
+                        Some(key) => builder.header("x-api-key", key.expose()),
+                        None => builder,
+                    }
+                }
+            };
             let sent = self.wait(builder.send(), should_stop);
             let err = match sent {
                 Waited::Stopped => return Ok(None),
@@ -93,7 +111,14 @@ impl Upstream {
                     return Ok(Some(UpstreamStream {
                         response,
                         decoder: SseDecoder::new(),
-                        parser: StreamParser::new(&self.config.format, call_prefix),
+                        parser: match self.config.kind {
+                            UpstreamKind::OpenAiChat => Parser::OpenAiChat(Box::new(
+                                openai_chat::StreamParser::new(&self.config.format, call_prefix),
+                            )),
+                            UpstreamKind::Anthropic => {
+                                Parser::Anthropic(anthropic::StreamParser::new())
+                            }
+                        },
                         idle_timeout: self.config.idle_timeout,
                         runtime: self.runtime.clone(),
                         ended: false,
@@ -130,6 +155,7 @@ impl Upstream {
     ) -> UpstreamError {
         let status = response.status();
         let kind = match self.wait(response.bytes(), should_stop) {
+            // Both APIs put `{type, code?, message}` under `error`.
             Waited::Done(Ok(bytes)) => serde_json::from_slice::<Value>(&bytes)
                 .ok()
                 .and_then(|v| v.get("error").cloned())
@@ -152,7 +178,7 @@ impl Upstream {
 pub struct UpstreamStream {
     response: reqwest::Response,
     decoder: SseDecoder,
-    parser: StreamParser,
+    parser: Parser,
     idle_timeout: Duration,
     runtime: Handle,
     ended: bool,
@@ -166,7 +192,7 @@ impl UpstreamStream {
     pub fn next(
         &mut self,
         should_stop: &dyn Fn() -> bool,
-    ) -> Result<Option<Vec<Chunk>>, UpstreamError> {
+    ) -> Result<Option<Vec<Piece>>, UpstreamError> {
         if self.ended {
             return Ok(None);
         }
@@ -217,7 +243,40 @@ impl UpstreamStream {
 
     /// What the upstream counted, if it said.
     pub fn usage(&self) -> Option<UpstreamUsage> {
-        self.parser.usage()
+        match &self.parser {
+            Parser::OpenAiChat(p) => p.usage(),
+            Parser::Anthropic(p) => Some(p.usage()),
+        }
+    }
+}
+
+/// The stream's reader, per wire protocol.
+enum Parser {
+    // Boxed: its splitter is large, and one parser lives per stream.
+    OpenAiChat(Box<openai_chat::StreamParser>),
+    Anthropic(anthropic::StreamParser),
+}
+
+impl Parser {
+    fn push(&mut self, data: &str) -> Result<Vec<Piece>, UpstreamError> {
+        match self {
+            Self::OpenAiChat(p) => Ok(p.push(data)?.into_iter().map(Piece::Chunk).collect()),
+            Self::Anthropic(p) => p.push(data),
+        }
+    }
+
+    fn finish(&mut self) -> Vec<Piece> {
+        match self {
+            Self::OpenAiChat(p) => p.finish().into_iter().map(Piece::Chunk).collect(),
+            Self::Anthropic(p) => p.finish(),
+        }
+    }
+
+    fn done(&self) -> bool {
+        match self {
+            Self::OpenAiChat(p) => p.done(),
+            Self::Anthropic(p) => p.done(),
+        }
     }
 }
 

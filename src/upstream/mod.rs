@@ -9,21 +9,34 @@
 //! again only because the client replays its sealed value, which the run
 //! opens and hands back as the assistant turn's `reasoning_content`.
 
+pub mod anthropic;
 mod client;
 pub mod openai_chat;
 
 use std::time::Duration;
 
-use thinkwire_reasoning::FormatSpec;
+use thinkwire_reasoning::{Chunk, FormatSpec};
+use thinkwire_seal::ProviderItem;
 
 pub use client::{Upstream, UpstreamStream};
 pub use openai_chat::{UpstreamRequest, UpstreamUsage};
+
+/// What an adapter reads out of its stream.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Piece {
+    /// Model output, as a local pass would produce it.
+    Chunk(Chunk),
+    /// The provider's own item for the open reasoning block, sealed with it.
+    Provider(ProviderItem),
+}
 
 /// Which wire protocol the upstream speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum UpstreamKind {
     /// OpenAI chat completions (`POST {url}/chat/completions`).
     OpenAiChat,
+    /// Anthropic Messages (`POST {url}/messages`), with extended thinking.
+    Anthropic,
 }
 
 impl UpstreamKind {
@@ -31,6 +44,7 @@ impl UpstreamKind {
     pub fn parse(s: &str) -> Option<Self> {
         match s {
             "openai-chat" => Some(Self::OpenAiChat),
+            "anthropic" => Some(Self::Anthropic),
             _ => None,
         }
     }
@@ -39,6 +53,7 @@ impl UpstreamKind {
     pub fn as_str(self) -> &'static str {
         match self {
             Self::OpenAiChat => "openai-chat",
+            Self::Anthropic => "anthropic",
         }
     }
 }

@@ -15,11 +15,15 @@ use thinkwire_protocol::Tool;
 use thinkwire_reasoning::{Chunk, Effort, FormatSpec, Splitter, ToolCall, ToolCallProblem};
 
 use super::UpstreamError;
+use crate::agent::history::ReplayedBlock;
 
 /// What a run asks of the upstream.
 pub struct UpstreamRequest<'a> {
     /// The conversation, replayed reasoning in `reasoning_content`.
     pub turns: &'a [TemplateMessage],
+    /// The replayed reasoning blocks one by one, with their providers'
+    /// items (for providers that want them back as blocks).
+    pub blocks: &'a [ReplayedBlock],
     /// Tools the model may call.
     pub tools: &'a [Tool],
     /// Temperature, top-p and seed are passed on.
@@ -30,6 +34,8 @@ pub struct UpstreamRequest<'a> {
     pub thinking: bool,
     /// The reasoning effort the client chose, if any.
     pub effort: Option<Effort>,
+    /// Reasoning tokens allowed (where the provider takes a budget).
+    pub budget: usize,
 }
 
 /// Token counts the upstream reported (`stream_options.include_usage`).
@@ -552,11 +558,13 @@ mod tests {
             "m",
             &UpstreamRequest {
                 turns: &turns,
+                blocks: &[],
                 tools: &[],
                 sampling: &sampling,
                 max_tokens: 9,
                 thinking: false,
                 effort: None,
+                budget: 0,
             },
         );
         assert_eq!(body["messages"][1]["reasoning_content"], "91 = 7 x 13");
