@@ -18,8 +18,10 @@ pub struct UpstreamArgs {
     /// Ollama, mlx-lm, thinkwire).
     #[arg(long, env = "THINKWIRE_UPSTREAM_URL")]
     pub upstream_url: Option<String>,
-    /// The upstream's wire protocol: `openai-chat`, or `anthropic` (Messages
-    /// API with extended thinking; URL e.g. `https://api.anthropic.com/v1`).
+    /// The upstream's wire protocol: `openai-chat`, `openai-responses`
+    /// (`store: false`, encrypted reasoning carried in the seal), or
+    /// `anthropic` (Messages API with extended thinking; URL e.g.
+    /// `https://api.anthropic.com/v1`).
     #[arg(long, default_value = "openai-chat")]
     pub upstream_kind: String,
     /// The model the upstream is asked for.
@@ -60,7 +62,7 @@ impl UpstreamArgs {
         };
         let kind = UpstreamKind::parse(&self.upstream_kind).with_context(|| {
             format!(
-                "--upstream-kind: expected openai-chat or anthropic, not {:?}",
+                "--upstream-kind: expected openai-chat, openai-responses or anthropic, not {:?}",
                 self.upstream_kind
             )
         })?;

@@ -12,7 +12,7 @@ use thinkwire_reasoning::FormatSpec;
 use tokio::runtime::Handle;
 
 use super::openai_chat::{self, UpstreamRequest, UpstreamUsage};
-use super::{Piece, UpstreamConfig, UpstreamError, UpstreamKind, anthropic};
+use super::{Piece, UpstreamConfig, UpstreamError, UpstreamKind, anthropic, openai_responses};
 
 /// How often a waiting read checks whether the client is still there.
 const POLL: Duration = Duration::from_millis(20);
@@ -80,6 +80,10 @@ impl Upstream {
                 format!("{base}/chat/completions"),
                 openai_chat::request_body(model, request),
             ),
+            UpstreamKind::OpenAiResponses => (
+                format!("{base}/responses"),
+                openai_responses::request_body(model, request),
+            ),
             UpstreamKind::Anthropic => (
                 format!("{base}/messages"),
                 anthropic::request_body(model, request),
@@ -89,8 +93,10 @@ impl Upstream {
         loop {
             let mut builder = self.client.post(&url).json(&body);
             builder = match (self.config.kind, &self.config.key) {
-                (UpstreamKind::OpenAiChat, Some(key)) => builder.bearer_auth(key.expose()),
-                (UpstreamKind::OpenAiChat, None) => builder,
+                (UpstreamKind::OpenAiChat | UpstreamKind::OpenAiResponses, Some(key)) => {
+                    builder.bearer_auth(key.expose())
+                }
+                (UpstreamKind::OpenAiChat | UpstreamKind::OpenAiResponses, None) => builder,
                 (UpstreamKind::Anthropic, key) => {
                     let builder = builder.header("anthropic-version", anthropic::API_VERSION);
                     match key {
@@ -115,6 +121,9 @@ impl Upstream {
                             UpstreamKind::OpenAiChat => Parser::OpenAiChat(Box::new(
                                 openai_chat::StreamParser::new(&self.config.format, call_prefix),
                             )),
+                            UpstreamKind::OpenAiResponses => {
+                                Parser::Responses(openai_responses::StreamParser::new())
+                            }
                             UpstreamKind::Anthropic => {
                                 Parser::Anthropic(anthropic::StreamParser::new())
                             }
@@ -245,6 +254,7 @@ impl UpstreamStream {
     pub fn usage(&self) -> Option<UpstreamUsage> {
         match &self.parser {
             Parser::OpenAiChat(p) => p.usage(),
+            Parser::Responses(p) => p.usage(),
             Parser::Anthropic(p) => Some(p.usage()),
         }
     }
@@ -254,6 +264,7 @@ impl UpstreamStream {
 enum Parser {
     // Boxed: its splitter is large, and one parser lives per stream.
     OpenAiChat(Box<openai_chat::StreamParser>),
+    Responses(openai_responses::StreamParser),
     Anthropic(anthropic::StreamParser),
 }
 
@@ -261,6 +272,7 @@ impl Parser {
     fn push(&mut self, data: &str) -> Result<Vec<Piece>, UpstreamError> {
         match self {
             Self::OpenAiChat(p) => Ok(p.push(data)?.into_iter().map(Piece::Chunk).collect()),
+            Self::Responses(p) => p.push(data),
             Self::Anthropic(p) => p.push(data),
         }
     }
@@ -268,6 +280,7 @@ impl Parser {
     fn finish(&mut self) -> Vec<Piece> {
         match self {
             Self::OpenAiChat(p) => p.finish().into_iter().map(Piece::Chunk).collect(),
+            Self::Responses(p) => p.finish(),
             Self::Anthropic(p) => p.finish(),
         }
     }
@@ -275,6 +288,7 @@ impl Parser {
     fn done(&self) -> bool {
         match self {
             Self::OpenAiChat(p) => p.done(),
+            Self::Responses(p) => p.done(),
             Self::Anthropic(p) => p.done(),
         }
     }

@@ -1,6 +1,7 @@
 //! Upstream backends: an OpenAI-compatible chat completions server (vLLM,
-//! SGLang, llama.cpp server, Ollama, mlx-lm's server, thinkwire itself)
-//! generates instead of the local engine. The adapter turns the run's
+//! SGLang, llama.cpp server, Ollama, mlx-lm's server, thinkwire itself),
+//! OpenAI's Responses API or Anthropic's Messages API generates instead of
+//! the local engine. The adapter turns the run's
 //! conversation into the upstream's request and its stream into the same
 //! chunks a local pass produces, so events, visibility, sealing and replay
 //! stay one code path (`agent::forward`).
@@ -12,6 +13,7 @@
 pub mod anthropic;
 mod client;
 pub mod openai_chat;
+pub mod openai_responses;
 
 use std::time::Duration;
 
@@ -35,6 +37,8 @@ pub enum Piece {
 pub enum UpstreamKind {
     /// OpenAI chat completions (`POST {url}/chat/completions`).
     OpenAiChat,
+    /// OpenAI Responses (`POST {url}/responses`), `store: false`.
+    OpenAiResponses,
     /// Anthropic Messages (`POST {url}/messages`), with extended thinking.
     Anthropic,
 }
@@ -44,6 +48,7 @@ impl UpstreamKind {
     pub fn parse(s: &str) -> Option<Self> {
         match s {
             "openai-chat" => Some(Self::OpenAiChat),
+            "openai-responses" => Some(Self::OpenAiResponses),
             "anthropic" => Some(Self::Anthropic),
             _ => None,
         }
@@ -53,6 +58,7 @@ impl UpstreamKind {
     pub fn as_str(self) -> &'static str {
         match self {
             Self::OpenAiChat => "openai-chat",
+            Self::OpenAiResponses => "openai-responses",
             Self::Anthropic => "anthropic",
         }
     }

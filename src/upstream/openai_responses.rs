@@ -1,0 +1,323 @@
+//! OpenAI's Responses API, as an upstream, with `store: false`: the run's
+//! conversation as input items, and the stream's semantic events as
+//! chunks.
+//!
+//! The provider's reasoning item (with its `encrypted_content`, asked for
+//! by `include: ["reasoning.encrypted_content"]`) is its own item: it
+//! travels inside thinkwire's sealed value ([`Piece::Provider`]) and goes
+//! back verbatim as an input item on the next turn, so the provider keeps
+//! its reasoning while neither it nor thinkwire stores anything.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Value, json};
+use thinkwire_reasoning::{Chunk, Effort, ToolCall, ToolCallProblem};
+use thinkwire_seal::ProviderItem;
+
+use super::openai_chat::{UpstreamRequest, UpstreamUsage, error_kind, refused_in_stream};
+use super::{Piece, UpstreamError};
+
+/// Item kind in the sealed value.
+const REASONING: &str = "openai.reasoning";
+
+/// The request body for `model`.
+pub fn request_body(model: &str, request: &UpstreamRequest<'_>) -> Value {
+    let mut input: Vec<Value> = Vec::new();
+    for (index, turn) in request.turns.iter().enumerate() {
+        let text = turn.content.clone().unwrap_or_default();
+        match turn.role.as_str() {
+            "assistant" => {
+                // The provider's own reasoning items first, as it gave them.
+                input.extend(
+                    request
+                        .blocks
+                        .iter()
+                        .filter(|b| b.turn == index)
+                        .filter_map(|b| b.provider.as_ref())
+                        .filter(|item| item.kind == REASONING)
+                        .filter_map(|item| serde_json::from_str::<Value>(&item.data).ok()),
+                );
+                if !text.is_empty() {
+                    input.push(json!({
+                        "type": "message", "role": "assistant",
+                        "content": [{"type": "output_text", "text": text}],
+                    }));
+                }
+                for call in &turn.tool_calls {
+                    let arguments = match &call.function.arguments {
+                        Value::String(text) => text.clone(),
+                        other => other.to_string(),
+                    };
+                    input.push(json!({
+                        "type": "function_call", "call_id": call.id,
+                        "name": call.function.name, "arguments": arguments,
+                    }));
+                }
+            }
+            "tool" => input.push(json!({
+                "type": "function_call_output",
+                "call_id": turn.tool_call_id, "output": text,
+            })),
+            role => input.push(json!({
+                "type": "message", "role": if role == "system" { "developer" } else { role },
+                "content": [{"type": "input_text", "text": text}],
+            })),
+        }
+    }
+    let mut body = json!({
+        "model": model,
+        "input": input,
+        "stream": true,
+        "store": false,
+        "max_output_tokens": request.max_tokens,
+    });
+    let Some(fields) = body.as_object_mut() else {
+        return body;
+    };
+    if request.thinking {
+        let effort = match request.effort {
+            Some(Effort::Low) => "low",
+            Some(Effort::High) => "high",
+            Some(Effort::Medium) | None => "medium",
+        };
+        fields.insert(
+            "reasoning".into(),
+            json!({"effort": effort, "summary": "auto"}),
+        );
+        fields.insert("include".into(), json!(["reasoning.encrypted_content"]));
+    } else {
+        fields.insert("reasoning".into(), json!({"effort": "none"}));
+        fields.insert("temperature".into(), json!(request.sampling.temperature));
+        fields.insert("top_p".into(), json!(request.sampling.top_p));
+    }
+    if !request.tools.is_empty() {
+        let tools: Vec<Value> = request
+            .tools
+            .iter()
+            .map(|tool| {
+                let parameters = match &tool.parameters {
+                    Some(p) if !p.is_null() => p.clone(),
+                    _ => json!({"type": "object", "properties": {}}),
+                };
+                json!({"type": "function", "name": tool.name,
+                       "description": tool.description, "parameters": parameters})
+            })
+            .collect();
+        fields.insert("tools".into(), Value::Array(tools));
+    }
+    body
+}
+
+/// What an output item is while it streams.
+enum Item {
+    Reasoning {
+        /// A summary part or reasoning text was written (parts after the
+        /// first are separated by a blank line).
+        wrote: bool,
+    },
+    Message,
+    Call {
+        id: String,
+        name: String,
+        arguments: String,
+    },
+    Other,
+}
+
+/// Turns the stream's events into pieces.
+#[derive(Default)]
+pub struct StreamParser {
+    items: BTreeMap<u64, Item>,
+    usage: Option<UpstreamUsage>,
+    done: bool,
+}
+
+impl StreamParser {
+    /// A parser at the start of a stream.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Whether the response completed (or ended incomplete).
+    pub fn done(&self) -> bool {
+        self.done
+    }
+
+    /// Token counts, from the final response.
+    pub fn usage(&self) -> Option<UpstreamUsage> {
+        self.usage
+    }
+
+    /// One event's `data:` payload.
+    pub fn push(&mut self, data: &str) -> Result<Vec<Piece>, UpstreamError> {
+        let event: Value = serde_json::from_str(data)
+            .map_err(|err| UpstreamError::Protocol(format!("an event is not JSON: {err}")))?;
+        let index = event
+            .get("output_index")
+            .and_then(Value::as_u64)
+            .unwrap_or(0);
+        let text = |field: &str| event[field].as_str().unwrap_or("").to_owned();
+        let mut out = Vec::new();
+        match event["type"].as_str().unwrap_or("") {
+            "response.output_item.added" => {
+                let item = &event["item"];
+                let started = match item["type"].as_str().unwrap_or("") {
+                    "reasoning" => {
+                        out.push(Piece::Chunk(Chunk::ReasoningStart));
+                        Item::Reasoning { wrote: false }
+                    }
+                    "message" => Item::Message,
+                    "function_call" => {
+                        let id = item["call_id"].as_str().unwrap_or("").to_owned();
+                        let name = item["name"].as_str().unwrap_or("").to_owned();
+                        out.push(Piece::Chunk(Chunk::ToolCallStart {
+                            id: id.clone(),
+                            name: name.clone(),
+                        }));
+                        Item::Call {
+                            id,
+                            name,
+                            arguments: String::new(),
+                        }
+                    }
+                    _ => Item::Other,
+                };
+                self.items.insert(index, started);
+            }
+            kind @ ("response.reasoning_summary_part.added"
+            | "response.reasoning_summary_text.delta"
+            | "response.reasoning_text.delta") => {
+                if let Some(Item::Reasoning { wrote }) = self.items.get_mut(&index) {
+                    if kind == "response.reasoning_summary_part.added" {
+                        if *wrote {
+                            out.push(Piece::Chunk(Chunk::ReasoningDelta("\n\n".into())));
+                        }
+                    } else {
+                        let delta = text("delta");
+                        if !delta.is_empty() {
+                            *wrote = true;
+                            out.push(Piece::Chunk(Chunk::ReasoningDelta(delta)));
+                        }
+                    }
+                }
+            }
+            "response.output_text.delta" => {
+                let delta = text("delta");
+                if !delta.is_empty() {
+                    out.push(Piece::Chunk(Chunk::Text(delta)));
+                }
+            }
+            "response.function_call_arguments.delta" => {
+                if let Some(Item::Call { id, arguments, .. }) = self.items.get_mut(&index) {
+                    let delta = text("delta");
+                    arguments.push_str(&delta);
+                    if !delta.is_empty() {
+                        out.push(Piece::Chunk(Chunk::ToolCallArgs {
+                            id: id.clone(),
+                            delta,
+                        }));
+                    }
+                }
+            }
+            "response.output_item.done" => {
+                let done = &event["item"];
+                match self.items.remove(&index) {
+                    Some(Item::Reasoning { .. }) => {
+                        if done.get("encrypted_content").is_some_and(|c| !c.is_null()) {
+                            out.push(Piece::Provider(ProviderItem {
+                                kind: REASONING.into(),
+                                data: done.to_string(),
+                            }));
+                        }
+                        out.push(Piece::Chunk(Chunk::ReasoningEnd));
+                    }
+                    Some(Item::Call {
+                        id,
+                        name,
+                        arguments,
+                    }) => {
+                        let arguments = done["arguments"].as_str().map_or(arguments, str::to_owned);
+                        out.push(Piece::Chunk(Chunk::ToolCallEnd(call(
+                            id, name, arguments, false,
+                        ))));
+                    }
+                    _ => {}
+                }
+            }
+            kind @ ("response.completed" | "response.incomplete") => {
+                self.done = true;
+                let usage = &event["response"]["usage"];
+                if !usage.is_null() {
+                    self.usage = Some(UpstreamUsage {
+                        input: usage["input_tokens"].as_u64().unwrap_or(0),
+                        output: usage["output_tokens"].as_u64().unwrap_or(0),
+                        reasoning: usage["output_tokens_details"]["reasoning_tokens"].as_u64(),
+                    });
+                }
+                out.extend(self.close_all(kind == "response.incomplete"));
+            }
+            "response.failed" => {
+                let error = &event["response"]["error"];
+                return Err(UpstreamError::Refused {
+                    status: 200,
+                    kind: error_kind(error),
+                });
+            }
+            // `{type: "error", code, message}`: the code names it.
+            "error" => return Err(refused_in_stream(&json!({"code": event["code"]}))),
+            _ => {}
+        }
+        Ok(out)
+    }
+
+    /// The stream ended: close what is still open.
+    pub fn finish(&mut self) -> Vec<Piece> {
+        self.close_all(true)
+    }
+
+    fn close_all(&mut self, cut_off: bool) -> Vec<Piece> {
+        let mut out = Vec::new();
+        for (_, item) in std::mem::take(&mut self.items) {
+            match item {
+                Item::Reasoning { .. } => out.push(Piece::Chunk(Chunk::ReasoningEnd)),
+                Item::Call {
+                    id,
+                    name,
+                    arguments,
+                } => out.push(Piece::Chunk(Chunk::ToolCallEnd(call(
+                    id, name, arguments, cut_off,
+                )))),
+                Item::Message | Item::Other => {}
+            }
+        }
+        out
+    }
+}
+
+fn call(id: String, name: String, arguments: String, cut_off: bool) -> ToolCall {
+    let problem = if arguments.trim().is_empty() {
+        cut_off.then_some(ToolCallProblem::Truncated)
+    } else {
+        match serde_json::from_str::<Value>(&arguments) {
+            Ok(Value::Object(_)) => None,
+            Ok(_) => Some(ToolCallProblem::ArgumentsNotObject),
+            Err(_) if cut_off => Some(ToolCallProblem::Truncated),
+            Err(err) => Some(ToolCallProblem::InvalidJson(format!(
+                "line {} column {}",
+                err.line(),
+                err.column()
+            ))),
+        }
+    };
+    let arguments = if arguments.trim().is_empty() {
+        "{}".to_owned()
+    } else {
+        arguments
+    };
+    ToolCall {
+        id,
+        name,
+        arguments,
+        problem,
+    }
+}

@@ -1,0 +1,134 @@
+//! The `openai-responses` upstream adapter in front of a real Responses
+//! server: a second thinkwire (its `/v1/responses`, `store: false`) on the
+//! scripted Qwen3 model. The upstream's own `encrypted_content` travels
+//! inside the front's sealed value and goes back verbatim, so the upstream
+//! opens its own reasoning with its own key — no trust in plaintext needed.
+//! The front asks for reasoning summaries (`summary: "auto"`, as OpenAI
+//! needs), so its client sees the upstream's summary, never the raw
+//! reasoning, which still reaches the upstream again next turn.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "support/mod.rs"]
+mod support;
+
+use std::time::Duration;
+
+use serde_json::json;
+use support::*;
+use thinkwire::agent::{Agent, AgentConfig, Backend, UpstreamBackend, Visibility};
+use thinkwire::server::ServerConfig;
+use thinkwire::upstream::{Upstream, UpstreamConfig, UpstreamKind};
+use thinkwire_protocol::{EventKind, EventType};
+use thinkwire_reasoning::Registry;
+use thinkwire_seal::{Key, KeyRing};
+
+const REASONING: &str = "Need the weather tool for Rome.";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_upstreams_encrypted_reasoning_goes_back_to_it_verbatim() {
+    let arguments = r#"{"city": "Rome"}"#;
+    let call = format!(
+        "<tool_call>\n{{\"name\": \"get_weather\", \"arguments\": {arguments}}}\n</tool_call><|im_end|>"
+    );
+    // The upstream runs with summary visibility (the front asks for
+    // summaries): each generation stops where its reasoning ends, a summary
+    // pass runs, and generation resumes after `</think>`.
+    let scripts = [
+        format!("<think>\n{REASONING}\n</think>\n\n{call}"),
+        "Looked up the weather.<|im_end|>".to_owned(),
+        format!("\n\n{call}"),
+        qwen3_turn("The tool answered.", "Rome: 24 °C."),
+        "Read the tool's answer.<|im_end|>".to_owned(),
+        "\n\nRome: 24 °C.<|im_end|>".to_owned(),
+    ];
+    // The upstream streams its reasoning but trusts no plaintext back.
+    let (model, observed) = scripted_qwen3(&scripts, Duration::ZERO);
+    let mut config = AgentConfig::default();
+    config.policy.default_visibility = Visibility::Full;
+    let upstream = TestServer::start(
+        Agent::new(model, KeyRing::new(Key::generate().unwrap()), config),
+        ServerConfig::default(),
+    )
+    .await;
+
+    let registry = Registry::builtin();
+    let front_config = UpstreamConfig {
+        kind: UpstreamKind::OpenAiResponses,
+        url: upstream.url("/v1"),
+        model: "Qwen3-0.6B".into(),
+        key: None,
+        connect_timeout: Duration::from_secs(2),
+        idle_timeout: Duration::from_secs(5),
+        retries: 0,
+        format: registry.family("qwen3").unwrap().clone(),
+    };
+    let backend = Backend::Upstream(Box::new(UpstreamBackend::new(
+        Upstream::new(front_config, tokio::runtime::Handle::current()).unwrap(),
+        &registry,
+    )));
+    let front = TestServer::start(
+        Agent::with_backend(
+            backend,
+            KeyRing::new(Key::generate().unwrap()),
+            AgentConfig::default(),
+        ),
+        ServerConfig::default(),
+    )
+    .await;
+
+    let mut first = input(
+        "t-responses",
+        "r1",
+        "Weather in Rome?",
+        json!({"reasoning": {"visibility": "full"}}),
+    );
+    first["tools"] = json!([{
+        "name": "get_weather", "description": "Current weather for a city.",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+    }]);
+    let events = post_run(&front, &first).await;
+    assert_eq!(reasoning_text(&events), "Looked up the weather.");
+    assert!(types(&events).contains(&EventType::ReasoningEncryptedValue));
+    let raw: String = events.iter().map(|e| e.to_json()).collect();
+    assert!(
+        !raw.contains("tw1.") && !raw.contains(REASONING),
+        "the upstream's carrier and raw reasoning are only inside the front's seal"
+    );
+    let call_id = events
+        .iter()
+        .find_map(|e| match &e.kind {
+            EventKind::ToolCallEnd(end) => Some(end.tool_call_id.clone()),
+            _ => None,
+        })
+        .unwrap();
+
+    let mut messages = first["messages"].as_array().unwrap().clone();
+    apply_events(&mut messages, &events);
+    messages
+        .push(json!({"id": "tool-1", "role": "tool", "toolCallId": call_id, "content": "24 °C"}));
+    let mut second = first.clone();
+    second["runId"] = json!("r2");
+    second["messages"] = json!(messages);
+    let events = post_run(&front, &second).await;
+    assert_eq!(answer_text(&events), "Rome: 24 °C.");
+    assert_eq!(reasoning_text(&events), "Read the tool's answer.");
+
+    // The upstream opened its own value: the reasoning is in its prompt.
+    let prompts = observed.prompts.lock().unwrap().clone();
+    assert_eq!(
+        prompts.len(),
+        6,
+        "per turn: answer, summary, resumed answer"
+    );
+    let prompt = upstream.agent.model().unwrap().decode(&prompts[3]).unwrap();
+    assert!(
+        prompt.contains(&format!("<think>\n{REASONING}\n</think>")),
+        "{prompt}"
+    );
+    assert!(
+        prompt.contains("<tool_response>\n24 °C\n</tool_response>"),
+        "{prompt}"
+    );
+    front.shutdown().await;
+    upstream.shutdown().await;
+}
