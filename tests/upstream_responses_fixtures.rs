@@ -164,8 +164,10 @@ async fn summaries_stream_and_encrypted_content_goes_back_verbatim() {
         .unwrap();
     assert_eq!(error.code.as_deref(), Some("UPSTREAM_ERROR"));
     assert!(error.message.contains("server_error"), "{}", error.message);
-    let seen = seen.lock().unwrap();
-    let input = seen[1].1["input"].as_array().unwrap().clone();
+    let input = seen.lock().unwrap()[1].1["input"]
+        .as_array()
+        .unwrap()
+        .clone();
     assert_eq!(
         input[1],
         json!({"id": "rs_68af01", "type": "reasoning", "summary": [
@@ -181,6 +183,5 @@ async fn summaries_stream_and_encrypted_content_goes_back_verbatim() {
         input[3],
         json!({"type": "function_call_output", "call_id": "call_Yq1kYhVZ3m", "output": "-3 °C"})
     );
-    drop(seen);
     front.shutdown().await;
 }
