@@ -1,0 +1,114 @@
+//! thinkwire in front of thinkwire's own OpenAI-compatible endpoint on a
+//! real (tiny) reasoning model: the tiny Qwen3 with the real Qwen3
+//! tokenizer and template (random weights, made by setup) on the MLX
+//! engine. With greedy decoding, what an AG-UI client gets through the
+//! upstream backend — reasoning and answer — is what the upstream answers
+//! a chat completions client directly.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "support/mod.rs"]
+mod support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use support::*;
+use thinkwire::agent::{Agent, AgentConfig, Backend, Model, UpstreamBackend, Visibility};
+use thinkwire::server::ServerConfig;
+use thinkwire::upstream::{Upstream, UpstreamConfig, UpstreamKind};
+use thinkwire_engine::mlx::{LoadOptions, MlxEngine};
+use thinkwire_protocol::EventType;
+use thinkwire_reasoning::Registry;
+use thinkwire_seal::{Key, KeyRing};
+
+const MAX_TOKENS: u64 = 40;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_real_reasoning_model_upstream_answers_the_same_through_thinkwire() {
+    let path = thinkwire_chat::assets::home().join("models/tiny-qwen3-chat");
+    let engine = MlxEngine::load(&path, &LoadOptions::default())
+        .unwrap_or_else(|e| panic!("loading {} (run scripts/setup): {e}", path.display()));
+    let model = Model::new(
+        Arc::new(engine),
+        Model::load_chat(&path).unwrap(),
+        &Registry::builtin(),
+    )
+    .unwrap();
+    let mut config = AgentConfig::default();
+    config.policy.default_visibility = Visibility::Full;
+    let upstream = TestServer::start(
+        Agent::new(model, KeyRing::new(Key::generate().unwrap()), config),
+        ServerConfig::default(),
+    )
+    .await;
+
+    // Directly: a chat completions client, greedy.
+    let direct: Value = reqwest::Client::new()
+        .post(upstream.url("/v1/chat/completions"))
+        .json(&json!({
+            "model": "tiny", "max_tokens": MAX_TOKENS, "temperature": 0,
+            "messages": [{"role": "user", "content": "What is 2 + 2?"}],
+        }))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let message = &direct["choices"][0]["message"];
+    let direct_reasoning = message["reasoning"]
+        .as_str()
+        .unwrap_or("")
+        .trim()
+        .to_owned();
+    let direct_answer = message["content"].as_str().unwrap_or("").trim().to_owned();
+    assert!(
+        !(direct_reasoning.is_empty() && direct_answer.is_empty()),
+        "{direct}"
+    );
+
+    // Through a front thinkwire whose backend is that endpoint.
+    let registry = Registry::builtin();
+    let front_config = UpstreamConfig {
+        kind: UpstreamKind::OpenAiChat,
+        url: upstream.url("/v1"),
+        model: "tiny".into(),
+        key: None,
+        connect_timeout: Duration::from_secs(2),
+        idle_timeout: Duration::from_secs(30),
+        retries: 0,
+        format: registry.family("qwen3").unwrap().clone(),
+    };
+    let backend = Backend::Upstream(Box::new(UpstreamBackend::new(
+        Upstream::new(front_config, tokio::runtime::Handle::current()).unwrap(),
+        &registry,
+    )));
+    let front = TestServer::start(
+        Agent::with_backend(
+            backend,
+            KeyRing::new(Key::generate().unwrap()),
+            AgentConfig::default(),
+        ),
+        ServerConfig::default(),
+    )
+    .await;
+    let events = post_run(
+        &front,
+        &input(
+            "t-tiny",
+            "r1",
+            "What is 2 + 2?",
+            json!({"reasoning": {"visibility": "full"},
+                   "sampling": {"temperature": 0, "maxTokens": MAX_TOKENS}}),
+        ),
+    )
+    .await;
+    assert_eq!(reasoning_text(&events).trim(), direct_reasoning);
+    assert_eq!(answer_text(&events).trim(), direct_answer);
+    if !direct_reasoning.is_empty() {
+        assert!(types(&events).contains(&EventType::ReasoningEncryptedValue));
+    }
+    front.shutdown().await;
+    upstream.shutdown().await;
+}
