@@ -17,7 +17,7 @@ struct Cli {
 enum Command {
     /// Serve AG-UI over SSE (`POST /agent`) and WebSocket (`GET /agent/ws`),
     /// and the web demo at `/`.
-    Serve(cli::ServeArgs),
+    Serve(Box<cli::ServeArgs>),
     /// Ask the model something in the terminal (a REPL without a prompt).
     Chat(cli::ChatArgs),
     /// Measure load time, time to first token, prefill and decode speed.
@@ -35,7 +35,7 @@ fn main() -> Result<()> {
     let cli = Cli::parse();
     init_logging();
     match cli.command {
-        Command::Serve(args) => cli::serve(args),
+        Command::Serve(args) => cli::serve(*args),
         Command::Chat(args) => cli::chat(&args),
         Command::Bench(args) => cli::bench(&args),
         Command::Convert(args) => cli::convert(&args),

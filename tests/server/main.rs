@@ -6,6 +6,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod access;
 mod admission;
 mod agui_client;
 mod sse;

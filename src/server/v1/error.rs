@@ -66,16 +66,6 @@ impl ApiError {
         }
     }
 
-    /// A 413 over the body limit.
-    pub fn too_large(limit: usize) -> Self {
-        Self {
-            status: StatusCode::PAYLOAD_TOO_LARGE,
-            code: "INPUT_TOO_LARGE".into(),
-            message: format!("the request body exceeds the limit of {limit} bytes"),
-            param: None,
-        }
-    }
-
     /// A 500 for a run that failed on our side after it was accepted.
     pub fn server(code: &str, message: &str) -> Self {
         Self {
@@ -107,7 +97,8 @@ impl ApiError {
     /// The OpenAI error type of this status.
     fn openai_type(&self) -> &'static str {
         match self.status.as_u16() {
-            400 | 404 | 413 | 422 => "invalid_request_error",
+            // OpenAI answers a bad key with a 401 of this type too.
+            400 | 401 | 404 | 413 | 422 => "invalid_request_error",
             429 => "rate_limit_error",
             503 => "service_unavailable_error",
             _ => "server_error",
@@ -118,6 +109,8 @@ impl ApiError {
     fn anthropic_type(&self) -> &'static str {
         match self.status.as_u16() {
             400 | 422 => "invalid_request_error",
+            401 => "authentication_error",
+            403 => "permission_error",
             404 => "not_found_error",
             413 => "request_too_large",
             429 => "rate_limit_error",
