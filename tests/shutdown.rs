@@ -236,3 +236,42 @@ async fn sigterm_during_8_runs_ends_each_properly_and_exits_0_within_the_grace()
         "{shut_down} of {CLIENTS} runs ended SERVER_SHUTTING_DOWN; exit {exited_after:?} after SIGTERM"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_signal_exits_at_once() {
+    let mut server = start();
+    let (tx, mut streaming) = mpsc::channel(1);
+    let run = tokio::spawn(client(server.addr.clone(), 0, tx));
+    tokio::time::timeout(Duration::from_secs(240), streaming.recv())
+        .await
+        .expect("the run reaches its answer");
+    let pid = server.child.id().to_string();
+    let kill = |pid: &str| {
+        assert!(
+            Command::new("kill")
+                .args(["-TERM", pid])
+                .status()
+                .unwrap()
+                .success()
+        );
+    };
+    kill(&pid);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        server.child.try_wait().unwrap().is_none(),
+        "the first signal leaves the run its grace period"
+    );
+    let second = Instant::now();
+    kill(&pid);
+    let status = loop {
+        if let Some(status) = server.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(second.elapsed() < Duration::from_secs(2), "still running");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    // Ended at once (SIGKILL to itself: no exit handlers, no core dump).
+    use std::os::unix::process::ExitStatusExt as _;
+    assert_eq!(status.signal(), Some(9), "{status:?}");
+    run.abort();
+}

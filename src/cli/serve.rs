@@ -246,9 +246,8 @@ pub fn serve(args: ServeArgs) -> Result<()> {
     served
 }
 
-/// Resolves at the first SIGTERM or SIGINT; a second one exits the process
-/// at once (status 128 + the signal's number), for an operator who will not
-/// wait for the grace period.
+/// Resolves at the first SIGTERM or SIGINT; a second one ends the process
+/// at once, for an operator who will not wait for the grace period.
 async fn shutdown_signal() {
     let (first, signalled) = tokio::sync::oneshot::channel();
     tokio::spawn(async move {
@@ -263,9 +262,21 @@ async fn shutdown_signal() {
         let _ = first.send(());
         let name = signals.next().await;
         tracing::warn!(signal = name, "second signal: exiting at once");
-        std::process::exit(if name == "SIGTERM" { 143 } else { 130 });
+        exit_now();
     });
     let _ = signalled.await;
+}
+
+/// Ends the process without running exit handlers — `exit` would run
+/// MLX's C++ static destructors under an engine thread that is still
+/// decoding, and crash — and without a core dump (which would hold
+/// conversations): SIGKILL to itself.
+fn exit_now() -> ! {
+    #[cfg(unix)]
+    {
+        let _ = nix::sys::signal::raise(nix::sys::signal::Signal::SIGKILL);
+    }
+    std::process::exit(1)
 }
 
 /// SIGTERM and SIGINT, as a stream of names.
