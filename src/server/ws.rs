@@ -17,6 +17,8 @@
 
 use std::collections::VecDeque;
 
+use std::time::Duration;
+
 use tokio::time::Instant;
 
 use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket, WebSocketUpgrade};
@@ -131,6 +133,11 @@ async fn session(
     let mut active: Option<ActiveRun> = None;
     let mut ping = tokio::time::interval(state.config.ws_ping);
     ping.tick().await;
+    // Checked a few times per timeout, so a silent client goes within
+    // 1.25 timeouts.
+    let mut idle =
+        tokio::time::interval((state.config.ws_idle_timeout / 4).max(Duration::from_millis(10)));
+    idle.tick().await;
     let limit = state.config.max_input_bytes;
     let mut last_heard = Instant::now();
     let mut draining = false;
@@ -208,14 +215,16 @@ async fn session(
                 }
             }
             _ = ping.tick() => {
+                if tx.send(Message::Ping(Bytes::new())).await.is_err() {
+                    return;
+                }
+            }
+            _ = idle.tick() => {
                 if active.is_none() && last_heard.elapsed() >= state.config.ws_idle_timeout {
                     // Nothing from the client, not even a pong: it is gone
                     // or holding a socket for nothing.
                     state.agent.metrics().request_refused("WS_IDLE_TIMEOUT");
                     let _ = close(&mut tx, 1001, "idle timeout").await;
-                    return;
-                }
-                if tx.send(Message::Ping(Bytes::new())).await.is_err() {
                     return;
                 }
             }

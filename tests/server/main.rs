@@ -9,5 +9,6 @@ mod support;
 mod access;
 mod admission;
 mod agui_client;
+mod limits;
 mod sse;
 mod ws;
