@@ -172,13 +172,9 @@ fn agent_config(args: &ServeArgs) -> Result<AgentConfig> {
     Ok(config)
 }
 
-/// Runs `thinkwire serve` until Ctrl-C or SIGTERM.
-pub fn serve(args: ServeArgs) -> Result<()> {
-    let keys = load_keys(&args)?;
-    let config = agent_config(&args)?;
-    let model = args.model.load()?;
-    tracing::info!(model = model.id(), format = %model.format().family, "model loaded");
-    let agent = Arc::new(Agent::new(model, keys, config));
+/// The server's settings from the flags; every flag an operator can get
+/// wrong is checked here, before the model takes seconds to load.
+fn server_config(args: &ServeArgs) -> Result<ServerConfig> {
     let web_dir = args.web_dir.clone().or_else(default_web_dir);
     let openai_reasoning_field =
         ReasoningField::parse(&args.reasoning_field).with_context(|| {
@@ -208,7 +204,7 @@ pub fn serve(args: ServeArgs) -> Result<()> {
         bail!("--max-connections must be at least 1");
     }
     let secs = std::time::Duration::from_secs;
-    let server_config = ServerConfig {
+    Ok(ServerConfig {
         max_input_bytes: limits.max_input_bytes,
         max_runs_per_client: limits.max_runs_per_client,
         max_connections: limits.max_connections,
@@ -223,7 +219,17 @@ pub fn serve(args: ServeArgs) -> Result<()> {
         max_queued_runs: args.max_queued,
         openai_reasoning_field,
         ..ServerConfig::default()
-    };
+    })
+}
+
+/// Runs `thinkwire serve` until Ctrl-C or SIGTERM.
+pub fn serve(args: ServeArgs) -> Result<()> {
+    let keys = load_keys(&args)?;
+    let config = agent_config(&args)?;
+    let server_config = server_config(&args)?;
+    let model = args.model.load()?;
+    tracing::info!(model = model.id(), format = %model.format().family, "model loaded");
+    let agent = Arc::new(Agent::new(model, keys, config));
     // A panic's message may quote what it was working on: log where it
     // happened, never what (issue #13).
     server::quiet_panics();
