@@ -149,7 +149,8 @@ impl Metrics {
         }
     }
 
-    /// A run ended with `outcome` (`success`, `cancelled`, `client_gone`,
+    /// A run ended with `outcome` (`success`, `cancelled`, `shutdown`,
+    /// `panic`, `client_gone`,
     /// `engine_error`).
     pub fn run_ended(&self, outcome: &'static str) {
         self.runs.get_or_create(&vec![("outcome", outcome)]).inc();
