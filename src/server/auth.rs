@@ -221,8 +221,14 @@ pub(super) async fn require_token(
             r#"Bearer realm="thinkwire""#,
         ),
     };
-    // The route and the code only: never the credential.
-    tracing::info!(path, code, "request refused: not authenticated");
+    // The surface and the code only: never the credential, nor a path the
+    // client chose.
+    let surface = if path.starts_with("/v1") {
+        "v1"
+    } else {
+        "ag-ui"
+    };
+    tracing::info!(surface, code, "request refused: not authenticated");
     state.agent.metrics().request_refused(code);
     let mut response = if path.starts_with("/v1") {
         let dialect = if path.starts_with("/v1/messages") {

@@ -73,7 +73,6 @@ async fn admit_and_start(
         .map_err(|_| {
             // The panic's message is not logged: it may quote the input.
             tracing::error!("run preparation panicked");
-            agent.metrics().run_ended("panic");
             RunRejected::internal("run preparation failed")
         })?
         .inspect_err(|rejected| {
