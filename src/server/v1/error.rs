@@ -66,10 +66,15 @@ impl ApiError {
         }
     }
 
-    /// A 500 for a run that failed on our side after it was accepted.
+    /// A 500 for a run that failed on our side after it was accepted — a
+    /// 503 when the server's shutdown stopped it (retry elsewhere).
     pub fn server(code: &str, message: &str) -> Self {
         Self {
-            status: StatusCode::INTERNAL_SERVER_ERROR,
+            status: if code == "SERVER_SHUTTING_DOWN" {
+                StatusCode::SERVICE_UNAVAILABLE
+            } else {
+                StatusCode::INTERNAL_SERVER_ERROR
+            },
             code: code.to_owned(),
             message: message.to_owned(),
             param: None,
@@ -173,6 +178,18 @@ mod tests {
         assert_eq!(body["error"]["param"], "messages[0].role");
         assert_eq!(body["error"]["type"], "invalid_request_error");
         assert_eq!(body["error"]["message"], "unknown role");
+    }
+
+    #[test]
+    fn a_run_stopped_by_shutdown_is_a_503() {
+        assert_eq!(
+            ApiError::server("SERVER_SHUTTING_DOWN", "the server is shutting down").status,
+            StatusCode::SERVICE_UNAVAILABLE
+        );
+        assert_eq!(
+            ApiError::server("ENGINE_ERROR", "generation failed").status,
+            StatusCode::INTERNAL_SERVER_ERROR
+        );
     }
 
     #[test]
