@@ -21,7 +21,11 @@ use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use crate::support::*;
 
 async fn server(config: ServerConfig, step_delay: Duration) -> TestServer {
-    let (model, _) = scripted_qwen3(&[qwen3_turn("thoughts", "An answer.")], step_delay);
+    server_saying(qwen3_turn("thoughts", "An answer."), config, step_delay).await
+}
+
+async fn server_saying(script: String, config: ServerConfig, step_delay: Duration) -> TestServer {
+    let (model, _) = scripted_qwen3(&[script], step_delay);
     TestServer::start(
         Agent::new(
             model,
@@ -188,12 +192,15 @@ async fn past_the_connection_cap_a_connection_gets_503() {
 
 #[tokio::test]
 async fn a_client_address_past_its_run_limit_is_refused() {
-    let server = server(
+    // A run of seconds, so the first is surely in flight for the second.
+    let answer = "word ".repeat(100);
+    let server = server_saying(
+        qwen3_turn("thoughts", answer.trim_end()),
         ServerConfig {
             max_runs_per_client: 1,
             ..ServerConfig::default()
         },
-        Duration::from_millis(50),
+        Duration::from_millis(30),
     )
     .await;
     let client = reqwest::Client::new();
@@ -210,9 +217,17 @@ async fn a_client_address_past_its_run_limit_is_refused() {
     assert_eq!(second.headers()["retry-after"], "1");
     let body: Value = second.json().await.unwrap();
     assert_eq!(body["error"]["code"], "CLIENT_BUSY");
-    // Once the first run ends, the address may run again.
+    // Once the first run ends, the address may run again (its place is
+    // given back just after its last event, so allow a moment).
     let _ = first.bytes().await.unwrap();
-    let third = post("r3").await.unwrap();
+    let mut third = post("r3").await.unwrap();
+    for _ in 0..40 {
+        if third.status() == 200 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        third = post("r3").await.unwrap();
+    }
     assert_eq!(third.status(), 200);
     let _ = third.bytes().await.unwrap();
     assert!(counted(

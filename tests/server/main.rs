@@ -10,5 +10,6 @@ mod access;
 mod admission;
 mod agui_client;
 mod limits;
+mod shutdown;
 mod sse;
 mod ws;
