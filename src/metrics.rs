@@ -27,6 +27,7 @@ pub struct Metrics {
     registry: Registry,
     runs: Family<Labels, Counter>,
     refused: Family<Labels, Counter>,
+    requests_refused: Family<Labels, Counter>,
     tokens: Counter,
     ttft: Histogram,
     inter_token: Histogram,
@@ -63,6 +64,13 @@ impl Metrics {
             "runs_refused",
             "Runs refused before they started, by error code",
             refused.clone(),
+        );
+        let requests_refused = Family::<Labels, Counter>::default();
+        registry.register(
+            "requests_refused",
+            "Requests and connections refused before any run, by error code \
+             (authentication, origin, limits, timeouts, shutdown)",
+            requests_refused.clone(),
         );
         let tokens = Counter::default();
         registry.register(
@@ -126,6 +134,7 @@ impl Metrics {
             registry,
             runs,
             refused,
+            requests_refused,
             tokens,
             ttft,
             inter_token,
@@ -140,7 +149,8 @@ impl Metrics {
         }
     }
 
-    /// A run ended with `outcome` (`success`, `cancelled`, `client_gone`,
+    /// A run ended with `outcome` (`success`, `cancelled`, `shutdown`,
+    /// `panic`, `client_gone`,
     /// `engine_error`).
     pub fn run_ended(&self, outcome: &'static str) {
         self.runs.get_or_create(&vec![("outcome", outcome)]).inc();
@@ -149,6 +159,14 @@ impl Metrics {
     /// A run was refused before it started with error `code`.
     pub fn run_refused(&self, code: &'static str) {
         self.refused.get_or_create(&vec![("code", code)]).inc();
+    }
+
+    /// A request or connection was refused before any run with `code`
+    /// (`AUTH_REQUIRED`, `ORIGIN_NOT_ALLOWED`, `TOO_MANY_CONNECTIONS`, ...).
+    pub fn request_refused(&self, code: &'static str) {
+        self.requests_refused
+            .get_or_create(&vec![("code", code)])
+            .inc();
     }
 
     /// A generation's first token arrived `after` its request.
@@ -196,6 +214,7 @@ mod tests {
         let m = Metrics::new();
         m.run_ended("success");
         m.run_refused("SERVER_BUSY");
+        m.request_refused("AUTH_REQUIRED");
         m.first_token(Duration::from_millis(30));
         m.next_token(Duration::from_millis(12));
         let text = m.render(&EngineLoad {
@@ -208,6 +227,7 @@ mod tests {
         for want in [
             "thinkwire_runs_total{outcome=\"success\"} 1",
             "thinkwire_runs_refused_total{code=\"SERVER_BUSY\"} 1",
+            "thinkwire_requests_refused_total{code=\"AUTH_REQUIRED\"} 1",
             "thinkwire_generated_tokens_total 2",
             "thinkwire_time_to_first_token_seconds_count 1",
             "thinkwire_inter_token_latency_seconds_count 1",

@@ -138,7 +138,9 @@ impl Execution<'_, '_> {
     fn end(mut self, result: Result<(), Stopped>, started: Instant) {
         let run = self.run;
         let usage = &self.usage;
+        let shutting_down = self.events.output().shutting_down();
         let outcome = match &result {
+            Ok(()) if shutting_down => "shutdown",
             Ok(()) if self.events.output().cancel_requested() => "cancelled",
             Ok(()) => "success",
             Err(Stopped::Gone) => "client_gone",
@@ -156,6 +158,11 @@ impl Execution<'_, '_> {
             "run finished"
         );
         let _ = match result {
+            // Every reasoning message said so far was closed and sealed
+            // on the way out (the passes close what they hold open).
+            Ok(()) if shutting_down => self
+                .events
+                .failed("the server is shutting down", "SERVER_SHUTTING_DOWN"),
             Ok(()) => {
                 let token_usage = TokenUsage {
                     model: Some(self.backend.id().to_owned()),

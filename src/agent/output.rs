@@ -4,7 +4,7 @@
 //! which the run turns into stopping the engine.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 
 use thinkwire_protocol::{Event, RunError, Verifier};
 use tokio::sync::mpsc;
@@ -39,19 +39,38 @@ impl Frame {
 }
 
 /// Asks a run to stop between two decode steps; it then closes what is open
-/// and finishes with `outcome: cancelled`.
+/// and finishes with `outcome: cancelled` — or, when the server is shutting
+/// down, with `RUN_ERROR` code `SERVER_SHUTTING_DOWN`.
 #[derive(Debug, Clone, Default)]
-pub struct CancelRun(Arc<AtomicBool>);
+pub struct CancelRun(Arc<AtomicU8>);
+
+/// [`CancelRun`]'s states.
+const RUNNING: u8 = 0;
+const CANCELLED: u8 = 1;
+const SHUTTING_DOWN: u8 = 2;
 
 impl CancelRun {
-    /// Requests cancellation.
+    /// Requests cancellation (the client's `CANCEL_RUN`).
     pub fn cancel(&self) {
-        self.0.store(true, Ordering::SeqCst);
+        let _ = self
+            .0
+            .compare_exchange(RUNNING, CANCELLED, Ordering::SeqCst, Ordering::SeqCst);
     }
 
-    /// Whether cancellation was requested.
+    /// Stops the run because the server is shutting down; this wins over a
+    /// client's cancel, since the run ends in error either way.
+    pub fn shut_down(&self) {
+        self.0.store(SHUTTING_DOWN, Ordering::SeqCst);
+    }
+
+    /// Whether the run was asked to stop, for either reason.
     pub fn is_cancelled(&self) -> bool {
-        self.0.load(Ordering::SeqCst)
+        self.0.load(Ordering::SeqCst) != RUNNING
+    }
+
+    /// Whether the run was stopped by the server's shutdown.
+    pub fn is_shutting_down(&self) -> bool {
+        self.0.load(Ordering::SeqCst) == SHUTTING_DOWN
     }
 }
 
@@ -85,6 +104,11 @@ impl RunOutput {
     /// Whether the client asked to stop (as opposed to leaving).
     pub fn cancel_requested(&self) -> bool {
         self.cancel.is_cancelled()
+    }
+
+    /// Whether the server's shutdown stopped the run.
+    pub fn shutting_down(&self) -> bool {
+        self.cancel.is_shutting_down()
     }
 
     /// Sends one event, blocking while the client is slow.

@@ -80,6 +80,15 @@ impl RunRejected {
         )
     }
 
+    /// The server is shutting down and starts no more runs.
+    pub fn shutting_down() -> Self {
+        Self::new(
+            RejectKind::Unavailable,
+            "SERVER_SHUTTING_DOWN",
+            "the server is shutting down; retry on another instance or after it restarts",
+        )
+    }
+
     /// Something on our side failed; details go to the log, not the client.
     pub fn internal(message: &str) -> Self {
         Self::new(RejectKind::Unavailable, "INTERNAL_ERROR", message)

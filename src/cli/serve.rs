@@ -10,7 +10,7 @@ use thinkwire_seal::{Key, KeyRing};
 use super::ModelArgs;
 use super::upstream::UpstreamArgs;
 use crate::agent::{Agent, AgentConfig, Backend, ReplayFailure, Visibility};
-use crate::server::{self, AppState, ReasoningField, ServerConfig};
+use crate::server::{self, AllowedOrigins, AppState, AuthTokens, ReasoningField, ServerConfig};
 
 /// `thinkwire serve`.
 #[derive(clap::Args, Debug)]
@@ -64,6 +64,59 @@ pub struct ServeArgs {
     /// `reasoning_content` (both are read in).
     #[arg(long, default_value = "both")]
     reasoning_field: String,
+    /// Require a bearer token on every endpoint but `/healthz` and the web
+    /// demo's files: a file with one token per line (at least 16 of the
+    /// characters `A-Za-z0-9!#$%&'*+-.^_`|~`; `openssl rand -hex 32`), not
+    /// readable by group or others. See docs/security.md.
+    #[arg(long, env = "THINKWIRE_AUTH_TOKENS_FILE")]
+    auth_tokens_file: Option<PathBuf>,
+    /// Browser origins (`https://app.example.com`, comma-separated, or `*`)
+    /// allowed to open the WebSocket and to read HTTP responses (CORS).
+    /// Pages served by this server itself are always allowed; clients that
+    /// send no `Origin` (SDKs, curl) are not browsers and are not checked.
+    #[arg(long, value_delimiter = ',', env = "THINKWIRE_ALLOWED_ORIGINS")]
+    allowed_origins: Vec<String>,
+    /// Seconds from SIGTERM/SIGINT to exit at the latest: runs in progress
+    /// may finish until a quarter (at most 2 s) before the end, then end
+    /// with `SERVER_SHUTTING_DOWN`, their reasoning sealed first. A second
+    /// signal exits at once.
+    #[arg(long, default_value_t = 10.0)]
+    shutdown_grace: f64,
+    #[command(flatten)]
+    limits: LimitArgs,
+}
+
+/// The limits of docs/security.md, each refusal a code in `/metrics`.
+#[derive(clap::Args, Debug)]
+struct LimitArgs {
+    /// Largest request body or WebSocket input frame, in bytes.
+    #[arg(long, default_value_t = 4 * 1024 * 1024)]
+    max_input_bytes: usize,
+    /// Most messages in one input (413 `INPUT_TOO_LARGE` past it).
+    #[arg(long, default_value_t = 1024)]
+    max_messages: usize,
+    /// Most tools in one input.
+    #[arg(long, default_value_t = 128)]
+    max_tools: usize,
+    /// Runs in flight per client address (`CLIENT_BUSY` past it); 0 = no
+    /// limit. Behind a reverse proxy all clients share its address.
+    #[arg(long, default_value_t = 0)]
+    max_runs_per_client: usize,
+    /// Connections open at once (`TOO_MANY_CONNECTIONS` past it); an open
+    /// WebSocket counts.
+    #[arg(long, default_value_t = 512)]
+    max_connections: usize,
+    /// Seconds a request head may take to arrive; also how long an idle
+    /// keep-alive connection stays open.
+    #[arg(long, default_value_t = 10)]
+    header_timeout_secs: u64,
+    /// Seconds a request body may take to arrive in full.
+    #[arg(long, default_value_t = 60)]
+    body_timeout_secs: u64,
+    /// Seconds a WebSocket between runs may go without hearing from its
+    /// client (not even a pong to the server's pings).
+    #[arg(long, default_value_t = 60)]
+    ws_idle_timeout_secs: u64,
 }
 
 /// The environment variable holding sealing keys.
@@ -117,13 +170,66 @@ fn agent_config(args: &ServeArgs) -> Result<AgentConfig> {
     };
     config.replay.trust_client_reasoning = args.trust_client_reasoning;
     config.seal_ttl = args.seal_ttl_secs.map(std::time::Duration::from_secs);
+    config.max_messages = args.limits.max_messages;
+    config.max_tools = args.limits.max_tools;
     Ok(config)
+}
+
+/// The server's settings from the flags; every flag an operator can get
+/// wrong is checked here, before the model takes seconds to load.
+fn server_config(args: &ServeArgs) -> Result<ServerConfig> {
+    let web_dir = args.web_dir.clone().or_else(default_web_dir);
+    let openai_reasoning_field =
+        ReasoningField::parse(&args.reasoning_field).with_context(|| {
+            format!(
+                "--reasoning-field: expected both, reasoning or reasoning_content, not {:?}",
+                args.reasoning_field
+            )
+        })?;
+    let auth = args
+        .auth_tokens_file
+        .as_deref()
+        .map(AuthTokens::from_file)
+        .transpose()
+        .context("loading --auth-tokens-file")?;
+    let allowed_origins = AllowedOrigins::parse(&args.allowed_origins)?;
+    if auth.is_none() && !args.listen.ip().is_loopback() {
+        tracing::warn!(
+            listen = %args.listen,
+            "listening on a non-loopback address without authentication: anyone who can reach \
+             it can run the model and read /metrics (pass --auth-tokens-file; docs/security.md)"
+        );
+    }
+    let shutdown_grace = std::time::Duration::try_from_secs_f64(args.shutdown_grace)
+        .context("--shutdown-grace: expected seconds, at least 0")?;
+    let limits = &args.limits;
+    if limits.max_connections == 0 {
+        bail!("--max-connections must be at least 1");
+    }
+    let secs = std::time::Duration::from_secs;
+    Ok(ServerConfig {
+        max_input_bytes: limits.max_input_bytes,
+        max_runs_per_client: limits.max_runs_per_client,
+        max_connections: limits.max_connections,
+        header_timeout: secs(limits.header_timeout_secs),
+        body_timeout: secs(limits.body_timeout_secs),
+        ws_idle_timeout: secs(limits.ws_idle_timeout_secs),
+        shutdown_grace,
+        auth,
+        allowed_origins,
+        web_dir,
+        max_active_runs: args.model.max_batch,
+        max_queued_runs: args.max_queued,
+        openai_reasoning_field,
+        ..ServerConfig::default()
+    })
 }
 
 /// Runs `thinkwire serve` until Ctrl-C or SIGTERM.
 pub fn serve(args: ServeArgs) -> Result<()> {
     let keys = load_keys(&args)?;
     let config = agent_config(&args)?;
+    let server_config = server_config(&args)?;
     let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
     let backend = if args.upstream.enabled() {
         let backend = args
@@ -143,22 +249,10 @@ pub fn serve(args: ServeArgs) -> Result<()> {
         Backend::Local(model)
     };
     let agent = Arc::new(Agent::with_backend(backend, keys, config));
-    let web_dir = args.web_dir.clone().or_else(default_web_dir);
-    let openai_reasoning_field =
-        ReasoningField::parse(&args.reasoning_field).with_context(|| {
-            format!(
-                "--reasoning-field: expected both, reasoning or reasoning_content, not {:?}",
-                args.reasoning_field
-            )
-        })?;
-    let server_config = ServerConfig {
-        web_dir,
-        max_active_runs: args.model.max_batch,
-        max_queued_runs: args.max_queued,
-        openai_reasoning_field,
-        ..ServerConfig::default()
-    };
-    runtime.block_on(async move {
+    // A panic's message may quote what it was working on: log where it
+    // happened, never what (issue #13).
+    server::quiet_panics();
+    let served = runtime.block_on(async move {
         let listener = tokio::net::TcpListener::bind(args.listen)
             .await
             .with_context(|| format!("binding {}", args.listen))?;
@@ -170,29 +264,87 @@ pub fn serve(args: ServeArgs) -> Result<()> {
         server::serve(listener, state, shutdown_signal()).await?;
         tracing::info!("shut down");
         Ok(())
-    })
+    });
+    // A run thread stuck past the grace period must not hold the exit.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(200));
+    served
 }
 
+/// Resolves at the first SIGTERM or SIGINT; a second one ends the process
+/// at once, for an operator who will not wait for the grace period.
 async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
+    let (first, signalled) = tokio::sync::oneshot::channel();
+    tokio::spawn(async move {
+        let Some(mut signals) = Signals::new() else {
+            return;
+        };
+        let name = signals.next().await;
+        tracing::info!(
+            signal = name,
+            "shutting down (a second signal exits at once)"
+        );
+        let _ = first.send(());
+        let name = signals.next().await;
+        tracing::warn!(signal = name, "second signal: exiting at once");
+        exit_now();
+    });
+    let _ = signalled.await;
+}
+
+/// Ends the process without running exit handlers — `exit` would run
+/// MLX's C++ static destructors under an engine thread that is still
+/// decoding, and crash — and without a core dump (which would hold
+/// conversations): SIGKILL to itself.
+fn exit_now() -> ! {
     #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => {}
-        () = term => {}
+    {
+        let _ = nix::sys::signal::raise(nix::sys::signal::Signal::SIGKILL);
     }
-    tracing::info!("shutting down: closing sockets and cancelling runs");
+    std::process::exit(1)
+}
+
+/// SIGTERM and SIGINT, as a stream of names.
+struct Signals {
+    #[cfg(unix)]
+    term: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    int: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn new() -> Option<Self> {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            match (
+                signal(SignalKind::terminate()),
+                signal(SignalKind::interrupt()),
+            ) {
+                (Ok(term), Ok(int)) => Some(Self { term, int }),
+                (Err(err), _) | (_, Err(err)) => {
+                    tracing::error!(error = %err, "cannot listen for SIGTERM/SIGINT");
+                    None
+                }
+            }
+        }
+        #[cfg(not(unix))]
+        Some(Self {})
+    }
+
+    async fn next(&mut self) -> &'static str {
+        #[cfg(unix)]
+        {
+            tokio::select! {
+                _ = self.term.recv() => "SIGTERM",
+                _ = self.int.recv() => "SIGINT",
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = tokio::signal::ctrl_c().await;
+            "SIGINT"
+        }
+    }
 }
 
 /// Where `scripts/setup` builds the web demo, if this binary runs from a

@@ -7,16 +7,22 @@
 //!
 //! ```no_run
 //! # async fn demo(agent: std::sync::Arc<thinkwire::agent::Agent>) -> std::io::Result<()> {
-//! use thinkwire::server::{app, ServerConfig, AppState};
+//! use thinkwire::server::{ServerConfig, AppState};
 //! let state = AppState::new(agent, ServerConfig::default());
 //! let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-//! axum::serve(listener, app(state)).await
+//! thinkwire::server::serve(listener, state, std::future::pending()).await
 //! # }
 //! ```
 
 mod admission;
+mod auth;
+mod limits;
+mod listen;
+mod origin;
+mod panics;
 mod rejection;
 mod run;
+mod shutdown;
 mod sse;
 mod v1;
 mod web_demo;
@@ -29,10 +35,12 @@ use std::time::Duration;
 use axum::Router;
 use axum::extract::State;
 use axum::routing::{get, post};
-use tokio_util::sync::CancellationToken;
 
 use crate::agent::Agent;
 
+pub use auth::{AuthError, AuthTokens};
+pub use origin::{AllowedOrigins, BadOrigin};
+pub use panics::quiet_panics;
 pub use rejection::Rejection;
 pub use v1::ReasoningField;
 
@@ -49,6 +57,10 @@ pub struct ServerConfig {
     pub ws_max_queued_runs: usize,
     /// Runs generating at once (the engine's batch, `serve --max-batch`).
     pub max_active_runs: usize,
+    /// Runs in flight (generating or waiting) per client address; `0`: no
+    /// limit (`serve --max-runs-per-client`). Behind a reverse proxy every
+    /// client has the proxy's address.
+    pub max_runs_per_client: usize,
     /// Runs admitted to wait for a place in the batch, server-wide
     /// (`serve --max-queued`); beyond both, runs are refused with
     /// `SERVER_BUSY`.
@@ -57,6 +69,27 @@ pub struct ServerConfig {
     pub web_dir: Option<PathBuf>,
     /// Where chat completions put reasoning text (`serve --reasoning-field`).
     pub openai_reasoning_field: ReasoningField,
+    /// Bearer tokens every endpoint but `/healthz` and the web demo's files
+    /// requires (`serve --auth-tokens-file`); `None`: no authentication.
+    pub auth: Option<AuthTokens>,
+    /// Browser origins allowed on the WebSocket and by CORS
+    /// (`serve --allowed-origins`).
+    pub allowed_origins: AllowedOrigins,
+    /// Connections open at once; past it one 503 `TOO_MANY_CONNECTIONS`.
+    pub max_connections: usize,
+    /// How long a request head may take to arrive, and how long a
+    /// keep-alive connection may sit idle (hyper's header read timeout).
+    pub header_timeout: Duration,
+    /// Largest request head (start line and headers), in bytes (431 past).
+    pub max_header_bytes: usize,
+    /// How long a request body may take to arrive in full (408 past).
+    pub body_timeout: Duration,
+    /// A WebSocket without a run that has heard nothing from its client
+    /// (not even a pong) for this long is closed.
+    pub ws_idle_timeout: Duration,
+    /// From SIGTERM/SIGINT to exit at the latest (`serve --shutdown-grace`;
+    /// the phases are in `shutdown.rs`).
+    pub shutdown_grace: Duration,
 }
 
 impl Default for ServerConfig {
@@ -68,8 +101,17 @@ impl Default for ServerConfig {
             ws_max_queued_runs: 4,
             max_active_runs: 8,
             max_queued_runs: 64,
+            max_runs_per_client: 0,
             web_dir: None,
             openai_reasoning_field: ReasoningField::default(),
+            auth: None,
+            allowed_origins: AllowedOrigins::default(),
+            max_connections: 512,
+            header_timeout: Duration::from_secs(10),
+            max_header_bytes: 64 * 1024,
+            body_timeout: Duration::from_secs(60),
+            ws_idle_timeout: Duration::from_secs(60),
+            shutdown_grace: Duration::from_secs(10),
         }
     }
 }
@@ -80,46 +122,59 @@ pub struct AppState {
     agent: Arc<Agent>,
     config: Arc<ServerConfig>,
     admission: Arc<admission::Admission>,
-    shutdown: CancellationToken,
+    client_runs: Arc<limits::ClientRuns>,
+    shutdown: shutdown::Shutdown,
 }
 
 impl AppState {
     /// State for `agent` under `config`.
     pub fn new(agent: Arc<Agent>, config: ServerConfig) -> Self {
         let admission = admission::Admission::new(config.max_active_runs + config.max_queued_runs);
+        let client_runs = limits::ClientRuns::new(config.max_runs_per_client);
         Self {
             agent,
             config: Arc::new(config),
             admission,
-            shutdown: CancellationToken::new(),
+            client_runs,
+            shutdown: shutdown::Shutdown::default(),
         }
-    }
-
-    /// Cancelled when the server shuts down: WebSockets close with 1000 and
-    /// runs in progress are cancelled.
-    pub fn shutdown_token(&self) -> CancellationToken {
-        self.shutdown.clone()
     }
 }
 
 /// The router: transports, health, capabilities, web demo.
+///
+/// Every route but `/healthz` (a probe for load balancers) and the web
+/// demo's static files requires a token when `auth` is set; CORS is the
+/// outermost layer so preflight requests, which carry no credentials, are
+/// answered before authentication.
 pub fn app(state: AppState) -> Router {
-    Router::new()
+    let protected = Router::new()
         .route("/agent", post(sse::post_agent))
         .route("/agent/ws", get(ws::upgrade))
-        .route("/healthz", get(healthz))
         .route("/capabilities", get(capabilities))
         .route("/metrics", get(metrics))
         .merge(v1::routes())
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            auth::require_token,
+        ));
+    let cors = state.config.allowed_origins.cors();
+    Router::new()
+        .merge(protected)
+        .route("/healthz", get(healthz))
         .fallback_service(web_demo::service(state.config.web_dir.clone()))
+        .layer(cors)
         .with_state(state)
 }
 
+/// Liveness: `ok`, and the model's id unless tokens are required (an
+/// unauthenticated probe learns nothing about the deployment).
 async fn healthz(State(state): State<AppState>) -> axum::Json<serde_json::Value> {
-    axum::Json(serde_json::json!({
-        "status": "ok",
-        "model": state.agent.model_id(),
-    }))
+    let mut body = serde_json::json!({ "status": "ok" });
+    if state.config.auth.is_none() {
+        body["model"] = state.agent.model_id().into();
+    }
+    axum::Json(body)
 }
 
 /// Prometheus text exposition (`prometheus-client`'s encoder).
@@ -146,19 +201,14 @@ async fn capabilities(
     axum::Json(state.agent.capabilities())
 }
 
-/// Serves `app(state)` on `listener` until `shutdown` resolves; then closes
-/// WebSockets with 1000, cancels runs in progress and drains connections.
+/// Serves `app(state)` on `listener` until `shutdown` resolves, then shuts
+/// down gracefully within `config.shutdown_grace`: runs in progress may
+/// finish, or end with `SERVER_SHUTTING_DOWN` (their reasoning sealed
+/// first), and WebSockets close with 1001 (`shutdown.rs`).
 pub async fn serve(
     listener: tokio::net::TcpListener,
     state: AppState,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let token = state.shutdown_token();
-    let signal = async move {
-        shutdown.await;
-        token.cancel();
-    };
-    axum::serve(listener, app(state))
-        .with_graceful_shutdown(signal)
-        .await
+    listen::serve(listener, state, shutdown).await
 }

@@ -17,22 +17,23 @@ pub struct Rejection {
 }
 
 impl Rejection {
+    /// A refusal with `status`, `code` and a message that quotes nothing
+    /// the client sent.
+    pub(crate) fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            status,
+            code,
+            message: message.into(),
+            path: None,
+        }
+    }
+
     /// The body was not `application/json`.
     pub fn unsupported_media_type() -> Self {
         Self {
             status: StatusCode::UNSUPPORTED_MEDIA_TYPE,
             code: "UNSUPPORTED_MEDIA_TYPE",
             message: "send the RunAgentInput as Content-Type: application/json".into(),
-            path: None,
-        }
-    }
-
-    /// The body was larger than the server accepts.
-    pub fn too_large(limit: usize) -> Self {
-        Self {
-            status: StatusCode::PAYLOAD_TOO_LARGE,
-            code: "INPUT_TOO_LARGE",
-            message: format!("the request body exceeds the limit of {limit} bytes"),
             path: None,
         }
     }

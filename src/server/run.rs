@@ -5,6 +5,7 @@
 //! Dropping the receiver is how a transport says the client is gone: the
 //! agent's next send fails and it stops the engine within one decode step.
 
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -12,6 +13,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::AppState;
+use super::limits::Client;
 use crate::agent::{CancelRun, Frame, RunOutput, RunRejected};
 
 /// Frames buffered between the engine thread and a slow client. When full,
@@ -32,15 +34,29 @@ pub(crate) struct ActiveRun {
 
 /// Takes a place for the run, validates `body` and starts it; a rejection
 /// comes back before any event was produced (and is counted).
-pub(crate) async fn start(state: &AppState, body: Bytes) -> Result<ActiveRun, RunRejected> {
-    let result = admit_and_start(state, body).await;
+pub(crate) async fn start(
+    state: &AppState,
+    client: Client,
+    body: Bytes,
+) -> Result<ActiveRun, RunRejected> {
+    let result = admit_and_start(state, client, body).await;
     if let Err(rejected) = &result {
         state.agent.metrics().run_refused(rejected.code);
     }
     result
 }
 
-async fn admit_and_start(state: &AppState, body: Bytes) -> Result<ActiveRun, RunRejected> {
+async fn admit_and_start(
+    state: &AppState,
+    client: Client,
+    body: Bytes,
+) -> Result<ActiveRun, RunRejected> {
+    if state.shutdown.is_draining() {
+        return Err(RunRejected::shutting_down());
+    }
+    let client_permit = state.client_runs.try_admit(client).inspect_err(|_| {
+        tracing::info!("run refused: the client address is at its run limit");
+    })?;
     let Some(permit) = state.admission.try_admit() else {
         tracing::info!(
             limit = state.admission.limit(),
@@ -49,13 +65,13 @@ async fn admit_and_start(state: &AppState, body: Bytes) -> Result<ActiveRun, Run
         return Err(RunRejected::busy(state.admission.limit()));
     };
     let agent = Arc::clone(&state.agent);
-    let shutdown = &state.shutdown;
     // Preparing renders the template, tokenizes and opens sealed reasoning:
     // milliseconds of CPU, kept off the async workers.
     let prep_agent = Arc::clone(&agent);
     let prepared = tokio::task::spawn_blocking(move || prep_agent.prepare(&body))
         .await
         .map_err(|_| {
+            // The panic's message is not logged: it may quote the input.
             tracing::error!("run preparation panicked");
             RunRejected::internal("run preparation failed")
         })?
@@ -70,22 +86,34 @@ async fn admit_and_start(state: &AppState, body: Bytes) -> Result<ActiveRun, Run
     let run_id = prepared.run_id().to_owned();
     let (tx, frames) = mpsc::channel(FRAME_BUFFER);
     let cancel = CancelRun::default();
-    let output = RunOutput::new(tx, cancel.clone());
+    let output = RunOutput::new(tx.clone(), cancel.clone());
     let done = CancellationToken::new();
     let done_guard = done.clone().drop_guard();
-    tokio::task::spawn_blocking(move || {
+    let panic_run_id = run_id.clone();
+    // Tracked, so shutdown waits for the run's last event.
+    state.shutdown.tasks().spawn_blocking(move || {
         let _done = done_guard;
         // The place is held until the run has sent its last event.
-        let _permit = permit;
-        prepared.execute(output);
+        let _permit = (permit, client_permit);
+        // A panic ends this run, never the server; its client gets a
+        // RUN_ERROR instead of a silent end (issue #13).
+        let ran = std::panic::catch_unwind(AssertUnwindSafe(|| prepared.execute(output)));
+        if ran.is_err() {
+            tracing::error!(run_id = %panic_run_id, "run panicked; ended with INTERNAL_ERROR");
+            agent.metrics().run_ended("panic");
+            let _ = tx.blocking_send(Frame::run_error(
+                "the run failed on the server",
+                "INTERNAL_ERROR",
+            ));
+        }
     });
-    // Server shutdown cancels runs in progress so their clients get a proper
-    // terminal event before the connection closes.
-    let shutdown = shutdown.clone();
+    // At the end of the shutdown grace period, a run still going is
+    // stopped: it seals what it holds and ends with SERVER_SHUTTING_DOWN.
+    let shutdown = state.shutdown.clone();
     let on_shutdown = cancel.clone();
     tokio::spawn(async move {
         tokio::select! {
-            () = shutdown.cancelled() => on_shutdown.cancel(),
+            () = shutdown.runs_stopping() => on_shutdown.shut_down(),
             () = done.cancelled() => {}
         }
     });

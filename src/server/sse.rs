@@ -14,23 +14,22 @@ use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 
 use super::AppState;
+use super::limits::{Client, read_body};
 use super::rejection::Rejection;
 use super::run;
 use crate::agent::RunRejected;
 
 pub(super) async fn post_agent(
     State(state): State<AppState>,
+    client: Client,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, Rejection> {
     if !is_json(&headers) {
         return Err(Rejection::unsupported_media_type());
     }
-    let limit = state.config.max_input_bytes;
-    let body = axum::body::to_bytes(body, limit)
-        .await
-        .map_err(|_| Rejection::too_large(limit))?;
-    let mut active = run::start(&state, body).await?;
+    let body = read_body(&state, body).await?;
+    let mut active = run::start(&state, client, body).await?;
 
     let keepalive = state.config.keepalive;
     let (tx, rx) = mpsc::channel::<Result<Bytes, Infallible>>(16);

@@ -10,37 +10,80 @@
 //! thinkwire adds one control frame, since AG-UI defines none for sockets:
 //! `{"type":"CANCEL_RUN","runId":"…"}` stops the run in progress (or, with
 //! no `runId`, whichever run is in progress); it ends with `RUN_FINISHED`
-//! and `outcome: {"type":"cancelled"}`. The server pings idle clients and
-//! closes with 1000 on shutdown.
+//! and `outcome: {"type":"cancelled"}`. The server pings clients, closes a
+//! socket that has heard nothing for `ws_idle_timeout` between runs, and
+//! closes with 1001 on shutdown once the socket's run has ended
+//! (`shutdown.rs`).
 
 use std::collections::VecDeque;
+
 use std::time::Duration;
 
-use axum::extract::State;
+use tokio::time::Instant;
+
 use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket, WebSocketUpgrade};
-use axum::response::Response;
+use axum::extract::{Extension, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use futures_util::{SinkExt, StreamExt};
 use serde::Deserialize;
 use thinkwire_protocol::ws_text_json;
 
 use super::AppState;
+use super::auth::WS_PROTOCOL;
+use super::limits::Client;
+use super::listen::ConnectionSlot;
+use super::rejection::Rejection;
 use super::run::{self, ActiveRun};
 use crate::agent::{Frame, RunRejected};
 
 /// The control frame's `type`.
 const CANCEL_RUN: &str = "CANCEL_RUN";
 
-/// How long a run cancelled by shutdown gets to send its terminal event.
-const SHUTDOWN_DRAIN: Duration = Duration::from_secs(5);
-
-pub(super) async fn upgrade(State(state): State<AppState>, ws: WebSocketUpgrade) -> Response {
+pub(super) async fn upgrade(
+    State(state): State<AppState>,
+    slot: Option<Extension<ConnectionSlot>>,
+    client: Client,
+    headers: HeaderMap,
+    ws: WebSocketUpgrade,
+) -> Response {
+    // Browsers do not apply CORS to WebSockets: the page's origin is
+    // checked here (src/server/origin.rs).
+    if let Some(origin) = headers.get(header::ORIGIN) {
+        let host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
+        let allowed = origin
+            .to_str()
+            .is_ok_and(|o| state.config.allowed_origins.allows(o, host));
+        if !allowed {
+            tracing::info!(
+                code = "ORIGIN_NOT_ALLOWED",
+                "WebSocket refused: its origin is not allowed"
+            );
+            state.agent.metrics().request_refused("ORIGIN_NOT_ALLOWED");
+            return Rejection::new(
+                StatusCode::FORBIDDEN,
+                "ORIGIN_NOT_ALLOWED",
+                "pages of this origin may not open a WebSocket here (serve --allowed-origins)",
+            )
+            .into_response();
+        }
+    }
     // Frames up to twice the limit are read and answered with a limit
     // error; larger ones end the connection before they are buffered.
     let hard_limit = state.config.max_input_bytes.saturating_mul(2);
-    ws.max_message_size(hard_limit)
+    // A browser that sent its token as a subprotocol must get one of its
+    // offers back: `thinkwire`, never the one holding the token.
+    ws.protocols([WS_PROTOCOL])
+        .max_message_size(hard_limit)
         .max_frame_size(hard_limit)
-        .on_upgrade(move |socket| session(socket, state))
+        .on_upgrade(move |socket| {
+            // The socket keeps its connection's place, and shutdown waits
+            // for it.
+            let tasks = state.shutdown.tasks().clone();
+            let slot = slot.map(|Extension(s)| s);
+            tasks.track_future(session(socket, state, client, slot))
+        })
 }
 
 /// A frame a client sent: either the control frame or, by elimination, an
@@ -79,16 +122,29 @@ async fn next_frame(active: &mut Option<ActiveRun>) -> Option<Frame> {
     }
 }
 
-async fn session(socket: WebSocket, state: AppState) {
+async fn session(
+    socket: WebSocket,
+    state: AppState,
+    client: Client,
+    _slot: Option<ConnectionSlot>,
+) {
     let (mut tx, mut rx) = socket.split();
     let mut pending: VecDeque<Incoming> = VecDeque::new();
     let mut active: Option<ActiveRun> = None;
     let mut ping = tokio::time::interval(state.config.ws_ping);
     ping.tick().await;
+    // Checked a few times per timeout, so a silent client goes within
+    // 1.25 timeouts.
+    let mut idle =
+        tokio::time::interval((state.config.ws_idle_timeout / 4).max(Duration::from_millis(10)));
+    idle.tick().await;
     let limit = state.config.max_input_bytes;
+    let mut last_heard = Instant::now();
+    let mut draining = false;
 
     loop {
-        // Between runs, take the next waiting input.
+        // Between runs, take the next waiting input (refused with
+        // SERVER_SHUTTING_DOWN once the server drains).
         while active.is_none() {
             let Some(next) = pending.pop_front() else {
                 break;
@@ -96,7 +152,7 @@ async fn session(socket: WebSocket, state: AppState) {
             let rejected = match next {
                 Incoming::Cancel(_) => continue,
                 Incoming::Reject(rejected) => rejected,
-                Incoming::Input(body) => match run::start(&state, body).await {
+                Incoming::Input(body) => match run::start(&state, client, body).await {
                     Ok(run) => {
                         active = Some(run);
                         continue;
@@ -107,6 +163,11 @@ async fn session(socket: WebSocket, state: AppState) {
             if send(&mut tx, &rejected.run_error_frame()).await.is_err() {
                 return;
             }
+        }
+        // Shutting down: a socket goes as soon as its run has ended.
+        if active.is_none() && state.shutdown.is_draining() {
+            let _ = close(&mut tx, 1001, "server shutting down").await;
+            return;
         }
 
         tokio::select! {
@@ -123,51 +184,54 @@ async fn session(socket: WebSocket, state: AppState) {
                     return;
                 }
             }
-            message = rx.next() => match message {
-                Some(Ok(Message::Text(text))) => match classify(&text, limit) {
-                    Incoming::Cancel(run_id) => {
-                        if let Some(run) = &active
-                            && run_id.as_deref().is_none_or(|id| id == run.run_id)
-                        {
-                            run.cancel.cancel();
+            message = rx.next() => {
+                last_heard = Instant::now();
+                match message {
+                    Some(Ok(Message::Text(text))) => match classify(&text, limit) {
+                        Incoming::Cancel(run_id) => {
+                            if let Some(run) = &active
+                                && run_id.as_deref().is_none_or(|id| id == run.run_id)
+                            {
+                                run.cancel.cancel();
+                            }
                         }
-                    }
-                    incoming => {
-                        if pending.len() >= state.config.ws_max_queued_runs {
-                            let _ = close(&mut tx, 1008, "too many runs queued on this socket").await;
-                            return;
+                        incoming => {
+                            if pending.len() >= state.config.ws_max_queued_runs {
+                                state.agent.metrics().request_refused("TOO_MANY_QUEUED_RUNS");
+                                let _ = close(&mut tx, 1008, "too many runs queued on this socket").await;
+                                return;
+                            }
+                            pending.push_back(incoming);
                         }
-                        pending.push_back(incoming);
+                    },
+                    Some(Ok(Message::Binary(_))) => {
+                        pending.push_back(Incoming::Reject(RunRejected::binary_frame()));
                     }
-                },
-                Some(Ok(Message::Binary(_))) => {
-                    pending.push_back(Incoming::Reject(RunRejected::binary_frame()));
+                    Some(Ok(Message::Ping(_) | Message::Pong(_))) => {}
+                    Some(Ok(Message::Close(_)) | Err(_)) | None => {
+                        // The client is gone: dropping `active` stops its run.
+                        return;
+                    }
                 }
-                Some(Ok(Message::Ping(_) | Message::Pong(_))) => {}
-                Some(Ok(Message::Close(_)) | Err(_)) | None => {
-                    // The client is gone: dropping `active` stops its run.
-                    return;
-                }
-            },
+            }
             _ = ping.tick() => {
                 if tx.send(Message::Ping(Bytes::new())).await.is_err() {
                     return;
                 }
             }
-            () = state.shutdown.cancelled() => {
-                if let Some(mut run) = active.take() {
-                    // The run was cancelled by shutdown; let it say so.
-                    let drain = async {
-                        while let Some(frame) = run.frames.recv().await {
-                            if send(&mut tx, &frame).await.is_err() || frame.terminal {
-                                break;
-                            }
-                        }
-                    };
-                    let _ = tokio::time::timeout(SHUTDOWN_DRAIN, drain).await;
+            _ = idle.tick() => {
+                if active.is_none() && last_heard.elapsed() >= state.config.ws_idle_timeout {
+                    // Nothing from the client, not even a pong: it is gone
+                    // or holding a socket for nothing.
+                    state.agent.metrics().request_refused("WS_IDLE_TIMEOUT");
+                    let _ = close(&mut tx, 1001, "idle timeout").await;
+                    return;
                 }
-                let _ = close(&mut tx, 1000, "server shutting down").await;
-                return;
+            }
+            () = state.shutdown.draining(), if !draining => {
+                // Checked at the top of the loop; a run in progress goes on
+                // until it ends or the grace period stops it.
+                draining = true;
             }
         }
     }

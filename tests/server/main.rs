@@ -6,7 +6,10 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod access;
 mod admission;
 mod agui_client;
+mod limits;
+mod shutdown;
 mod sse;
 mod ws;

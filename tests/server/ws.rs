@@ -1,5 +1,5 @@
 //! `GET /agent/ws`: several runs per socket, errors that leave the socket
-//! usable, cancellation, and close 1000 on shutdown.
+//! usable, cancellation, and close 1001 on shutdown.
 
 use std::time::Duration;
 
@@ -164,7 +164,7 @@ async fn cancel_run_ends_with_a_cancelled_outcome_and_the_socket_goes_on() {
 }
 
 #[tokio::test]
-async fn shutdown_closes_the_socket_with_1000() {
+async fn shutdown_closes_an_idle_socket_with_1001() {
     let (server, _) = TestServer::qwen3(&[qwen3_turn("x", "y")]).await;
     let mut socket = connect(&server).await;
     server.shutdown().await;
@@ -175,5 +175,6 @@ async fn shutdown_closes_the_socket_with_1000() {
             other => panic!("expected a close frame, got {other:?}"),
         }
     };
-    assert_eq!(close.map(|f| f.code), Some(CloseCode::Normal));
+    // 1001 "going away": the server is shutting down.
+    assert_eq!(close.map(|f| f.code), Some(CloseCode::Away));
 }

@@ -40,6 +40,14 @@ pub fn qwen3_turn(reasoning: &str, answer: &str) -> String {
 /// A model with the real Qwen3 tokenizer and template whose engine replays
 /// `scripts` (text, tokenized with that tokenizer), one per generation.
 pub fn scripted_qwen3(scripts: &[String], step_delay: Duration) -> (Model, Arc<Observed>) {
+    scripted_qwen3_with(scripts, |engine| engine.with_step_delay(step_delay))
+}
+
+/// [`scripted_qwen3`] with the engine set up by `configure`.
+pub fn scripted_qwen3_with(
+    scripts: &[String],
+    configure: impl FnOnce(ScriptedEngine) -> ScriptedEngine,
+) -> (Model, Arc<Observed>) {
     let chat = qwen3_chat();
     let ids: Vec<Vec<u32>> = scripts
         .iter()
@@ -51,7 +59,7 @@ pub fn scripted_qwen3(scripts: &[String], step_delay: Duration) -> (Model, Arc<O
         context_length: 4096,
         vocab_size: 151_936,
     };
-    let engine = ScriptedEngine::new(info, ids).with_step_delay(step_delay);
+    let engine = configure(ScriptedEngine::new(info, ids));
     let observed = Arc::clone(&engine.observed);
     let model =
         Model::new(Arc::new(engine), chat, &Registry::builtin()).expect("assembling the model");

@@ -51,6 +51,9 @@ pub struct ScriptedEngine {
     last: Mutex<Vec<u32>>,
     after_force: Mutex<VecDeque<Vec<u32>>>,
     step_delay: Duration,
+    /// Panic once, after this many tokens of a generation, with this
+    /// message (`with_panic`).
+    panic: Mutex<Option<(usize, String)>>,
     /// What the engine saw.
     pub observed: Arc<Observed>,
 }
@@ -64,6 +67,7 @@ impl ScriptedEngine {
             last: Mutex::new(Vec::new()),
             after_force: Mutex::new(VecDeque::new()),
             step_delay: Duration::ZERO,
+            panic: Mutex::new(None),
             observed: Arc::default(),
         }
     }
@@ -84,6 +88,15 @@ impl ScriptedEngine {
     #[must_use]
     pub fn with_after_force(self, continuations: Vec<Vec<u32>>) -> Self {
         *self.after_force.lock().expect("after_force lock") = continuations.into();
+        self
+    }
+
+    /// Panics once, `after` tokens into the next generation, with
+    /// `message` — a bug in the engine, as the server would meet it (the
+    /// scripted engine runs on the run's own thread).
+    #[must_use]
+    pub fn with_panic(self, after: usize, message: String) -> Self {
+        *self.panic.lock().expect("panic lock") = Some((after, message));
         self
     }
 
@@ -141,6 +154,16 @@ impl Engine for ScriptedEngine {
                 break;
             }
             handed += 1;
+            let panic_now = {
+                let mut panic = self.panic.lock().expect("panic lock");
+                match panic.as_ref() {
+                    Some((after, _)) if handed > *after => panic.take(),
+                    _ => None,
+                }
+            };
+            if let Some((_, message)) = panic_now {
+                panic!("{message}");
+            }
             match sink.on_token(id) {
                 Directive::Continue => {}
                 Directive::Stop => {

@@ -16,6 +16,7 @@ use super::carrier::THREAD_ID;
 use super::error::ApiError;
 use crate::agent::RunRejected;
 use crate::server::AppState;
+use crate::server::limits::Client;
 use crate::server::run::{self, ActiveRun};
 
 /// An AG-UI run input being assembled from a wire request, with the wire
@@ -127,11 +128,11 @@ impl RunInput {
     }
 
     /// Starts the run; a refusal names the wire parameter at fault.
-    pub async fn start(&self, state: &AppState) -> Result<ActiveRun, ApiError> {
+    pub async fn start(&self, state: &AppState, client: Client) -> Result<ActiveRun, ApiError> {
         let run_id = format!("run-{}", uuid::Uuid::new_v4().simple());
         let body = serde_json::to_vec(&self.to_json(&run_id))
             .map_err(|_| ApiError::server("INTERNAL_ERROR", "the run input did not encode"))?;
-        run::start(state, Bytes::from(body))
+        run::start(state, client, Bytes::from(body))
             .await
             .map_err(|rejected| self.refusal(rejected))
     }

@@ -66,20 +66,15 @@ impl ApiError {
         }
     }
 
-    /// A 413 over the body limit.
-    pub fn too_large(limit: usize) -> Self {
-        Self {
-            status: StatusCode::PAYLOAD_TOO_LARGE,
-            code: "INPUT_TOO_LARGE".into(),
-            message: format!("the request body exceeds the limit of {limit} bytes"),
-            param: None,
-        }
-    }
-
-    /// A 500 for a run that failed on our side after it was accepted.
+    /// A 500 for a run that failed on our side after it was accepted — a
+    /// 503 when the server's shutdown stopped it (retry elsewhere).
     pub fn server(code: &str, message: &str) -> Self {
         Self {
-            status: StatusCode::INTERNAL_SERVER_ERROR,
+            status: if code == "SERVER_SHUTTING_DOWN" {
+                StatusCode::SERVICE_UNAVAILABLE
+            } else {
+                StatusCode::INTERNAL_SERVER_ERROR
+            },
             code: code.to_owned(),
             message: message.to_owned(),
             param: None,
@@ -107,7 +102,8 @@ impl ApiError {
     /// The OpenAI error type of this status.
     fn openai_type(&self) -> &'static str {
         match self.status.as_u16() {
-            400 | 404 | 413 | 422 => "invalid_request_error",
+            // OpenAI answers a bad key with a 401 of this type too.
+            400 | 401 | 404 | 413 | 422 => "invalid_request_error",
             429 => "rate_limit_error",
             503 => "service_unavailable_error",
             _ => "server_error",
@@ -118,6 +114,8 @@ impl ApiError {
     fn anthropic_type(&self) -> &'static str {
         match self.status.as_u16() {
             400 | 422 => "invalid_request_error",
+            401 => "authentication_error",
+            403 => "permission_error",
             404 => "not_found_error",
             413 => "request_too_large",
             429 => "rate_limit_error",
@@ -180,6 +178,18 @@ mod tests {
         assert_eq!(body["error"]["param"], "messages[0].role");
         assert_eq!(body["error"]["type"], "invalid_request_error");
         assert_eq!(body["error"]["message"], "unknown role");
+    }
+
+    #[test]
+    fn a_run_stopped_by_shutdown_is_a_503() {
+        assert_eq!(
+            ApiError::server("SERVER_SHUTTING_DOWN", "the server is shutting down").status,
+            StatusCode::SERVICE_UNAVAILABLE
+        );
+        assert_eq!(
+            ApiError::server("ENGINE_ERROR", "generation failed").status,
+            StatusCode::INTERNAL_SERVER_ERROR
+        );
     }
 
     #[test]

@@ -128,10 +128,7 @@ async fn not_found(uri: Uri) -> Response {
 
 /// Reads a JSON body under the server's size limit.
 async fn read_json(state: &AppState, body: Body) -> Result<Value, ApiError> {
-    let limit = state.config.max_input_bytes;
-    let bytes = axum::body::to_bytes(body, limit)
-        .await
-        .map_err(|_| ApiError::too_large(limit))?;
+    let bytes = super::limits::read_body(state, body).await?;
     serde_json::from_slice(&bytes).map_err(|err| {
         ApiError::malformed(format!(
             "the body is not valid JSON (line {}, column {})",

@@ -22,21 +22,26 @@ use super::events::{Collected, Piece, RunPieces, Usage, collect};
 use super::stop::StopText;
 use super::{ReasoningField, read_json, sse, unix_now};
 use crate::server::AppState;
+use crate::server::limits::Client;
 
 /// The `format` of thinkwire's `reasoning_details` entries.
 pub const DETAILS_FORMAT: &str = "thinkwire-seal-v1";
 
-pub(in crate::server) async fn completions(State(state): State<AppState>, body: Body) -> Response {
-    match run(state, body).await {
+pub(in crate::server) async fn completions(
+    State(state): State<AppState>,
+    client: Client,
+    body: Body,
+) -> Response {
+    match run(state, client, body).await {
         Ok(response) => response,
         Err(err) => err.response(Dialect::OpenAi),
     }
 }
 
-async fn run(state: AppState, body: Body) -> Result<Response, ApiError> {
+async fn run(state: AppState, client: Client, body: Body) -> Result<Response, ApiError> {
     let body = read_json(&state, body).await?;
     let request = request::decode(&body)?;
-    let run = request.input.start(&state).await?;
+    let run = request.input.start(&state, client).await?;
     let mut active = RunPieces::new(run, StopText::new(request.stop));
     let reply = Reply {
         id: format!("chatcmpl-{}", uuid::Uuid::new_v4().simple()),

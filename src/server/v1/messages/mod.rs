@@ -21,18 +21,23 @@ use super::stop::StopText;
 use super::{read_json, sse};
 use crate::agent::Visibility;
 use crate::server::AppState;
+use crate::server::limits::Client;
 
-pub(in crate::server) async fn create(State(state): State<AppState>, body: Body) -> Response {
-    match run(state, body).await {
+pub(in crate::server) async fn create(
+    State(state): State<AppState>,
+    client: Client,
+    body: Body,
+) -> Response {
+    match run(state, client, body).await {
         Ok(response) => response,
         Err(err) => err.response(Dialect::Anthropic),
     }
 }
 
-async fn run(state: AppState, body: Body) -> Result<Response, ApiError> {
+async fn run(state: AppState, client: Client, body: Body) -> Result<Response, ApiError> {
     let body = read_json(&state, body).await?;
     let request = request::decode(&body, &state.agent)?;
-    let run = request.input.start(&state).await?;
+    let run = request.input.start(&state, client).await?;
     let mut active = RunPieces::new(run, StopText::new(request.stop));
     let id = format!("msg_{}", uuid::Uuid::new_v4().simple());
     let model = request

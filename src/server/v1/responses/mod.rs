@@ -21,19 +21,24 @@ use super::events::RunPieces;
 use super::stop::StopText;
 use super::{read_json, sse, unix_now};
 use crate::server::AppState;
+use crate::server::limits::Client;
 use output::Builder;
 
-pub(in crate::server) async fn create(State(state): State<AppState>, body: Body) -> Response {
-    match run(state, body).await {
+pub(in crate::server) async fn create(
+    State(state): State<AppState>,
+    client: Client,
+    body: Body,
+) -> Response {
+    match run(state, client, body).await {
         Ok(response) => response,
         Err(err) => err.response(Dialect::OpenAi),
     }
 }
 
-async fn run(state: AppState, body: Body) -> Result<Response, ApiError> {
+async fn run(state: AppState, client: Client, body: Body) -> Result<Response, ApiError> {
     let body = read_json(&state, body).await?;
     let request = request::decode(&body, &state.agent)?;
-    let run = request.input.start(&state).await?;
+    let run = request.input.start(&state, client).await?;
     // Responses has no stop sequences.
     let mut active = RunPieces::new(run, StopText::default());
     let mut builder = Builder::new(
