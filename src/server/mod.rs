@@ -35,6 +35,9 @@ use crate::agent::Agent;
 
 pub use rejection::Rejection;
 pub use v1::ReasoningField;
+/// The `/v1` decoders for the fuzz targets (`fuzz/`).
+#[cfg(feature = "fuzzing")]
+pub use v1::fuzzing;
 
 /// Limits and timings of the transports.
 #[derive(Debug, Clone)]
@@ -124,10 +127,13 @@ async fn healthz(State(state): State<AppState>) -> axum::Json<serde_json::Value>
 
 /// Prometheus text exposition (`prometheus-client`'s encoder).
 async fn metrics(State(state): State<AppState>) -> impl axum::response::IntoResponse {
+    let server = crate::metrics::ServerLoad {
+        runs_in_flight: state.admission.in_flight(),
+    };
     let text = state
         .agent
         .metrics()
-        .render(&state.agent.model().engine().load());
+        .render_with(&state.agent.model().engine().load(), &server);
     (
         [(
             axum::http::header::CONTENT_TYPE,

@@ -17,6 +17,7 @@ use super::AppState;
 use super::rejection::Rejection;
 use super::run;
 use crate::agent::RunRejected;
+use crate::metrics::Transport;
 
 pub(super) async fn post_agent(
     State(state): State<AppState>,
@@ -34,7 +35,9 @@ pub(super) async fn post_agent(
 
     let keepalive = state.config.keepalive;
     let (tx, rx) = mpsc::channel::<Result<Bytes, Infallible>>(16);
+    let open = state.agent.metrics().connection_opened(Transport::Sse);
     tokio::spawn(async move {
+        let _open = open;
         loop {
             let next = tokio::time::timeout(keepalive, active.frames.recv()).await;
             let (bytes, ended) = match next {

@@ -27,6 +27,7 @@ use thinkwire_protocol::ws_text_json;
 use super::AppState;
 use super::run::{self, ActiveRun};
 use crate::agent::{Frame, RunRejected};
+use crate::metrics::Transport;
 
 /// The control frame's `type`.
 const CANCEL_RUN: &str = "CANCEL_RUN";
@@ -80,6 +81,10 @@ async fn next_frame(active: &mut Option<ActiveRun>) -> Option<Frame> {
 }
 
 async fn session(socket: WebSocket, state: AppState) {
+    let _open = state
+        .agent
+        .metrics()
+        .connection_opened(Transport::WebSocket);
     let (mut tx, mut rx) = socket.split();
     let mut pending: VecDeque<Incoming> = VecDeque::new();
     let mut active: Option<ActiveRun> = None;
