@@ -4,6 +4,7 @@
 //! replayed every turn). Every run must finish and pass the AG-UI
 //! verifier, and the server must return to the connections, runs, tasks
 //! and sockets it had before.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod support;
 
