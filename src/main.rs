@@ -1,5 +1,5 @@
 //! The `thinkwire` command line: `serve`, `chat`, `bench`, `convert`,
-//! `keygen`, `inspect`.
+//! `keygen`, `inspect`, `loadtest`.
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
@@ -29,6 +29,9 @@ enum Command {
     /// Show what thinkwire makes of a model: architecture, tokenizer,
     /// reasoning format and why it was chosen.
     Inspect(cli::InspectArgs),
+    /// Drive many WebSocket and SSE clients against a live server, verify
+    /// every run's events, and report latency and the server's load.
+    Loadtest(cli::LoadtestArgs),
 }
 
 fn main() -> Result<()> {
@@ -41,6 +44,7 @@ fn main() -> Result<()> {
         Command::Convert(args) => cli::convert(&args),
         Command::Inspect(args) => cli::inspect(&args),
         Command::Keygen => cli::keygen(),
+        Command::Loadtest(args) => cli::loadtest(&args),
     }
 }
 

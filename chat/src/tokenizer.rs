@@ -60,16 +60,24 @@ impl Tokenizer {
     }
 
     /// Parses the text of a `tokenizer.json`.
+    ///
+    /// The text is read as JSON first: the `tokenizers` crate's own parser
+    /// panics on some malformed documents (its decoder and normalizer
+    /// helpers `expect` a syntax error away), which fuzzing found (issue
+    /// #13); from a parsed value those helpers cannot fail that way.
     pub fn from_json_str(json: &str) -> Result<Self> {
-        let tk: tokenizers::Tokenizer = json
-            .parse()
+        let value: Value = serde_json::from_str(json)
             .map_err(|e| ChatError::tokenizer("parsing tokenizer.json", e))?;
-        Self::from_tokenizers(tk)
+        Self::from_value(value)
     }
 
     /// Builds from a parsed `tokenizer.json` document.
     pub fn from_json(json: &Value) -> Result<Self> {
-        let tk: tokenizers::Tokenizer = serde_json::from_value(json.clone())
+        Self::from_value(json.clone())
+    }
+
+    fn from_value(json: Value) -> Result<Self> {
+        let tk: tokenizers::Tokenizer = serde_json::from_value(json)
             .map_err(|e| ChatError::tokenizer("parsing tokenizer.json", e))?;
         Self::from_tokenizers(tk)
     }
@@ -265,4 +273,22 @@ fn is_byte_level(tk: &tokenizers::Tokenizer) -> bool {
         }
     }
     check(&json)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Found by the `tokenizer_json` fuzz target (issue #13): a malformed
+    /// decoder made the `tokenizers` crate's parser panic ("Helper").
+    #[test]
+    fn malformed_documents_are_errors_not_panics() {
+        let json = r#"{"version":"1.0","added_tokens":[],"normalizer":{"type":"NFKC"},"pre_tokenizer":null,"post_processor":null,"decoder":{"typ:M""eetaspace","replacement":"x"},"model":{"type":"Unigram","unk_id":0,"vocab":[["<unk>",0.0],["a",-1.0]]}}"#;
+        assert!(Tokenizer::from_json_str(json).is_err());
+        let json = r#"{"version":"1.0","normalizer":{"type""NFKC"},"model":{"type":"WordLevel","vocab":{},"unk_token":"x"}}"#;
+        assert!(Tokenizer::from_json_str(json).is_err());
+        let good = r#"{"version":"1.0","added_tokens":[],"normalizer":null,"pre_tokenizer":{"type":"Whitespace"},"post_processor":null,"decoder":null,"model":{"type":"WordLevel","vocab":{"[UNK]":0,"hello":1},"unk_token":"[UNK]"}}"#;
+        let tk = Tokenizer::from_json_str(good).unwrap();
+        assert_eq!(tk.encode("hello", false).unwrap(), vec![1]);
+    }
 }

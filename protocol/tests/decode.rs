@@ -157,3 +157,29 @@ fn reasoning_messages_keep_encrypted_value_across_turns() {
     .unwrap_err();
     assert_eq!(err.path(), "messages[0]");
 }
+
+/// Found by the `run_agent_input` fuzz target (issue #13): a long mantissa
+/// in `forwardedProps` came back an ulp off after a decode/encode round
+/// trip; application values must pass through untouched.
+#[test]
+fn long_numbers_survive_a_round_trip() {
+    let body = br#"{"threadId":"t","runId":"r","messages":[],
+        "forwardedProps":{"a":77777777777777777388.88,
+            "b":7777777777777777777777738877777777777773877777777777388.88,
+            "c":0.30000000000000004441, "d":1e-320}}"#;
+    let input = decode_run_agent_input(body).unwrap();
+    let again = decode_run_agent_input(&serde_json::to_vec(&input).unwrap()).unwrap();
+    assert_eq!(again, input);
+    let exact: f64 = "7777777777777777777777738877777777777773877777777777388.88"
+        .parse()
+        .unwrap();
+    assert_eq!(input.forwarded_props.unwrap()["b"].as_f64(), Some(exact));
+}
+
+#[test]
+fn tmp_artifact() {
+    let body = std::fs::read("/tmp/crash-rai.json").unwrap();
+    let input = decode_run_agent_input(&body).unwrap();
+    let again = decode_run_agent_input(&serde_json::to_vec(&input).unwrap()).unwrap();
+    assert_eq!(again, input);
+}

@@ -49,6 +49,7 @@ pub struct BenchArgs {
 }
 
 /// Different user messages for concurrent generations.
+#[cfg(feature = "mlx")]
 const CONCURRENT_PROMPTS: [&str; 8] = [
     "Explain in one paragraph what a CPU cache is and why programs run faster when their data fits in it.",
     "Write a short story about a lighthouse keeper who finds a message in a bottle.",

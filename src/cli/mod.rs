@@ -1,5 +1,6 @@
 //! The subcommands of the `thinkwire` binary, one module each; `args` holds
-//! the model flags and loading they share.
+//! the model flags and loading they share. `loadtest` is also a library
+//! entry ([`loadtest::run_load`]) for the integration tests.
 
 mod args;
 mod bench;
@@ -8,6 +9,7 @@ mod convert;
 mod inspect;
 mod keygen;
 mod llama_cpp;
+pub mod loadtest;
 mod serve;
 mod upstream;
 
@@ -17,5 +19,6 @@ pub use chat::{ChatArgs, chat};
 pub use convert::{ConvertArgs, convert};
 pub use inspect::{InspectArgs, inspect};
 pub use keygen::keygen;
+pub use loadtest::{LoadtestArgs, loadtest};
 pub use serve::{ServeArgs, default_web_dir, serve};
 pub use upstream::UpstreamArgs;

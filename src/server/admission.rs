@@ -33,6 +33,11 @@ impl Admission {
         self.limit
     }
 
+    /// Runs holding a place now (for `/metrics`).
+    pub fn in_flight(&self) -> usize {
+        self.in_flight.load(Ordering::Acquire)
+    }
+
     /// A place for one more run, if there is one.
     pub fn try_admit(self: &Arc<Self>) -> Option<Permit> {
         self.in_flight

@@ -43,6 +43,9 @@ pub use origin::{AllowedOrigins, BadOrigin};
 pub use panics::quiet_panics;
 pub use rejection::Rejection;
 pub use v1::ReasoningField;
+/// The `/v1` decoders for the fuzz targets (`fuzz/`).
+#[cfg(feature = "fuzzing")]
+pub use v1::fuzzing;
 
 /// Limits and timings of the transports.
 #[derive(Debug, Clone)]
@@ -179,13 +182,16 @@ async fn healthz(State(state): State<AppState>) -> axum::Json<serde_json::Value>
 
 /// Prometheus text exposition (`prometheus-client`'s encoder).
 async fn metrics(State(state): State<AppState>) -> impl axum::response::IntoResponse {
-    // An upstream's load is its own; ours is then all zero.
+    // An upstream's load is its own; the engine's figures are then zero.
     let load = state
         .agent
         .model()
         .map(|model| model.engine().load())
         .unwrap_or_default();
-    let text = state.agent.metrics().render(&load);
+    let server = crate::metrics::ServerLoad {
+        runs_in_flight: state.admission.in_flight(),
+    };
+    let text = state.agent.metrics().render_with(&load, &server);
     (
         [(
             axum::http::header::CONTENT_TYPE,

@@ -18,6 +18,7 @@ use super::limits::{Client, read_body};
 use super::rejection::Rejection;
 use super::run;
 use crate::agent::RunRejected;
+use crate::metrics::Transport;
 
 pub(super) async fn post_agent(
     State(state): State<AppState>,
@@ -33,7 +34,9 @@ pub(super) async fn post_agent(
 
     let keepalive = state.config.keepalive;
     let (tx, rx) = mpsc::channel::<Result<Bytes, Infallible>>(16);
+    let open = state.agent.metrics().connection_opened(Transport::Sse);
     tokio::spawn(async move {
+        let _open = open;
         loop {
             let next = tokio::time::timeout(keepalive, active.frames.recv()).await;
             let (bytes, ended) = match next {

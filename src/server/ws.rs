@@ -37,6 +37,7 @@ use super::listen::ConnectionSlot;
 use super::rejection::Rejection;
 use super::run::{self, ActiveRun};
 use crate::agent::{Frame, RunRejected};
+use crate::metrics::Transport;
 
 /// The control frame's `type`.
 const CANCEL_RUN: &str = "CANCEL_RUN";
@@ -128,6 +129,10 @@ async fn session(
     client: Client,
     _slot: Option<ConnectionSlot>,
 ) {
+    let _open = state
+        .agent
+        .metrics()
+        .connection_opened(Transport::WebSocket);
     let (mut tx, mut rx) = socket.split();
     let mut pending: VecDeque<Incoming> = VecDeque::new();
     let mut active: Option<ActiveRun> = None;

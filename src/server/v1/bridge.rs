@@ -90,7 +90,7 @@ impl RunInput {
     }
 
     /// The AG-UI `RunAgentInput` as JSON.
-    fn to_json(&self, run_id: &str) -> Value {
+    pub(super) fn to_json(&self, run_id: &str) -> Value {
         json!({
             "threadId": THREAD_ID,
             "runId": run_id,

@@ -22,6 +22,8 @@ mod chat;
 mod content;
 mod error;
 mod events;
+#[cfg(feature = "fuzzing")]
+pub mod fuzzing;
 mod messages;
 mod responses;
 mod sse;

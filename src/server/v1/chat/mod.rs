@@ -10,6 +10,9 @@
 
 mod request;
 
+#[cfg(feature = "fuzzing")]
+pub(super) use request::decode;
+
 use axum::body::Body;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};

@@ -12,6 +12,9 @@
 mod output;
 mod request;
 
+#[cfg(feature = "fuzzing")]
+pub(super) use request::decode;
+
 use axum::body::Body;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};

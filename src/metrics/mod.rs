@@ -7,6 +7,15 @@
 //! counters and histograms and writes the exposition format; nothing here
 //! encodes it by hand. Labels are fixed words (outcome, code), never ids or
 //! anything a client sent.
+//!
+//! Load gauges (open connections by transport, runs in flight) and the
+//! process's own figures ([`ProcessStats`]: RSS, CPU, threads, fds,
+//! sockets, tokio tasks) are read at scrape time, so a load test can see
+//! whether the server returns to where it started.
+
+mod process;
+
+pub use process::ProcessStats;
 
 use std::sync::atomic::AtomicU64;
 use std::time::Duration;
@@ -39,6 +48,55 @@ pub struct Metrics {
     steps: Counter<u64, AtomicU64>,
     batched: Counter<u64, AtomicU64>,
     steps_seen: std::sync::Mutex<(u64, u64)>,
+    connections: Family<Labels, Gauge<i64>>,
+    runs_in_flight: Gauge<i64>,
+    process: ProcessGauges,
+}
+
+/// The [`ProcessStats`] as gauges, set at each scrape.
+#[derive(Default)]
+struct ProcessGauges {
+    resident_bytes: Gauge<i64>,
+    cpu_seconds: Gauge<f64, std::sync::atomic::AtomicU64>,
+    threads: Gauge<i64>,
+    open_fds: Gauge<i64>,
+    open_sockets: Gauge<i64>,
+    tokio_tasks: Gauge<i64>,
+}
+
+/// The transport of an open connection (`thinkwire_open_connections`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transport {
+    /// A WebSocket session on `/agent/ws`.
+    WebSocket,
+    /// An SSE stream of `POST /agent`.
+    Sse,
+}
+
+impl Transport {
+    fn label(self) -> &'static str {
+        match self {
+            Self::WebSocket => "websocket",
+            Self::Sse => "sse",
+        }
+    }
+}
+
+/// An open connection, counted until dropped.
+#[must_use = "the connection is counted while this lives"]
+pub struct OpenConnection(Gauge<i64>);
+
+impl Drop for OpenConnection {
+    fn drop(&mut self) {
+        self.0.dec();
+    }
+}
+
+/// What the server itself knows at scrape time.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ServerLoad {
+    /// Runs admitted and not yet ended (generating or waiting).
+    pub runs_in_flight: usize,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -130,6 +188,45 @@ impl Metrics {
             "Tokens decoded in those steps (their ratio is the mean batch size)",
             batched.clone(),
         );
+        let connections = Family::<Labels, Gauge<i64>>::default();
+        registry.register(
+            "open_connections",
+            "Open WebSocket sessions and SSE streams, by transport",
+            connections.clone(),
+        );
+        let runs_in_flight = gauge(
+            &mut registry,
+            "runs_in_flight",
+            "Runs admitted and not yet ended, every transport",
+        );
+        let process = ProcessGauges::default();
+        let p = &process;
+        registry.register(
+            "process_resident_memory_bytes",
+            "Resident memory",
+            p.resident_bytes.clone(),
+        );
+        registry.register(
+            "process_cpu_seconds",
+            "User and system CPU time",
+            p.cpu_seconds.clone(),
+        );
+        registry.register("process_threads", "OS threads", p.threads.clone());
+        registry.register(
+            "process_open_fds",
+            "Open file descriptors",
+            p.open_fds.clone(),
+        );
+        registry.register(
+            "process_open_sockets",
+            "Open file descriptors that are sockets, listener included",
+            p.open_sockets.clone(),
+        );
+        registry.register(
+            "tokio_alive_tasks",
+            "Tasks alive in the async runtime",
+            p.tokio_tasks.clone(),
+        );
         Self {
             registry,
             runs,
@@ -146,11 +243,24 @@ impl Metrics {
             steps,
             batched,
             steps_seen: std::sync::Mutex::new((0, 0)),
+            connections,
+            runs_in_flight,
+            process,
         }
     }
 
+    /// Counts a connection of `transport` as open until the guard drops.
+    pub fn connection_opened(&self, transport: Transport) -> OpenConnection {
+        let gauge = self
+            .connections
+            .get_or_create(&vec![("transport", transport.label())])
+            .clone();
+        gauge.inc();
+        OpenConnection(gauge)
+    }
+
     /// A run ended with `outcome` (`success`, `cancelled`, `shutdown`,
-    /// `panic`, `client_gone`,
+    /// `panic`, `client_gone`, `upstream_error`,
     /// `engine_error`).
     pub fn run_ended(&self, outcome: &'static str) {
         self.runs.get_or_create(&vec![("outcome", outcome)]).inc();
@@ -183,9 +293,27 @@ impl Metrics {
 
     /// The exposition text, with the engine's figures as of now.
     pub fn render(&self, load: &EngineLoad) -> String {
+        self.render_with(load, &ServerLoad::default())
+    }
+
+    /// [`Metrics::render`] with the server's own load and the process's
+    /// figures as of now.
+    pub fn render_with(&self, load: &EngineLoad, server: &ServerLoad) -> String {
         let gauge = |g: &Gauge<i64>, v: usize| {
             g.set(i64::try_from(v).unwrap_or(i64::MAX));
         };
+        gauge(&self.runs_in_flight, server.runs_in_flight);
+        let stats = ProcessStats::read();
+        let p = &self.process;
+        let opt = |g: &Gauge<i64>, v: Option<u64>| {
+            g.set(v.map_or(-1, |v| i64::try_from(v).unwrap_or(i64::MAX)));
+        };
+        opt(&p.resident_bytes, stats.resident_bytes);
+        opt(&p.threads, stats.threads);
+        opt(&p.open_fds, stats.open_fds);
+        opt(&p.open_sockets, stats.open_sockets);
+        opt(&p.tokio_tasks, stats.tokio_tasks);
+        p.cpu_seconds.set(stats.cpu_seconds.unwrap_or(-1.0));
         gauge(&self.active, load.active_sequences);
         gauge(&self.queued, load.queued_sequences);
         gauge(&self.kv_reserved, load.kv_reserved_bytes);
@@ -235,6 +363,9 @@ mod tests {
             "thinkwire_queued_sequences 2",
             "thinkwire_engine_steps_total 10",
             "thinkwire_engine_batched_tokens_total 25",
+            "thinkwire_runs_in_flight 0",
+            "thinkwire_process_resident_memory_bytes ",
+            "thinkwire_process_open_sockets ",
         ] {
             assert!(text.contains(want), "{want} missing in\n{text}");
         }
@@ -245,5 +376,30 @@ mod tests {
             ..EngineLoad::default()
         });
         assert!(text.contains("thinkwire_engine_steps_total 12"), "{text}");
+    }
+
+    #[test]
+    fn connections_are_counted_while_open() {
+        let m = Metrics::new();
+        let ws = m.connection_opened(Transport::WebSocket);
+        let _sse = m.connection_opened(Transport::Sse);
+        let ws2 = m.connection_opened(Transport::WebSocket);
+        let load = ServerLoad { runs_in_flight: 3 };
+        let text = m.render_with(&EngineLoad::default(), &load);
+        assert!(
+            text.contains("thinkwire_open_connections{transport=\"websocket\"} 2"),
+            "{text}"
+        );
+        assert!(
+            text.contains("thinkwire_open_connections{transport=\"sse\"} 1"),
+            "{text}"
+        );
+        assert!(text.contains("thinkwire_runs_in_flight 3"), "{text}");
+        drop((ws, ws2));
+        let text = m.render(&EngineLoad::default());
+        assert!(
+            text.contains("thinkwire_open_connections{transport=\"websocket\"} 0"),
+            "{text}"
+        );
     }
 }
