@@ -262,18 +262,12 @@ impl StreamParser {
                     });
                 }
             }
-            let problem = arguments_problem(&call.arguments, cut_off);
-            let arguments = if call.arguments.trim().is_empty() {
-                "{}".to_owned()
-            } else {
-                call.arguments
-            };
-            chunks.push(Chunk::ToolCallEnd(ToolCall {
-                id: call.id,
-                name: call.name,
-                arguments,
-                problem,
-            }));
+            chunks.push(Chunk::ToolCallEnd(finished_call(
+                call.id,
+                call.name,
+                call.arguments,
+                cut_off,
+            )));
         }
         chunks
     }
@@ -330,6 +324,29 @@ impl StreamParser {
             return Err(UpstreamError::Protocol("a tool name is too long".into()));
         }
         Ok(())
+    }
+}
+
+/// A tool call whose streamed arguments are complete: `{}` when there were
+/// none, and what is wrong with them (`cut_off`: the stream hit its token
+/// limit, so unparsable arguments were truncated). Shared by every adapter.
+pub(super) fn finished_call(
+    id: String,
+    name: String,
+    arguments: String,
+    cut_off: bool,
+) -> ToolCall {
+    let problem = arguments_problem(&arguments, cut_off);
+    let arguments = if arguments.trim().is_empty() {
+        "{}".to_owned()
+    } else {
+        arguments
+    };
+    ToolCall {
+        id,
+        name,
+        arguments,
+        problem,
     }
 }
 

@@ -11,10 +11,12 @@
 use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
-use thinkwire_reasoning::{Chunk, Effort, ToolCall, ToolCallProblem};
+use thinkwire_reasoning::{Chunk, Effort};
 use thinkwire_seal::ProviderItem;
 
-use super::openai_chat::{UpstreamRequest, UpstreamUsage, error_kind, refused_in_stream};
+use super::openai_chat::{
+    UpstreamRequest, UpstreamUsage, error_kind, finished_call, refused_in_stream,
+};
 use super::{Piece, UpstreamError};
 
 /// Item kind in the sealed value.
@@ -237,7 +239,7 @@ impl StreamParser {
                         arguments,
                     }) => {
                         let arguments = done["arguments"].as_str().map_or(arguments, str::to_owned);
-                        out.push(Piece::Chunk(Chunk::ToolCallEnd(call(
+                        out.push(Piece::Chunk(Chunk::ToolCallEnd(finished_call(
                             id, name, arguments, false,
                         ))));
                     }
@@ -284,40 +286,12 @@ impl StreamParser {
                     id,
                     name,
                     arguments,
-                } => out.push(Piece::Chunk(Chunk::ToolCallEnd(call(
+                } => out.push(Piece::Chunk(Chunk::ToolCallEnd(finished_call(
                     id, name, arguments, cut_off,
                 )))),
                 Item::Message | Item::Other => {}
             }
         }
         out
-    }
-}
-
-fn call(id: String, name: String, arguments: String, cut_off: bool) -> ToolCall {
-    let problem = if arguments.trim().is_empty() {
-        cut_off.then_some(ToolCallProblem::Truncated)
-    } else {
-        match serde_json::from_str::<Value>(&arguments) {
-            Ok(Value::Object(_)) => None,
-            Ok(_) => Some(ToolCallProblem::ArgumentsNotObject),
-            Err(_) if cut_off => Some(ToolCallProblem::Truncated),
-            Err(err) => Some(ToolCallProblem::InvalidJson(format!(
-                "line {} column {}",
-                err.line(),
-                err.column()
-            ))),
-        }
-    };
-    let arguments = if arguments.trim().is_empty() {
-        "{}".to_owned()
-    } else {
-        arguments
-    };
-    ToolCall {
-        id,
-        name,
-        arguments,
-        problem,
     }
 }
