@@ -9,6 +9,8 @@
 
 #include "quantized_kernels.h"
 
+#include "quantized_int8.h"
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -453,6 +455,25 @@ void rows_part(const void* ctx, int part, int parts) {
   rows(p, std::min(b0 * 8, p.n), std::min(b1 * 8, p.n));
 }
 
+// x's sums per group, row i of x in column i of a [groups, stride] table.
+void group_sums(const float* x, int m, int k, int group_size, int stride, float* xsum) {
+  const int groups = k / group_size;
+  for (int i = 0; i < m; i++) {
+    const float* xi = x + static_cast<size_t>(i) * k;
+    for (int g = 0; g < groups; g++) {
+      float s = 0.0f;
+      for (int j = 0; j < group_size; j++) s += xi[g * group_size + j];
+      xsum[static_cast<size_t>(g) * stride + i] = s;
+    }
+  }
+}
+
+// Below ~64 KB of weights a second thread costs more than it saves.
+int parts_for(int n, int k, int bits) {
+  const size_t bytes = static_cast<size_t>(n) * k * bits / 8;
+  return bytes < (64u << 10) ? 1 : Pool::get().size();
+}
+
 // y[m, n] = x[m, k] . W^T, reading the packed weights once for all m rows.
 void product(const float* x, int m, int k, const uint8_t* w, const float* scales,
              const float* biases, int n, int group_size, int bits, float* y) {
@@ -468,14 +489,7 @@ void product(const float* x, int m, int k, const uint8_t* w, const float* scales
   scratch.assign(static_cast<size_t>(groups) * stride + (copy_x ? static_cast<size_t>(m) * k : 0),
                  0.0f);
   float* xsum = scratch.data();
-  for (int i = 0; i < m; i++) {
-    const float* xi = x + static_cast<size_t>(i) * k;
-    for (int g = 0; g < groups; g++) {
-      float s = 0.0f;
-      for (int j = 0; j < group_size; j++) s += xi[g * group_size + j];
-      xsum[static_cast<size_t>(g) * stride + i] = s;
-    }
-  }
+  group_sums(x, m, k, group_size, stride, xsum);
   const float* xk = x;
   if (copy_x) {
     float* out = scratch.data() + static_cast<size_t>(groups) * stride;
@@ -489,10 +503,37 @@ void product(const float* x, int m, int k, const uint8_t* w, const float* scales
     xk = out;
   }
   Product p{xk, xsum, stride, w, scales, biases, y, m, n, k, group_size, bits};
-  // Below ~64 KB of weights a second thread costs more than it saves.
-  const size_t bytes = static_cast<size_t>(n) * k * bits / 8;
-  const int parts = bytes < (64u << 10) ? 1 : Pool::get().size();
-  Pool::get().run(rows_part, &p, parts);
+  Pool::get().run(rows_part, &p, parts_for(n, k, bits));
+}
+
+void int8_rows_part(const void* ctx, int part, int parts) {
+  const int8::Product& p = *static_cast<const int8::Product*>(ctx);
+  const int blocks = (p.n + 7) / 8; // as rows_part
+  const int b0 = static_cast<int>(static_cast<int64_t>(blocks) * part / parts);
+  const int b1 = static_cast<int>(static_cast<int64_t>(blocks) * (part + 1) / parts);
+  int8::rows(p, std::min(b0 * 8, p.n), std::min(b1 * 8, p.n));
+}
+
+// product() with x quantized to 8 bits (quantized_int8.h).
+void product_int8(const float* x, int m, int k, const uint8_t* w, const float* scales,
+                  const float* biases, int n, int group_size, int bits, float* y) {
+  const int groups = k / group_size;
+  const int stride = (m + 3) / 4 * 4;
+  const bool corr = int8::needs_corr(bits);
+  const size_t table = static_cast<size_t>(groups) * stride;
+  thread_local std::vector<float> scratch;
+  thread_local std::vector<int8_t> q;
+  scratch.assign(table * (corr ? 2 : 1) + static_cast<size_t>(m) * (k / 32), 0.0f);
+  q.resize(static_cast<size_t>(m) * k);
+  float* xsum = scratch.data();
+  float* corr_table = corr ? xsum + table : nullptr;
+  float* d = xsum + table * (corr ? 2 : 1);
+  group_sums(x, m, k, group_size, stride, xsum);
+  int8::quantize_rows(x, m, k, bits, q.data(), d);
+  const int8::Activations xa{q.data(), d};
+  if (corr) int8::correction(xa, m, k, group_size, stride, corr_table);
+  int8::Product p{xa, xsum, corr_table, stride, w, scales, biases, y, m, n, k, group_size, bits};
+  Pool::get().run(int8_rows_part, &p, parts_for(n, k, bits));
 }
 
 using SgemmFn = void (*)(int, int, int, int, int, int, float, const float*, int, const float*,
@@ -637,9 +678,13 @@ int kernel_threads() {
   return Pool::get().size();
 }
 
+const char* int8_isa() {
+  return int8::isa_name();
+}
+
 void quantized_matmul_f32(const float* x, int m, int k, const uint8_t* w, const float* scales,
                           const float* biases, int n, int group_size, int bits, float* y,
-                          QuantizedPath path) {
+                          QuantizedPath path, Activations activations) {
   if (!quantized_supported(group_size, bits)) {
     throw std::invalid_argument("thinkwire quantized matmul: no kernel for " +
                                 std::to_string(bits) + "-bit weights in groups of " +
@@ -651,9 +696,10 @@ void quantized_matmul_f32(const float* x, int m, int k, const uint8_t* w, const 
                                 std::to_string(group_size));
   }
   BlasThreads::get().quiet();
+  const auto kernels = activations == Activations::int8 ? product_int8 : product;
   if (path == QuantizedPath::row_by_row) {
     for (int i = 0; i < m; i++) {
-      product(x + static_cast<size_t>(i) * k, 1, k, w, scales, biases, n, group_size, bits,
+      kernels(x + static_cast<size_t>(i) * k, 1, k, w, scales, biases, n, group_size, bits,
               y + static_cast<size_t>(i) * n);
     }
     return;
@@ -668,7 +714,7 @@ void quantized_matmul_f32(const float* x, int m, int k, const uint8_t* w, const 
   if (sgemm == nullptr) {
     // Decode steps, batched or not (and a BLAS-less process): one pass over
     // the packed weights for all rows of x.
-    product(x, m, k, w, scales, biases, n, group_size, bits, y);
+    kernels(x, m, k, w, scales, biases, n, group_size, bits, y);
     return;
   }
   // Prefill: dequantize a tile of rows (on every thread) and let BLAS

@@ -37,18 +37,29 @@ enum class QuantizedPath {
   blas,        // dequantize tiles + BLAS sgemm
 };
 
+/** What the kernels multiply the weights with (quantized_int8.h). */
+enum class Activations {
+  f32,   // x as it is: the product of the dequantized weights, up to rounding
+  int8,  // x quantized to 8 bits per block of 32, integer dot products
+};
+
 /** y[m, n] = x[m, k] . W^T for the quantized W described above; every
- * pointer row-contiguous. Through the kernels (every path but `blas`), each
+ * pointer row-contiguous. `activations` applies where the kernels run
+ * (decode-sized inputs); prefill through BLAS is f32 either way. Through the kernels (every path but `blas`), each
  * row of y is bit-identical to what x's row alone gives. Throws
  * std::invalid_argument on an unsupported format or a k that is not a
  * multiple of the group size. */
 void quantized_matmul_f32(const float* x, int m, int k, const uint8_t* w,
                           const float* scales, const float* biases, int n,
                           int group_size, int bits, float* y,
-                          QuantizedPath path = QuantizedPath::automatic);
+                          QuantizedPath path = QuantizedPath::automatic,
+                          Activations activations = Activations::f32);
 
 /** Worker threads the kernels use (the caller's thread included). */
 int kernel_threads();
+
+/** The instruction set of the int8 kernels (quantized_int8.h). */
+const char* int8_isa();
 
 } // namespace thinkwire
 

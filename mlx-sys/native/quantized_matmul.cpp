@@ -39,8 +39,9 @@ void gather(const float* src, const std::vector<int>& shape, const std::vector<i
 
 class QuantizedMatmul : public mlx::core::Primitive {
  public:
-  QuantizedMatmul(mlx::core::Stream stream, int group_size, int bits)
-      : Primitive(stream), group_size_(group_size), bits_(bits) {}
+  QuantizedMatmul(mlx::core::Stream stream, int group_size, int bits,
+                  thinkwire::Activations activations)
+      : Primitive(stream), group_size_(group_size), bits_(bits), activations_(activations) {}
 
   void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override {
     const array& x = inputs[0];
@@ -73,15 +74,16 @@ class QuantizedMatmul : public mlx::core::Primitive {
     // MLX keeps the input buffers alive until the stream has run this task.
     encoder.dispatch([xp = x.data<float>(), wp = w.data<uint8_t>(), sp = scales.data<float>(),
                       bp = biases.data<float>(), yp = out.data<float>(), m, k, n,
-                      gs = group_size_, bits = bits_, shape = std::move(shape),
-                      strides = std::move(strides)]() {
+                      gs = group_size_, bits = bits_, act = activations_,
+                      shape = std::move(shape), strides = std::move(strides)]() {
+      constexpr auto path = thinkwire::QuantizedPath::automatic;
       if (shape.empty()) {
-        thinkwire::quantized_matmul_f32(xp, m, k, wp, sp, bp, n, gs, bits, yp);
+        thinkwire::quantized_matmul_f32(xp, m, k, wp, sp, bp, n, gs, bits, yp, path, act);
         return;
       }
       std::vector<float> dense(static_cast<size_t>(m) * k);
       gather(xp, shape, strides, dense.data());
-      thinkwire::quantized_matmul_f32(dense.data(), m, k, wp, sp, bp, n, gs, bits, yp);
+      thinkwire::quantized_matmul_f32(dense.data(), m, k, wp, sp, bp, n, gs, bits, yp, path, act);
     });
   }
 
@@ -96,7 +98,8 @@ class QuantizedMatmul : public mlx::core::Primitive {
 
   bool is_equivalent(const mlx::core::Primitive& other) const override {
     auto* o = dynamic_cast<const QuantizedMatmul*>(&other);
-    return o != nullptr && o->group_size_ == group_size_ && o->bits_ == bits_;
+    return o != nullptr && o->group_size_ == group_size_ && o->bits_ == bits_ &&
+           o->activations_ == activations_;
   }
 
   std::vector<mlx::core::Shape> output_shapes(const std::vector<array>& inputs) override {
@@ -108,6 +111,7 @@ class QuantizedMatmul : public mlx::core::Primitive {
  private:
   int group_size_;
   int bits_;
+  thinkwire::Activations activations_;
 };
 
 std::string shape_text(const array& a) {
@@ -117,7 +121,8 @@ std::string shape_text(const array& a) {
 }
 
 array quantized_matmul(const array& x, const array& w, const array& scales, const array& biases,
-                       int group_size, int bits, mlx::core::Stream s) {
+                       int group_size, int bits, thinkwire::Activations activations,
+                       mlx::core::Stream s) {
   using mlx::core::float32;
   using mlx::core::uint32;
   auto fail = [&](const std::string& what) {
@@ -153,7 +158,15 @@ array quantized_matmul(const array& x, const array& w, const array& scales, cons
   };
   std::vector<array> inputs = {x, row_major(w), row_major(scales), row_major(biases)};
   return array(std::move(out_shape), float32,
-               std::make_shared<QuantizedMatmul>(s, group_size, bits), std::move(inputs));
+               std::make_shared<QuantizedMatmul>(s, group_size, bits, activations), std::move(inputs));
+}
+
+thinkwire::Activations to_activations(int activations) {
+  switch (activations) {
+    case 0: return thinkwire::Activations::f32;
+    case 1: return thinkwire::Activations::int8;
+    default: throw std::invalid_argument("activations must be 0 (f32) or 1 (int8)");
+  }
 }
 
 // The message of this thread's last failed call (see thinkwire.h).
@@ -176,11 +189,13 @@ extern "C" int thinkwire_kernel_threads(void) {
 
 extern "C" int thinkwire_quantized_matmul(mlx_array* res, const mlx_array x, const mlx_array w,
                                           const mlx_array scales, const mlx_array biases,
-                                          int group_size, int bits, const mlx_stream s) {
+                                          int group_size, int bits, int activations,
+                                          const mlx_stream s) {
   try {
     mlx_array_set_(*res, quantized_matmul(mlx_array_get_(x), mlx_array_get_(w),
                                           mlx_array_get_(scales), mlx_array_get_(biases),
-                                          group_size, bits, mlx_stream_get_(s)));
+                                          group_size, bits, to_activations(activations),
+                                          mlx_stream_get_(s)));
   } catch (std::exception& e) {
     last_error = e.what();
     return 1;
@@ -194,17 +209,23 @@ extern "C" int thinkwire_kernel_max_rows(void) {
 
 extern "C" int thinkwire_quantized_matmul_raw(const float* x, int m, int k, const uint8_t* w,
                                               const float* scales, const float* biases, int n,
-                                              int group_size, int bits, float* y, int path) {
+                                              int group_size, int bits, float* y, int path,
+                                              int activations) {
   try {
     if (path < 0 || path > 3) throw std::invalid_argument("path must be 0..3");
     if (m < 0 || n < 0) throw std::invalid_argument("m and n must not be negative");
     thinkwire::quantized_matmul_f32(x, m, k, w, scales, biases, n, group_size, bits, y,
-                                    static_cast<thinkwire::QuantizedPath>(path));
+                                    static_cast<thinkwire::QuantizedPath>(path),
+                                    to_activations(activations));
   } catch (std::exception& e) {
     last_error = e.what();
     return 1;
   }
   return 0;
+}
+
+extern "C" const char* thinkwire_int8_isa(void) {
+  return thinkwire::int8_isa(); // cannot throw
 }
 
 extern "C" const char* thinkwire_last_error(void) {

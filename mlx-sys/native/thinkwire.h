@@ -21,7 +21,11 @@ bool thinkwire_quantized_supported(int group_size, int bits);
 /* res = x . dequantize(w, scales, biases)^T as one lazy MLX operation on the
  * CPU, computed by thinkwire's kernels (quantized_kernels.h): x float32
  * [..., k]; w uint32 [n, k * bits / 32]; scales and biases float32
- * [n, k / group_size]. */
+ * [n, k / group_size]. activations: 0 multiplies x as it is (exact up to
+ * rounding), 1 quantizes it to 8 bits per block of 32 for integer dot
+ * products (quantized_int8.h; faster, ~0.5 % relative error) where the
+ * kernels run; inputs longer than thinkwire_kernel_max_rows go through
+ * BLAS in f32 either way. */
 int thinkwire_quantized_matmul(
     mlx_array* res,
     const mlx_array x,
@@ -30,6 +34,7 @@ int thinkwire_quantized_matmul(
     const mlx_array biases,
     int group_size,
     int bits,
+    int activations,
     const mlx_stream s);
 
 /* Up to this many rows of x, thinkwire_quantized_matmul reads the packed
@@ -40,7 +45,8 @@ int thinkwire_kernel_max_rows(void);
 /* y[m, n] = x[m, k] . dequantize(w, scales, biases)^T on raw row-major
  * buffers, now, by a chosen path: 0 the default, 1 the kernels reading the
  * weights once for all rows, 2 the kernels once per row of x, 3 dequantized
- * tiles through BLAS. For benchmarks; w is [n, k * bits / 8] bytes. */
+ * tiles through BLAS; activations as for thinkwire_quantized_matmul. For
+ * tests and benchmarks; w is [n, k * bits / 8] bytes. */
 int thinkwire_quantized_matmul_raw(
     const float* x,
     int m,
@@ -52,7 +58,12 @@ int thinkwire_quantized_matmul_raw(
     int group_size,
     int bits,
     float* y,
-    int path);
+    int path,
+    int activations);
+
+/* The instruction set the int8-activation kernels use on this CPU:
+ * "avx512-vnni", "avx-vnni", "avx2" or "portable". */
+const char* thinkwire_int8_isa(void);
 
 /* The message of the calling thread's last failed thinkwire_* call. */
 const char* thinkwire_last_error(void);

@@ -17,9 +17,10 @@ pub struct ModelArgs {
     #[arg(long, short = 'm', env = "THINKWIRE_MODEL")]
     pub model: Option<PathBuf>,
     /// Weight precision at load: `auto` (on a CPU, 4/8-bit weights stay
-    /// packed and run on thinkwire's kernels, the rest f32), `f32`
-    /// (dequantize everything; BLAS), `bf16`, or `keep` (MLX's own
-    /// quantized kernels).
+    /// packed and run on thinkwire's kernels, the rest f32), `int8` (as
+    /// auto, with activations quantized to 8 bits for integer dot products:
+    /// faster decoding, logits within ~1 %), `f32` (dequantize everything;
+    /// BLAS), `bf16`, or `keep` (MLX's own quantized kernels).
     #[arg(long, default_value = "auto")]
     pub precision: String,
     /// A reasoning-formats file merged over the built-in registry.
@@ -94,7 +95,10 @@ impl ModelArgs {
 pub(super) fn parse_precision(name: &str) -> Result<thinkwire_engine::mlx::Precision> {
     match thinkwire_engine::mlx::Precision::parse(name) {
         Some(precision) => Ok(precision),
-        None => bail!("--precision: expected auto, f32, bf16 or keep, not {name:?}"),
+        None => bail!(
+            "--precision: expected {}, not {name:?}",
+            thinkwire_engine::mlx::Precision::NAMES
+        ),
     }
 }
 

@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use mlx_rs::ops::indexing::TryIndexOp;
 use mlx_rs::{Array, Dtype};
 
+use super::quantized::Activations;
 use crate::EngineError;
 
 /// What precision the weights are kept in after loading.
@@ -29,6 +30,10 @@ pub enum Precision {
     /// Keep quantized weights quantized (MLX's quantized matmul) and dense
     /// weights in their dtype.
     Keep,
+    /// As `Auto`, but thinkwire's kernels quantize the activations to 8 bits
+    /// per block of 32 for integer dot products (llama.cpp's way): faster
+    /// decoding, logits within ~1 % of the exact ones. On a GPU, `Auto`.
+    Int8,
 }
 
 impl Precision {
@@ -39,6 +44,7 @@ impl Precision {
             "f32" | "float32" => Some(Self::F32),
             "bf16" | "bfloat16" => Some(Self::Bf16),
             "keep" | "quantized" => Some(Self::Keep),
+            "int8" => Some(Self::Int8),
             _ => None,
         }
     }
@@ -50,15 +56,19 @@ impl Precision {
             Self::F32 => "f32",
             Self::Bf16 => "bf16",
             Self::Keep => "keep",
+            Self::Int8 => "int8",
         }
     }
+
+    /// Every name [`Precision::parse`] accepts, for help and errors.
+    pub const NAMES: &'static str = "auto, int8, f32, bf16 or keep";
 
     /// The dtype dense tensors (norms, biases, unquantized weights) get;
     /// `None` keeps theirs.
     pub(crate) fn dense_dtype(self) -> Option<Dtype> {
         match self {
-            Self::Auto if !super::quantized::default_device_is_cpu() => None,
-            Self::Auto | Self::F32 => Some(Dtype::Float32),
+            Self::Auto | Self::Int8 if !super::quantized::default_device_is_cpu() => None,
+            Self::Auto | Self::Int8 | Self::F32 => Some(Dtype::Float32),
             Self::Bf16 => Some(Dtype::Bfloat16),
             Self::Keep => None,
         }
@@ -219,9 +229,13 @@ impl Weight {
     pub fn with_policy(self, precision: Precision) -> Result<Weight, EngineError> {
         let err = mlx_err("preparing packed weights");
         Ok(match (precision, self) {
-            (Precision::Auto, w) if !super::quantized::default_device_is_cpu() => w,
+            (Precision::Auto | Precision::Int8, w)
+                if !super::quantized::default_device_is_cpu() =>
+            {
+                w
+            }
             (
-                Precision::Auto,
+                Precision::Auto | Precision::Int8,
                 Weight::Quantized {
                     w,
                     scales,
@@ -234,9 +248,15 @@ impl Weight {
                 scales: scales.as_dtype(Dtype::Float32).map_err(&err)?,
                 biases: biases.as_dtype(Dtype::Float32).map_err(&err)?,
                 q,
-                kernel: Kernel::Thinkwire,
+                kernel: Kernel::Thinkwire(if precision == Precision::Int8 {
+                    Activations::Int8
+                } else {
+                    Activations::F32
+                }),
             },
-            (Precision::Auto | Precision::F32, w) => Weight::Dense(w.dense(Dtype::Float32)?),
+            (Precision::Auto | Precision::Int8 | Precision::F32, w) => {
+                Weight::Dense(w.dense(Dtype::Float32)?)
+            }
             (Precision::Bf16, w) => Weight::Dense(w.dense(Dtype::Bfloat16)?),
             (Precision::Keep, w) => w,
         })
@@ -267,8 +287,9 @@ enum LinearWeight {
 pub(crate) enum Kernel {
     /// MLX's quantized matmul.
     Mlx,
-    /// thinkwire's CPU kernels (`quantized.rs`).
-    Thinkwire,
+    /// thinkwire's CPU kernels (`quantized.rs`), with x as it is or
+    /// quantized to 8 bits.
+    Thinkwire(Activations),
 }
 
 impl Weight {
@@ -367,8 +388,8 @@ impl Linear {
                 scales,
                 biases,
                 q,
-                kernel: Kernel::Thinkwire,
-            } => super::quantized::matmul(x, w, scales, biases, *q)?,
+                kernel: Kernel::Thinkwire(activations),
+            } => super::quantized::matmul(x, w, scales, biases, *q, *activations)?,
         };
         match &self.bias {
             Some(b) => y.add(b),

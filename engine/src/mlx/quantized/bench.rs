@@ -1,8 +1,10 @@
 //! Per-call time of the quantized kernels on the default model's matrices
 //! (SmolLM2-135M, MLX 4-bit groups of 32, 8-bit tied embedding) for 1 to 32
 //! rows of x: the multi-row kernel, one kernel pass per row (the former
-//! decode path) and dequantize + BLAS (the prefill path). The numbers behind
-//! the kernel threshold in engine/README.md. Run with
+//! decode path), dequantize + BLAS (the prefill path), and the multi-row
+//! kernel with x quantized to 8 bits (`--precision int8`). The numbers
+//! behind the kernel threshold and the precision modes in engine/README.md.
+//! Run with
 //!
 //! ```text
 //! THINKWIRE_KERNEL_THREADS=2 cargo test --release -p thinkwire-engine --lib \
@@ -11,7 +13,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::{Packed, Path};
+use super::{Activations, Packed, Path};
 use crate::mlx::weights::Quant;
 
 /// xorshift64*: stand-in data (the kernels' speed does not depend on it).
@@ -49,12 +51,18 @@ fn random_matrix(rng: &mut Rng, n: usize, k: usize, bits: i32) -> Packed {
 
 /// Seconds per call: the median of `reps` samples of about 20 ms each,
 /// the paths interleaved so that load from other processes hits them alike.
-fn time_paths(p: &Packed, x: &[f32], m: usize, paths: &[Path], reps: usize) -> Vec<f64> {
+fn time_paths(
+    p: &Packed,
+    x: &[f32],
+    m: usize,
+    paths: &[(Path, Activations)],
+    reps: usize,
+) -> Vec<f64> {
     let calls: Vec<usize> = paths
         .iter()
-        .map(|&path| {
+        .map(|&(path, act)| {
             let start = Instant::now();
-            p.matmul_now(x, m, path).unwrap();
+            p.matmul_now_with(x, m, path, act).unwrap();
             let once = start.elapsed().max(Duration::from_micros(1));
             (Duration::from_millis(20).as_secs_f64() / once.as_secs_f64()).clamp(1.0, 2000.0)
                 as usize
@@ -62,10 +70,10 @@ fn time_paths(p: &Packed, x: &[f32], m: usize, paths: &[Path], reps: usize) -> V
         .collect();
     let mut samples = vec![Vec::with_capacity(reps); paths.len()];
     for _ in 0..reps {
-        for (j, &path) in paths.iter().enumerate() {
+        for (j, &(path, act)) in paths.iter().enumerate() {
             let start = Instant::now();
             for _ in 0..calls[j] {
-                std::hint::black_box(p.matmul_now(x, m, path).unwrap());
+                std::hint::black_box(p.matmul_now_with(x, m, path, act).unwrap());
             }
             samples[j].push(start.elapsed().as_secs_f64() / calls[j] as f64);
         }
@@ -92,7 +100,12 @@ fn kernel_rows() {
         ("lm_head", 49152, 576, 8, 1),
     ];
     let rows = [1, 2, 3, 4, 6, 8, 12, 16, 24, 32];
-    let paths = [Path::Kernel, Path::RowByRow, Path::Blas];
+    let paths = [
+        (Path::Kernel, Activations::F32),
+        (Path::RowByRow, Activations::F32),
+        (Path::Blas, Activations::F32),
+        (Path::Kernel, Activations::Int8),
+    ];
     let reps = 9;
     let cpu = std::fs::read_to_string("/proc/cpuinfo")
         .ok()
@@ -103,14 +116,15 @@ fn kernel_rows() {
         })
         .unwrap_or_else(|| "unknown CPU".into());
     println!(
-        "{cpu}, kernel threads {}, median of {reps}, µs per call",
-        super::kernel_threads()
+        "{cpu}, kernel threads {}, int8 kernels {}, median of {reps}, µs per call",
+        super::kernel_threads(),
+        super::int8_isa()
     );
     println!(
-        "| matrix n×k | m | multi-row | m × one row | dequant + BLAS | one row / multi | BLAS / multi |"
+        "| matrix n×k | m | multi-row | m × one row | dequant + BLAS | int8 multi-row | one row / multi | BLAS / multi | multi / int8 |"
     );
-    println!("|---|---|---|---|---|---|---|");
-    let mut step = vec![[0.0f64; 3]; rows.len()];
+    println!("|---|---|---|---|---|---|---|---|---|");
+    let mut step = vec![[0.0f64; 4]; rows.len()];
     for (name, n, k, bits, per_token) in shapes {
         let p = random_matrix(&mut rng, n, k, bits);
         for (r, &m) in rows.iter().enumerate() {
@@ -120,26 +134,32 @@ fn kernel_rows() {
                 *total += time * per_token as f64;
             }
             println!(
-                "| {name} {n}×{k} ({bits}-bit) | {m} | {:.0} | {:.0} | {:.0} | {:.2} | {:.2} |",
+                "| {name} {n}×{k} ({bits}-bit) | {m} | {:.0} | {:.0} | {:.0} | {:.0} | {:.2} | {:.2} | {:.2} |",
                 t[0] * 1e6,
                 t[1] * 1e6,
                 t[2] * 1e6,
+                t[3] * 1e6,
                 t[1] / t[0],
-                t[2] / t[0]
+                t[2] / t[0],
+                t[0] / t[3]
             );
         }
     }
     println!("\nall matrices of one forward pass (30 layers + head), ms:");
-    println!("| m | multi-row | m × one row | dequant + BLAS | multi-row per row |");
-    println!("|---|---|---|---|---|");
+    println!(
+        "| m | multi-row | m × one row | dequant + BLAS | int8 multi-row | multi-row per row | int8 per row |"
+    );
+    println!("|---|---|---|---|---|---|---|");
     for (r, &m) in rows.iter().enumerate() {
-        let [a, b, c] = step[r];
+        let [a, b, c, d] = step[r];
         println!(
-            "| {m} | {:.2} | {:.2} | {:.2} | {:.3} |",
+            "| {m} | {:.2} | {:.2} | {:.2} | {:.2} | {:.3} | {:.3} |",
             a * 1e3,
             b * 1e3,
             c * 1e3,
-            a * 1e3 / m as f64
+            d * 1e3,
+            a * 1e3 / m as f64,
+            d * 1e3 / m as f64
         );
     }
 }
