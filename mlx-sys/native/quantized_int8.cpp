@@ -190,7 +190,7 @@ bool needs_corr(int bits) {
 #endif
 }
 
-void correction(const Activations& x, int m, int k, int group_size, int stride, float* corr) {
+void group_sums(const Activations& x, int m, int k, int group_size, int stride, float* sums) {
   const int blocks = k / 32;
   const int per_group = group_size / 32;
   for (int i = 0; i < m; i++) {
@@ -200,9 +200,9 @@ void correction(const Activations& x, int m, int k, int group_size, int stride, 
         const int8_t* q = x.q + static_cast<size_t>(i) * k + static_cast<size_t>(b) * 32;
         int32_t sum = 0;
         for (int j = 0; j < 32; j++) sum += q[j];
-        c += x.d[static_cast<size_t>(i) * blocks + b] * static_cast<float>(128 * sum);
+        c += x.d[static_cast<size_t>(i) * blocks + b] * static_cast<float>(sum);
       }
-      corr[static_cast<size_t>(g) * stride + i] = c;
+      sums[static_cast<size_t>(g) * stride + i] = c;
     }
   }
 }

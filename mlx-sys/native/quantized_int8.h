@@ -8,8 +8,8 @@
  * each weight chunk meets it in integer dot products (AVX2 `maddubs`, or
  * VNNI `dpbusd` where the CPU has it): 32 weights per instruction pair, no
  * widening. A group of weights then costs
- *     scale * sum_blocks(d_x * isum(q_w * q_x)) + bias * sum(x)
- * with the bias term from x's exact sums. The result differs from the exact
+ *     scale * sum_blocks(d_x * isum(q_w * q_x)) + bias * sum_blocks(d_x * sum(q_x))
+ * (the bias term from the quantized x too: see group_sums). The result differs from the exact
  * product by x's rounding to 8 bits (relative error ~0.5 % per block); the
  * engine offers it as a precision mode, not as the exact path. */
 #ifndef THINKWIRE_QUANTIZED_INT8_H
@@ -31,8 +31,8 @@ struct Activations {
 /** One product y = x . W^T for m rows of x. */
 struct Product {
   Activations x;
-  const float* xsum;  // [groups, xsum_stride]: x's exact group sums, row i in column i
-  const float* corr;  // 8 bits without VNNI: [groups, xsum_stride], 128 * sum(d * sum(q)) per group
+  const float* xsum;  // [groups, xsum_stride]: group_sums of x, row i in column i
+  const float* corr;  // 8 bits without VNNI: [groups, xsum_stride], 128 * xsum
   int xsum_stride;    // m rounded up to 4 (zeros after row m - 1)
   const uint8_t* w;   // [n, k * bits / 8]
   const float* scales;
@@ -50,9 +50,14 @@ void quantize_rows(const float* x, int m, int k, int bits, int8_t* q, float* d);
  * whose byte products are signed: weights are shifted by 128). */
 bool needs_corr(int bits);
 
-/** corr for Product (see needs_corr): for each group and row, 128 times the
- * sum over the group's blocks of d * (the block's sum of q). */
-void correction(const Activations& x, int m, int k, int group_size, int stride, float* corr);
+/** x's group sums as the kernels see x: for each group and row, the sum
+ * over the group's blocks of d * (the block's sum of q), row i in column i
+ * of a [groups, stride] table. The bias term uses these, not x's exact
+ * sums, so that it carries the same rounding as the dot products: the
+ * error is then that of (s * q_w + b) . (x - x_q), as with float weights,
+ * not of s * q_w . (x - x_q), whose unsigned q_w (0..15, 0..255) nearly
+ * double it. For Product::corr, multiply by 128. */
+void group_sums(const Activations& x, int m, int k, int group_size, int stride, float* sums);
 
 /** Rows [r0, r1) of W against every row of x. Each (x row, W row) pair is
  * computed with the same operations in the same order whatever m is, so a

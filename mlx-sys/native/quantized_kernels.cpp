@@ -528,10 +528,12 @@ void product_int8(const float* x, int m, int k, const uint8_t* w, const float* s
   float* xsum = scratch.data();
   float* corr_table = corr ? xsum + table : nullptr;
   float* d = xsum + table * (corr ? 2 : 1);
-  group_sums(x, m, k, group_size, stride, xsum);
   int8::quantize_rows(x, m, k, bits, q.data(), d);
   const int8::Activations xa{q.data(), d};
-  if (corr) int8::correction(xa, m, k, group_size, stride, corr_table);
+  int8::group_sums(xa, m, k, group_size, stride, xsum);
+  if (corr) {
+    for (size_t j = 0; j < table; j++) corr_table[j] = 128.0f * xsum[j];
+  }
   int8::Product p{xa, xsum, corr_table, stride, w, scales, biases, y, m, n, k, group_size, bits};
   Pool::get().run(int8_rows_part, &p, parts_for(n, k, bits));
 }

@@ -28,6 +28,8 @@ pub mod config;
 mod convert;
 mod load;
 mod model;
+#[cfg(test)]
+mod precision_parity;
 // FFI into thinkwire's kernels (mlx-sys/native): the engine's only unsafe code.
 #[allow(unsafe_code)]
 mod quantized;
