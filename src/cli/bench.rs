@@ -150,6 +150,8 @@ pub fn bench(args: &BenchArgs) -> Result<()> {
                 "model": path,
                 "precision": precision.name(),
                 "kernel_threads": thinkwire_engine::mlx::kernel_threads(),
+                "int8_isa": thinkwire_engine::mlx::int8_isa(),
+                "cpu": cpu_name(),
                 "thinkwire": ours,
                 "mlx_lm": reference,
                 "llama_cpp": llama,
@@ -157,10 +159,16 @@ pub fn bench(args: &BenchArgs) -> Result<()> {
         );
         return Ok(());
     }
+    println!("{} · {} kernel threads", cpu_name(), thinkwire_engine::mlx::kernel_threads());
     println!(
-        "model {} · precision {} · prompt {} tokens · {} decoded tokens · best of {} runs",
+        "model {} · precision {}{} · prompt {} tokens · {} decoded tokens · best of {} runs",
         path.display(),
         precision.name(),
+        if precision == Precision::Int8 {
+            format!(" ({})", thinkwire_engine::mlx::int8_isa())
+        } else {
+            String::new()
+        },
         ours.prompt_tokens,
         args.max_tokens,
         args.runs
@@ -210,6 +218,18 @@ pub fn bench(args: &BenchArgs) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// The CPU's model name (`/proc/cpuinfo`), so figures say where they ran.
+#[cfg(feature = "mlx")]
+fn cpu_name() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|info| {
+            let line = info.lines().find(|l| l.starts_with("model name"))?;
+            Some(line.split_once(':')?.1.trim().to_owned())
+        })
+        .unwrap_or_else(|| "unknown CPU".into())
 }
 
 /// `thinkwire bench --concurrency`: N generations at once per level, and

@@ -69,7 +69,9 @@ pub fn bench(
         .with_context(|| format!("running {}", binary.display()))?;
     if !output.status.success() {
         bail!(
-            "llama-bench failed: {}",
+            "{} failed ({}): {}",
+            binary.display(),
+            output.status,
             String::from_utf8_lossy(&output.stderr).trim()
         );
     }

@@ -21,12 +21,12 @@ use super::weights::Precision;
 /// Root mean square of int8 logit - exact logit over the vocabulary, at
 /// any decode step (this model's logits span about 30; the measured worst
 /// is in engine/README.md).
-pub const INT8_LOGIT_RMS: f32 = 0.6;
+const INT8_LOGIT_RMS: f32 = 0.6;
 /// Largest |int8 logit - exact logit| at any decode step.
-pub const INT8_LOGIT_MAX: f32 = 2.0;
+const INT8_LOGIT_MAX: f32 = 2.0;
 /// A gap between the exact top-two logits under which int8 may pick the
 /// other token (`engine/tests/golden_parity.rs` uses it for whole texts).
-pub const INT8_NEAR_TIE: f32 = 0.25;
+const INT8_NEAR_TIE: f32 = 0.25;
 
 #[derive(serde::Deserialize)]
 struct Golden {
