@@ -37,8 +37,12 @@ namespace {
 // ---------------------------------------------------------------- threads
 
 // Runs one job split into parts on a fixed set of threads. The decode loop
-// calls it a few hundred times per token, so workers spin briefly before
-// sleeping: waking a sleeping thread costs more than a small matvec.
+// calls it about 120 times per token with MLX's other operations between
+// the calls, so idle workers spin for a while (THINKWIRE_KERNEL_SPIN_US)
+// before sleeping: waking a sleeping thread costs more than a small matvec,
+// and on a 2-core machine the wake-ups and the sleeping caller's spin-wait
+// took ~20 % of a decode step. A prefill product sends them to sleep
+// before it hands the cores to BLAS (`nap`).
 class Pool {
  public:
   using Fn = void (*)(const void* ctx, int part, int parts);
@@ -52,6 +56,12 @@ class Pool {
     return static_cast<int>(workers_.size()) + 1;
   }
 
+  // Idle workers stop spinning and sleep now (BLAS is about to use every
+  // core).
+  void nap() {
+    nap_.store(true, std::memory_order_release);
+  }
+
   void run(Fn fn, const void* ctx, int parts) {
     parts = std::min(parts, size());
     std::unique_lock<std::mutex> busy(run_mutex_, std::try_to_lock);
@@ -63,6 +73,7 @@ class Pool {
     fn_ = fn;
     ctx_ = ctx;
     parts_ = parts;
+    nap_.store(false, std::memory_order_relaxed);
     remaining_.store(static_cast<int>(workers_.size()), std::memory_order_relaxed);
     generation_.fetch_add(1, std::memory_order_release);
     {
@@ -117,17 +128,19 @@ class Pool {
   }
 
   // How long an idle worker spins before sleeping
-  // (THINKWIRE_KERNEL_SPIN_US, default 10: longer measured no faster on a
-  // 2-core machine and burned ~3 % more CPU).
+  // (THINKWIRE_KERNEL_SPIN_US, default 2000: engine/README.md has the
+  // measurements; 10 µs, the former default, let workers fall asleep
+  // between every two products of a decode step).
   static std::chrono::microseconds spin_time() {
     static const std::chrono::microseconds t = [] {
       const char* v = std::getenv("THINKWIRE_KERNEL_SPIN_US");
-      return std::chrono::microseconds(v != nullptr ? std::max(0, std::atoi(v)) : 10);
+      return std::chrono::microseconds(v != nullptr ? std::max(0, std::atoi(v)) : 2000);
     }();
     return t;
   }
 
-  // Returns the next generation after `seen`: spin a while, then sleep.
+  // Returns the next generation after `seen`: spin a while (until a nap),
+  // then sleep.
   uint64_t wait_for(uint64_t seen) {
     const auto start = std::chrono::steady_clock::now();
     const auto spin = spin_time();
@@ -135,6 +148,7 @@ class Pool {
       uint64_t g = generation_.load(std::memory_order_acquire);
       if (g != seen) return g;
       relax();
+      if (nap_.load(std::memory_order_acquire)) break;
       if ((i & 255) == 0 && std::chrono::steady_clock::now() - start > spin) break;
     }
     std::unique_lock<std::mutex> lock(sleep_mutex_);
@@ -148,6 +162,7 @@ class Pool {
   std::condition_variable wake_;
   std::atomic<uint64_t> generation_{0};
   std::atomic<int> remaining_{0};
+  std::atomic<bool> nap_{false}; // set by nap(), cleared by run()
   // Written by run() before the generation is published.
   Fn fn_ = nullptr;
   const void* ctx_ = nullptr;
@@ -729,6 +744,7 @@ void quantized_matmul_f32(const float* x, int m, int k, const uint8_t* w, const 
     const int r1 = std::min(n, r0 + tile_rows);
     Dequant d{w, scales, biases, r0, r1, k, group_size, bits, tile.data()};
     Pool::get().run(dequantize_part, &d, Pool::get().size());
+    Pool::get().nap();
     // y[:, r0:r1] = x . tile^T
     BlasThreads::get().full(
         [&] { sgemm(101, 111, 112, m, r1 - r0, k, 1.0f, x, k, tile.data(), k, 0.0f, y + r0, n); });

@@ -65,6 +65,11 @@ int thinkwire_quantized_matmul_raw(
  * "avx512-vnni", "avx-vnni", "avx2" or "portable". */
 const char* thinkwire_int8_isa(void);
 
+/* Nanoseconds the MLX operation of thinkwire_quantized_matmul has spent in
+ * the kernels since the process started, and how many times it ran (for
+ * the per-step breakdown of `thinkwire bench`). */
+void thinkwire_kernel_time(uint64_t* ns, uint64_t* calls);
+
 /* The message of the calling thread's last failed thinkwire_* call. */
 const char* thinkwire_last_error(void);
 

@@ -203,6 +203,13 @@ pub fn bench(args: &BenchArgs) -> Result<()> {
             "-"
         );
     }
+    if let Some((all, kernels)) = ours.decode_breakdown_ms {
+        println!(
+            "thinkwire per decoded token: {all:.2} ms, {kernels:.2} ms of it in the quantized kernels ({:.0} %), {:.2} ms elsewhere",
+            100.0 * kernels / all.max(1e-9),
+            all - kernels
+        );
+    }
     for (label, r) in &theirs {
         println!(
             "thinkwire / mlx-lm ({label}): decode {:.2}x, prefill {:.2}x",

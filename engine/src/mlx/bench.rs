@@ -43,12 +43,24 @@ pub struct BenchReport {
     pub generated_tokens: usize,
     /// Peak resident memory of the process in MiB, where the OS tells it.
     pub peak_rss_mb: Option<f64>,
+    /// Per decoded token: milliseconds in all, and in thinkwire's quantized
+    /// matmul kernels (the rest is MLX graph building and evaluation of the
+    /// other operations, thread hand-offs, sampling). thinkwire only.
+    #[serde(default)]
+    pub decode_breakdown_ms: Option<(f64, f64)>,
 }
 
-struct Count(usize);
+/// Counts tokens and notes the kernels' time at the first one.
+struct Count {
+    tokens: usize,
+    kernels_at_first: Duration,
+}
 impl TokenSink for Count {
     fn on_token(&mut self, _id: u32) -> Directive {
-        self.0 += 1;
+        self.tokens += 1;
+        if self.tokens == 1 {
+            self.kernels_at_first = super::kernel_time().0;
+        }
         Directive::Continue
     }
 }
@@ -74,8 +86,12 @@ pub fn bench(model: &Path, options: &BenchOptions) -> Result<BenchReport, Engine
     };
     let mut best: Option<BenchReport> = None;
     for run in 0..=options.runs.max(1) {
-        let mut sink = Count(0);
+        let mut sink = Count {
+            tokens: 0,
+            kernels_at_first: Duration::ZERO,
+        };
         let stats = engine.generate(&request, &mut sink)?;
+        let kernels = super::kernel_time().0.saturating_sub(sink.kernels_at_first);
         if run == 0 {
             continue; // warm-up: first-use allocations and caches
         }
@@ -89,6 +105,13 @@ pub fn bench(model: &Path, options: &BenchOptions) -> Result<BenchReport, Engine
             prompt_tokens: stats.prompt_tokens,
             generated_tokens: stats.generated_tokens,
             peak_rss_mb: None,
+            decode_breakdown_ms: (stats.generated_tokens > 1).then(|| {
+                let n = stats.generated_tokens.saturating_sub(1) as f64;
+                (
+                    stats.decode_time.as_secs_f64() * 1e3 / n,
+                    kernels.as_secs_f64() * 1e3 / n,
+                )
+            }),
         };
         if best
             .as_ref()

@@ -43,7 +43,7 @@ use std::time::Duration;
 
 pub use self::convert::{ConvertOptions, ConvertReport, convert_gguf};
 use self::model::Model;
-pub use self::quantized::{int8_isa, kernel_threads};
+pub use self::quantized::{int8_isa, kernel_threads, kernel_time};
 use self::scheduler::Scheduler;
 pub use self::scheduler::SchedulerOptions;
 pub use self::weights::Precision;

@@ -68,6 +68,16 @@ pub fn int8_isa() -> String {
     name.to_string_lossy().into_owned()
 }
 
+/// Time the MLX operation of [`matmul`] has spent in the kernels since the
+/// process started, and how many times it ran (the per-step breakdown of
+/// `thinkwire bench`).
+pub fn kernel_time() -> (std::time::Duration, u64) {
+    let (mut ns, mut calls) = (0u64, 0u64);
+    // SAFETY: writes two integers through valid pointers.
+    unsafe { mlx_sys::thinkwire_kernel_time(&mut ns, &mut calls) };
+    (std::time::Duration::from_nanos(ns), calls)
+}
+
 /// How [`matmul_now`] computes (tests and the kernel benchmark compare them).
 #[cfg(test)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
