@@ -70,6 +70,45 @@ const char* thinkwire_int8_isa(void);
  * the per-step breakdown of `thinkwire bench`). */
 void thinkwire_kernel_time(uint64_t* ns, uint64_t* calls);
 
+/* Fused operations for a decode step on the CPU (fused_ops.cpp); each is
+ * one lazy MLX operation. On failure they return 1 and
+ * thinkwire_fused_last_error() tells why. */
+
+/* res = silu(gate) * up for gate_up float32 [B, T, 2F] (gate first): the
+ * numbers of MLX's `g * sigmoid(g) * u`. */
+int thinkwire_swiglu(mlx_array* res, const mlx_array gate_up, const mlx_stream s);
+
+/* The fused q/k/v product qkv float32 [1, T, (heads + 2 kv_heads) head_dim]
+ * split into heads-first q [1, heads, T, head_dim], k and v [1, kv_heads,
+ * T, head_dim], q and k rotated by the step's table rows cos and sin
+ * [T, 1, head_dim] (sin signed for the first half): x * cos +
+ * rotate_half(x) * sin, rounded as MLX's operations round it. */
+int thinkwire_rope_split(
+    mlx_array* q,
+    mlx_array* k,
+    mlx_array* v,
+    const mlx_array qkv,
+    const mlx_array cos,
+    const mlx_array sin,
+    int heads,
+    int kv_heads,
+    int head_dim,
+    const mlx_stream s);
+
+/* softmax(q keys^T * scale) values per head for q [1, heads, T, d] against
+ * keys [1, kv_heads, L, d] and values [1, kv_heads, L, dv] (views allowed;
+ * query t sees the first L - T + t + 1 positions), as [1, T, heads * dv]. */
+int thinkwire_attend(
+    mlx_array* res,
+    const mlx_array q,
+    const mlx_array keys,
+    const mlx_array values,
+    float scale,
+    const mlx_stream s);
+
+/* The message of the calling thread's last failed fused operation. */
+const char* thinkwire_fused_last_error(void);
+
 /* The message of the calling thread's last failed thinkwire_* call. */
 const char* thinkwire_last_error(void);
 

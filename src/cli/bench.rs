@@ -159,7 +159,11 @@ pub fn bench(args: &BenchArgs) -> Result<()> {
         );
         return Ok(());
     }
-    println!("{} · {} kernel threads", cpu_name(), thinkwire_engine::mlx::kernel_threads());
+    println!(
+        "{} · {} kernel threads",
+        cpu_name(),
+        thinkwire_engine::mlx::kernel_threads()
+    );
     println!(
         "model {} · precision {}{} · prompt {} tokens · {} decoded tokens · best of {} runs",
         path.display(),

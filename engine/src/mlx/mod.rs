@@ -26,6 +26,9 @@ pub mod bench;
 mod cache;
 pub mod config;
 mod convert;
+// FFI into thinkwire's fused operations (mlx-sys/native).
+#[allow(unsafe_code)]
+mod fused;
 mod load;
 mod model;
 #[cfg(test)]

@@ -5,11 +5,12 @@
 //! Order as in mlx-lm's model files: attention → MLP → block → model. The
 //! q/k/v and gate/up projections are fused into one matmul each at load.
 
-use mlx_rs::Array;
 use mlx_rs::fast::ScaledDotProductAttentionMask;
+use mlx_rs::{Array, Dtype};
 
 use super::cache::KvCache;
 use super::config::{Architecture, ModelConfig};
+use super::fused;
 use super::rope::{Rope, RopeRows};
 use super::weights::{Embedding, Linear, Precision, WeightMap, last_axis, mlx_err};
 use crate::EngineError;
@@ -26,6 +27,9 @@ struct Attention {
     head_dim: i32,
     scale: f32,
     eps: f32,
+    /// On the CPU: the fused split-and-rotate and decode attention
+    /// (`fused.rs`) instead of chains of MLX operations.
+    fused: bool,
 }
 
 impl Attention {
@@ -42,31 +46,15 @@ impl Attention {
         let (t, hd) = (x.shape()[1], self.head_dim);
         let (nq, nkv) = (self.heads, self.kv_heads);
         let qkv = self.qkv.forward(x)?;
-        let qkv = qkv.reshape(&[1, t, nq + 2 * nkv, hd])?;
-        let v = qkv.try_index_axis2(nq + nkv, nq + 2 * nkv)?;
-        let (q, k) = match (&self.q_norm, &self.k_norm) {
-            (Some(qn), Some(kn)) => {
-                let q = mlx_rs::fast::rms_norm(qkv.try_index_axis2(0, nq)?, Some(qn), self.eps)?;
-                let k =
-                    mlx_rs::fast::rms_norm(qkv.try_index_axis2(nq, nq + nkv)?, Some(kn), self.eps)?;
-                (rotate(rows, &q)?, rotate(rows, &k)?)
+        // Heads first ([1, heads, T, head_dim]) once for the whole batch;
+        // each sequence then takes its rows with one slice per array.
+        let (q, k, v) = match (rows, &self.q_norm, self.fused) {
+            (Some(rows), None, true) => {
+                let (cos, sin) = rows.tables();
+                fused::rope_split(&qkv, cos, sin, nq, nkv, hd)?
             }
-            _ => {
-                // Queries and keys rotate together: one RoPE per layer.
-                let qk = rotate(rows, &qkv.try_index_axis2(0, nq + nkv)?)?;
-                (
-                    qk.try_index_axis2(0, nq)?,
-                    qk.try_index_axis2(nq, nq + nkv)?,
-                )
-            }
+            _ => self.split_and_rotate(&qkv, rows)?,
         };
-        // Heads first once for the whole batch; each sequence then takes
-        // its rows with one slice per array.
-        let (q, k, v) = (
-            q.transpose_axes(&[0, 2, 1, 3])?,
-            k.transpose_axes(&[0, 2, 1, 3])?,
-            v.transpose_axes(&[0, 2, 1, 3])?,
-        );
         let single = segments.len() == 1;
         let mut outs = Vec::with_capacity(segments.len());
         let mut r0 = 0;
@@ -89,22 +77,60 @@ impl Attention {
                 }
             };
             let (keys, values) = seg.caches[layer].update_and_fetch(&ki, &vi)?;
-            let mask = (l > 1).then_some(ScaledDotProductAttentionMask::Causal);
-            outs.push(mlx_rs::fast::scaled_dot_product_attention(
-                &qi, &keys, &values, self.scale, mask, None,
-            )?);
+            // [1, l, heads * head_dim] per sequence.
+            outs.push(if l == 1 && self.fused {
+                fused::attend(&qi, &keys, &values, self.scale)?
+            } else {
+                let mask = (l > 1).then_some(ScaledDotProductAttentionMask::Causal);
+                mlx_rs::fast::scaled_dot_product_attention(
+                    &qi, &keys, &values, self.scale, mask, None,
+                )?
+                .transpose_axes(&[0, 2, 1, 3])?
+                .reshape(&[1, l, nq * hd])?
+            });
             r0 += l;
         }
         let out = match outs.pop() {
             Some(one) if outs.is_empty() => one,
             Some(last) => {
                 outs.push(last);
-                mlx_rs::ops::concatenate(&outs, 2)?
+                mlx_rs::ops::concatenate(&outs, 1)?
             }
             None => return Err(mlx_rs::error::Exception::custom("a step without segments")),
         };
-        let out = out.transpose_axes(&[0, 2, 1, 3])?;
-        self.o.forward(&out.reshape(&[1, t, nq * hd])?)
+        debug_assert_eq!(out.shape(), &[1, t, nq * hd]);
+        self.o.forward(&out)
+    }
+
+    /// The fused product split into heads-first q, k, v with MLX's
+    /// operations, q and k normed (qwen3) and rotated by the step's rows
+    /// where they are within the tables.
+    fn split_and_rotate(&self, qkv: &Array, rows: Option<&RopeRows>) -> R<(Array, Array, Array)> {
+        let (t, hd) = (qkv.shape()[1], self.head_dim);
+        let (nq, nkv) = (self.heads, self.kv_heads);
+        let qkv = qkv.reshape(&[1, t, nq + 2 * nkv, hd])?;
+        let v = qkv.try_index_axis2(nq + nkv, nq + 2 * nkv)?;
+        let (q, k) = match (&self.q_norm, &self.k_norm) {
+            (Some(qn), Some(kn)) => {
+                let q = mlx_rs::fast::rms_norm(qkv.try_index_axis2(0, nq)?, Some(qn), self.eps)?;
+                let k =
+                    mlx_rs::fast::rms_norm(qkv.try_index_axis2(nq, nq + nkv)?, Some(kn), self.eps)?;
+                (rotate(rows, &q)?, rotate(rows, &k)?)
+            }
+            _ => {
+                // Queries and keys rotate together: one RoPE per layer.
+                let qk = rotate(rows, &qkv.try_index_axis2(0, nq + nkv)?)?;
+                (
+                    qk.try_index_axis2(0, nq)?,
+                    qk.try_index_axis2(nq, nq + nkv)?,
+                )
+            }
+        };
+        Ok((
+            q.transpose_axes(&[0, 2, 1, 3])?,
+            k.transpose_axes(&[0, 2, 1, 3])?,
+            v.transpose_axes(&[0, 2, 1, 3])?,
+        ))
     }
 }
 
@@ -133,11 +159,16 @@ struct Mlp {
     gate_up: Linear,
     down: Linear,
     ffn: i32,
+    /// On the CPU: one fused SwiGLU operation (same numbers).
+    fused: bool,
 }
 
 impl Mlp {
     fn forward(&self, x: &Array) -> R<Array> {
         let gu = self.gate_up.forward(x)?;
+        if self.fused && gu.dtype() == mlx_rs::Dtype::Float32 {
+            return self.down.forward(&fused::swiglu(&gu)?);
+        }
         let g = last_axis(&gu, 0, self.ffn)?;
         let u = last_axis(&gu, self.ffn, 2 * self.ffn)?;
         // silu(g) = g * sigmoid(g), spelled out: mlx-rs's compiled silu
@@ -199,6 +230,10 @@ impl Model {
         let eps = config.rms_norm_eps;
         let bias = config.qkv_bias();
         let dense_dtype = precision.dense_dtype();
+        // The fused operations run on the CPU, in f32 (what every CPU
+        // policy but bf16 computes in).
+        let fused_ops =
+            super::quantized::default_device_is_cpu() && dense_dtype == Some(Dtype::Float32);
         let cast = |a: Array| -> Result<Array, EngineError> {
             match dense_dtype {
                 Some(d) if a.dtype() != d => a.as_dtype(d).map_err(mlx_err("casting a norm")),
@@ -259,12 +294,14 @@ impl Model {
                     head_dim: hd,
                     scale: (hd as f32).powf(-0.5),
                     eps,
+                    fused: fused_ops,
                 },
                 mlp_norm: cast(w.take(&format!("{p}.post_attention_layernorm.weight"))?)?,
                 mlp: Mlp {
                     gate_up: Linear::fused(vec![gate, up], None)?,
                     down: Linear::new(down, None)?,
                     ffn: config.intermediate_size as i32,
+                    fused: fused_ops,
                 },
                 eps,
             });

@@ -102,6 +102,12 @@ pub struct RopeRows {
 }
 
 impl RopeRows {
+    /// The cos and sin rows (`[T, 1, head_dim]`; sin signed for the first
+    /// half), for the fused split-and-rotate.
+    pub fn tables(&self) -> (&Array, &Array) {
+        (&self.cos, &self.sin)
+    }
+
     /// Rotates `x` (`[1, T, heads, head_dim]`, row `t` at the step's
     /// position `t`).
     pub fn apply(&self, x: &Array) -> mlx_rs::error::Result<Array> {

@@ -1,0 +1,227 @@
+//! Fused operations for a decode step on the CPU (`mlx-sys/native/
+//! fused_ops.cpp`): each is one MLX operation where the model would
+//! otherwise build a chain of small ones. At one token per sequence, a
+//! step's time went more to building, scheduling and allocating ~40 graph
+//! nodes per layer than to their arithmetic (engine/README.md has the
+//! breakdown); these bring a layer to about a dozen.
+//!
+//! `swiglu` and `rope_split` compute the same numbers as the operations
+//! they replace (tested bit for bit); `attend` sums in another order than
+//! MLX's BLAS-backed attention, so it agrees to float rounding.
+
+use std::ffi::CStr;
+
+use mlx_rs::error::{Exception, Result};
+use mlx_rs::{Array, StreamOrDevice};
+
+/// Runs one fused call: `f` fills the handles in `out`, which become the
+/// returned arrays, or fails and they are freed.
+///
+/// # Safety
+/// `f` must only write fresh results into the handles it is given.
+unsafe fn call<const N: usize>(
+    f: impl FnOnce(&mut [mlx_sys::mlx_array; N], mlx_sys::mlx_stream) -> i32,
+) -> Result<[Array; N]> {
+    let stream = StreamOrDevice::default();
+    // SAFETY: fresh handles, freed on failure or owned by the returned
+    // arrays; the stream outlives the call.
+    unsafe {
+        let mut out: [mlx_sys::mlx_array; N] = std::array::from_fn(|_| mlx_sys::mlx_array_new());
+        if f(&mut out, stream.as_ref().as_ptr()) != 0 {
+            for a in out {
+                mlx_sys::mlx_array_free(a);
+            }
+            let msg = CStr::from_ptr(mlx_sys::thinkwire_fused_last_error()).to_string_lossy();
+            return Err(Exception::custom(msg.into_owned()));
+        }
+        Ok(out.map(|a| Array::from_ptr(a)))
+    }
+}
+
+/// `silu(gate) * up` for `gate_up` `[B, T, 2F]` (gate first).
+pub(crate) fn swiglu(gate_up: &Array) -> Result<Array> {
+    // SAFETY: live input handle; see `call`.
+    let [out] = unsafe { call(|o, s| mlx_sys::thinkwire_swiglu(&mut o[0], gate_up.as_ptr(), s))? };
+    Ok(out)
+}
+
+/// The fused q/k/v product `[1, T, (heads + 2 kv_heads) * head_dim]`
+/// split into heads-first q, k, v (`[1, heads, T, head_dim]`), q and k
+/// rotated by the step's table rows `cos`/`sin` (`[T, 1, head_dim]`).
+pub(crate) fn rope_split(
+    qkv: &Array,
+    cos: &Array,
+    sin: &Array,
+    heads: i32,
+    kv_heads: i32,
+    head_dim: i32,
+) -> Result<(Array, Array, Array)> {
+    // SAFETY: live input handles; see `call`.
+    let [q, k, v] = unsafe {
+        call(|o, s| {
+            let [q, k, v] = o;
+            mlx_sys::thinkwire_rope_split(
+                q,
+                k,
+                v,
+                qkv.as_ptr(),
+                cos.as_ptr(),
+                sin.as_ptr(),
+                heads,
+                kv_heads,
+                head_dim,
+                s,
+            )
+        })?
+    };
+    Ok((q, k, v))
+}
+
+/// `softmax(q keys^T * scale) values` per head, causal within the step,
+/// as `[1, T, heads * dv]`; `keys`/`values` may be views of a cache.
+pub(crate) fn attend(q: &Array, keys: &Array, values: &Array, scale: f32) -> Result<Array> {
+    // SAFETY: live input handles; see `call`.
+    let [out] = unsafe {
+        call(|o, s| {
+            mlx_sys::thinkwire_attend(
+                &mut o[0],
+                q.as_ptr(),
+                keys.as_ptr(),
+                values.as_ptr(),
+                scale,
+                s,
+            )
+        })?
+    };
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mlx_rs::fast::ScaledDotProductAttentionMask;
+    use mlx_rs::ops::indexing::TryIndexOp;
+
+    fn bits(a: &Array) -> Vec<u32> {
+        let c = a.multiply(Array::from_f32(1.0)).unwrap();
+        c.eval().unwrap();
+        c.as_slice::<f32>().iter().map(|v| v.to_bits()).collect()
+    }
+
+    fn normal(shape: &[i32]) -> Array {
+        mlx_rs::random::normal::<f32>(shape, None, None, None).unwrap()
+    }
+
+    #[test]
+    fn swiglu_matches_the_operations_it_replaces_bit_for_bit() {
+        mlx_rs::random::seed(1).unwrap();
+        for t in [1, 5] {
+            let gu = normal(&[1, t, 2 * 48])
+                .multiply(Array::from_f32(4.0))
+                .unwrap();
+            let g = gu.try_index((.., .., ..48)).unwrap();
+            let u = gu.try_index((.., .., 48..)).unwrap();
+            let want = g
+                .multiply(mlx_rs::ops::sigmoid(&g).unwrap())
+                .unwrap()
+                .multiply(&u)
+                .unwrap();
+            assert_eq!(bits(&swiglu(&gu).unwrap()), bits(&want));
+            // A strided view as input.
+            let wide = normal(&[1, t, 2 * 96]);
+            let view = wide.try_index((.., .., ..96)).unwrap();
+            let g = view.try_index((.., .., ..48)).unwrap();
+            let u = view.try_index((.., .., 48..)).unwrap();
+            let want = g
+                .multiply(mlx_rs::ops::sigmoid(&g).unwrap())
+                .unwrap()
+                .multiply(&u)
+                .unwrap();
+            assert_eq!(bits(&swiglu(&view).unwrap()), bits(&want));
+        }
+        let err = swiglu(&normal(&[3, 5])).unwrap_err();
+        assert!(err.what().contains("[B, T, 2 ffn]"), "{}", err.what());
+    }
+
+    #[test]
+    fn rope_split_matches_the_operations_it_replaces_bit_for_bit() {
+        mlx_rs::random::seed(2).unwrap();
+        let (nq, nkv, hd) = (6, 2, 16);
+        for t in [1, 3] {
+            let qkv = normal(&[1, t, (nq + 2 * nkv) * hd]);
+            let cos = normal(&[t, 1, hd]);
+            let sin = normal(&[t, 1, hd]);
+            let (q, k, v) = rope_split(&qkv, &cos, &sin, nq, nkv, hd).unwrap();
+            // What the model did: reshape, rotate q and k together, heads first.
+            let x = qkv.reshape(&[1, t, nq + 2 * nkv, hd]).unwrap();
+            let qk = x.try_index((.., .., ..nq + nkv, ..)).unwrap();
+            let half = hd / 2;
+            let swapped = mlx_rs::ops::concatenate(
+                &[
+                    qk.try_index((.., .., .., half..)).unwrap(),
+                    qk.try_index((.., .., .., ..half)).unwrap(),
+                ],
+                -1,
+            )
+            .unwrap();
+            let rot = qk
+                .multiply(&cos)
+                .unwrap()
+                .add(swapped.multiply(&sin).unwrap())
+                .unwrap();
+            let heads_first = |a: Array| a.transpose_axes(&[0, 2, 1, 3]).unwrap();
+            let want_q = heads_first(rot.try_index((.., .., ..nq, ..)).unwrap());
+            let want_k = heads_first(rot.try_index((.., .., nq.., ..)).unwrap());
+            let want_v = heads_first(x.try_index((.., .., nq + nkv.., ..)).unwrap());
+            assert_eq!(q.shape(), &[1, nq, t, hd]);
+            assert_eq!(bits(&q), bits(&want_q));
+            assert_eq!(bits(&k), bits(&want_k));
+            assert_eq!(bits(&v), bits(&want_v));
+        }
+        let qkv = normal(&[1, 1, 7 * 16]);
+        let cs = normal(&[1, 1, 16]);
+        let err = rope_split(&qkv, &cs, &cs, nq, nkv, hd).unwrap_err();
+        assert!(err.what().contains("qkv must be"), "{}", err.what());
+    }
+
+    #[test]
+    fn attend_matches_mlx_attention_to_rounding() {
+        mlx_rs::random::seed(3).unwrap();
+        let (nq, nkv, hd) = (6, 2, 24);
+        for (t, len) in [(1, 1), (1, 37), (4, 9)] {
+            let q = normal(&[1, nq, t, hd]);
+            // Views of a larger cache, as the model passes them.
+            let cache_k = normal(&[1, nkv, 64, hd]);
+            let cache_v = normal(&[1, nkv, 64, hd]);
+            let keys = cache_k.try_index((.., .., ..len, ..)).unwrap();
+            let values = cache_v.try_index((.., .., ..len, ..)).unwrap();
+            let scale = (hd as f32).powf(-0.5);
+            let got = attend(&q, &keys, &values, scale).unwrap();
+            let mask = (t > 1).then_some(ScaledDotProductAttentionMask::Causal);
+            let want =
+                mlx_rs::fast::scaled_dot_product_attention(&q, &keys, &values, scale, mask, None)
+                    .unwrap()
+                    .transpose_axes(&[0, 2, 1, 3])
+                    .unwrap()
+                    .reshape(&[1, t, nq * hd])
+                    .unwrap();
+            assert_eq!(got.shape(), want.shape());
+            let diff = got
+                .subtract(&want)
+                .unwrap()
+                .abs()
+                .unwrap()
+                .max(None)
+                .unwrap();
+            assert!(
+                diff.item::<f32>() < 1e-5,
+                "t {t}, len {len}: {}",
+                diff.item::<f32>()
+            );
+        }
+        let q = normal(&[1, 5, 1, 24]);
+        let kv = normal(&[1, 2, 3, 24]);
+        let err = attend(&q, &kv, &kv, 1.0).unwrap_err();
+        assert!(err.what().contains("multiple"), "{}", err.what());
+    }
+}

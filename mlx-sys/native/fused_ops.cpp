@@ -1,0 +1,403 @@
+// Fused MLX operations for a decode step on the CPU (thinkwire.h): each
+// replaces a chain of small built-in operations with one primitive, since
+// at one token per sequence the graph's per-operation cost (building the
+// node, scheduling, allocating) outweighs the arithmetic.
+//
+// - swiglu: silu(gate) * up from the fused gate/up product, computed with
+//   MLX's own sigmoid in the same order as `g * sigmoid(g) * u`, so the
+//   numbers are those of the operations it replaces.
+// - rope_split: the fused q/k/v product split into heads-first q, k, v with
+//   q and k rotated by the step's rows of the cos/sin tables; the same
+//   products and sum as `x * cos + rotate_half(x) * sin`.
+// - attend: softmax(q k^T * scale) v per head against a sequence's cache
+//   (grouped-query heads share a key/value head), causal within the step;
+//   its sums run in another order than MLX's BLAS-backed fallback, so it
+//   matches that to float rounding, not bit for bit.
+
+// The products and sums below must stay separately rounded, as MLX's
+// element-wise operations round them, not be contracted into FMAs.
+#pragma GCC optimize("fp-contract=off")
+// The 8-float vectors below only live inside inlined helpers.
+#pragma GCC diagnostic ignored "-Wpsabi"
+
+#include "mlx/c/thinkwire.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "mlx/allocator.h"
+#include "mlx/backend/cpu/encoder.h"
+#include "mlx/backend/cpu/unary_ops.h"
+#include "mlx/c/private/mlx.h"
+#include "mlx/ops.h"
+#include "mlx/primitives.h"
+
+namespace {
+
+using mlx::core::array;
+using mlx::core::float32;
+
+// Element offsets of a row-major walk over `a` (its strides in elements):
+// row-contiguous inputs are read directly, views through this.
+struct Strided {
+  const float* data;
+  std::vector<int> shape;
+  std::vector<int64_t> strides;
+  explicit Strided(const array& a)
+      : data(a.data<float>()), shape(a.shape().begin(), a.shape().end()),
+        strides(a.strides().begin(), a.strides().end()) {}
+  // Element at a 4-d index (the arrays here are 3- or 4-d; 3-d uses i0 = 0).
+  float at(int i0, int i1, int i2, int i3) const {
+    const size_t d = shape.size();
+    int64_t off = static_cast<int64_t>(i3) * strides[d - 1] + static_cast<int64_t>(i2) * strides[d - 2] +
+                  static_cast<int64_t>(i1) * strides[d - 3];
+    if (d == 4) off += static_cast<int64_t>(i0) * strides[0];
+    return data[off];
+  }
+};
+
+void need(bool ok, const char* op, const std::string& what) {
+  if (!ok) throw std::invalid_argument(std::string(op) + ": " + what);
+}
+
+std::string shape_text(const array& a) {
+  std::string s = "[";
+  for (int i = 0; i < a.ndim(); i++) s += (i ? ", " : "") + std::to_string(a.shape(i));
+  return s + "]";
+}
+
+// Inputs are evaluated when eval_cpu runs; a task reads them later, on the
+// stream's thread (MLX keeps their buffers alive until then).
+class FusedPrimitive : public mlx::core::Primitive {
+ public:
+  using Primitive::Primitive;
+  void eval_gpu(const std::vector<array>&, std::vector<array>&) override {
+    throw std::runtime_error(std::string(name()) + " runs on the CPU only");
+  }
+
+ protected:
+  mlx::core::cpu::CommandEncoder& encoder_for(const std::vector<array>& inputs,
+                                              std::vector<array>& outputs) {
+    auto& encoder = mlx::core::cpu::get_command_encoder(stream());
+    for (const auto& a : inputs) encoder.set_input_array(a);
+    for (auto& o : outputs) {
+      o.set_data(mlx::core::allocator::malloc(o.nbytes()));
+      encoder.set_output_array(o);
+    }
+    return encoder;
+  }
+};
+
+// ------------------------------------------------------------------ swiglu
+
+class SwiGlu : public FusedPrimitive {
+ public:
+  SwiGlu(mlx::core::Stream s, int ffn) : FusedPrimitive(s), ffn_(ffn) {}
+
+  void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override {
+    auto& encoder = encoder_for(inputs, outputs);
+    const array& gu = inputs[0];
+    const int ffn = ffn_;
+    const int64_t rows = static_cast<int64_t>(gu.size() / (2 * static_cast<size_t>(ffn)));
+    encoder.dispatch([in = Strided(gu), out = outputs[0].data<float>(), rows, ffn,
+                      contiguous = gu.flags().row_contiguous]() {
+      mlx::core::detail::Sigmoid sigmoid; // its operator() is not const
+      for (int64_t r = 0; r < rows; r++) {
+        float* o = out + r * ffn;
+        if (contiguous) {
+          const float* g = in.data + r * 2 * ffn;
+          const float* u = g + ffn;
+          for (int j = 0; j < ffn; j++) {
+            const float s = g[j] * sigmoid(g[j]);
+            o[j] = s * u[j];
+          }
+        } else {
+          // [..., rows', 2F] as a 3-d view: row r is (r / rows', r % rows').
+          const int inner = in.shape[in.shape.size() - 2];
+          const int i1 = static_cast<int>(r / inner), i2 = static_cast<int>(r % inner);
+          for (int j = 0; j < ffn; j++) {
+            const float g = in.at(0, i1, i2, j);
+            const float s = g * sigmoid(g);
+            o[j] = s * in.at(0, i1, i2, ffn + j);
+          }
+        }
+      }
+    });
+  }
+  const char* name() const override {
+    return "ThinkwireSwiGlu";
+  }
+  bool is_equivalent(const Primitive& other) const override {
+    auto* o = dynamic_cast<const SwiGlu*>(&other);
+    return o != nullptr && o->ffn_ == ffn_;
+  }
+  std::vector<mlx::core::Shape> output_shapes(const std::vector<array>& inputs) override {
+    auto shape = inputs[0].shape();
+    shape.back() = ffn_;
+    return {shape};
+  }
+
+ private:
+  int ffn_;
+};
+
+// -------------------------------------------------------------- rope_split
+
+class RopeSplit : public FusedPrimitive {
+ public:
+  RopeSplit(mlx::core::Stream s, int heads, int kv_heads, int head_dim)
+      : FusedPrimitive(s), heads_(heads), kv_heads_(kv_heads), head_dim_(head_dim) {}
+
+  void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override {
+    auto& encoder = encoder_for(inputs, outputs);
+    const int t_len = inputs[0].shape(1);
+    encoder.dispatch([qkv = Strided(inputs[0]), cos = Strided(inputs[1]), sin = Strided(inputs[2]),
+                      q = outputs[0].data<float>(), k = outputs[1].data<float>(),
+                      v = outputs[2].data<float>(), nq = heads_, nkv = kv_heads_,
+                      hd = head_dim_, t_len]() {
+      const int half = hd / 2;
+      std::vector<float> x(hd);
+      for (int t = 0; t < t_len; t++) {
+        for (int h = 0; h < nq + 2 * nkv; h++) {
+          // The head's slice of the fused product: [1, T, heads * hd].
+          for (int d = 0; d < hd; d++) x[d] = qkv.at(0, 0, t, h * hd + d);
+          float* dst;
+          if (h < nq) {
+            dst = q + (static_cast<int64_t>(h) * t_len + t) * hd;
+          } else if (h < nq + nkv) {
+            dst = k + (static_cast<int64_t>(h - nq) * t_len + t) * hd;
+          } else {
+            dst = v + (static_cast<int64_t>(h - nq - nkv) * t_len + t) * hd;
+            std::copy(x.begin(), x.end(), dst);
+            continue;
+          }
+          for (int d = 0; d < hd; d++) {
+            const float a = x[d] * cos.at(0, t, 0, d);
+            const float b = x[(d + half) % hd] * sin.at(0, t, 0, d);
+            dst[d] = a + b;
+          }
+        }
+      }
+    });
+  }
+  const char* name() const override {
+    return "ThinkwireRopeSplit";
+  }
+  bool is_equivalent(const Primitive& other) const override {
+    auto* o = dynamic_cast<const RopeSplit*>(&other);
+    return o != nullptr && o->heads_ == heads_ && o->kv_heads_ == kv_heads_ &&
+           o->head_dim_ == head_dim_;
+  }
+  std::vector<mlx::core::Shape> output_shapes(const std::vector<array>& inputs) override {
+    const int t = inputs[0].shape(1);
+    return {{1, heads_, t, head_dim_}, {1, kv_heads_, t, head_dim_}, {1, kv_heads_, t, head_dim_}};
+  }
+
+ private:
+  int heads_, kv_heads_, head_dim_;
+};
+
+// ------------------------------------------------------------------ attend
+
+// Eight floats as one value: GCC's vector extension, SSE pairs on a
+// baseline x86-64 and one AVX register in the avx2 clone below.
+typedef float v8 __attribute__((vector_size(32)));
+
+__attribute__((always_inline)) inline v8 load8(const float* p) {
+  v8 v;
+  __builtin_memcpy(&v, p, sizeof v);
+  return v;
+}
+
+__attribute__((always_inline)) inline void store8(float* p, v8 v) {
+  __builtin_memcpy(p, &v, sizeof v);
+}
+
+inline float dot(const float* a, const float* b, int n) {
+  int d = 0;
+  float s = 0.0f;
+  if (n >= 8) {
+    v8 acc = load8(a) * load8(b);
+    for (d = 8; d + 8 <= n; d += 8) acc += load8(a + d) * load8(b + d);
+    for (int l = 0; l < 8; l++) s += acc[l];
+  }
+  for (; d < n; d++) s += a[d] * b[d];
+  return s;
+}
+
+inline void axpy(float w, const float* x, float* y, int n) {
+  int d = 0;
+  const v8 wv = {w, w, w, w, w, w, w, w};
+  for (; d + 8 <= n; d += 8) store8(y + d, load8(y + d) + wv * load8(x + d));
+  for (; d < n; d++) y[d] += w * x[d];
+}
+
+// One (query row, head) against its key/value head's first `seen` rows.
+struct AttendArgs {
+  const float* q;  // [hd], already scaled
+  const float* k;  // row j at k + j * k_stride
+  const float* v;  // row j at v + j * v_stride
+  int64_t k_stride, v_stride;
+  int seen, hd, vd;
+  float* p;        // [seen] scratch
+  float* out;      // [vd]
+};
+
+__attribute__((target_clones("avx2", "default"))) void attend_row(const AttendArgs& a) {
+  float top = -INFINITY;
+  for (int j = 0; j < a.seen; j++) {
+    a.p[j] = dot(a.q, a.k + j * a.k_stride, a.hd);
+    top = std::max(top, a.p[j]);
+  }
+  float sum = 0.0f;
+  for (int j = 0; j < a.seen; j++) {
+    a.p[j] = std::exp(a.p[j] - top);
+    sum += a.p[j];
+  }
+  std::fill(a.out, a.out + a.vd, 0.0f);
+  const float inv = 1.0f / sum;
+  for (int j = 0; j < a.seen; j++) axpy(a.p[j] * inv, a.v + j * a.v_stride, a.out, a.vd);
+}
+
+class Attend : public FusedPrimitive {
+ public:
+  Attend(mlx::core::Stream s, float scale) : FusedPrimitive(s), scale_(scale) {}
+
+  void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override {
+    for (const auto& a : inputs) {
+      if (a.strides().back() != 1) {
+        throw std::runtime_error("thinkwire_attend: the last axis of every input must be dense");
+      }
+    }
+    auto& encoder = encoder_for(inputs, outputs);
+    encoder.dispatch([q = Strided(inputs[0]), keys = Strided(inputs[1]),
+                      values = Strided(inputs[2]), out = outputs[0].data<float>(),
+                      scale = scale_]() {
+      const int nq = q.shape[1], t_len = q.shape[2], hd = q.shape[3];
+      const int nkv = keys.shape[1], len = keys.shape[2], vd = values.shape[3];
+      const int group = nq / nkv;
+      std::vector<float> qs(hd), p(len);
+      for (int t = 0; t < t_len; t++) {
+        for (int h = 0; h < nq; h++) {
+          const int g = h / group;
+          const float* qrow = q.data + h * q.strides[1] + t * q.strides[2];
+          for (int d = 0; d < hd; d++) qs[d] = scale * qrow[d];
+          // Query t sees the cache up to its own position. Output
+          // [1, T, heads * vd]: the layout the output projection takes.
+          attend_row(AttendArgs{qs.data(), keys.data + g * keys.strides[1],
+                                values.data + g * values.strides[1], keys.strides[2],
+                                values.strides[2], len - t_len + t + 1, hd, vd, p.data(),
+                                out + (static_cast<int64_t>(t) * nq + h) * vd});
+        }
+      }
+    });
+  }
+  const char* name() const override {
+    return "ThinkwireAttend";
+  }
+  bool is_equivalent(const Primitive& other) const override {
+    auto* o = dynamic_cast<const Attend*>(&other);
+    return o != nullptr && o->scale_ == scale_;
+  }
+  std::vector<mlx::core::Shape> output_shapes(const std::vector<array>& inputs) override {
+    return {{1, inputs[0].shape(2), inputs[0].shape(1) * inputs[2].shape(3)}};
+  }
+
+ private:
+  float scale_;
+};
+
+thread_local std::string last_error;
+
+template <class F>
+int guarded(F&& f) {
+  try {
+    f();
+  } catch (std::exception& e) {
+    last_error = e.what();
+    return 1;
+  }
+  return 0;
+}
+
+} // namespace
+
+extern "C" int thinkwire_swiglu(mlx_array* res, const mlx_array gate_up, const mlx_stream s) {
+  return guarded([&] {
+    const array& gu = mlx_array_get_(gate_up);
+    const char* op = "thinkwire_swiglu";
+    need(gu.dtype() == float32, op, "gate_up must be float32");
+    need(gu.ndim() == 3, op, "gate_up must be [B, T, 2 ffn], got " + shape_text(gu));
+    need(gu.shape(-1) > 0 && gu.shape(-1) % 2 == 0, op,
+         "the last axis must hold gate and up, got " + shape_text(gu));
+    auto shape = gu.shape();
+    shape.back() /= 2;
+    auto stream = mlx_stream_get_(s);
+    need(stream.device == mlx::core::Device::cpu, op, "the stream must be a CPU stream");
+    mlx_array_set_(*res, array(std::move(shape), float32,
+                               std::make_shared<SwiGlu>(stream, gu.shape(-1) / 2), {gu}));
+  });
+}
+
+extern "C" int thinkwire_rope_split(mlx_array* q, mlx_array* k, mlx_array* v, const mlx_array qkv,
+                                    const mlx_array cos, const mlx_array sin, int heads,
+                                    int kv_heads, int head_dim, const mlx_stream s) {
+  return guarded([&] {
+    const array& x = mlx_array_get_(qkv);
+    const array& c = mlx_array_get_(cos);
+    const array& sn = mlx_array_get_(sin);
+    const char* op = "thinkwire_rope_split";
+    need(x.dtype() == float32 && c.dtype() == float32 && sn.dtype() == float32, op,
+         "qkv, cos and sin must be float32");
+    need(heads > 0 && kv_heads > 0 && head_dim > 0 && head_dim % 2 == 0, op,
+         "heads, kv_heads and an even head_dim must be positive");
+    need(x.ndim() == 3 && x.shape(0) == 1 &&
+             x.shape(2) == (heads + 2 * kv_heads) * head_dim,
+         op, "qkv must be [1, T, (heads + 2 kv_heads) head_dim], got " + shape_text(x));
+    const int t = x.shape(1);
+    need(c.ndim() == 3 && c.shape() == sn.shape() && c.shape(0) == t && c.shape(1) == 1 &&
+             c.shape(2) == head_dim,
+         op, "cos and sin must be [T, 1, head_dim], got " + shape_text(c));
+    auto stream = mlx_stream_get_(s);
+    need(stream.device == mlx::core::Device::cpu, op, "the stream must be a CPU stream");
+    auto outs = array::make_arrays(
+        {{1, heads, t, head_dim}, {1, kv_heads, t, head_dim}, {1, kv_heads, t, head_dim}},
+        {float32, float32, float32},
+        std::make_shared<RopeSplit>(stream, heads, kv_heads, head_dim), {x, c, sn});
+    mlx_array_set_(*q, outs[0]);
+    mlx_array_set_(*k, outs[1]);
+    mlx_array_set_(*v, outs[2]);
+  });
+}
+
+extern "C" int thinkwire_attend(mlx_array* res, const mlx_array q, const mlx_array keys,
+                                const mlx_array values, float scale, const mlx_stream s) {
+  return guarded([&] {
+    const array& qa = mlx_array_get_(q);
+    const array& ka = mlx_array_get_(keys);
+    const array& va = mlx_array_get_(values);
+    const char* op = "thinkwire_attend";
+    need(qa.dtype() == float32 && ka.dtype() == float32 && va.dtype() == float32, op,
+         "q, keys and values must be float32");
+    need(qa.ndim() == 4 && ka.ndim() == 4 && va.ndim() == 4 && qa.shape(0) == 1 &&
+             ka.shape(0) == 1 && va.shape(0) == 1,
+         op, "q, keys and values must be [1, heads, T, dim]");
+    need(ka.shape(1) > 0 && qa.shape(1) % ka.shape(1) == 0 && va.shape(1) == ka.shape(1), op,
+         "query heads must be a multiple of the key/value heads, got q " + shape_text(qa) +
+             ", keys " + shape_text(ka));
+    need(qa.shape(3) == ka.shape(3) && va.shape(2) == ka.shape(2) && ka.shape(2) >= qa.shape(2),
+         op, "shapes do not match: q " + shape_text(qa) + ", keys " + shape_text(ka) +
+                 ", values " + shape_text(va));
+    auto stream = mlx_stream_get_(s);
+    need(stream.device == mlx::core::Device::cpu, op, "the stream must be a CPU stream");
+    mlx_array_set_(*res, array({1, qa.shape(2), qa.shape(1) * va.shape(3)}, float32,
+                               std::make_shared<Attend>(stream, scale), {qa, ka, va}));
+  });
+}
+
+extern "C" const char* thinkwire_fused_last_error(void) {
+  return last_error.c_str();
+}
