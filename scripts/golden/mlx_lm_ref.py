@@ -29,6 +29,7 @@ MODEL_DIR is a Hugging Face / MLX folder, e.g. written by
 
 import argparse
 import json
+import os
 import resource
 import sys
 import time
