@@ -34,6 +34,7 @@
 #include "mlx/c/private/mlx.h"
 #include "mlx/ops.h"
 #include "mlx/primitives.h"
+#include "quantized_kernels.h"
 
 namespace {
 
@@ -262,6 +263,36 @@ __attribute__((target_clones("avx2", "default"))) void attend_row(const AttendAr
   for (int j = 0; j < a.seen; j++) axpy(a.p[j] * inv, a.v + j * a.v_stride, a.out, a.vd);
 }
 
+// Every (query row, head) of one Attend task; parts take ranges of heads.
+struct AttendTask {
+  Strided q, keys, values;
+  float* out;
+  float scale;
+};
+
+void attend_part(const void* ctx, int part, int parts) {
+  const AttendTask& a = *static_cast<const AttendTask*>(ctx);
+  const int nq = a.q.shape[1], t_len = a.q.shape[2], hd = a.q.shape[3];
+  const int nkv = a.keys.shape[1], len = a.keys.shape[2], vd = a.values.shape[3];
+  const int group = nq / nkv;
+  const int h0 = static_cast<int>(static_cast<int64_t>(nq) * part / parts);
+  const int h1 = static_cast<int>(static_cast<int64_t>(nq) * (part + 1) / parts);
+  std::vector<float> qs(hd), p(len);
+  for (int t = 0; t < t_len; t++) {
+    for (int h = h0; h < h1; h++) {
+      const int g = h / group;
+      const float* qrow = a.q.data + h * a.q.strides[1] + t * a.q.strides[2];
+      for (int d = 0; d < hd; d++) qs[d] = a.scale * qrow[d];
+      // Query t sees the cache up to its own position. Output
+      // [1, T, heads * vd]: the layout the output projection takes.
+      attend_row(AttendArgs{qs.data(), a.keys.data + g * a.keys.strides[1],
+                            a.values.data + g * a.values.strides[1], a.keys.strides[2],
+                            a.values.strides[2], len - t_len + t + 1, hd, vd, p.data(),
+                            a.out + (static_cast<int64_t>(t) * nq + h) * vd});
+    }
+  }
+}
+
 class Attend : public FusedPrimitive {
  public:
   Attend(mlx::core::Stream s, float scale) : FusedPrimitive(s), scale_(scale) {}
@@ -273,26 +304,14 @@ class Attend : public FusedPrimitive {
       }
     }
     auto& encoder = encoder_for(inputs, outputs);
-    encoder.dispatch([q = Strided(inputs[0]), keys = Strided(inputs[1]),
-                      values = Strided(inputs[2]), out = outputs[0].data<float>(),
-                      scale = scale_]() {
-      const int nq = q.shape[1], t_len = q.shape[2], hd = q.shape[3];
-      const int nkv = keys.shape[1], len = keys.shape[2], vd = values.shape[3];
-      const int group = nq / nkv;
-      std::vector<float> qs(hd), p(len);
-      for (int t = 0; t < t_len; t++) {
-        for (int h = 0; h < nq; h++) {
-          const int g = h / group;
-          const float* qrow = q.data + h * q.strides[1] + t * q.strides[2];
-          for (int d = 0; d < hd; d++) qs[d] = scale * qrow[d];
-          // Query t sees the cache up to its own position. Output
-          // [1, T, heads * vd]: the layout the output projection takes.
-          attend_row(AttendArgs{qs.data(), keys.data + g * keys.strides[1],
-                                values.data + g * values.strides[1], keys.strides[2],
-                                values.strides[2], len - t_len + t + 1, hd, vd, p.data(),
-                                out + (static_cast<int64_t>(t) * nq + h) * vd});
-        }
-      }
+    encoder.dispatch([task = AttendTask{Strided(inputs[0]), Strided(inputs[1]), Strided(inputs[2]),
+                                        outputs[0].data<float>(), scale_}]() {
+      // Heads over the kernels' threads once there is enough to share
+      // (below ~32 K multiply-adds a hand-off costs more than it saves).
+      const int64_t work = static_cast<int64_t>(task.q.shape[1]) * task.q.shape[2] *
+                           task.keys.shape[2] * (task.q.shape[3] + task.values.shape[3]);
+      const int parts = work < (32 << 10) ? 1 : task.q.shape[1];
+      thinkwire::parallel_parts(attend_part, &task, parts);
     });
   }
   const char* name() const override {

@@ -695,6 +695,10 @@ int kernel_threads() {
   return Pool::get().size();
 }
 
+void parallel_parts(void (*fn)(const void* ctx, int part, int parts), const void* ctx, int parts) {
+  Pool::get().run(fn, ctx, std::max(1, std::min(parts, Pool::get().size())));
+}
+
 const char* int8_isa() {
   return int8::isa_name();
 }

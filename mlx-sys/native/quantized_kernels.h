@@ -58,6 +58,12 @@ void quantized_matmul_f32(const float* x, int m, int k, const uint8_t* w,
 /** Worker threads the kernels use (the caller's thread included). */
 int kernel_threads();
 
+/** Runs fn(ctx, part, parts) for every part in [0, parts) on the kernels'
+ * threads, the caller's included, and returns when all are done; with
+ * more parts than threads, parts is cut to the thread count. For the fused
+ * operations (fused_ops.cpp), so they share the kernels' awake workers. */
+void parallel_parts(void (*fn)(const void* ctx, int part, int parts), const void* ctx, int parts);
+
 /** The instruction set of the int8 kernels (quantized_int8.h). */
 const char* int8_isa();
 
