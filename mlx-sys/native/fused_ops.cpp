@@ -3,6 +3,10 @@
 // at one token per sequence the graph's per-operation cost (building the
 // node, scheduling, allocating) outweighs the arithmetic.
 //
+// - rms_norm and add_rms_norm: MLX's RMS norm (a sequential sum of
+//   squares times 1/n, plus eps, 1/sqrt, x times that, times the weight:
+//   the same bits as `fast::rms_norm` on the CPU), the second after a
+//   residual add whose sum it returns too.
 // - swiglu: silu(gate) * up from the fused gate/up product, computed with
 //   MLX's own sigmoid in the same order as `g * sigmoid(g) * u`, so the
 //   numbers are those of the operations it replaces.
@@ -143,6 +147,83 @@ class SwiGlu : public FusedPrimitive {
 
  private:
   int ffn_;
+};
+
+// ---------------------------------------------------------------- rms_norm
+
+// out = w * (x * (1 / sqrt(sum(x * x) * (1 / n) + eps))) per row of n: the
+// operations and order of MLX's RMS norm on the CPU.
+void rms_norm_row(const float* x, const float* w, int n, float eps, float* out) {
+  float acc = 0.0f;
+  for (int j = 0; j < n; j++) {
+    const float sq = x[j] * x[j];
+    acc += sq;
+  }
+  const float mean = acc * (1.0f / static_cast<float>(n));
+  const float inv = 1.0f / std::sqrt(mean + eps);
+  for (int j = 0; j < n; j++) {
+    const float y = x[j] * inv;
+    out[j] = w[j] * y;
+  }
+}
+
+// Row r of a [B, T, n] array into `row` (a copy only for views).
+const float* row_of(const Strided& a, bool contiguous, int64_t r, int n, float* row) {
+  if (contiguous) return a.data + r * n;
+  const int t_len = a.shape[1];
+  const int b = static_cast<int>(r / t_len), t = static_cast<int>(r % t_len);
+  for (int j = 0; j < n; j++) row[j] = a.at(0, b, t, j);
+  return row;
+}
+
+// With one input, its RMS norm; with two, their sum and its RMS norm.
+class RmsNorm : public FusedPrimitive {
+ public:
+  RmsNorm(mlx::core::Stream s, float eps, bool add) : FusedPrimitive(s), eps_(eps), add_(add) {}
+
+  void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override {
+    if (!inputs.back().flags().row_contiguous) {
+      throw std::runtime_error("thinkwire_rms_norm: the weight must be row-contiguous");
+    }
+    auto& encoder = encoder_for(inputs, outputs);
+    const array& x = inputs[0];
+    const int n = x.shape(-1);
+    const int64_t rows = static_cast<int64_t>(x.size() / n);
+    const bool add = add_;
+    encoder.dispatch([x = Strided(x), y = Strided(inputs[add ? 1 : 0]),
+                      xc = x.flags().row_contiguous,
+                      yc = inputs[add ? 1 : 0].flags().row_contiguous,
+                      w = inputs.back().data<float>(), sum = outputs[0].data<float>(),
+                      normed = outputs[add ? 1 : 0].data<float>(), n, rows, add,
+                      eps = eps_]() {
+      std::vector<float> xrow(n), yrow(n);
+      for (int64_t r = 0; r < rows; r++) {
+        const float* xr = row_of(x, xc, r, n, xrow.data());
+        if (add) {
+          const float* yr = row_of(y, yc, r, n, yrow.data());
+          float* s = sum + r * n;
+          for (int j = 0; j < n; j++) s[j] = xr[j] + yr[j];
+          xr = s;
+        }
+        rms_norm_row(xr, w, n, eps, normed + r * n);
+      }
+    });
+  }
+  const char* name() const override {
+    return "ThinkwireRmsNorm";
+  }
+  bool is_equivalent(const Primitive& other) const override {
+    auto* o = dynamic_cast<const RmsNorm*>(&other);
+    return o != nullptr && o->eps_ == eps_ && o->add_ == add_;
+  }
+  std::vector<mlx::core::Shape> output_shapes(const std::vector<array>& inputs) override {
+    if (add_) return {inputs[0].shape(), inputs[0].shape()};
+    return {inputs[0].shape()};
+  }
+
+ private:
+  float eps_;
+  bool add_;
 };
 
 // -------------------------------------------------------------- rope_split
@@ -343,6 +424,49 @@ int guarded(F&& f) {
 }
 
 } // namespace
+
+namespace {
+void check_norm_inputs(const char* op, const array& x, const array* y, const array& w) {
+  need(x.dtype() == float32 && w.dtype() == float32 && (y == nullptr || y->dtype() == float32),
+       op, "inputs must be float32");
+  need(x.ndim() == 3, op, "x must be [B, T, n], got " + shape_text(x));
+  need(y == nullptr || y->shape() == x.shape(), op, "x and y must have one shape");
+  need(w.ndim() == 1 && w.shape(0) == x.shape(2) && x.shape(2) > 0, op,
+       "the weight must be [n] for x " + shape_text(x) + ", got " + shape_text(w));
+}
+} // namespace
+
+extern "C" int thinkwire_rms_norm(mlx_array* res, const mlx_array x, const mlx_array weight,
+                                  float eps, const mlx_stream s) {
+  return guarded([&] {
+    const array& xa = mlx_array_get_(x);
+    const array& wa = mlx_array_get_(weight);
+    check_norm_inputs("thinkwire_rms_norm", xa, nullptr, wa);
+    auto stream = mlx_stream_get_(s);
+    need(stream.device == mlx::core::Device::cpu, "thinkwire_rms_norm",
+         "the stream must be a CPU stream");
+    mlx_array_set_(*res, array(xa.shape(), float32, std::make_shared<RmsNorm>(stream, eps, false),
+                               {xa, wa}));
+  });
+}
+
+extern "C" int thinkwire_add_rms_norm(mlx_array* sum, mlx_array* normed, const mlx_array x,
+                                      const mlx_array y, const mlx_array weight, float eps,
+                                      const mlx_stream s) {
+  return guarded([&] {
+    const array& xa = mlx_array_get_(x);
+    const array& ya = mlx_array_get_(y);
+    const array& wa = mlx_array_get_(weight);
+    check_norm_inputs("thinkwire_add_rms_norm", xa, &ya, wa);
+    auto stream = mlx_stream_get_(s);
+    need(stream.device == mlx::core::Device::cpu, "thinkwire_add_rms_norm",
+         "the stream must be a CPU stream");
+    auto outs = array::make_arrays({xa.shape(), xa.shape()}, {float32, float32},
+                                   std::make_shared<RmsNorm>(stream, eps, true), {xa, ya, wa});
+    mlx_array_set_(*sum, outs[0]);
+    mlx_array_set_(*normed, outs[1]);
+  });
+}
 
 extern "C" int thinkwire_swiglu(mlx_array* res, const mlx_array gate_up, const mlx_stream s) {
   return guarded([&] {

@@ -74,6 +74,25 @@ void thinkwire_kernel_time(uint64_t* ns, uint64_t* calls);
  * one lazy MLX operation. On failure they return 1 and
  * thinkwire_fused_last_error() tells why. */
 
+/* res = MLX's RMS norm of x float32 [B, T, n] with weight [n] (the same
+ * bits as fast::rms_norm on the CPU). */
+int thinkwire_rms_norm(
+    mlx_array* res,
+    const mlx_array x,
+    const mlx_array weight,
+    float eps,
+    const mlx_stream s);
+
+/* sum = x + y and normed = its RMS norm, for x and y float32 [B, T, n]. */
+int thinkwire_add_rms_norm(
+    mlx_array* sum,
+    mlx_array* normed,
+    const mlx_array x,
+    const mlx_array y,
+    const mlx_array weight,
+    float eps,
+    const mlx_stream s);
+
 /* res = silu(gate) * up for gate_up float32 [B, T, 2F] (gate first): the
  * numbers of MLX's `g * sigmoid(g) * u`. */
 int thinkwire_swiglu(mlx_array* res, const mlx_array gate_up, const mlx_stream s);

@@ -38,6 +38,40 @@ unsafe fn call<const N: usize>(
     }
 }
 
+/// MLX's RMS norm of `x` (`[B, T, n]`) with `weight` (`[n]`), bit for bit.
+pub(crate) fn rms_norm(x: &Array, weight: &Array, eps: f32) -> Result<Array> {
+    // SAFETY: live input handles; see `call`.
+    let [out] = unsafe {
+        call(|o, s| mlx_sys::thinkwire_rms_norm(&mut o[0], x.as_ptr(), weight.as_ptr(), eps, s))?
+    };
+    Ok(out)
+}
+
+/// `x + y` and its RMS norm, in one operation.
+pub(crate) fn add_rms_norm(
+    x: &Array,
+    y: &Array,
+    weight: &Array,
+    eps: f32,
+) -> Result<(Array, Array)> {
+    // SAFETY: live input handles; see `call`.
+    let [sum, normed] = unsafe {
+        call(|o, s| {
+            let [sum, normed] = o;
+            mlx_sys::thinkwire_add_rms_norm(
+                sum,
+                normed,
+                x.as_ptr(),
+                y.as_ptr(),
+                weight.as_ptr(),
+                eps,
+                s,
+            )
+        })?
+    };
+    Ok((sum, normed))
+}
+
 /// `silu(gate) * up` for `gate_up` `[B, T, 2F]` (gate first).
 pub(crate) fn swiglu(gate_up: &Array) -> Result<Array> {
     // SAFETY: live input handle; see `call`.
@@ -110,6 +144,31 @@ mod tests {
 
     fn normal(shape: &[i32]) -> Array {
         mlx_rs::random::normal::<f32>(shape, None, None, None).unwrap()
+    }
+
+    #[test]
+    fn rms_norms_match_mlx_bit_for_bit() {
+        mlx_rs::random::seed(9).unwrap();
+        for n in [64, 576, 960, 2048] {
+            let x = normal(&[2, 16, n]).multiply(Array::from_f32(3.7)).unwrap();
+            let y = normal(&[2, 16, n]);
+            let w = normal(&[n]);
+            let want = mlx_rs::fast::rms_norm(&x, Some(&w), 1e-5).unwrap();
+            assert_eq!(bits(&rms_norm(&x, &w, 1e-5).unwrap()), bits(&want), "n {n}");
+            let (sum, normed) = add_rms_norm(&x, &y, &w, 1e-6).unwrap();
+            let want_sum = x.add(&y).unwrap();
+            assert_eq!(bits(&sum), bits(&want_sum), "n {n}");
+            let want = mlx_rs::fast::rms_norm(&want_sum, Some(&w), 1e-6).unwrap();
+            assert_eq!(bits(&normed), bits(&want), "n {n}");
+        }
+        // A view as input.
+        let wide = normal(&[1, 4, 128]);
+        let view = wide.try_index((.., .., ..64)).unwrap();
+        let w = normal(&[64]);
+        let want = mlx_rs::fast::rms_norm(&view, Some(&w), 1e-5).unwrap();
+        assert_eq!(bits(&rms_norm(&view, &w, 1e-5).unwrap()), bits(&want));
+        let err = rms_norm(&normal(&[1, 2, 8]), &normal(&[9]), 1e-5).unwrap_err();
+        assert!(err.what().contains("weight must be [n]"), "{}", err.what());
     }
 
     #[test]

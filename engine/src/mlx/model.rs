@@ -200,6 +200,27 @@ impl Block {
         let h = mlx_rs::fast::rms_norm(&x, Some(&self.mlp_norm), self.eps)?;
         x.add(self.mlp.forward(&h)?)
     }
+
+    /// [`Block::forward`] with the residual adds folded into the fused RMS
+    /// norms (the same bits): `pending` is the previous block's MLP output,
+    /// still to be added to `x`; returns `x` and this block's MLP output.
+    fn forward_fused(
+        &self,
+        x: &Array,
+        pending: Option<&Array>,
+        layer: usize,
+        segments: &mut [Segment<'_>],
+        rope: &Rope,
+        rows: Option<&RopeRows>,
+    ) -> R<(Array, Array)> {
+        let (x, h) = match pending {
+            Some(p) => fused::add_rms_norm(x, p, &self.attn_norm, self.eps)?,
+            None => (x.clone(), fused::rms_norm(x, &self.attn_norm, self.eps)?),
+        };
+        let a = self.attn.forward(&h, layer, segments, rope, rows)?;
+        let (x, h) = fused::add_rms_norm(&x, &a, &self.mlp_norm, self.eps)?;
+        Ok((x, self.mlp.forward(&h)?))
+    }
 }
 
 /// A loaded decoder.
@@ -397,20 +418,44 @@ impl Model {
         };
         let rows = self.rope.rows(&positions)?;
         let mut x = self.embed.lookup(&ids)?;
+        let fused = self.blocks.first().is_some_and(|b| b.attn.fused) && x.ndim() == 3;
+        let mut pending: Option<Array> = None;
         for (layer, block) in self.blocks.iter().enumerate() {
-            x = block.forward(&x, layer, segments, &self.rope, rows.as_ref())?;
+            if fused {
+                let (nx, out) = block.forward_fused(
+                    &x,
+                    pending.as_ref(),
+                    layer,
+                    segments,
+                    &self.rope,
+                    rows.as_ref(),
+                )?;
+                (x, pending) = (nx, Some(out));
+            } else {
+                x = block.forward(&x, layer, segments, &self.rope, rows.as_ref())?;
+            }
         }
         if !logits {
+            // Prefill only fills the caches: the last MLP output is not needed.
             return Ok(None);
         }
         let t = positions.len() as i32;
-        let x = if last_rows.len() as i32 == t {
-            x
-        } else {
-            let idx = Array::from_slice(&last_rows, &[last_rows.len() as i32]);
-            x.take_axis(&idx, 1)?
+        let last = |a: Array| -> R<Array> {
+            if last_rows.len() as i32 == t {
+                Ok(a)
+            } else {
+                let idx = Array::from_slice(&last_rows, &[last_rows.len() as i32]);
+                a.take_axis(&idx, 1)
+            }
         };
-        let x = mlx_rs::fast::rms_norm(&x, Some(&self.norm), self.eps)?;
+        let x = match pending {
+            // Only the last rows' sums are normed, as below.
+            Some(p) => {
+                let (x, p) = (last(x)?, last(p)?);
+                fused::add_rms_norm(&x, &p, &self.norm, self.eps)?.1
+            }
+            None => mlx_rs::fast::rms_norm(&last(x)?, Some(&self.norm), self.eps)?,
+        };
         let logits = self
             .lm_head
             .forward(&x)?
