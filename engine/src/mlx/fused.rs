@@ -3,11 +3,12 @@
 //! otherwise build a chain of small ones. At one token per sequence, a
 //! step's time went more to building, scheduling and allocating ~40 graph
 //! nodes per layer than to their arithmetic (engine/README.md has the
-//! breakdown); these bring a layer to about a dozen.
+//! breakdown); these bring a layer to about ten.
 //!
-//! `swiglu` and `rope_split` compute the same numbers as the operations
-//! they replace (tested bit for bit); `attend` sums in another order than
-//! MLX's BLAS-backed attention, so it agrees to float rounding.
+//! `rms_norm`, `add_rms_norm`, `swiglu` and `rope_split` compute the same
+//! numbers as the operations they replace (tested bit for bit); `attend`
+//! sums in another order than MLX's BLAS-backed attention, so it agrees to
+//! float rounding.
 
 use std::ffi::CStr;
 
@@ -273,9 +274,9 @@ mod tests {
                 .max(None)
                 .unwrap();
             assert!(
-                diff.item::<f32>() < 1e-5,
+                diff.item_exact::<f32>() < 1e-5,
                 "t {t}, len {len}: {}",
-                diff.item::<f32>()
+                diff.item_exact::<f32>()
             );
         }
         let q = normal(&[1, 5, 1, 24]);

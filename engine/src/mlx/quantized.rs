@@ -423,7 +423,7 @@ mod tests {
                     .sum(None)
                     .unwrap();
                 let norm = exact.square().unwrap().sum(None).unwrap();
-                let rel = (err.item::<f32>() / norm.item::<f32>()).sqrt();
+                let rel = (err.item_exact::<f32>() / norm.item_exact::<f32>()).sqrt();
                 assert!(rel < 0.008, "{bits}-bit, groups of {group_size}: {rel}");
             }
         }

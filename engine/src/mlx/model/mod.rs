@@ -5,178 +5,21 @@
 //! Order as in mlx-lm's model files: attention → MLP → block → model. The
 //! q/k/v and gate/up projections are fused into one matmul each at load.
 
-use mlx_rs::fast::ScaledDotProductAttentionMask;
 use mlx_rs::{Array, Dtype};
 
+mod attention;
+mod mlp;
+
+use self::attention::Attention;
+use self::mlp::Mlp;
 use super::cache::KvCache;
 use super::config::{Architecture, ModelConfig};
 use super::fused;
 use super::rope::{Rope, RopeRows};
-use super::weights::{Embedding, Linear, Precision, WeightMap, last_axis, mlx_err};
+use super::weights::{Embedding, Linear, Precision, WeightMap, mlx_err};
 use crate::EngineError;
 
 type R<T> = mlx_rs::error::Result<T>;
-
-struct Attention {
-    qkv: Linear,
-    o: Linear,
-    q_norm: Option<Array>,
-    k_norm: Option<Array>,
-    heads: i32,
-    kv_heads: i32,
-    head_dim: i32,
-    scale: f32,
-    eps: f32,
-    /// On the CPU: the fused split-and-rotate and decode attention
-    /// (`fused.rs`) instead of chains of MLX operations.
-    fused: bool,
-}
-
-impl Attention {
-    /// Projections over every row of the batch; RoPE, cache and attention
-    /// per segment, against that sequence's own cache.
-    fn forward(
-        &self,
-        x: &Array,
-        layer: usize,
-        segments: &mut [Segment<'_>],
-        rope: &Rope,
-        rows: Option<&RopeRows>,
-    ) -> R<Array> {
-        let (t, hd) = (x.shape()[1], self.head_dim);
-        let (nq, nkv) = (self.heads, self.kv_heads);
-        let qkv = self.qkv.forward(x)?;
-        // Heads first ([1, heads, T, head_dim]) once for the whole batch;
-        // each sequence then takes its rows with one slice per array.
-        let (q, k, v) = match (rows, &self.q_norm, self.fused) {
-            (Some(rows), None, true) => {
-                let (cos, sin) = rows.tables();
-                fused::rope_split(&qkv, cos, sin, nq, nkv, hd)?
-            }
-            _ => self.split_and_rotate(&qkv, rows)?,
-        };
-        let single = segments.len() == 1;
-        let mut outs = Vec::with_capacity(segments.len());
-        let mut r0 = 0;
-        for seg in segments.iter_mut() {
-            let l = seg.len;
-            let part = |a: &Array| -> R<Array> {
-                if single {
-                    Ok(a.clone())
-                } else {
-                    a.try_index_axis2(r0, r0 + l)
-                }
-            };
-            let (qi, ki, vi) = (part(&q)?, part(&k)?, part(&v)?);
-            let (qi, ki) = match rows {
-                Some(_) => (qi, ki),
-                // Past the tables: `fast::rope` from the cache's length.
-                None => {
-                    let offset = seg.caches[layer].offset();
-                    (rope.apply(&qi, offset)?, rope.apply(&ki, offset)?)
-                }
-            };
-            let (keys, values) = seg.caches[layer].update_and_fetch(&ki, &vi)?;
-            // [1, l, heads * head_dim] per sequence.
-            outs.push(if l == 1 && self.fused {
-                fused::attend(&qi, &keys, &values, self.scale)?
-            } else {
-                let mask = (l > 1).then_some(ScaledDotProductAttentionMask::Causal);
-                mlx_rs::fast::scaled_dot_product_attention(
-                    &qi, &keys, &values, self.scale, mask, None,
-                )?
-                .transpose_axes(&[0, 2, 1, 3])?
-                .reshape(&[1, l, nq * hd])?
-            });
-            r0 += l;
-        }
-        let out = match outs.pop() {
-            Some(one) if outs.is_empty() => one,
-            Some(last) => {
-                outs.push(last);
-                mlx_rs::ops::concatenate(&outs, 1)?
-            }
-            None => return Err(mlx_rs::error::Exception::custom("a step without segments")),
-        };
-        debug_assert_eq!(out.shape(), &[1, t, nq * hd]);
-        self.o.forward(&out)
-    }
-
-    /// The fused product split into heads-first q, k, v with MLX's
-    /// operations, q and k normed (qwen3) and rotated by the step's rows
-    /// where they are within the tables.
-    fn split_and_rotate(&self, qkv: &Array, rows: Option<&RopeRows>) -> R<(Array, Array, Array)> {
-        let (t, hd) = (qkv.shape()[1], self.head_dim);
-        let (nq, nkv) = (self.heads, self.kv_heads);
-        let qkv = qkv.reshape(&[1, t, nq + 2 * nkv, hd])?;
-        let v = qkv.try_index_axis2(nq + nkv, nq + 2 * nkv)?;
-        let (q, k) = match (&self.q_norm, &self.k_norm) {
-            (Some(qn), Some(kn)) => {
-                let q = mlx_rs::fast::rms_norm(qkv.try_index_axis2(0, nq)?, Some(qn), self.eps)?;
-                let k =
-                    mlx_rs::fast::rms_norm(qkv.try_index_axis2(nq, nq + nkv)?, Some(kn), self.eps)?;
-                (rotate(rows, &q)?, rotate(rows, &k)?)
-            }
-            _ => {
-                // Queries and keys rotate together: one RoPE per layer.
-                let qk = rotate(rows, &qkv.try_index_axis2(0, nq + nkv)?)?;
-                (
-                    qk.try_index_axis2(0, nq)?,
-                    qk.try_index_axis2(nq, nq + nkv)?,
-                )
-            }
-        };
-        Ok((
-            q.transpose_axes(&[0, 2, 1, 3])?,
-            k.transpose_axes(&[0, 2, 1, 3])?,
-            v.transpose_axes(&[0, 2, 1, 3])?,
-        ))
-    }
-}
-
-/// Rotates `[1, T, heads, head_dim]` by the step's rows of the tables
-/// (unchanged when they are past the tables: see [`Attention::forward`]).
-fn rotate(rows: Option<&RopeRows>, x: &Array) -> R<Array> {
-    match rows {
-        Some(rows) => rows.apply(x),
-        None => Ok(x.clone()),
-    }
-}
-
-/// Slicing of axis 2 of a 4-d array.
-trait Axes {
-    fn try_index_axis2(&self, start: i32, end: i32) -> R<Array>;
-}
-
-impl Axes for Array {
-    fn try_index_axis2(&self, start: i32, end: i32) -> R<Array> {
-        use mlx_rs::ops::indexing::TryIndexOp;
-        self.try_index((.., .., start..end, ..))
-    }
-}
-
-struct Mlp {
-    gate_up: Linear,
-    down: Linear,
-    ffn: i32,
-    /// On the CPU: one fused SwiGLU operation (same numbers).
-    fused: bool,
-}
-
-impl Mlp {
-    fn forward(&self, x: &Array) -> R<Array> {
-        let gu = self.gate_up.forward(x)?;
-        if self.fused && gu.dtype() == mlx_rs::Dtype::Float32 {
-            return self.down.forward(&fused::swiglu(&gu)?);
-        }
-        let g = last_axis(&gu, 0, self.ffn)?;
-        let u = last_axis(&gu, self.ffn, 2 * self.ffn)?;
-        // silu(g) = g * sigmoid(g), spelled out: mlx-rs's compiled silu
-        // costs twice as much per call on the CPU backend.
-        let h = g.multiply(mlx_rs::ops::sigmoid(&g)?)?.multiply(&u)?;
-        self.down.forward(&h)
-    }
-}
 
 struct Block {
     attn_norm: Array,
