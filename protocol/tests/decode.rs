@@ -175,11 +175,3 @@ fn long_numbers_survive_a_round_trip() {
         .unwrap();
     assert_eq!(input.forwarded_props.unwrap()["b"].as_f64(), Some(exact));
 }
-
-#[test]
-fn tmp_artifact() {
-    let body = std::fs::read("/tmp/crash-rai.json").unwrap();
-    let input = decode_run_agent_input(&body).unwrap();
-    let again = decode_run_agent_input(&serde_json::to_vec(&input).unwrap()).unwrap();
-    assert_eq!(again, input);
-}
