@@ -4,10 +4,10 @@
 use mlx_rs::Array;
 use mlx_rs::fast::ScaledDotProductAttentionMask;
 
-use super::super::fused;
-use super::super::rope::{Rope, RopeRows};
-use super::super::weights::Linear;
 use super::{R, Segment};
+use crate::mlx::fused;
+use crate::mlx::rope::{Rope, RopeRows};
+use crate::mlx::weights::Linear;
 
 pub(super) struct Attention {
     pub(super) qkv: Linear,

@@ -2,9 +2,9 @@
 
 use mlx_rs::Array;
 
-use super::super::fused;
-use super::super::weights::{Linear, last_axis};
 use super::R;
+use crate::mlx::fused;
+use crate::mlx::weights::{Linear, last_axis};
 
 pub(super) struct Mlp {
     pub(super) gate_up: Linear,
