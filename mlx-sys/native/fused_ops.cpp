@@ -20,7 +20,11 @@
 
 // The products and sums below must stay separately rounded, as MLX's
 // element-wise operations round them, not be contracted into FMAs.
+#if defined(__clang__)
+#pragma clang fp contract(off)
+#else
 #pragma GCC optimize("fp-contract=off")
+#endif
 // The 8-float vectors below only live inside inlined helpers.
 #pragma GCC diagnostic ignored "-Wpsabi"
 
@@ -328,7 +332,15 @@ struct AttendArgs {
   float* out;      // [vd]
 };
 
-__attribute__((target_clones("avx2", "default"))) void attend_row(const AttendArgs& a) {
+// An AVX2 copy chosen at load time where the toolchain can (GCC on x86-64
+// Linux: ifunc); elsewhere the one portable copy.
+#if defined(__x86_64__) && defined(__linux__) && !defined(__clang__)
+#define TW_AVX2_CLONE __attribute__((target_clones("avx2", "default")))
+#else
+#define TW_AVX2_CLONE
+#endif
+
+TW_AVX2_CLONE void attend_row(const AttendArgs& a) {
   float top = -INFINITY;
   for (int j = 0; j < a.seen; j++) {
     a.p[j] = dot(a.q, a.k + j * a.k_stride, a.hd);
