@@ -509,6 +509,8 @@ extern "C" int thinkwire_rope_split(mlx_array* q, mlx_array* k, mlx_array* v, co
          "qkv, cos and sin must be float32");
     need(heads > 0 && kv_heads > 0 && head_dim > 0 && head_dim % 2 == 0, op,
          "heads, kv_heads and an even head_dim must be positive");
+    need(static_cast<int64_t>(heads + 2LL * kv_heads) * head_dim <= (1LL << 30), op,
+         "heads, kv_heads and head_dim are too large");
     need(x.ndim() == 3 && x.shape(0) == 1 &&
              x.shape(2) == (heads + 2 * kv_heads) * head_dim,
          op, "qkv must be [1, T, (heads + 2 kv_heads) head_dim], got " + shape_text(x));

@@ -31,7 +31,12 @@ float quantize_block_portable(const float* x, int bits, int8_t* q) {
   const float d = amax / 127.0f;
   const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
   for (int j = 0; j < 32; j++) {
-    q[j] = static_cast<int8_t>(std::nearbyint(x[source_index(bits, j)] * id));
+    // In range for finite x; NaN (or inf, which makes id 0) lands on -127
+    // as the vector path's max/min put it, not on undefined behaviour.
+    float v = x[source_index(bits, j)] * id;
+    if (!(v >= -127.0f)) v = -127.0f;
+    if (v > 127.0f) v = 127.0f;
+    q[j] = static_cast<int8_t>(std::nearbyint(v));
   }
   return d;
 }
@@ -117,7 +122,11 @@ TW_AVX2 float quantize_block_avx2(const float* x, int bits, int8_t* q) {
   const float id = a != 0.0f ? 127.0f / a : 0.0f;
   const __m256 idv = _mm256_set1_ps(id);
   __m256i i[4];
-  for (int j = 0; j < 4; j++) i[j] = _mm256_cvtps_epi32(_mm256_mul_ps(v[j], idv));
+  // Clamped as the portable loop clamps (max puts NaN on -127).
+  const __m256 lo = _mm256_set1_ps(-127.0f), hi = _mm256_set1_ps(127.0f);
+  for (int j = 0; j < 4; j++) {
+    i[j] = _mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(_mm256_mul_ps(v[j], idv), lo), hi));
+  }
   // packs work per 128-bit lane: bytes come out as 0-3 8-11 16-19 24-27 |
   // 4-7 12-15 20-23 28-31 in dwords; the permute puts them in order.
   const __m256i w16a = _mm256_packs_epi32(i[0], i[1]);

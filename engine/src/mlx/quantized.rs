@@ -429,6 +429,30 @@ mod tests {
         }
     }
 
+    /// NaN and infinite activations (a diverging model) give garbage, not
+    /// undefined behaviour: both paths clamp before converting to int8,
+    /// and a finite row beside them is unaffected.
+    #[test]
+    fn int8_survives_non_finite_inputs() {
+        let (n, k) = (16, 64);
+        let q = Quant {
+            group_size: 32,
+            bits: 4,
+        };
+        let (_, _, _, packed) = random_packed(n, k, q);
+        let mut x: Vec<f32> = (0..2 * k).map(|i| (i as f32 * 0.37).sin()).collect();
+        x[3] = f32::NAN;
+        x[40] = f32::INFINITY;
+        let both = packed
+            .matmul_now_with(&x, 2, Path::Kernel, Activations::Int8)
+            .unwrap();
+        let alone = packed
+            .matmul_now_with(&x[k as usize..], 1, Path::Kernel, Activations::Int8)
+            .unwrap();
+        assert_eq!(bits_of(&both[n as usize..]), bits_of(&alone));
+        assert!(alone.iter().all(|v| v.is_finite()));
+    }
+
     /// The portable loops (what CPUs without AVX2 run) and the plain AVX2
     /// int8 kernels (what CPUs without VNNI run), checked by running the
     /// tests above in child processes that ask for them.
@@ -441,6 +465,7 @@ mod tests {
                     "mlx::quantized::tests::rows_match_each_row_alone_exactly",
                     "mlx::quantized::tests::reports_the_isa",
                     "mlx::quantized::tests::int8_error_is_the_rounding_of_x_alone",
+                    "mlx::quantized::tests::int8_survives_non_finite_inputs",
                     "--exact",
                     "--test-threads=1",
                 ])
@@ -453,7 +478,7 @@ mod tests {
                 "{isa}: {text}{}",
                 String::from_utf8_lossy(&out.stderr)
             );
-            assert!(text.contains("4 passed"), "{isa}: {text}");
+            assert!(text.contains("5 passed"), "{isa}: {text}");
         }
     }
 
