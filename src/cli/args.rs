@@ -19,7 +19,7 @@ pub struct ModelArgs {
     /// Weight precision at load: `auto` (on a CPU, 4/8-bit weights stay
     /// packed and run on thinkwire's kernels, the rest f32), `int8` (as
     /// auto, with activations quantized to 8 bits for integer dot products:
-    /// faster decoding, logits within ~1 %), `f32` (dequantize everything;
+    /// faster decoding, logits within a stated tolerance), `f32` (dequantize everything;
     /// BLAS), `bf16`, or `keep` (MLX's own quantized kernels).
     #[arg(long, default_value = "auto")]
     pub precision: String,

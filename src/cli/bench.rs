@@ -151,7 +151,7 @@ pub fn bench(args: &BenchArgs) -> Result<()> {
                 "precision": precision.name(),
                 "kernel_threads": thinkwire_engine::mlx::kernel_threads(),
                 "int8_isa": thinkwire_engine::mlx::int8_isa(),
-                "cpu": cpu_name(),
+                "cpu": thinkwire_engine::mlx::bench::cpu_name(),
                 "thinkwire": ours,
                 "mlx_lm": reference,
                 "llama_cpp": llama,
@@ -161,7 +161,7 @@ pub fn bench(args: &BenchArgs) -> Result<()> {
     }
     println!(
         "{} · {} kernel threads",
-        cpu_name(),
+        thinkwire_engine::mlx::bench::cpu_name(),
         thinkwire_engine::mlx::kernel_threads()
     );
     println!(
@@ -229,18 +229,6 @@ pub fn bench(args: &BenchArgs) -> Result<()> {
         );
     }
     Ok(())
-}
-
-/// The CPU's model name (`/proc/cpuinfo`), so figures say where they ran.
-#[cfg(feature = "mlx")]
-fn cpu_name() -> String {
-    std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|info| {
-            let line = info.lines().find(|l| l.starts_with("model name"))?;
-            Some(line.split_once(':')?.1.trim().to_owned())
-        })
-        .unwrap_or_else(|| "unknown CPU".into())
 }
 
 /// `thinkwire bench --concurrency`: N generations at once per level, and

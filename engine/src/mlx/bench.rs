@@ -65,6 +65,17 @@ impl TokenSink for Count {
     }
 }
 
+/// The CPU's model name (`/proc/cpuinfo`), so figures say where they ran.
+pub fn cpu_name() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|info| {
+            let line = info.lines().find(|l| l.starts_with("model name"))?;
+            Some(line.split_once(':')?.1.trim().to_owned())
+        })
+        .unwrap_or_else(|| "unknown CPU".into())
+}
+
 /// Peak resident set size (Linux `VmHWM`), in MiB.
 pub fn peak_rss_mb() -> Option<f64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;

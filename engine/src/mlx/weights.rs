@@ -32,7 +32,8 @@ pub enum Precision {
     Keep,
     /// As `Auto`, but thinkwire's kernels quantize the activations to 8 bits
     /// per block of 32 for integer dot products (llama.cpp's way): faster
-    /// decoding, logits within ~1 % of the exact ones. On a GPU, `Auto`.
+    /// decoding, logits within a stated tolerance of the exact ones
+    /// (`precision_parity.rs`). On a GPU, `Auto`.
     Int8,
 }
 

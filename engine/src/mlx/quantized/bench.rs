@@ -107,14 +107,7 @@ fn kernel_rows() {
         (Path::Kernel, Activations::Int8),
     ];
     let reps = 9;
-    let cpu = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|info| {
-            info.lines()
-                .find(|l| l.starts_with("model name"))
-                .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_owned())
-        })
-        .unwrap_or_else(|| "unknown CPU".into());
+    let cpu = crate::mlx::bench::cpu_name();
     println!(
         "{cpu}, kernel threads {}, int8 kernels {}, median of {reps}, µs per call",
         super::kernel_threads(),
