@@ -3,6 +3,8 @@
 
 #include "quantized_int8.h"
 
+#include "quantized_kernels.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -88,15 +90,6 @@ Isa detect() {
   }
   if (__builtin_cpu_supports("avxvnni")) return Isa::avx_vnni;
   return Isa::avx2;
-}
-
-bool have_avx2() {
-  static const bool yes = [] {
-    const char* isa = std::getenv("THINKWIRE_KERNEL_ISA");
-    if (isa != nullptr && std::string(isa) == "portable") return false;
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  }();
-  return yes;
 }
 
 Isa isa() {

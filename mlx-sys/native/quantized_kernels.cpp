@@ -439,16 +439,6 @@ __attribute__((target("avx2,fma"))) void rows_avx2(const Product& p, int r0, int
   }
 }
 
-// THINKWIRE_KERNEL_ISA=portable forces the portable loops (tests use it
-// to check them on machines that have AVX2).
-bool have_avx2() {
-  static const bool yes = [] {
-    const char* isa = std::getenv("THINKWIRE_KERNEL_ISA");
-    if (isa != nullptr && std::string(isa) == "portable") return false;
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  }();
-  return yes;
-}
 #endif
 
 void rows(const Product& p, int r0, int r1) {
@@ -686,6 +676,17 @@ void dequantize_part(const void* ctx, int part, int parts) {
 }
 
 } // namespace
+
+#if defined(__x86_64__)
+bool have_avx2() {
+  static const bool yes = [] {
+    const char* isa = std::getenv("THINKWIRE_KERNEL_ISA");
+    if (isa != nullptr && std::string(isa) == "portable") return false;
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  }();
+  return yes;
+}
+#endif
 
 bool quantized_supported(int group_size, int bits) {
   return (bits == 4 || bits == 8) && (group_size == 32 || group_size == 64 || group_size == 128);

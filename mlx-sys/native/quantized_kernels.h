@@ -55,6 +55,13 @@ void quantized_matmul_f32(const float* x, int m, int k, const uint8_t* w,
                           QuantizedPath path = QuantizedPath::automatic,
                           Activations activations = Activations::f32);
 
+#if defined(__x86_64__)
+/** Whether this CPU runs the AVX2+FMA kernels (f32 and int8);
+ * THINKWIRE_KERNEL_ISA=portable says no, so tests can check the portable
+ * loops on machines that have AVX2. */
+bool have_avx2();
+#endif
+
 /** Worker threads the kernels use (the caller's thread included). */
 int kernel_threads();
 
