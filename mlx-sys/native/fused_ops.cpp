@@ -17,6 +17,11 @@
 //   (grouped-query heads share a key/value head), causal within the step;
 //   its sums run in another order than MLX's BLAS-backed fallback, so it
 //   matches that to float rounding, not bit for bit.
+// - attend_cached: a decode step's attention for every sequence at once:
+//   each row's key/value written into its sequence's cache (in place when
+//   MLX can donate the buffer) and its query attended against that cache,
+//   in the order attend uses. One operation per layer instead of ~8 per
+//   sequence (slices, cache updates, views, attend).
 
 // The products and sums below must stay separately rounded, as MLX's
 // element-wise operations round them, not be contracted into FMAs.
@@ -31,6 +36,7 @@
 #include "mlx/c/thinkwire.h"
 
 #include <algorithm>
+#include <cstring>
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -102,6 +108,46 @@ class FusedPrimitive : public mlx::core::Primitive {
 
 // ------------------------------------------------------------------ swiglu
 
+// On x86-64 Linux with GCC, a Haswell copy (chosen at load time) with
+// MLX's sigmoid inlined, so its std::fma calls become FMA instructions
+// (the same exactly rounded result as libm's fmaf, without the calls).
+#if defined(__x86_64__) && defined(__linux__) && !defined(__clang__)
+#define TW_FMA_CLONE __attribute__((target_clones("arch=haswell", "default"), flatten))
+#else
+#define TW_FMA_CLONE
+#endif
+
+struct SwiGluTask {
+  const float* in;  // [rows, 2 ffn], row-contiguous
+  float* out;       // [rows, ffn]
+  int64_t rows;
+  int ffn;
+};
+
+// Elements [e0, e1) of the output, in row-major order.
+TW_FMA_CLONE void swiglu_span(const SwiGluTask& t, int64_t e0, int64_t e1) {
+  mlx::core::detail::Sigmoid sigmoid; // its operator() is not const
+  for (int64_t e = e0; e < e1;) {
+    const int64_t r = e / t.ffn;
+    const int j0 = static_cast<int>(e - r * t.ffn);
+    const int j1 = static_cast<int>(std::min<int64_t>(t.ffn, j0 + (e1 - e)));
+    const float* g = t.in + r * 2 * t.ffn;
+    const float* u = g + t.ffn;
+    float* o = t.out + r * t.ffn;
+    for (int j = j0; j < j1; j++) {
+      const float s = g[j] * sigmoid(g[j]);
+      o[j] = s * u[j];
+    }
+    e += j1 - j0;
+  }
+}
+
+void swiglu_part(const void* ctx, int part, int parts) {
+  const SwiGluTask& t = *static_cast<const SwiGluTask*>(ctx);
+  const int64_t n = t.rows * t.ffn;
+  swiglu_span(t, n * part / parts, n * (part + 1) / parts);
+}
+
 class SwiGlu : public FusedPrimitive {
  public:
   SwiGlu(mlx::core::Stream s, int ffn) : FusedPrimitive(s), ffn_(ffn) {}
@@ -113,17 +159,17 @@ class SwiGlu : public FusedPrimitive {
     const int64_t rows = static_cast<int64_t>(gu.size() / (2 * static_cast<size_t>(ffn)));
     encoder.dispatch([in = Strided(gu), out = outputs[0].data<float>(), rows, ffn,
                       contiguous = gu.flags().row_contiguous]() {
+      if (contiguous) {
+        // Rows over the kernels' threads once there is enough to share.
+        const SwiGluTask task{in.data, out, rows, ffn};
+        const int parts = rows * ffn < 4096 ? 1 : 64;
+        thinkwire::parallel_parts(swiglu_part, &task, parts);
+        return;
+      }
       mlx::core::detail::Sigmoid sigmoid; // its operator() is not const
       for (int64_t r = 0; r < rows; r++) {
         float* o = out + r * ffn;
-        if (contiguous) {
-          const float* g = in.data + r * 2 * ffn;
-          const float* u = g + ffn;
-          for (int j = 0; j < ffn; j++) {
-            const float s = g[j] * sigmoid(g[j]);
-            o[j] = s * u[j];
-          }
-        } else {
+        {
           // [..., rows', 2F] as a 3-d view: row r is (r / rows', r % rows').
           const int inner = in.shape[in.shape.size() - 2];
           const int i1 = static_cast<int>(r / inner), i2 = static_cast<int>(r % inner);
@@ -422,6 +468,117 @@ class Attend : public FusedPrimitive {
   float scale_;
 };
 
+// ----------------------------------------------------------- attend_cached
+
+struct AttendCachedTask {
+  Strided q, k, v;
+  std::vector<float*> dst;        // the caches written (keys, values per sequence)
+  std::vector<std::pair<int, Strided>> views;  // caches to copy into dst first
+  std::vector<int> capacity;      // per sequence
+  std::vector<int> offsets;       // per sequence
+  float* out;
+  float scale;
+};
+
+// Items are (sequence, head) pairs; parts take ranges of them.
+void attend_cached_part(const void* ctx, int part, int parts) {
+  const AttendCachedTask& a = *static_cast<const AttendCachedTask*>(ctx);
+  const int nq = a.q.shape[1], seqs = a.q.shape[2], hd = a.q.shape[3];
+  const int nkv = a.k.shape[1], vd = a.v.shape[3];
+  const int group = nq / nkv;
+  const int items = seqs * nq;
+  const int i0 = static_cast<int>(static_cast<int64_t>(items) * part / parts);
+  const int i1 = static_cast<int>(static_cast<int64_t>(items) * (part + 1) / parts);
+  std::vector<float> qs(hd), p;
+  for (int item = i0; item < i1; item++) {
+    const int t = item / nq, h = item % nq, g = h / group;
+    const int seen = a.offsets[t] + 1;
+    const int64_t cap = a.capacity[t];
+    p.resize(seen);
+    for (int d = 0; d < hd; d++) qs[d] = a.scale * a.q.at(0, h, t, d);
+    attend_row(AttendArgs{qs.data(), a.dst[2 * t] + g * cap * hd, a.dst[2 * t + 1] + g * cap * vd,
+                          hd, vd, seen, hd, vd, p.data(),
+                          a.out + (static_cast<int64_t>(t) * nq + h) * vd});
+  }
+}
+
+class AttendCached : public FusedPrimitive {
+ public:
+  AttendCached(mlx::core::Stream s, float scale, std::vector<int> offsets)
+      : FusedPrimitive(s), scale_(scale), offsets_(std::move(offsets)) {}
+
+  void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override {
+    auto& encoder = mlx::core::cpu::get_command_encoder(stream());
+    for (const auto& a : inputs) encoder.set_input_array(a);
+    const int seqs = static_cast<int>(offsets_.size());
+    AttendCachedTask task{Strided(inputs[0]), Strided(inputs[1]), Strided(inputs[2]), {}, {}, {},
+                          offsets_, nullptr, scale_};
+    outputs[0].set_data(mlx::core::allocator::malloc(outputs[0].nbytes()));
+    encoder.set_output_array(outputs[0]);
+    task.out = outputs[0].data<float>();
+    for (int c = 0; c < 2 * seqs; c++) {
+      const array& in = inputs[3 + c];
+      array& o = outputs[1 + c];
+      // In place: the caller (the engine's KvCache) is the buffers' only
+      // user, and the positions written are past every earlier reader's
+      // view. MLX could not donate them here: the previous step's task
+      // holds its outputs' buffers until it has run, which a pipelined
+      // step does not wait for. A buffer that is not dense is copied.
+      if (in.flags().row_contiguous && in.data_size() == in.size()) {
+        o.copy_shared_buffer(in);
+      } else {
+        o.set_data(mlx::core::allocator::malloc(o.nbytes()));
+        task.views.emplace_back(c, Strided(in));
+      }
+      encoder.set_output_array(o);
+      task.dst.push_back(o.data<float>());
+      if (c % 2 == 0) task.capacity.push_back(in.shape(2));
+    }
+    encoder.dispatch([task = std::move(task)]() {
+      const int nq = task.q.shape[1], seqs = task.q.shape[2], hd = task.q.shape[3];
+      const int nkv = task.k.shape[1], vd = task.v.shape[3];
+      for (const auto& [c, view] : task.views) {
+        float* o = task.dst[c];
+        for (int h = 0; h < view.shape[1]; h++) {
+          for (int j = 0; j < view.shape[2]; j++) {
+            for (int d = 0; d < view.shape[3]; d++) *o++ = view.at(0, h, j, d);
+          }
+        }
+      }
+      for (int t = 0; t < seqs; t++) {
+        const int64_t cap = task.capacity[t], pos = task.offsets[t];
+        for (int h = 0; h < nkv; h++) {
+          float* kr = task.dst[2 * t] + (h * cap + pos) * hd;
+          float* vr = task.dst[2 * t + 1] + (h * cap + pos) * vd;
+          for (int d = 0; d < hd; d++) kr[d] = task.k.at(0, h, t, d);
+          for (int d = 0; d < vd; d++) vr[d] = task.v.at(0, h, t, d);
+        }
+      }
+      int64_t work = 0;
+      for (int t = 0; t < seqs; t++) work += static_cast<int64_t>(task.offsets[t] + 1) * nq * (hd + vd);
+      const int parts = work < (32 << 10) ? 1 : std::min(seqs * nq, 64);
+      thinkwire::parallel_parts(attend_cached_part, &task, parts);
+    });
+  }
+  const char* name() const override {
+    return "ThinkwireAttendCached";
+  }
+  bool is_equivalent(const Primitive& other) const override {
+    auto* o = dynamic_cast<const AttendCached*>(&other);
+    return o != nullptr && o->scale_ == scale_ && o->offsets_ == offsets_;
+  }
+  std::vector<mlx::core::Shape> output_shapes(const std::vector<array>& inputs) override {
+    std::vector<mlx::core::Shape> shapes{
+        {1, inputs[0].shape(2), inputs[0].shape(1) * inputs[2].shape(3)}};
+    for (size_t c = 3; c < inputs.size(); c++) shapes.push_back(inputs[c].shape());
+    return shapes;
+  }
+
+ private:
+  float scale_;
+  std::vector<int> offsets_;
+};
+
 thread_local std::string last_error;
 
 template <class F>
@@ -552,6 +709,59 @@ extern "C" int thinkwire_attend(mlx_array* res, const mlx_array q, const mlx_arr
     need(stream.device == mlx::core::Device::cpu, op, "the stream must be a CPU stream");
     mlx_array_set_(*res, array({1, qa.shape(2), qa.shape(1) * va.shape(3)}, float32,
                                std::make_shared<Attend>(stream, scale), {qa, ka, va}));
+  });
+}
+
+extern "C" int thinkwire_attend_cached(mlx_array* res, mlx_array* caches_out, const mlx_array q,
+                                       const mlx_array k, const mlx_array v,
+                                       const mlx_array* caches, const int* offsets, int seqs,
+                                       float scale, const mlx_stream s) {
+  return guarded([&] {
+    const array& qa = mlx_array_get_(q);
+    const array& ka = mlx_array_get_(k);
+    const array& va = mlx_array_get_(v);
+    const char* op = "thinkwire_attend_cached";
+    need(seqs > 0, op, "no sequences");
+    need(qa.dtype() == float32 && ka.dtype() == float32 && va.dtype() == float32, op,
+         "q, k and v must be float32");
+    need(qa.ndim() == 4 && ka.ndim() == 4 && va.ndim() == 4 && qa.shape(0) == 1 &&
+             ka.shape(0) == 1 && va.shape(0) == 1 && qa.shape(2) == seqs &&
+             ka.shape(2) == seqs && va.shape(2) == seqs,
+         op, "q, k and v must be [1, heads, sequences, dim] with one row per sequence, got q " +
+                 shape_text(qa) + ", k " + shape_text(ka) + ", v " + shape_text(va));
+    need(ka.shape(1) > 0 && qa.shape(1) % ka.shape(1) == 0 && va.shape(1) == ka.shape(1) &&
+             qa.shape(3) == ka.shape(3),
+         op, "query heads must be a multiple of the key/value heads, got q " + shape_text(qa) +
+                 ", k " + shape_text(ka));
+    std::vector<array> inputs{qa, ka, va};
+    std::vector<mlx::core::Shape> shapes{{1, seqs, qa.shape(1) * va.shape(3)}};
+    std::vector<int> offs(offsets, offsets + seqs);
+    for (int t = 0; t < seqs; t++) {
+      const array& kc = mlx_array_get_(caches[2 * t]);
+      const array& vc = mlx_array_get_(caches[2 * t + 1]);
+      need(kc.dtype() == float32 && vc.dtype() == float32, op, "caches must be float32");
+      need(kc.ndim() == 4 && vc.ndim() == 4 && kc.shape(0) == 1 && vc.shape(0) == 1 &&
+               kc.shape(1) == ka.shape(1) && vc.shape(1) == ka.shape(1) &&
+               kc.shape(3) == ka.shape(3) && vc.shape(3) == va.shape(3) &&
+               kc.shape(2) == vc.shape(2),
+           op, "sequence " + std::to_string(t) + "'s cache does not match k/v: keys " +
+                   shape_text(kc) + ", values " + shape_text(vc) + ", k " + shape_text(ka));
+      need(offs[t] >= 0 && offs[t] < kc.shape(2), op,
+           "sequence " + std::to_string(t) + "'s offset " + std::to_string(offs[t]) +
+               " is outside its cache " + shape_text(kc));
+      inputs.push_back(kc);
+      inputs.push_back(vc);
+      shapes.push_back(kc.shape());
+      shapes.push_back(vc.shape());
+    }
+    auto stream = mlx_stream_get_(s);
+    need(stream.device == mlx::core::Device::cpu, op, "the stream must be a CPU stream");
+    std::vector<mlx::core::Dtype> dtypes(shapes.size(), float32);
+    auto outs = array::make_arrays(std::move(shapes), dtypes,
+                                   std::make_shared<AttendCached>(stream, scale, std::move(offs)),
+                                   std::move(inputs));
+    mlx_array_set_(*res, outs[0]);
+    for (size_t c = 1; c < outs.size(); c++) mlx_array_set_(caches_out[c - 1], outs[c]);
   });
 }
 

@@ -125,6 +125,27 @@ int thinkwire_attend(
     float scale,
     const mlx_stream s);
 
+/* One decode token per sequence against each sequence's own cache: row t
+ * of q [1, heads, S, d], k [1, kv_heads, S, d], v [1, kv_heads, S, dv] is
+ * sequence t's token. Its k/v row is written at position offsets[t] of
+ * caches[2t] (keys, [1, kv_heads, capacity_t, d]) and caches[2t + 1]
+ * (values), returned as caches_out[2t], caches_out[2t + 1]. Dense
+ * caches are written in place (caches_out shares their memory): the
+ * caller must be their only user. Its query attends over
+ * positions [0, offsets[t]] as thinkwire_attend would. res is
+ * [1, S, heads * dv]. One operation for every sequence of a step. */
+int thinkwire_attend_cached(
+    mlx_array* res,
+    mlx_array* caches_out,
+    const mlx_array q,
+    const mlx_array k,
+    const mlx_array v,
+    const mlx_array* caches,
+    const int* offsets,
+    int seqs,
+    float scale,
+    const mlx_stream s);
+
 /* The message of the calling thread's last failed fused operation. */
 const char* thinkwire_fused_last_error(void);
 

@@ -340,6 +340,16 @@ fn concurrency(
         }
     };
     table("thinkwire", &ours);
+    let steps: Vec<String> = ours
+        .iter()
+        .map(|r| {
+            format!(
+                "N={} {:.1} ms ({:.1} in kernels)",
+                r.concurrency, r.step_ms, r.kernel_ms_per_step
+            )
+        })
+        .collect();
+    println!("thinkwire per step: {}", steps.join(", "));
     for (label, rows) in &theirs {
         table(&format!("mlx-lm batch ({label})"), rows);
     }

@@ -154,6 +154,16 @@ pub struct ConcurrencyRow {
     pub ttft_p95_s: f64,
     /// From submission to the last token.
     pub wall_s: f64,
+    /// Scheduler steps over the run (prefill passes included).
+    #[serde(default)]
+    pub steps: u64,
+    /// Wall time per step, in ms.
+    #[serde(default)]
+    pub step_ms: f64,
+    /// Time per step in the quantized matmul kernels, in ms (the rest is
+    /// attention, the other operations and the graph around them).
+    #[serde(default)]
+    pub kernel_ms_per_step: f64,
 }
 
 /// Records when tokens arrive.
@@ -197,6 +207,8 @@ pub fn concurrent(
             "no prompts or no concurrency".into(),
         ));
     }
+    let steps_before = crate::Engine::load(engine).steps;
+    let kernels_before = super::kernel_time().0;
     let start = Instant::now();
     let results: Vec<Result<Timed, EngineError>> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..concurrency)
@@ -226,6 +238,12 @@ pub fn concurrent(
             .collect()
     });
     let timed = results.into_iter().collect::<Result<Vec<_>, _>>()?;
+    let wall = start.elapsed();
+    let kernels = super::kernel_time().0.saturating_sub(kernels_before);
+    let steps = crate::Engine::load(engine)
+        .steps
+        .saturating_sub(steps_before)
+        .max(1);
     let firsts: Vec<Instant> = timed.iter().filter_map(|t| t.first).collect();
     let lasts: Vec<Instant> = timed.iter().filter_map(|t| t.last).collect();
     let (Some(&earliest), Some(&end)) = (firsts.iter().min(), lasts.iter().max()) else {
@@ -249,6 +267,9 @@ pub fn concurrent(
         ttft_p50_s: percentile(&ttft, 0.5),
         ttft_p95_s: percentile(&ttft, 0.95),
         wall_s: (end - start).as_secs_f64(),
+        steps,
+        step_ms: wall.as_secs_f64() * 1e3 / steps as f64,
+        kernel_ms_per_step: kernels.as_secs_f64() * 1e3 / steps as f64,
     })
 }
 

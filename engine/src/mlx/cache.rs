@@ -34,8 +34,31 @@ impl KvCache {
         v: &Array,
     ) -> mlx_rs::error::Result<(Array, Array)> {
         let prev = self.offset;
+        let l = k.shape()[2];
+        let end = prev + l;
+        let (keys, values) = self.reserve(l, k, v)?;
+        keys.try_index_mut((.., .., prev..end, ..), k)?;
+        values.try_index_mut((.., .., prev..end, ..), v)?;
+        let fetched = (
+            keys.try_index((.., .., ..end, ..))?,
+            values.try_index((.., .., ..end, ..))?,
+        );
+        self.offset = end;
+        Ok(fetched)
+    }
+
+    /// The whole key and value buffers, with room for `l` positions from
+    /// `offset()` on (grown if needed) shaped and typed like `k` and `v`
+    /// (`[B, H, _, D]`).
+    pub fn reserve(
+        &mut self,
+        l: i32,
+        k: &Array,
+        v: &Array,
+    ) -> mlx_rs::error::Result<(&mut Array, &mut Array)> {
+        let prev = self.offset;
         let shape = k.shape().to_vec();
-        let (b, h, l, d) = (shape[0], shape[1], shape[2], shape[3]);
+        let (b, h, d) = (shape[0], shape[1], shape[3]);
         let vd = v.shape()[3];
         let capacity = self.keys.as_ref().map_or(0, |a| a.shape()[2]);
         if prev + l > capacity {
@@ -54,16 +77,18 @@ impl KvCache {
             self.keys = Some(keys);
             self.values = Some(values);
         }
-        let (Some(keys), Some(values)) = (self.keys.as_mut(), self.values.as_mut()) else {
-            unreachable!("allocated above")
-        };
-        keys.try_index_mut((.., .., prev..prev + l, ..), k)?;
-        values.try_index_mut((.., .., prev..prev + l, ..), v)?;
-        self.offset = prev + l;
-        Ok((
-            keys.try_index((.., .., ..self.offset, ..))?,
-            values.try_index((.., .., ..self.offset, ..))?,
-        ))
+        match (self.keys.as_mut(), self.values.as_mut()) {
+            (Some(keys), Some(values)) => Ok((keys, values)),
+            _ => Err(mlx_rs::error::Exception::custom("a cache without buffers")),
+        }
+    }
+
+    /// Takes the buffers an operation wrote `written` new positions into
+    /// (see `fused::attend_cached`).
+    pub fn advance(&mut self, keys: Array, values: Array, written: i32) {
+        self.keys = Some(keys);
+        self.values = Some(values);
+        self.offset += written;
     }
 
     /// The arrays to evaluate with a step's output.

@@ -131,6 +131,67 @@ pub(crate) fn attend(q: &Array, keys: &Array, values: &Array, scale: f32) -> Res
     Ok(out)
 }
 
+/// One decode token per sequence against each one's own cache, in one
+/// operation: row `t` of `q`/`k`/`v` (`[1, heads, S, d]`) is sequence
+/// `t`'s token, whose key/value row goes to position `offsets[t]` of
+/// `caches[t]` (whole `[1, kv_heads, capacity, d]` buffers). Returns the
+/// attention `[1, S, heads * dv]` (as [`attend`] computes it) and each
+/// sequence's written buffers, which share the old ones' memory when
+/// nothing else holds those.
+pub(crate) fn attend_cached(
+    q: &Array,
+    k: &Array,
+    v: &Array,
+    caches: &[(&Array, &Array)],
+    offsets: &[i32],
+    scale: f32,
+) -> Result<(Array, Vec<(Array, Array)>)> {
+    if caches.len() != offsets.len() || caches.is_empty() {
+        return Err(Exception::custom(
+            "attend_cached: one cache and one offset per sequence",
+        ));
+    }
+    let inputs: Vec<mlx_sys::mlx_array> = caches
+        .iter()
+        .flat_map(|(k, v)| [k.as_ptr(), v.as_ptr()])
+        .collect();
+    let stream = StreamOrDevice::default();
+    // SAFETY: live input handles for the call; fresh output handles, freed
+    // on failure or owned by the returned arrays.
+    unsafe {
+        let mut out = mlx_sys::mlx_array_new();
+        let mut written: Vec<mlx_sys::mlx_array> = (0..inputs.len())
+            .map(|_| mlx_sys::mlx_array_new())
+            .collect();
+        let status = mlx_sys::thinkwire_attend_cached(
+            &mut out,
+            written.as_mut_ptr(),
+            q.as_ptr(),
+            k.as_ptr(),
+            v.as_ptr(),
+            inputs.as_ptr(),
+            offsets.as_ptr(),
+            offsets.len() as i32,
+            scale,
+            stream.as_ref().as_ptr(),
+        );
+        if status != 0 {
+            mlx_sys::mlx_array_free(out);
+            for a in written {
+                mlx_sys::mlx_array_free(a);
+            }
+            let msg = CStr::from_ptr(mlx_sys::thinkwire_fused_last_error()).to_string_lossy();
+            return Err(Exception::custom(msg.into_owned()));
+        }
+        let mut arrays = written.into_iter().map(|a| Array::from_ptr(a));
+        let mut pairs = Vec::with_capacity(offsets.len());
+        while let (Some(k), Some(v)) = (arrays.next(), arrays.next()) {
+            pairs.push((k, v));
+        }
+        Ok((Array::from_ptr(out), pairs))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -175,18 +236,19 @@ mod tests {
     #[test]
     fn swiglu_matches_the_operations_it_replaces_bit_for_bit() {
         mlx_rs::random::seed(1).unwrap();
-        for t in [1, 5] {
-            let gu = normal(&[1, t, 2 * 48])
+        // 5 x 1536 is split over the kernels' threads.
+        for (t, f) in [(1, 48), (5, 48), (5, 1536)] {
+            let gu = normal(&[1, t, 2 * f])
                 .multiply(Array::from_f32(4.0))
                 .unwrap();
-            let g = gu.try_index((.., .., ..48)).unwrap();
-            let u = gu.try_index((.., .., 48..)).unwrap();
+            let g = gu.try_index((.., .., ..f)).unwrap();
+            let u = gu.try_index((.., .., f..)).unwrap();
             let want = g
                 .multiply(mlx_rs::ops::sigmoid(&g).unwrap())
                 .unwrap()
                 .multiply(&u)
                 .unwrap();
-            assert_eq!(bits(&swiglu(&gu).unwrap()), bits(&want));
+            assert_eq!(bits(&swiglu(&gu).unwrap()), bits(&want), "{t} x {f}");
             // A strided view as input.
             let wide = normal(&[1, t, 2 * 96]);
             let view = wide.try_index((.., .., ..96)).unwrap();
@@ -283,5 +345,60 @@ mod tests {
         let kv = normal(&[1, 2, 3, 24]);
         let err = attend(&q, &kv, &kv, 1.0).unwrap_err();
         assert!(err.what().contains("multiple"), "{}", err.what());
+    }
+
+    #[test]
+    fn attend_cached_writes_each_row_and_attends_as_attend_does() {
+        use mlx_rs::ops::indexing::TryIndexMutOp;
+        mlx_rs::random::seed(5).unwrap();
+        let (nq, nkv, hd) = (6, 2, 24);
+        let capacities = [16, 32, 16];
+        let offsets = [0, 20, 15];
+        let q = normal(&[1, nq, 3, hd]);
+        let k = normal(&[1, nkv, 3, hd]);
+        let v = normal(&[1, nkv, 3, hd]);
+        let mut caches: Vec<(Array, Array)> = capacities
+            .iter()
+            .map(|&c| (normal(&[1, nkv, c, hd]), normal(&[1, nkv, c, hd])))
+            .collect();
+        // The last sequence's values as a view of a larger buffer: not
+        // dense, so copied instead of written in place.
+        caches[2].1 = normal(&[1, nkv, 40, hd])
+            .try_index((.., .., ..16, ..))
+            .unwrap();
+        // Expected results from copies (the operation writes in place).
+        let mut want = Vec::new();
+        for (t, (kc, vc)) in caches.iter().enumerate() {
+            let (t, off) = (t as i32, offsets[t]);
+            let mut kc = kc.multiply(Array::from_f32(1.0)).unwrap();
+            let mut vc = vc.multiply(Array::from_f32(1.0)).unwrap();
+            let row = |a: &Array| a.try_index((.., .., t..t + 1, ..)).unwrap();
+            kc.try_index_mut((.., .., off..off + 1, ..), row(&k))
+                .unwrap();
+            vc.try_index_mut((.., .., off..off + 1, ..), row(&v))
+                .unwrap();
+            let seen = |a: &Array| a.try_index((.., .., ..off + 1, ..)).unwrap();
+            let out = attend(&row(&q), &seen(&kc), &seen(&vc), 0.2).unwrap();
+            want.push((bits(&out), bits(&kc), bits(&vc)));
+        }
+        for (kc, vc) in &caches {
+            mlx_rs::transforms::eval([kc, vc]).unwrap();
+        }
+        let refs: Vec<(&Array, &Array)> = caches.iter().map(|(k, v)| (k, v)).collect();
+        let (out, written) = attend_cached(&q, &k, &v, &refs, &offsets, 0.2).unwrap();
+        assert_eq!(out.shape(), &[1, 3, nq * hd]);
+        let per_seq = (nq * hd) as usize;
+        let out = bits(&out);
+        for (t, (w_out, w_k, w_v)) in want.iter().enumerate() {
+            assert_eq!(
+                &out[t * per_seq..(t + 1) * per_seq],
+                &w_out[..],
+                "sequence {t}"
+            );
+            assert_eq!(&bits(&written[t].0), w_k, "sequence {t}'s keys");
+            assert_eq!(&bits(&written[t].1), w_v, "sequence {t}'s values");
+        }
+        let err = attend_cached(&q, &k, &v, &refs, &[0, 32, 0], 0.2).unwrap_err();
+        assert!(err.what().contains("offset 32"), "{}", err.what());
     }
 }

@@ -38,6 +38,14 @@ impl Attention {
         let (t, hd) = (x.shape()[1], self.head_dim);
         let (nq, nkv) = (self.heads, self.kv_heads);
         let qkv = self.qkv.forward(x)?;
+        if let Some(rows) = rows {
+            if self.fused && self.q_norm.is_none() && segments.iter().all(|s| s.len == 1) {
+                let (cos, sin) = rows.tables();
+                let (q, k, v) = fused::rope_split(&qkv, cos, sin, nq, nkv, hd)?;
+                let out = self.decode_step(&q, &k, &v, layer, segments)?;
+                return self.o.forward(&out);
+            }
+        }
         // Heads first ([1, heads, T, head_dim]) once for the whole batch;
         // each sequence then takes its rows with one slice per array.
         let (q, k, v) = match (rows, &self.q_norm, self.fused) {
@@ -92,6 +100,38 @@ impl Attention {
         };
         debug_assert_eq!(out.shape(), &[1, t, nq * hd]);
         self.o.forward(&out)
+    }
+
+    /// A decode step (one token per segment): every sequence's cache write
+    /// and attention in one operation (`fused::attend_cached`).
+    fn decode_step(
+        &self,
+        q: &Array,
+        k: &Array,
+        v: &Array,
+        layer: usize,
+        segments: &mut [Segment<'_>],
+    ) -> R<Array> {
+        let mut offsets = Vec::with_capacity(segments.len());
+        for seg in segments.iter_mut() {
+            let cache = &mut seg.caches[layer];
+            offsets.push(cache.offset());
+            cache.reserve(1, k, v)?;
+        }
+        let (out, written) = {
+            let mut buffers = Vec::with_capacity(segments.len());
+            for seg in segments.iter_mut() {
+                let (keys, values) = seg.caches[layer].reserve(1, k, v)?;
+                buffers.push((&*keys, &*values));
+            }
+            fused::attend_cached(q, k, v, &buffers, &offsets, self.scale)?
+        };
+        // The old buffers are dropped here, so when the step runs the
+        // operation is their only holder and writes into them in place.
+        for (seg, (keys, values)) in segments.iter_mut().zip(written) {
+            seg.caches[layer].advance(keys, values, 1);
+        }
+        Ok(out)
     }
 
     /// The fused product split into heads-first q, k, v with MLX's
