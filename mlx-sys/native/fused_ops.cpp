@@ -108,11 +108,11 @@ class FusedPrimitive : public mlx::core::Primitive {
 
 // ------------------------------------------------------------------ swiglu
 
-// On x86-64 Linux with GCC, a Haswell copy (chosen at load time) with
+// On x86-64 Linux with GCC, an FMA copy (chosen at load time) with
 // MLX's sigmoid inlined, so its std::fma calls become FMA instructions
 // (the same exactly rounded result as libm's fmaf, without the calls).
 #if defined(__x86_64__) && defined(__linux__) && !defined(__clang__)
-#define TW_FMA_CLONE __attribute__((target_clones("arch=haswell", "default"), flatten))
+#define TW_FMA_CLONE __attribute__((target_clones("fma", "default"), flatten))
 #else
 #define TW_FMA_CLONE
 #endif

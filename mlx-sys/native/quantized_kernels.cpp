@@ -9,6 +9,7 @@
 
 #include "quantized_kernels.h"
 
+#include "quantized_avx512.h"
 #include "quantized_int8.h"
 
 #include <algorithm>
@@ -479,9 +480,33 @@ int parts_for(int n, int k, int bits) {
   return bytes < (64u << 10) ? 1 : Pool::get().size();
 }
 
+void avx512_rows_part(const void* ctx, int part, int parts) {
+  const avx512::Product& p = *static_cast<const avx512::Product*>(ctx);
+  const int blocks = (p.n + 7) / 8; // as rows_part
+  const int b0 = static_cast<int>(static_cast<int64_t>(blocks) * part / parts);
+  const int b1 = static_cast<int>(static_cast<int64_t>(blocks) * (part + 1) / parts);
+  avx512::rows(p, std::min(b0 * 8, p.n), std::min(b1 * 8, p.n));
+}
+
 // y[m, n] = x[m, k] . W^T, reading the packed weights once for all m rows.
 void product(const float* x, int m, int k, const uint8_t* w, const float* scales,
              const float* biases, int n, int group_size, int bits, float* y) {
+  if (avx512::available()) {
+    // quantized_avx512.h: no group sums, x permuted for 4 bits only.
+    const float* xk = x;
+    thread_local std::vector<float> permuted;
+    if (bits == 4) {
+      permuted.resize(static_cast<size_t>(m) * k);
+      for (int i = 0; i < m; i++) {
+        permute_for_4bit(x + static_cast<size_t>(i) * k, k,
+                         permuted.data() + static_cast<size_t>(i) * k);
+      }
+      xk = permuted.data();
+    }
+    avx512::Product p{xk, w, scales, biases, y, m, n, k, group_size, bits};
+    Pool::get().run(avx512_rows_part, &p, parts_for(n, k, bits));
+    return;
+  }
   const int groups = k / group_size;
   const int stride = (m + 3) / 4 * 4; // the AVX2 kernels load 4 rows' sums at once
 #if defined(__x86_64__)

@@ -5,8 +5,9 @@
  * quantized model costs more per token than its f32 copy even though it is
  * 4-8x fewer bytes. These kernels make the small format the fast one:
  * decode steps (one row of activations, or one per sequence of a batch)
- * read the packed weights once, in parallel, with AVX2 when the CPU has it;
- * longer inputs dequantize row tiles and hand them to BLAS.
+ * read the packed weights once, in parallel, with AVX-512 or AVX2 when the
+ * CPU has it (quantized_avx512.h); longer inputs dequantize row tiles and
+ * hand them to BLAS.
  *
  * Layout is MLX's: `w` is [n, k * bits / 8] bytes (the uint32 words of MLX,
  * little-endian; element i of a row is nibble i % 2 of byte i / 2 for 4 bits,
@@ -58,7 +59,8 @@ void quantized_matmul_f32(const float* x, int m, int k, const uint8_t* w,
 #if defined(__x86_64__)
 /** Whether this CPU runs the AVX2+FMA kernels (f32 and int8);
  * THINKWIRE_KERNEL_ISA=portable says no, so tests can check the portable
- * loops on machines that have AVX2. */
+ * loops on machines that have AVX2 (and =avx2 keeps the f32 products off
+ * the AVX-512 kernels). */
 bool have_avx2();
 #endif
 

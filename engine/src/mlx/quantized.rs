@@ -453,9 +453,10 @@ mod tests {
         assert!(alone.iter().all(|v| v.is_finite()));
     }
 
-    /// The portable loops (what CPUs without AVX2 run) and the plain AVX2
-    /// int8 kernels (what CPUs without VNNI run), checked by running the
-    /// tests above in child processes that ask for them.
+    /// The portable loops (what CPUs without AVX2 run), the AVX2 f32
+    /// kernels (what CPUs without AVX-512 run) and the plain AVX2 int8
+    /// kernels (what CPUs without VNNI run), checked by running the tests
+    /// above in child processes that ask for them.
     #[test]
     fn portable_and_avx2_kernels_match_too() {
         for isa in ["portable", "avx2"] {
