@@ -48,6 +48,7 @@
 #include "mlx/c/private/mlx.h"
 #include "mlx/ops.h"
 #include "mlx/primitives.h"
+#include "attention_kernels.h"
 #include "quantized_kernels.h"
 
 namespace {
@@ -334,75 +335,8 @@ class RopeSplit : public FusedPrimitive {
 
 // ------------------------------------------------------------------ attend
 
-// Eight floats as one value: GCC's vector extension, SSE pairs on a
-// baseline x86-64 and one AVX register in the avx2 clone below.
-typedef float v8 __attribute__((vector_size(32)));
-
-__attribute__((always_inline)) inline v8 load8(const float* p) {
-  v8 v;
-  __builtin_memcpy(&v, p, sizeof v);
-  return v;
-}
-
-__attribute__((always_inline)) inline void store8(float* p, v8 v) {
-  __builtin_memcpy(p, &v, sizeof v);
-}
-
-inline float dot(const float* a, const float* b, int n) {
-  int d = 0;
-  float s = 0.0f;
-  if (n >= 8) {
-    v8 acc = load8(a) * load8(b);
-    for (d = 8; d + 8 <= n; d += 8) acc += load8(a + d) * load8(b + d);
-    for (int l = 0; l < 8; l++) s += acc[l];
-  }
-  for (; d < n; d++) s += a[d] * b[d];
-  return s;
-}
-
-inline void axpy(float w, const float* x, float* y, int n) {
-  int d = 0;
-  const v8 wv = {w, w, w, w, w, w, w, w};
-  for (; d + 8 <= n; d += 8) store8(y + d, load8(y + d) + wv * load8(x + d));
-  for (; d < n; d++) y[d] += w * x[d];
-}
-
-// One (query row, head) against its key/value head's first `seen` rows.
-struct AttendArgs {
-  const float* q;  // [hd], already scaled
-  const float* k;  // row j at k + j * k_stride
-  const float* v;  // row j at v + j * v_stride
-  int64_t k_stride, v_stride;
-  int seen, hd, vd;
-  float* p;        // [seen] scratch
-  float* out;      // [vd]
-};
-
-// An AVX2 copy chosen at load time where the toolchain can (GCC on x86-64
-// Linux: ifunc); elsewhere the one portable copy.
-#if defined(__x86_64__) && defined(__linux__) && !defined(__clang__)
-#define TW_AVX2_CLONE __attribute__((target_clones("avx2", "default")))
-#else
-#define TW_AVX2_CLONE
-#endif
-
-TW_AVX2_CLONE void attend_row(const AttendArgs& a) {
-  float top = -INFINITY;
-  for (int j = 0; j < a.seen; j++) {
-    a.p[j] = dot(a.q, a.k + j * a.k_stride, a.hd);
-    top = std::max(top, a.p[j]);
-  }
-  float sum = 0.0f;
-  for (int j = 0; j < a.seen; j++) {
-    a.p[j] = std::exp(a.p[j] - top);
-    sum += a.p[j];
-  }
-  std::fill(a.out, a.out + a.vd, 0.0f);
-  const float inv = 1.0f / sum;
-  for (int j = 0; j < a.seen; j++) axpy(a.p[j] * inv, a.v + j * a.v_stride, a.out, a.vd);
-}
-
-// Every (query row, head) of one Attend task; parts take ranges of heads.
+// Every query row of one Attend task; parts take ranges of (row, key/value
+// head) items, each with the query heads that share that key/value head.
 struct AttendTask {
   Strided q, keys, values;
   float* out;
@@ -414,21 +348,22 @@ void attend_part(const void* ctx, int part, int parts) {
   const int nq = a.q.shape[1], t_len = a.q.shape[2], hd = a.q.shape[3];
   const int nkv = a.keys.shape[1], len = a.keys.shape[2], vd = a.values.shape[3];
   const int group = nq / nkv;
-  const int h0 = static_cast<int>(static_cast<int64_t>(nq) * part / parts);
-  const int h1 = static_cast<int>(static_cast<int64_t>(nq) * (part + 1) / parts);
-  std::vector<float> qs(hd), p(len);
-  for (int t = 0; t < t_len; t++) {
-    for (int h = h0; h < h1; h++) {
-      const int g = h / group;
-      const float* qrow = a.q.data + h * a.q.strides[1] + t * a.q.strides[2];
-      for (int d = 0; d < hd; d++) qs[d] = a.scale * qrow[d];
-      // Query t sees the cache up to its own position. Output
-      // [1, T, heads * vd]: the layout the output projection takes.
-      attend_row(AttendArgs{qs.data(), a.keys.data + g * a.keys.strides[1],
-                            a.values.data + g * a.values.strides[1], a.keys.strides[2],
-                            a.values.strides[2], len - t_len + t + 1, hd, vd, p.data(),
-                            a.out + (static_cast<int64_t>(t) * nq + h) * vd});
+  const int items = t_len * nkv;
+  const int i0 = static_cast<int>(static_cast<int64_t>(items) * part / parts);
+  const int i1 = static_cast<int>(static_cast<int64_t>(items) * (part + 1) / parts);
+  std::vector<float> qs(static_cast<size_t>(group) * hd),
+      scratch(static_cast<size_t>(group) * (len + 8));
+  for (int item = i0; item < i1; item++) {
+    const int t = item / nkv, g = item % nkv;
+    for (int h = 0; h < group; h++) {
+      for (int d = 0; d < hd; d++) qs[h * hd + d] = a.scale * a.q.at(0, g * group + h, t, d);
     }
+    // Query t sees the cache up to its own position. Output
+    // [1, T, heads * vd]: the layout the output projection takes.
+    thinkwire::attend_heads(thinkwire::AttendHeads{
+        qs.data(), group, a.keys.data + g * a.keys.strides[1], a.keys.strides[2],
+        a.values.data + g * a.values.strides[1], a.values.strides[2], len - t_len + t + 1, hd, vd,
+        a.out + (static_cast<int64_t>(t) * nq + g * group) * vd, vd, scratch.data()});
   }
 }
 
@@ -449,7 +384,7 @@ class Attend : public FusedPrimitive {
       // (below ~32 K multiply-adds a hand-off costs more than it saves).
       const int64_t work = static_cast<int64_t>(task.q.shape[1]) * task.q.shape[2] *
                            task.keys.shape[2] * (task.q.shape[3] + task.values.shape[3]);
-      const int parts = work < (32 << 10) ? 1 : task.q.shape[1];
+      const int parts = work < (32 << 10) ? 1 : task.q.shape[2] * task.keys.shape[1];
       thinkwire::parallel_parts(attend_part, &task, parts);
     });
   }
@@ -480,25 +415,29 @@ struct AttendCachedTask {
   float scale;
 };
 
-// Items are (sequence, head) pairs; parts take ranges of them.
+// Items are (sequence, key/value head) pairs, each with the query heads
+// that share that key/value head; parts take ranges of them.
 void attend_cached_part(const void* ctx, int part, int parts) {
   const AttendCachedTask& a = *static_cast<const AttendCachedTask*>(ctx);
   const int nq = a.q.shape[1], seqs = a.q.shape[2], hd = a.q.shape[3];
   const int nkv = a.k.shape[1], vd = a.v.shape[3];
   const int group = nq / nkv;
-  const int items = seqs * nq;
+  const int items = seqs * nkv;
   const int i0 = static_cast<int>(static_cast<int64_t>(items) * part / parts);
   const int i1 = static_cast<int>(static_cast<int64_t>(items) * (part + 1) / parts);
-  std::vector<float> qs(hd), p;
+  std::vector<float> qs(static_cast<size_t>(group) * hd), scratch;
   for (int item = i0; item < i1; item++) {
-    const int t = item / nq, h = item % nq, g = h / group;
+    const int t = item / nkv, g = item % nkv;
     const int seen = a.offsets[t] + 1;
     const int64_t cap = a.capacity[t];
-    p.resize(seen);
-    for (int d = 0; d < hd; d++) qs[d] = a.scale * a.q.at(0, h, t, d);
-    attend_row(AttendArgs{qs.data(), a.dst[2 * t] + g * cap * hd, a.dst[2 * t + 1] + g * cap * vd,
-                          hd, vd, seen, hd, vd, p.data(),
-                          a.out + (static_cast<int64_t>(t) * nq + h) * vd});
+    scratch.resize(static_cast<size_t>(group) * (seen + 8));
+    for (int h = 0; h < group; h++) {
+      for (int d = 0; d < hd; d++) qs[h * hd + d] = a.scale * a.q.at(0, g * group + h, t, d);
+    }
+    thinkwire::attend_heads(thinkwire::AttendHeads{
+        qs.data(), group, a.dst[2 * t] + g * cap * hd, hd, a.dst[2 * t + 1] + g * cap * vd, vd,
+        seen, hd, vd, a.out + (static_cast<int64_t>(t) * nq + g * group) * vd, vd,
+        scratch.data()});
   }
 }
 
@@ -556,7 +495,7 @@ class AttendCached : public FusedPrimitive {
       }
       int64_t work = 0;
       for (int t = 0; t < seqs; t++) work += static_cast<int64_t>(task.offsets[t] + 1) * nq * (hd + vd);
-      const int parts = work < (32 << 10) ? 1 : std::min(seqs * nq, 64);
+      const int parts = work < (32 << 10) ? 1 : seqs * nkv;
       thinkwire::parallel_parts(attend_cached_part, &task, parts);
     });
   }

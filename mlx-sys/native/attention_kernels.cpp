@@ -1,0 +1,192 @@
+// Attention for a decode step on the CPU; see attention_kernels.h.
+//
+// Per query head: scores for eight key rows at a time (eight vector
+// accumulators over the head dimension, reduced together), a max-shifted
+// softmax with a vector exp, then the value rows weighted by the
+// probabilities, up to three heads sharing each loaded value vector.
+
+#include "attention_kernels.h"
+
+#include <algorithm>
+#include <cmath>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+namespace thinkwire {
+namespace {
+
+void attend_heads_portable(const AttendHeads& a) {
+  for (int h = 0; h < a.heads; h++) {
+    const float* q = a.q + static_cast<int64_t>(h) * a.hd;
+    float* p = a.scratch + static_cast<int64_t>(h) * (a.seen + 8);
+    float top = -INFINITY;
+    for (int j = 0; j < a.seen; j++) {
+      const float* k = a.k + j * a.k_stride;
+      float s = 0.0f;
+      for (int d = 0; d < a.hd; d++) s += q[d] * k[d];
+      p[j] = s;
+      top = std::max(top, s);
+    }
+    float sum = 0.0f;
+    for (int j = 0; j < a.seen; j++) {
+      p[j] = std::exp(p[j] - top);
+      sum += p[j];
+    }
+    float* out = a.out + h * a.out_stride;
+    std::fill(out, out + a.vd, 0.0f);
+    const float inv = 1.0f / sum;
+    for (int j = 0; j < a.seen; j++) {
+      const float w = p[j] * inv;
+      const float* v = a.v + j * a.v_stride;
+      for (int d = 0; d < a.vd; d++) out[d] += w * v[d];
+    }
+  }
+}
+
+#if defined(__x86_64__)
+
+#define TW_AVX2 __attribute__((target("avx2,fma")))
+
+// The sums of eight vectors, lane i holding the sum of v[i].
+TW_AVX2 inline __m256 sum8(const __m256 (&v)[8]) {
+  const __m256 a = _mm256_hadd_ps(_mm256_hadd_ps(v[0], v[1]), _mm256_hadd_ps(v[2], v[3]));
+  const __m256 b = _mm256_hadd_ps(_mm256_hadd_ps(v[4], v[5]), _mm256_hadd_ps(v[6], v[7]));
+  return _mm256_add_ps(_mm256_permute2f128_ps(a, b, 0x20), _mm256_permute2f128_ps(a, b, 0x31));
+}
+
+TW_AVX2 inline float hsum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+// e^x for x <= 0 (scores minus their max): 2^n * e^r with n = round(x /
+// ln 2), r = x - n ln 2 in two parts, e^r by a degree-6 minimax
+// polynomial; below -87 (and for -inf) the result is 0.
+TW_AVX2 inline __m256 exp_nonpositive(__m256 in) {
+  const __m256 floor = _mm256_set1_ps(-87.0f);
+  const __m256 x = _mm256_max_ps(in, floor);
+  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+  __m256 y = _mm256_set1_ps(1.9875691500e-4f);
+  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(1.3981999507e-3f));
+  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(8.3334519073e-3f));
+  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(4.1665795894e-2f));
+  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(1.6666665459e-1f));
+  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(5.0000001201e-1f));
+  y = _mm256_fmadd_ps(y, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+  const __m256i e = _mm256_slli_epi32(
+      _mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  return _mm256_and_ps(_mm256_mul_ps(y, _mm256_castsi256_ps(e)),
+                       _mm256_cmp_ps(in, floor, _CMP_GE_OQ));
+}
+
+// Head h's scores q . k_j for every row j it sees, into p (padded to 8).
+TW_AVX2 void scores(const AttendHeads& a, const float* q, float* p) {
+  int j = 0;
+  for (; j + 8 <= a.seen; j += 8) {
+    __m256 acc[8];
+    for (int r = 0; r < 8; r++) acc[r] = _mm256_setzero_ps();
+    for (int d = 0; d < a.hd; d += 8) {
+      const __m256 qv = _mm256_loadu_ps(q + d);
+      for (int r = 0; r < 8; r++) {
+        acc[r] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(a.k + (j + r) * a.k_stride + d), acc[r]);
+      }
+    }
+    _mm256_storeu_ps(p + j, sum8(acc));
+  }
+  for (; j < a.seen; j++) {
+    __m256 acc = _mm256_setzero_ps();
+    for (int d = 0; d < a.hd; d += 8) {
+      acc = _mm256_fmadd_ps(_mm256_loadu_ps(q + d), _mm256_loadu_ps(a.k + j * a.k_stride + d), acc);
+    }
+    p[j] = hsum(acc);
+  }
+}
+
+// p_j = e^(p_j - max) / sum in place; the padding after `seen` becomes 0.
+TW_AVX2 void softmax(float* p, int seen) {
+  const int padded = (seen + 7) / 8 * 8;
+  std::fill(p + seen, p + padded, -INFINITY);
+  __m256 top = _mm256_set1_ps(-INFINITY);
+  for (int j = 0; j < padded; j += 8) top = _mm256_max_ps(top, _mm256_loadu_ps(p + j));
+  __m128 t = _mm_max_ps(_mm256_castps256_ps128(top), _mm256_extractf128_ps(top, 1));
+  t = _mm_max_ps(t, _mm_movehl_ps(t, t));
+  t = _mm_max_ss(t, _mm_movehdup_ps(t));
+  const __m256 m = _mm256_set1_ps(_mm_cvtss_f32(t));
+  __m256 sum = _mm256_setzero_ps();
+  for (int j = 0; j < padded; j += 8) {
+    const __m256 e = exp_nonpositive(_mm256_sub_ps(_mm256_loadu_ps(p + j), m));
+    _mm256_storeu_ps(p + j, e);
+    sum = _mm256_add_ps(sum, e);
+  }
+  const __m256 inv = _mm256_set1_ps(1.0f / hsum(sum));
+  for (int j = 0; j < padded; j += 8) _mm256_storeu_ps(p + j, _mm256_mul_ps(_mm256_loadu_ps(p + j), inv));
+}
+
+// out_h = sum_j p_h[j] v_j for H heads (H <= 3) over C * 8 columns from d0.
+template <int H, int C>
+TW_AVX2 void weighted_columns(const AttendHeads& a, int h0, int d0) {
+  const float* p[H];
+  for (int h = 0; h < H; h++) p[h] = a.scratch + static_cast<int64_t>(h0 + h) * (a.seen + 8);
+  __m256 acc[H][C];
+  for (int h = 0; h < H; h++) {
+    for (int c = 0; c < C; c++) acc[h][c] = _mm256_setzero_ps();
+  }
+  for (int j = 0; j < a.seen; j++) {
+    const float* v = a.v + j * a.v_stride + d0;
+    __m256 vv[C];
+    for (int c = 0; c < C; c++) vv[c] = _mm256_loadu_ps(v + 8 * c);
+    for (int h = 0; h < H; h++) {
+      const __m256 w = _mm256_broadcast_ss(p[h] + j);
+      for (int c = 0; c < C; c++) acc[h][c] = _mm256_fmadd_ps(w, vv[c], acc[h][c]);
+    }
+  }
+  for (int h = 0; h < H; h++) {
+    float* out = a.out + (h0 + h) * a.out_stride + d0;
+    for (int c = 0; c < C; c++) _mm256_storeu_ps(out + 8 * c, acc[h][c]);
+  }
+}
+
+// Every value column for heads [h0, h0 + H): 32 at a time, then 8.
+template <int H>
+TW_AVX2 void weighted_values(const AttendHeads& a, int h0) {
+  int d0 = 0;
+  for (; d0 + 32 <= a.vd; d0 += 32) weighted_columns<H, 4>(a, h0, d0);
+  for (; d0 < a.vd; d0 += 8) weighted_columns<H, 1>(a, h0, d0);
+}
+
+TW_AVX2 void attend_heads_avx2(const AttendHeads& a) {
+  for (int h = 0; h < a.heads; h++) {
+    float* p = a.scratch + static_cast<int64_t>(h) * (a.seen + 8);
+    scores(a, a.q + static_cast<int64_t>(h) * a.hd, p);
+    softmax(p, a.seen);
+  }
+  int h = 0;
+  for (; h + 3 <= a.heads; h += 3) weighted_values<3>(a, h);
+  if (a.heads - h == 2) weighted_values<2>(a, h);
+  if (a.heads - h == 1) weighted_values<1>(a, h);
+}
+
+bool have_avx2_fma() {
+  static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return yes;
+}
+
+#endif
+
+} // namespace
+
+void attend_heads(const AttendHeads& a) {
+#if defined(__x86_64__)
+  if (a.hd % 8 == 0 && a.vd % 8 == 0 && have_avx2_fma()) return attend_heads_avx2(a);
+#endif
+  attend_heads_portable(a);
+}
+
+} // namespace thinkwire
