@@ -67,11 +67,14 @@ struct Strided {
         strides(a.strides().begin(), a.strides().end()) {}
   // Element at a 4-d index (the arrays here are 3- or 4-d; 3-d uses i0 = 0).
   float at(int i0, int i1, int i2, int i3) const {
+    return *ptr(i0, i1, i2, i3);
+  }
+  const float* ptr(int i0, int i1, int i2, int i3) const {
     const size_t d = shape.size();
     int64_t off = static_cast<int64_t>(i3) * strides[d - 1] + static_cast<int64_t>(i2) * strides[d - 2] +
                   static_cast<int64_t>(i1) * strides[d - 3];
     if (d == 4) off += static_cast<int64_t>(i0) * strides[0];
-    return data[off];
+    return data + off;
   }
 };
 
@@ -292,11 +295,28 @@ class RopeSplit : public FusedPrimitive {
                       v = outputs[2].data<float>(), nq = heads_, nkv = kv_heads_,
                       hd = head_dim_, t_len]() {
       const int half = hd / 2;
-      std::vector<float> x(hd);
+      // Rows are read through pointers where the last axis is dense (the
+      // model's case), element by element through the strides otherwise.
+      const bool dense = qkv.strides.back() == 1 && cos.strides.back() == 1 &&
+                         sin.strides.back() == 1;
+      std::vector<float> x(hd), c(hd), sn(hd);
       for (int t = 0; t < t_len; t++) {
+        const float* cos_row = dense ? cos.ptr(0, t, 0, 0) : nullptr;
+        const float* sin_row = dense ? sin.ptr(0, t, 0, 0) : nullptr;
+        if (!dense) {
+          for (int d = 0; d < hd; d++) c[d] = cos.at(0, t, 0, d), sn[d] = sin.at(0, t, 0, d);
+          cos_row = c.data();
+          sin_row = sn.data();
+        }
         for (int h = 0; h < nq + 2 * nkv; h++) {
           // The head's slice of the fused product: [1, T, heads * hd].
-          for (int d = 0; d < hd; d++) x[d] = qkv.at(0, 0, t, h * hd + d);
+          const float* xr;
+          if (dense) {
+            xr = qkv.ptr(0, 0, t, h * hd);
+          } else {
+            for (int d = 0; d < hd; d++) x[d] = qkv.at(0, 0, t, h * hd + d);
+            xr = x.data();
+          }
           float* dst;
           if (h < nq) {
             dst = q + (static_cast<int64_t>(h) * t_len + t) * hd;
@@ -304,13 +324,14 @@ class RopeSplit : public FusedPrimitive {
             dst = k + (static_cast<int64_t>(h - nq) * t_len + t) * hd;
           } else {
             dst = v + (static_cast<int64_t>(h - nq - nkv) * t_len + t) * hd;
-            std::copy(x.begin(), x.end(), dst);
+            std::copy(xr, xr + hd, dst);
             continue;
           }
-          for (int d = 0; d < hd; d++) {
-            const float a = x[d] * cos.at(0, t, 0, d);
-            const float b = x[(d + half) % hd] * sin.at(0, t, 0, d);
-            dst[d] = a + b;
+          for (int d = 0; d < half; d++) {
+            dst[d] = xr[d] * cos_row[d] + xr[d + half] * sin_row[d];
+          }
+          for (int d = half; d < hd; d++) {
+            dst[d] = xr[d] * cos_row[d] + xr[d - half] * sin_row[d];
           }
         }
       }

@@ -199,7 +199,12 @@ mod tests {
     use mlx_rs::ops::indexing::TryIndexOp;
 
     fn bits(a: &Array) -> Vec<u32> {
-        let c = a.multiply(Array::from_f32(1.0)).unwrap();
+        // Flattening copies a strided array into row order.
+        let c = a
+            .reshape(&[-1])
+            .unwrap()
+            .multiply(Array::from_f32(1.0))
+            .unwrap();
         c.eval().unwrap();
         c.as_slice::<f32>().iter().map(|v| v.to_bits()).collect()
     }
@@ -269,8 +274,14 @@ mod tests {
     fn rope_split_matches_the_operations_it_replaces_bit_for_bit() {
         mlx_rs::random::seed(2).unwrap();
         let (nq, nkv, hd) = (6, 2, 16);
-        for t in [1, 3] {
-            let qkv = normal(&[1, t, (nq + 2 * nkv) * hd]);
+        // The last case reads qkv through a transposed view (strided rows).
+        for (t, strided) in [(1, false), (3, false), (3, true)] {
+            let width = (nq + 2 * nkv) * hd;
+            let qkv = if strided {
+                normal(&[1, width, t]).transpose_axes(&[0, 2, 1]).unwrap()
+            } else {
+                normal(&[1, t, width])
+            };
             let cos = normal(&[t, 1, hd]);
             let sin = normal(&[t, 1, hd]);
             let (q, k, v) = rope_split(&qkv, &cos, &sin, nq, nkv, hd).unwrap();
