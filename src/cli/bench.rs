@@ -263,20 +263,21 @@ fn concurrency(
         MlxEngine::load(path, &options).with_context(|| format!("loading {}", path.display()))?;
     // Warm-up: first-use allocations and caches.
     concurrent(&engine, &prompts, args.max_tokens.min(16), most)?;
-    let mut ours: Vec<ConcurrencyRow> = Vec::new();
-    for &n in levels {
-        let mut best: Option<ConcurrencyRow> = None;
-        for _ in 0..args.runs.max(1) {
+    // Levels take turns within each round, so a machine whose speed
+    // drifts during the benchmark weighs on every level alike.
+    let mut best: Vec<Option<ConcurrencyRow>> = vec![None; levels.len()];
+    for _ in 0..args.runs.max(1) {
+        for (slot, &n) in best.iter_mut().zip(levels) {
             let row = concurrent(&engine, &prompts, args.max_tokens, n)?;
-            if best
+            if slot
                 .as_ref()
                 .is_none_or(|b| row.aggregate_decode_tok_s > b.aggregate_decode_tok_s)
             {
-                best = Some(row);
+                *slot = Some(row);
             }
         }
-        ours.extend(best);
     }
+    let ours: Vec<ConcurrencyRow> = best.into_iter().flatten().collect();
     drop(engine);
     let mut theirs: Vec<(&str, Vec<ConcurrencyRow>)> = Vec::new();
     if args.compare_mlx_lm {
