@@ -2,15 +2,18 @@
 """Generates the small random-weight models and their mlx-lm golden ids
 used by engine/tests/golden_parity.rs (run in $THINKWIRE_HOME/venv):
 
-    $THINKWIRE_HOME/venv/bin/python scripts/golden/make_tiny_models.py engine/tests/golden
+    $THINKWIRE_HOME/venv/bin/python scripts/golden/make_tiny_models.py engine/tests/golden [NAME ...]
+
+(names: only those models; by default all of them).
 
 Each model is built by mlx-lm's own model class from a config, with weights
 drawn from a fixed seed, saved as mlx-lm saves models (safetensors + index,
 config.json) and decoded greedily by mlx-lm for a few seeded prompts. The
 variants cover what the loader must handle: qwen2 (q/k/v biases, tied
 embeddings, two shards), qwen3 (q/k norms, head_dim != hidden/heads),
-qwen3 MLX-quantized to 4 bits, and llama with untied embeddings, GQA and
-llama3 RoPE scaling.
+qwen3 MLX-quantized to 4 bits, llama with untied embeddings, GQA and
+llama3 RoPE scaling, mistral (read as llama, as mlx-lm does) and smollm3
+(NoPE layers: no RoPE in layers 1 and 3).
 """
 
 import json
@@ -56,6 +59,15 @@ MODELS = {
             "original_max_position_embeddings": 64,
         },
         seed=4,
+    ),
+    "tiny-mistral": dict(BASE, model_type="mistral", tie_word_embeddings=False, seed=5),
+    "tiny-smollm3": dict(
+        BASE,
+        model_type="smollm3",
+        num_hidden_layers=4,
+        no_rope_layers=[1, 0, 1, 0],
+        tie_word_embeddings=True,
+        seed=6,
     ),
 }
 
@@ -137,8 +149,13 @@ def split_shards(folder: Path, n: int):
 def main():
     out = Path(sys.argv[1] if len(sys.argv) > 1 else "engine/tests/golden")
     out.mkdir(parents=True, exist_ok=True)
+    only = set(sys.argv[2:])
+    unknown = only - set(MODELS)
+    if unknown:
+        sys.exit(f"unknown models: {', '.join(sorted(unknown))}")
     for name, spec in MODELS.items():
-        build(name, spec, out)
+        if not only or name in only:
+            build(name, spec, out)
 
 
 if __name__ == "__main__":

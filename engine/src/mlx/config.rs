@@ -16,6 +16,8 @@ pub enum Architecture {
     Qwen2,
     /// Qwen3: llama plus RMS norms on queries and keys per head.
     Qwen3,
+    /// SmolLM3: llama whose every few layers skip RoPE (NoPE layers).
+    SmolLm3,
 }
 
 impl Architecture {
@@ -25,8 +27,9 @@ impl Architecture {
             "llama" | "mistral" => Ok(Self::Llama),
             "qwen2" => Ok(Self::Qwen2),
             "qwen3" => Ok(Self::Qwen3),
+            "smollm3" => Ok(Self::SmolLm3),
             other => Err(EngineError::Load(format!(
-                "unsupported architecture `{other}` in {field} (supported: llama, qwen2, qwen3)"
+                "unsupported architecture `{other}` in {field} (supported: llama, mistral, qwen2, qwen3, smollm3)"
             ))),
         }
     }
@@ -37,6 +40,7 @@ impl Architecture {
             Self::Llama => "llama",
             Self::Qwen2 => "qwen2",
             Self::Qwen3 => "qwen3",
+            Self::SmolLm3 => "smollm3",
         }
     }
 }
@@ -97,7 +101,7 @@ fn affine() -> String {
 /// The part of `config.json` the decoder needs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ModelConfig {
-    /// `llama`, `qwen2` or `qwen3`.
+    /// `llama`, `mistral`, `qwen2`, `qwen3` or `smollm3`.
     pub model_type: String,
     /// Width of the residual stream.
     pub hidden_size: usize,
@@ -138,6 +142,13 @@ pub struct ModelConfig {
     /// End-of-sequence id(s), single or list.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub eos_token_id: Option<serde_json::Value>,
+    /// SmolLM3: per layer, 1 where it applies RoPE and 0 where it does not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub no_rope_layers: Option<Vec<u8>>,
+    /// SmolLM3 without `no_rope_layers`: every this-many-th layer skips
+    /// RoPE (default 4).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub no_rope_layer_interval: Option<usize>,
 }
 
 fn default_rope_theta() -> f32 {
@@ -164,6 +175,32 @@ impl ModelConfig {
     /// Whether q/k/v carry biases.
     pub fn qkv_bias(&self) -> bool {
         self.attention_bias.unwrap_or(self.model_type == "qwen2")
+    }
+
+    /// Per layer, whether it rotates queries and keys: all of them but
+    /// SmolLM3's NoPE layers (`no_rope_layers`, else every
+    /// `no_rope_layer_interval`-th layer, as mlx-lm reads the config).
+    pub fn rope_layers(&self) -> Result<Vec<bool>, EngineError> {
+        let n = self.num_hidden_layers;
+        if self.model_type != "smollm3" {
+            return Ok(vec![true; n]);
+        }
+        match &self.no_rope_layers {
+            Some(flags) if flags.len() != n => Err(EngineError::Load(format!(
+                "config.json field `no_rope_layers` has {} entries for {n} layers",
+                flags.len()
+            ))),
+            Some(flags) => Ok(flags.iter().map(|&f| f != 0).collect()),
+            None => {
+                let every = self.no_rope_layer_interval.unwrap_or(4);
+                if every == 0 {
+                    return Err(EngineError::Load(
+                        "config.json field `no_rope_layer_interval` must be positive".into(),
+                    ));
+                }
+                Ok((0..n).map(|i| (i + 1) % every != 0).collect())
+            }
+        }
     }
 
     /// Context length, with a conservative default when the config omits it.
@@ -322,5 +359,33 @@ mod tests {
                 .to_string()
                 .contains("multiple")
         );
+    }
+
+    #[test]
+    fn smollm3_nope_layers_come_from_the_list_or_the_interval() {
+        let mut v: serde_json::Value = serde_json::json!({
+            "model_type": "smollm3", "hidden_size": 64, "num_hidden_layers": 8,
+            "intermediate_size": 128, "num_attention_heads": 4, "rms_norm_eps": 1e-6,
+            "vocab_size": 100
+        });
+        let c: ModelConfig = serde_json::from_value(v.clone()).unwrap();
+        assert_eq!(c.architecture().unwrap(), Architecture::SmolLm3);
+        let every_fourth: Vec<bool> = (0..8).map(|i| (i + 1) % 4 != 0).collect();
+        assert_eq!(c.rope_layers().unwrap(), every_fourth);
+        v["no_rope_layers"] = serde_json::json!([1, 0, 1, 1, 1, 1, 1, 0]);
+        let c: ModelConfig = serde_json::from_value(v.clone()).unwrap();
+        let rope = c.rope_layers().unwrap();
+        assert!(!rope[1] && !rope[7] && rope[0] && rope[6]);
+        v["no_rope_layers"] = serde_json::json!([1, 0]);
+        let c: ModelConfig = serde_json::from_value(v.clone()).unwrap();
+        let e = c.rope_layers().unwrap_err().to_string();
+        assert!(
+            e.contains("no_rope_layers") && e.contains("8 layers"),
+            "{e}"
+        );
+        // Other architectures rotate every layer, whatever the config says.
+        v["model_type"] = "llama".into();
+        let c: ModelConfig = serde_json::from_value(v).unwrap();
+        assert!(c.rope_layers().unwrap().iter().all(|&r| r));
     }
 }

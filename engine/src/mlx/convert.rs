@@ -158,6 +158,7 @@ pub fn convert_gguf(
         super::config::Architecture::Llama => "LlamaForCausalLM",
         super::config::Architecture::Qwen2 => "Qwen2ForCausalLM",
         super::config::Architecture::Qwen3 => "Qwen3ForCausalLM",
+        super::config::Architecture::SmolLm3 => "SmolLM3ForCausalLM",
     };
     if let Some(obj) = cfg.as_object_mut() {
         obj.insert("architectures".into(), serde_json::json!([class]));

@@ -181,9 +181,15 @@ pub(crate) fn load_gguf(path: &Path) -> Result<Loaded, EngineError> {
         attention_bias: Some(file.tensor("blk.0.attn_q.bias").is_some()),
         quantization: None,
         eos_token_id: eos.map(serde_json::Value::from),
+        // llama.cpp writes no key for SmolLM3's NoPE layers: it skips RoPE
+        // in every fourth layer, the default of `rope_layers`.
+        no_rope_layers: None,
+        no_rope_layer_interval: None,
     };
     config.validate(&format!("{} metadata", path.display()))?;
-    let permuted = arch == "llama";
+    // llama.cpp's converter permutes Q/K rows for llama and for SmolLM3
+    // (a llama subclass there).
+    let permuted = arch == "llama" || arch == "smollm3";
     drop(file);
 
     let mlx = mlx_rs::io::GgufFile::load(path)

@@ -1,8 +1,12 @@
 //! What `--precision int8` promises, checked on the default model: at every
 //! decode step its logits stay within [`INT8_LOGIT_RMS`] (root mean square
 //! over the vocabulary) and [`INT8_LOGIT_MAX`] (largest) of the exact
-//! kernels' (`auto`), and it picks the same greedy token wherever the exact
-//! logits' top two are at least [`INT8_NEAR_TIE`] apart.
+//! kernels' (`auto`); it picks the same greedy token wherever the exact
+//! logits' top two are at least [`INT8_CLEAR_GAP`] apart, and at all but
+//! [`INT8_FLIPS_PER_100`] in 100 of the steps whose top two are at least
+//! [`INT8_NEAR_TIE`] apart (an error within the bounds above can move two
+//! logits by more than such a gap: the measured case is in
+//! engine/README.md).
 //!
 //! Teacher-forced: both precisions read the same prompt (prefill runs in
 //! f32 through BLAS for either) and then the same tokens one step at a time
@@ -27,6 +31,11 @@ const INT8_LOGIT_MAX: f32 = 2.0;
 /// A gap between the exact top-two logits under which int8 may pick the
 /// other token (`engine/tests/golden_parity.rs` uses it for whole texts).
 const INT8_NEAR_TIE: f32 = 0.25;
+/// A gap int8's error never closes (about twice the worst rms measured).
+const INT8_CLEAR_GAP: f32 = 1.0;
+/// Steps with a gap of at least [`INT8_NEAR_TIE`] where int8 may pick the
+/// other token, per 100 such steps.
+const INT8_FLIPS_PER_100: usize = 2;
 
 #[derive(serde::Deserialize)]
 struct Golden {
@@ -101,7 +110,7 @@ fn int8_logits_stay_within_the_stated_tolerance() {
     let exact = build(Precision::Auto);
     let int8 = build(Precision::Int8);
     let (mut worst_rms, mut worst_max) = (0.0f32, 0.0f32);
-    let (mut steps, mut compared, mut near_ties) = (0, 0, 0);
+    let (mut steps, mut compared, mut near_ties, mut flips) = (0, 0, 0, 0);
     for (c, case) in golden.cases.iter().enumerate() {
         // 32 decode steps per case keep the test short. Row 0 is the
         // prompt's last position: prefilled in f32 by both, but the head
@@ -126,7 +135,15 @@ fn int8_logits_stay_within_the_stated_tolerance() {
             let (pick, gap) = top2(ra);
             if gap >= INT8_NEAR_TIE {
                 compared += 1;
-                assert_eq!(pick, top2(rb).0, "{what}: gap {gap} yet another token");
+                let (other, _) = top2(rb);
+                if pick != other {
+                    flips += 1;
+                    eprintln!(
+                        "{what}: int8 picks {other} over {pick} (exact gap {gap}; int8 logits {} vs {})",
+                        rb[other], rb[pick]
+                    );
+                    assert!(gap < INT8_CLEAR_GAP, "{what}: gap {gap} yet another token");
+                }
             } else {
                 near_ties += 1;
             }
@@ -134,7 +151,11 @@ fn int8_logits_stay_within_the_stated_tolerance() {
     }
     eprintln!(
         "int8 vs exact: {steps} steps, worst rms {worst_rms:.3}, worst max {worst_max:.3}, \
-         {compared} picks equal, {near_ties} near ties not compared"
+         {compared} picks compared, {flips} different, {near_ties} near ties not compared"
     );
     assert!(compared >= steps * 2 / 3, "too few steps clear of ties");
+    assert!(
+        flips * 100 <= compared * INT8_FLIPS_PER_100,
+        "{flips} of {compared} picks differ"
+    );
 }

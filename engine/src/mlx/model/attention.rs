@@ -19,6 +19,9 @@ pub(super) struct Attention {
     pub(super) head_dim: i32,
     pub(super) scale: f32,
     pub(super) eps: f32,
+    /// False for a NoPE layer (SmolLM3): queries and keys keep their
+    /// positions unrotated.
+    pub(super) rotate: bool,
     /// On the CPU: the fused split-and-rotate and decode attention
     /// (`fused.rs`) instead of chains of MLX operations.
     pub(super) fused: bool,
@@ -38,10 +41,17 @@ impl Attention {
         let (t, hd) = (x.shape()[1], self.head_dim);
         let (nq, nkv) = (self.heads, self.kv_heads);
         let qkv = self.qkv.forward(x)?;
-        if let Some(rows) = rows {
-            if self.fused && self.q_norm.is_none() && segments.iter().all(|s| s.len == 1) {
-                let (cos, sin) = rows.tables();
-                let (q, k, v) = fused::rope_split(&qkv, cos, sin, nq, nkv, hd)?;
+        let rows = rows.filter(|_| self.rotate);
+        if self.fused && segments.iter().all(|s| s.len == 1) {
+            let qkv_rows = match rows {
+                Some(rows) if self.q_norm.is_none() => {
+                    let (cos, sin) = rows.tables();
+                    Some(fused::rope_split(&qkv, cos, sin, nq, nkv, hd)?)
+                }
+                None if !self.rotate => Some(self.split_and_rotate(&qkv, None)?),
+                _ => None,
+            };
+            if let Some((q, k, v)) = qkv_rows {
                 let out = self.decode_step(&q, &k, &v, layer, segments)?;
                 return self.o.forward(&out);
             }
@@ -70,6 +80,7 @@ impl Attention {
             let (qi, ki, vi) = (part(&q)?, part(&k)?, part(&v)?);
             let (qi, ki) = match rows {
                 Some(_) => (qi, ki),
+                None if !self.rotate => (qi, ki),
                 // Past the tables: `fast::rope` from the cache's length.
                 None => {
                     let offset = seg.caches[layer].offset();

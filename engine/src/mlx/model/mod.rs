@@ -104,6 +104,7 @@ impl Model {
                 _ => Ok(a),
             }
         };
+        let rope_layers = config.rope_layers()?;
         let mut blocks = Vec::with_capacity(config.num_hidden_layers);
         for i in 0..config.num_hidden_layers {
             let p = format!("model.layers.{i}");
@@ -158,6 +159,7 @@ impl Model {
                     head_dim: hd,
                     scale: (hd as f32).powf(-0.5),
                     eps,
+                    rotate: rope_layers[i],
                     fused: fused_ops,
                 },
                 mlp_norm: cast(w.take(&format!("{p}.post_attention_layernorm.weight"))?)?,
