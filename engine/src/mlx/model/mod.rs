@@ -106,7 +106,7 @@ impl Model {
         };
         let rope_layers = config.rope_layers()?;
         let mut blocks = Vec::with_capacity(config.num_hidden_layers);
-        for i in 0..config.num_hidden_layers {
+        for (i, &rotate) in rope_layers.iter().enumerate() {
             let p = format!("model.layers.{i}");
             let mut parts = Vec::new();
             for name in ["q_proj", "k_proj", "v_proj"] {
@@ -159,7 +159,7 @@ impl Model {
                     head_dim: hd,
                     scale: (hd as f32).powf(-0.5),
                     eps,
-                    rotate: rope_layers[i],
+                    rotate,
                     fused: fused_ops,
                 },
                 mlp_norm: cast(w.take(&format!("{p}.post_attention_layernorm.weight"))?)?,
