@@ -153,6 +153,7 @@ fn tiny_random_models_match_mlx_lm_greedy() {
         ("tiny-qwen3-4bit", Precision::Auto),
         ("tiny-llama3-untied", Precision::F32),
         ("tiny-mistral", Precision::F32),
+        ("tiny-phi3", Precision::F32),
         ("tiny-smollm3", Precision::F32),
     ] {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR"))

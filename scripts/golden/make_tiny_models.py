@@ -12,8 +12,9 @@ config.json) and decoded greedily by mlx-lm for a few seeded prompts. The
 variants cover what the loader must handle: qwen2 (q/k/v biases, tied
 embeddings, two shards), qwen3 (q/k norms, head_dim != hidden/heads),
 qwen3 MLX-quantized to 4 bits, llama with untied embeddings, GQA and
-llama3 RoPE scaling, mistral (read as llama, as mlx-lm does) and smollm3
-(NoPE layers: no RoPE in layers 1 and 3).
+llama3 RoPE scaling, mistral (read as llama, as mlx-lm does), phi3 (fused
+q/k/v and gate/up, half the head rotated, LongRoPE with its scale) and
+smollm3 (NoPE layers: no RoPE in layers 1 and 3).
 """
 
 import json
@@ -61,6 +62,15 @@ MODELS = {
         seed=4,
     ),
     "tiny-mistral": dict(BASE, model_type="mistral", tie_word_embeddings=False, seed=5),
+    "tiny-phi3": dict(
+        BASE,
+        model_type="phi3",
+        tie_word_embeddings=False,
+        partial_rotary_factor=0.5,
+        original_max_position_embeddings=64,
+        rope_scaling={"type": "longrope", "long_factor": [1.0, 3.0], "short_factor": [1.0, 1.0]},
+        seed=7,
+    ),
     "tiny-smollm3": dict(
         BASE,
         model_type="smollm3",

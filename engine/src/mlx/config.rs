@@ -18,6 +18,9 @@ pub enum Architecture {
     Qwen3,
     /// SmolLM3: llama whose every few layers skip RoPE (NoPE layers).
     SmolLm3,
+    /// Phi-3 / Phi-4-mini: llama with q/k/v and gate/up stored fused,
+    /// partial rotary dimensions and LongRoPE.
+    Phi3,
 }
 
 impl Architecture {
@@ -28,8 +31,9 @@ impl Architecture {
             "qwen2" => Ok(Self::Qwen2),
             "qwen3" => Ok(Self::Qwen3),
             "smollm3" => Ok(Self::SmolLm3),
+            "phi3" => Ok(Self::Phi3),
             other => Err(EngineError::Load(format!(
-                "unsupported architecture `{other}` in {field} (supported: llama, mistral, qwen2, qwen3, smollm3)"
+                "unsupported architecture `{other}` in {field} (supported: llama, mistral, phi3, qwen2, qwen3, smollm3)"
             ))),
         }
     }
@@ -41,6 +45,7 @@ impl Architecture {
             Self::Qwen2 => "qwen2",
             Self::Qwen3 => "qwen3",
             Self::SmolLm3 => "smollm3",
+            Self::Phi3 => "phi3",
         }
     }
 }
@@ -101,7 +106,7 @@ fn affine() -> String {
 /// The part of `config.json` the decoder needs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ModelConfig {
-    /// `llama`, `mistral`, `qwen2`, `qwen3` or `smollm3`.
+    /// `llama`, `mistral`, `phi3`, `qwen2`, `qwen3` or `smollm3`.
     pub model_type: String,
     /// Width of the residual stream.
     pub hidden_size: usize,
@@ -142,6 +147,14 @@ pub struct ModelConfig {
     /// End-of-sequence id(s), single or list.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub eos_token_id: Option<serde_json::Value>,
+    /// The share of each head's dimensions RoPE rotates (Phi-4-mini:
+    /// 0.75); the rest pass through.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partial_rotary_factor: Option<f32>,
+    /// The context the model was pre-trained for (Phi-3's LongRoPE scales
+    /// its rotation by how far `max_position_embeddings` goes past it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub original_max_position_embeddings: Option<usize>,
     /// SmolLM3: per layer, 1 where it applies RoPE and 0 where it does not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub no_rope_layers: Option<Vec<u8>>,
@@ -164,6 +177,15 @@ impl ModelConfig {
     /// Key/value heads.
     pub fn kv_heads(&self) -> usize {
         self.num_key_value_heads.unwrap_or(self.num_attention_heads)
+    }
+
+    /// Dimensions of each head that RoPE rotates: all, or the first
+    /// `head_dim * partial_rotary_factor` (rounded down, as mlx-lm does).
+    pub fn rope_dims(&self) -> usize {
+        match self.partial_rotary_factor {
+            Some(f) if f > 0.0 && f < 1.0 => (self.head_dim() as f32 * f) as usize,
+            _ => self.head_dim(),
+        }
     }
 
     /// Per-head width.

@@ -185,6 +185,8 @@ pub(crate) fn load_gguf(path: &Path) -> Result<Loaded, EngineError> {
         // in every fourth layer, the default of `rope_layers`.
         no_rope_layers: None,
         no_rope_layer_interval: None,
+        partial_rotary_factor: None,
+        original_max_position_embeddings: None,
     };
     config.validate(&format!("{} metadata", path.display()))?;
     // llama.cpp's converter permutes Q/K rows for llama and for SmolLM3

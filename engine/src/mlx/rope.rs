@@ -27,6 +27,14 @@ pub enum RopeKind {
         /// `rope_scaling.original_max_position_embeddings`.
         original_max_position_embeddings: f32,
     },
+    /// Phi-3's LongRoPE (`longrope`, formerly `su`), as mlx-lm runs it:
+    /// the periods times `long_factor` at every length, and the rotated
+    /// dimensions scaled by `sqrt(1 + ln(max / original) / ln(original))`
+    /// when the model's context goes past its pre-training context.
+    LongRope {
+        /// `rope_scaling.long_factor`, one per rotated pair.
+        long_factor: Vec<f64>,
+    },
 }
 
 impl RopeKind {
@@ -65,8 +73,23 @@ impl RopeKind {
                     Some(8192.0),
                 )?,
             }),
+            Some("longrope" | "su") => {
+                let long_factor: Option<Vec<f64>> = s
+                    .get("long_factor")
+                    .and_then(serde_json::Value::as_array)
+                    .map(|v| v.iter().filter_map(serde_json::Value::as_f64).collect());
+                let want = config.rope_dims() / 2;
+                match long_factor {
+                    Some(f) if f.len() == want && f.iter().all(|v| v.is_finite() && *v > 0.0) => {
+                        Ok(Self::LongRope { long_factor: f })
+                    }
+                    _ => Err(EngineError::Load(format!(
+                        "config.json field `rope_scaling.long_factor` must list {want} positive numbers (one per rotated pair)"
+                    ))),
+                }
+            }
             other => Err(EngineError::Load(format!(
-                "unsupported RoPE type {} in config.json field `{field}` (supported: default, linear, llama3)",
+                "unsupported RoPE type {} in config.json field `{field}` (supported: default, linear, llama3, longrope)",
                 other.map_or_else(|| kind.to_string(), |s| format!("`{s}`"))
             ))),
         }
@@ -86,6 +109,9 @@ const TABLE_POSITIONS: usize = 32_768;
 /// and rotates with plain multiplies ([`RopeRows::apply`]).
 pub struct Rope {
     dims: i32,
+    head_dim: i32,
+    /// The rotated dimensions are multiplied by this first (LongRoPE).
+    mscale: f32,
     base: Option<f32>,
     scale: f32,
     freqs: Option<Array>,
@@ -124,10 +150,16 @@ impl RopeRows {
 }
 
 impl Rope {
-    /// Builds the rotation for `config` (head_dim dimensions rotated).
+    /// Builds the rotation for `config` (its `rope_dims()` rotated).
     pub fn new(config: &ModelConfig) -> Result<Self, EngineError> {
-        let dims = config.head_dim() as i32;
+        let dims = config.rope_dims() as i32;
+        if dims == 0 || dims % 2 != 0 {
+            return Err(EngineError::Load(format!(
+                "config.json: RoPE would rotate {dims} dimensions per head (head_dim × partial_rotary_factor); it needs an even, positive number"
+            )));
+        }
         let half = (dims / 2) as usize;
+        let mut mscale = 1.0f32;
         let base = config.rope_theta;
         let default_periods = || -> Vec<f64> {
             (0..half)
@@ -162,8 +194,28 @@ impl Rope {
                     .collect();
                 (None, 1.0, periods)
             }
+            RopeKind::LongRope { long_factor } => {
+                let original = config.original_max_position_embeddings.unwrap_or(4096) as f64;
+                let max = config.max_position_embeddings.unwrap_or(131_072) as f64;
+                let factor = max / original;
+                if factor > 1.0 {
+                    mscale = (1.0 + factor.ln() / original.ln()).sqrt() as f32;
+                }
+                let periods = default_periods()
+                    .into_iter()
+                    .zip(long_factor)
+                    .map(|(p, f)| p * f)
+                    .collect();
+                (None, 1.0, periods)
+            }
         };
-        let positions = config.context_length().clamp(1, TABLE_POSITIONS);
+        // Tables only where `rows` can use them (whole heads, unscaled).
+        let tabulated = dims == config.head_dim() as i32 && mscale == 1.0;
+        let positions = if tabulated {
+            config.context_length().clamp(1, TABLE_POSITIONS)
+        } else {
+            1
+        };
         let mut cos = Vec::with_capacity(positions * half * 2);
         let mut sin = Vec::with_capacity(positions * half * 2);
         // Full-width rows [cos, cos] and [-sin, sin], so that a rotation is
@@ -188,6 +240,8 @@ impl Rope {
         };
         Ok(Self {
             dims,
+            head_dim: config.head_dim() as i32,
+            mscale,
             base: base_opt,
             scale,
             freqs,
@@ -210,6 +264,11 @@ impl Rope {
         if positions.iter().any(|&p| p < 0 || p >= self.positions) {
             return Ok(None);
         }
+        // The tables rotate whole heads, unscaled; partial or scaled
+        // rotations take `fast::rope` (`apply`).
+        if self.dims != self.head_dim || self.mscale != 1.0 {
+            return Ok(None);
+        }
         let t = positions.len() as i32;
         let contiguous = positions.windows(2).all(|w| w[1] == w[0] + 1);
         let (cos, sin) = match positions.first() {
@@ -230,8 +289,28 @@ impl Rope {
         }))
     }
 
-    /// Rotates `x` for positions from `offset` with `fast::rope`.
+    /// Rotates `x` for positions from `offset` with `fast::rope` (its
+    /// first `dims` dimensions, scaled by `mscale` first as mlx-lm does).
     pub fn apply(&self, x: &Array, offset: i32) -> mlx_rs::error::Result<Array> {
+        use mlx_rs::ops::indexing::TryIndexOp;
+        let scaled;
+        let x = if self.mscale == 1.0 {
+            x
+        } else {
+            let m = Array::from_f32(self.mscale);
+            scaled = if self.dims == self.head_dim {
+                x.multiply(&m)?
+            } else {
+                mlx_rs::ops::concatenate(
+                    &[
+                        x.try_index((.., .., .., ..self.dims))?.multiply(&m)?,
+                        x.try_index((.., .., .., self.dims..))?,
+                    ],
+                    -1,
+                )?
+            };
+            &scaled
+        };
         mlx_rs::fast::rope(
             x,
             self.dims,

@@ -108,23 +108,32 @@ impl Model {
         let mut blocks = Vec::with_capacity(config.num_hidden_layers);
         for (i, &rotate) in rope_layers.iter().enumerate() {
             let p = format!("model.layers.{i}");
-            let mut parts = Vec::new();
-            for name in ["q_proj", "k_proj", "v_proj"] {
-                parts.push(
-                    w.take_weight(&format!("{p}.self_attn.{name}"))?
+            let qkv = if architecture == Architecture::Phi3 {
+                // Stored fused, [q | k | v] rows, as the model fuses them.
+                Linear::new(
+                    w.take_weight(&format!("{p}.self_attn.qkv_proj"))?
                         .with_policy(precision)?,
-                );
-            }
-            let biases = if bias {
-                let mut b = Vec::new();
-                for name in ["q_proj", "k_proj", "v_proj"] {
-                    b.push(cast(w.take(&format!("{p}.self_attn.{name}.bias"))?)?);
-                }
-                Some(b)
+                    None,
+                )?
             } else {
-                None
+                let mut parts = Vec::new();
+                for name in ["q_proj", "k_proj", "v_proj"] {
+                    parts.push(
+                        w.take_weight(&format!("{p}.self_attn.{name}"))?
+                            .with_policy(precision)?,
+                    );
+                }
+                let biases = if bias {
+                    let mut b = Vec::new();
+                    for name in ["q_proj", "k_proj", "v_proj"] {
+                        b.push(cast(w.take(&format!("{p}.self_attn.{name}.bias"))?)?);
+                    }
+                    Some(b)
+                } else {
+                    None
+                };
+                Linear::fused(parts, biases)?
             };
-            let qkv = Linear::fused(parts, biases)?;
             let o = Linear::new(
                 w.take_weight(&format!("{p}.self_attn.o_proj"))?
                     .with_policy(precision)?,
@@ -138,12 +147,22 @@ impl Model {
             } else {
                 (None, None)
             };
-            let gate = w
-                .take_weight(&format!("{p}.mlp.gate_proj"))?
-                .with_policy(precision)?;
-            let up = w
-                .take_weight(&format!("{p}.mlp.up_proj"))?
-                .with_policy(precision)?;
+            let gate_up = if architecture == Architecture::Phi3 {
+                // Stored fused, [gate | up] rows.
+                Linear::new(
+                    w.take_weight(&format!("{p}.mlp.gate_up_proj"))?
+                        .with_policy(precision)?,
+                    None,
+                )?
+            } else {
+                let gate = w
+                    .take_weight(&format!("{p}.mlp.gate_proj"))?
+                    .with_policy(precision)?;
+                let up = w
+                    .take_weight(&format!("{p}.mlp.up_proj"))?
+                    .with_policy(precision)?;
+                Linear::fused(vec![gate, up], None)?
+            };
             let down = w
                 .take_weight(&format!("{p}.mlp.down_proj"))?
                 .with_policy(precision)?;
@@ -164,7 +183,7 @@ impl Model {
                 },
                 mlp_norm: cast(w.take(&format!("{p}.post_attention_layernorm.weight"))?)?,
                 mlp: Mlp {
-                    gate_up: Linear::fused(vec![gate, up], None)?,
+                    gate_up,
                     down: Linear::new(down, None)?,
                     ffn: config.intermediate_size as i32,
                     fused: fused_ops,
