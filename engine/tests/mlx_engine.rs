@@ -368,9 +368,9 @@ fn load_errors_name_the_file_tensor_or_field() {
     copy_model("tiny-llama3-untied", &rope);
     let cfg = rope.join("config.json");
     let text = std::fs::read_to_string(&cfg).unwrap();
-    std::fs::write(&cfg, text.replace("\"llama3\"", "\"longrope\"")).unwrap();
+    std::fs::write(&cfg, text.replace("\"llama3\"", "\"dynamic\"")).unwrap();
     let e = load_err(&rope);
-    assert!(e.contains("rope_scaling") && e.contains("longrope"), "{e}");
+    assert!(e.contains("rope_scaling") && e.contains("dynamic"), "{e}");
 
     // Unsupported quantization.
     let quant = tmp.join("quant");

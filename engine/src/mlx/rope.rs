@@ -383,11 +383,29 @@ mod tests {
             .unwrap(),
             RopeKind::Llama3 { .. }
         ));
-        let e = RopeKind::from_config(&config(serde_json::json!({"rope_type": "longrope"})))
+        // head_dim 32: 16 rotated pairs.
+        let long: Vec<f64> = (0..16).map(|i| 1.0 + i as f64).collect();
+        assert_eq!(
+            RopeKind::from_config(&config(
+                serde_json::json!({"type": "longrope", "long_factor": long})
+            ))
+            .unwrap(),
+            RopeKind::LongRope { long_factor: long }
+        );
+        let e = RopeKind::from_config(&config(
+            serde_json::json!({"type": "su", "long_factor": [1.0, 2.0]}),
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("rope_scaling.long_factor") && e.contains("16"),
+            "{e}"
+        );
+        let e = RopeKind::from_config(&config(serde_json::json!({"rope_type": "dynamic"})))
             .unwrap_err()
             .to_string();
         assert!(
-            e.contains("rope_scaling.rope_type") && e.contains("longrope"),
+            e.contains("rope_scaling.rope_type") && e.contains("dynamic"),
             "{e}"
         );
     }
