@@ -154,6 +154,9 @@ fn tiny_random_models_match_mlx_lm_greedy() {
         ("tiny-llama3-untied", Precision::F32),
         ("tiny-mistral", Precision::F32),
         ("tiny-phi3", Precision::F32),
+        ("tiny-qwen3-moe", Precision::F32),
+        ("tiny-qwen3-moe-4bit", Precision::Keep),
+        ("tiny-qwen3-moe-4bit", Precision::Auto),
         ("tiny-smollm3", Precision::F32),
     ] {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -13,8 +13,9 @@ variants cover what the loader must handle: qwen2 (q/k/v biases, tied
 embeddings, two shards), qwen3 (q/k norms, head_dim != hidden/heads),
 qwen3 MLX-quantized to 4 bits, llama with untied embeddings, GQA and
 llama3 RoPE scaling, mistral (read as llama, as mlx-lm does), phi3 (fused
-q/k/v and gate/up, half the head rotated, LongRoPE with its scale) and
-smollm3 (NoPE layers: no RoPE in layers 1 and 3).
+q/k/v and gate/up, half the head rotated, LongRoPE with its scale),
+qwen3_moe (4 experts, top 2, a dense layer after a sparse one; also
+4-bit) and smollm3 (NoPE layers: no RoPE in layers 1 and 3).
 """
 
 import json
@@ -71,6 +72,36 @@ MODELS = {
         rope_scaling={"type": "longrope", "long_factor": [1.0, 3.0], "short_factor": [1.0, 1.0]},
         seed=7,
     ),
+    "tiny-qwen3-moe": dict(
+        BASE,
+        model_type="qwen3_moe",
+        hidden_size=64,
+        head_dim=16,
+        num_experts=4,
+        num_experts_per_tok=2,
+        decoder_sparse_step=1,
+        mlp_only_layers=[1],
+        moe_intermediate_size=32,
+        norm_topk_prob=True,
+        tie_word_embeddings=False,
+        seed=8,
+    ),
+    # The router stays 8-bit in groups of 64 (mlx-lm's rule for qwen3_moe).
+    "tiny-qwen3-moe-4bit": dict(
+        BASE,
+        model_type="qwen3_moe",
+        hidden_size=64,
+        head_dim=16,
+        num_experts=4,
+        num_experts_per_tok=2,
+        decoder_sparse_step=1,
+        mlp_only_layers=[1],
+        moe_intermediate_size=32,
+        norm_topk_prob=True,
+        tie_word_embeddings=False,
+        seed=9,
+        quantize=(32, 4),
+    ),
     "tiny-smollm3": dict(
         BASE,
         model_type="smollm3",
@@ -99,7 +130,8 @@ def build(name, spec, out: Path):
     model = model_class(args_class.from_dict(config))
     # Larger weights than the default init give peaked, decisive logits
     # (few near-ties), which makes the parity check meaningful.
-    model.update(tree_map(lambda p: mx.random.normal(p.shape) * 0.5 if p.ndim == 2 else p, model.parameters()))
+    # Experts ([experts, out, in]) too.
+    model.update(tree_map(lambda p: mx.random.normal(p.shape) * 0.5 if p.ndim >= 2 else p, model.parameters()))
     mx.eval(model.parameters())
     if quant:
         model, config = quantize_model(model, config, group_size=quant[0], bits=quant[1])

@@ -21,6 +21,8 @@ pub enum Architecture {
     /// Phi-3 / Phi-4-mini: llama with q/k/v and gate/up stored fused,
     /// partial rotary dimensions and LongRoPE.
     Phi3,
+    /// Qwen3-MoE: qwen3 attention, sparse mixture-of-experts MLPs.
+    Qwen3Moe,
 }
 
 impl Architecture {
@@ -32,8 +34,9 @@ impl Architecture {
             "qwen3" => Ok(Self::Qwen3),
             "smollm3" => Ok(Self::SmolLm3),
             "phi3" => Ok(Self::Phi3),
+            "qwen3_moe" => Ok(Self::Qwen3Moe),
             other => Err(EngineError::Load(format!(
-                "unsupported architecture `{other}` in {field} (supported: llama, mistral, phi3, qwen2, qwen3, smollm3)"
+                "unsupported architecture `{other}` in {field} (supported: llama, mistral, phi3, qwen2, qwen3, qwen3_moe, smollm3)"
             ))),
         }
     }
@@ -46,6 +49,7 @@ impl Architecture {
             Self::Qwen3 => "qwen3",
             Self::SmolLm3 => "smollm3",
             Self::Phi3 => "phi3",
+            Self::Qwen3Moe => "qwen3_moe",
         }
     }
 }
@@ -106,7 +110,7 @@ fn affine() -> String {
 /// The part of `config.json` the decoder needs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ModelConfig {
-    /// `llama`, `mistral`, `phi3`, `qwen2`, `qwen3` or `smollm3`.
+    /// `llama`, `mistral`, `phi3`, `qwen2`, `qwen3`, `qwen3_moe` or `smollm3`.
     pub model_type: String,
     /// Width of the residual stream.
     pub hidden_size: usize,
@@ -155,6 +159,24 @@ pub struct ModelConfig {
     /// its rotation by how far `max_position_embeddings` goes past it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub original_max_position_embeddings: Option<usize>,
+    /// Mixture of experts (Qwen3-MoE): experts per MoE layer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub num_experts: Option<usize>,
+    /// Experts each token is routed to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub num_experts_per_tok: Option<usize>,
+    /// Every this-many-th layer is a MoE layer (1: all of them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decoder_sparse_step: Option<usize>,
+    /// Layers that keep a dense MLP.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mlp_only_layers: Option<Vec<usize>>,
+    /// Width of each expert's MLP.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub moe_intermediate_size: Option<usize>,
+    /// Whether the top-k router probabilities are renormalised to sum to 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub norm_topk_prob: Option<bool>,
     /// SmolLM3: per layer, 1 where it applies RoPE and 0 where it does not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub no_rope_layers: Option<Vec<u8>>,
@@ -223,6 +245,18 @@ impl ModelConfig {
                 Ok((0..n).map(|i| (i + 1) % every != 0).collect())
             }
         }
+    }
+
+    /// Whether layer `i` is a mixture-of-experts layer (as mlx-lm decides:
+    /// not in `mlp_only_layers`, experts configured, on the sparse step).
+    pub fn is_moe_layer(&self, i: usize) -> bool {
+        let experts = self.num_experts.unwrap_or(0);
+        let step = self.decoder_sparse_step.unwrap_or(1).max(1);
+        let dense_only = self
+            .mlp_only_layers
+            .as_ref()
+            .is_some_and(|l| l.contains(&i));
+        !dense_only && experts > 0 && (i + 1) % step == 0
     }
 
     /// Context length, with a conservative default when the config omits it.

@@ -160,6 +160,7 @@ pub fn convert_gguf(
         super::config::Architecture::Qwen3 => "Qwen3ForCausalLM",
         super::config::Architecture::SmolLm3 => "SmolLM3ForCausalLM",
         super::config::Architecture::Phi3 => "Phi3ForCausalLM",
+        super::config::Architecture::Qwen3Moe => "Qwen3MoeForCausalLM",
     };
     if let Some(obj) = cfg.as_object_mut() {
         obj.insert("architectures".into(), serde_json::json!([class]));

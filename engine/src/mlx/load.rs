@@ -187,6 +187,12 @@ pub(crate) fn load_gguf(path: &Path) -> Result<Loaded, EngineError> {
         no_rope_layer_interval: None,
         partial_rotary_factor: None,
         original_max_position_embeddings: None,
+        num_experts: None,
+        num_experts_per_tok: None,
+        decoder_sparse_step: None,
+        mlp_only_layers: None,
+        moe_intermediate_size: None,
+        norm_topk_prob: None,
     };
     config.validate(&format!("{} metadata", path.display()))?;
     // llama.cpp's converter permutes Q/K rows for llama and for SmolLM3

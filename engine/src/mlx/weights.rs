@@ -128,6 +128,55 @@ impl WeightMap {
         self.tensors.remove(name).ok_or_else(|| self.missing(name))
     }
 
+    /// Removes `{name}.weight` stacked on a leading expert axis (`[E, out,
+    /// in]`, or MLX-quantized `[E, out, packed]` with `[E, out, groups]`
+    /// scales and biases), as mlx-lm saves a mixture of experts.
+    pub fn take_stacked(&mut self, name: &str) -> Result<Weight, EngineError> {
+        let key = format!("{name}.weight");
+        let w = self
+            .tensors
+            .remove(&key)
+            .ok_or_else(|| self.missing(&key))?;
+        let Some(scales) = self.tensors.remove(&format!("{name}.scales")) else {
+            if w.ndim() != 3 || w.dtype() == Dtype::Uint32 {
+                return Err(EngineError::Load(format!(
+                    "{}: tensor `{key}` must be [experts, out, in], got {:?} {:?}",
+                    self.source,
+                    w.shape(),
+                    w.dtype()
+                )));
+            }
+            return Ok(Weight::Dense(w));
+        };
+        let biases_key = format!("{name}.biases");
+        let biases = self
+            .tensors
+            .remove(&biases_key)
+            .ok_or_else(|| self.missing(&biases_key))?;
+        let (ws, ss) = (w.shape(), scales.shape());
+        let q = self.quant_overrides.get(name).copied().or(self.quant);
+        match q {
+            Some(q)
+                if ws.len() == 3
+                    && ss.len() == 3
+                    && ws[..2] == ss[..2]
+                    && ws[2] * 32 == ss[2] * q.group_size * q.bits =>
+            {
+                Ok(Weight::Quantized {
+                    w,
+                    scales,
+                    biases,
+                    q,
+                    kernel: Kernel::Mlx,
+                })
+            }
+            _ => Err(EngineError::Load(format!(
+                "{}: quantized tensor `{key}` has shape {ws:?} that does not match its scales {ss:?} and the config's quantization",
+                self.source
+            ))),
+        }
+    }
+
     /// Removes `{name}.weight` (and its scales/biases when quantized).
     pub fn take_weight(&mut self, name: &str) -> Result<Weight, EngineError> {
         let key = format!("{name}.weight");

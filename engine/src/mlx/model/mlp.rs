@@ -3,6 +3,7 @@
 use mlx_rs::Array;
 
 use super::R;
+use super::moe::Moe;
 use crate::mlx::fused;
 use crate::mlx::weights::{Linear, last_axis};
 
@@ -26,5 +27,31 @@ impl Mlp {
         // costs twice as much per call on the CPU backend.
         let h = g.multiply(mlx_rs::ops::sigmoid(&g)?)?.multiply(&u)?;
         self.down.forward(&h)
+    }
+}
+
+/// A block's MLP: dense, or a mixture of experts.
+pub(super) enum FeedForward {
+    Dense(Mlp),
+    Moe(Moe),
+}
+
+impl FeedForward {
+    pub(super) fn forward(&self, x: &Array) -> R<Array> {
+        match self {
+            FeedForward::Dense(m) => m.forward(x),
+            FeedForward::Moe(m) => m.forward(x),
+        }
+    }
+
+    pub(super) fn arrays(&self) -> Vec<&Array> {
+        match self {
+            FeedForward::Dense(m) => {
+                let mut all = m.gate_up.arrays();
+                all.extend(m.down.arrays());
+                all
+            }
+            FeedForward::Moe(m) => m.arrays(),
+        }
     }
 }

@@ -9,9 +9,11 @@ use mlx_rs::{Array, Dtype};
 
 mod attention;
 mod mlp;
+mod moe;
 
 use self::attention::Attention;
-use self::mlp::Mlp;
+use self::mlp::{FeedForward, Mlp};
+use self::moe::Moe;
 use super::cache::KvCache;
 use super::config::{Architecture, ModelConfig};
 use super::fused;
@@ -25,7 +27,7 @@ struct Block {
     attn_norm: Array,
     attn: Attention,
     mlp_norm: Array,
-    mlp: Mlp,
+    mlp: FeedForward,
     eps: f32,
 }
 
@@ -139,7 +141,8 @@ impl Model {
                     .with_policy(precision)?,
                 None,
             )?;
-            let (q_norm, k_norm) = if architecture == Architecture::Qwen3 {
+            let qk_norms = matches!(architecture, Architecture::Qwen3 | Architecture::Qwen3Moe);
+            let (q_norm, k_norm) = if qk_norms {
                 (
                     Some(cast(w.take(&format!("{p}.self_attn.q_norm.weight"))?)?),
                     Some(cast(w.take(&format!("{p}.self_attn.k_norm.weight"))?)?),
@@ -147,25 +150,42 @@ impl Model {
             } else {
                 (None, None)
             };
-            let gate_up = if architecture == Architecture::Phi3 {
-                // Stored fused, [gate | up] rows.
-                Linear::new(
-                    w.take_weight(&format!("{p}.mlp.gate_up_proj"))?
-                        .with_policy(precision)?,
-                    None,
-                )?
+            let mlp = if config.is_moe_layer(i) {
+                FeedForward::Moe(Moe::load(
+                    &mut w,
+                    &format!("{p}.mlp"),
+                    config.num_experts.unwrap_or(0),
+                    config.num_experts_per_tok.unwrap_or(0),
+                    config.norm_topk_prob.unwrap_or(false),
+                    precision,
+                )?)
             } else {
-                let gate = w
-                    .take_weight(&format!("{p}.mlp.gate_proj"))?
+                let gate_up = if architecture == Architecture::Phi3 {
+                    // Stored fused, [gate | up] rows.
+                    Linear::new(
+                        w.take_weight(&format!("{p}.mlp.gate_up_proj"))?
+                            .with_policy(precision)?,
+                        None,
+                    )?
+                } else {
+                    let gate = w
+                        .take_weight(&format!("{p}.mlp.gate_proj"))?
+                        .with_policy(precision)?;
+                    let up = w
+                        .take_weight(&format!("{p}.mlp.up_proj"))?
+                        .with_policy(precision)?;
+                    Linear::fused(vec![gate, up], None)?
+                };
+                let down = w
+                    .take_weight(&format!("{p}.mlp.down_proj"))?
                     .with_policy(precision)?;
-                let up = w
-                    .take_weight(&format!("{p}.mlp.up_proj"))?
-                    .with_policy(precision)?;
-                Linear::fused(vec![gate, up], None)?
+                FeedForward::Dense(Mlp {
+                    gate_up,
+                    down: Linear::new(down, None)?,
+                    ffn: config.intermediate_size as i32,
+                    fused: fused_ops,
+                })
             };
-            let down = w
-                .take_weight(&format!("{p}.mlp.down_proj"))?
-                .with_policy(precision)?;
             blocks.push(Block {
                 attn_norm: cast(w.take(&format!("{p}.input_layernorm.weight"))?)?,
                 attn: Attention {
@@ -182,12 +202,7 @@ impl Model {
                     fused: fused_ops,
                 },
                 mlp_norm: cast(w.take(&format!("{p}.post_attention_layernorm.weight"))?)?,
-                mlp: Mlp {
-                    gate_up,
-                    down: Linear::new(down, None)?,
-                    ffn: config.intermediate_size as i32,
-                    fused: fused_ops,
-                },
+                mlp,
                 eps,
             });
         }
@@ -239,8 +254,7 @@ impl Model {
             all.extend(b.attn.o.arrays());
             all.extend(b.attn.q_norm.iter());
             all.extend(b.attn.k_norm.iter());
-            all.extend(b.mlp.gate_up.arrays());
-            all.extend(b.mlp.down.arrays());
+            all.extend(b.mlp.arrays());
         }
         mlx_rs::transforms::eval(all).map_err(mlx_err("materializing weights"))
     }
