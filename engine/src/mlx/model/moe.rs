@@ -60,9 +60,8 @@ impl Stacked {
     }
 
     /// `{prefix}.switch_mlp.{name}` as mlx-lm saves it, or Hugging Face's
-    /// `{prefix}.experts.{e}.{name}` stacked here; kept packed only for
-    /// `Precision::Keep` (MLX's own `gather_qmm`), else dense as the policy
-    /// says.
+    /// `{prefix}.experts.{e}.{name}` stacked here. Packed experts stay
+    /// packed (MLX's `gather_qmm`) except under `f32`/`bf16`.
     fn load(
         w: &mut WeightMap,
         prefix: &str,
@@ -82,21 +81,31 @@ impl Stacked {
             let all = mlx_rs::ops::stack(&parts, 0).map_err(mlx_err("stacking experts"))?;
             Weight::Dense(all)
         };
-        let dtype = precision.dense_dtype();
-        match (weight, dtype) {
-            (
-                Weight::Quantized {
-                    w, scales, biases, q, ..
-                },
-                None,
-            ) => Ok(Stacked::Quantized {
+        // Packed experts stay packed unless f32/bf16 is asked for by name:
+        // a quantized MoE is most of a model's bytes, dequantized 4-8x more.
+        let keep = matches!(
+            precision,
+            Precision::Auto | Precision::Int8 | Precision::Keep
+        );
+        match weight {
+            Weight::Quantized {
+                w,
+                scales,
+                biases,
+                q,
+                ..
+            } if keep => Ok(Stacked::Quantized {
                 w,
                 scales,
                 biases,
                 q,
             }),
-            (weight, dtype) => {
-                let dense = weight.dense(dtype.unwrap_or(Dtype::Float32))?;
+            weight => {
+                let dtype = match precision {
+                    Precision::Bf16 => Dtype::Bfloat16,
+                    _ => Dtype::Float32,
+                };
+                let dense = weight.dense(dtype)?;
                 let t = dense
                     .swap_axes(-1, -2)
                     .map_err(mlx_err("transposing experts"))?;
@@ -171,9 +180,7 @@ impl Moe {
         let xe = mlx_rs::ops::expand_dims_axes(x, &[-2, -3])?;
         let up = self.up.gather(&xe, &inds)?;
         let gate = self.gate.gather(&xe, &inds)?;
-        let h = gate
-            .multiply(mlx_rs::ops::sigmoid(&gate)?)?
-            .multiply(&up)?;
+        let h = gate.multiply(mlx_rs::ops::sigmoid(&gate)?)?.multiply(&up)?;
         let y = self.down.gather(&h, &inds)?.squeeze_axes(&[-2])?;
         let weighted = y.multiply(mlx_rs::ops::expand_dims_axes(&scores, &[-1])?)?;
         let out = weighted.sum_axis(-2, false)?;
