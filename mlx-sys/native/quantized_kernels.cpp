@@ -35,6 +35,13 @@
 namespace thinkwire {
 namespace {
 
+// Set once the quantized kernels have run in this process. Until then the
+// pool's workers (woken by the fused operations only) sleep as soon as
+// they are idle: a dense model's matmuls run on BLAS's own threads, and
+// workers spinning beside them took the cores those threads needed (f32
+// decoding of the default model ran 2.7x slower).
+std::atomic<bool> kernels_in_use{false};
+
 // ---------------------------------------------------------------- threads
 
 // Runs one job split into parts on a fixed set of threads. The decode loop
@@ -144,7 +151,8 @@ class Pool {
   // then sleep.
   uint64_t wait_for(uint64_t seen) {
     const auto start = std::chrono::steady_clock::now();
-    const auto spin = spin_time();
+    const auto spin = kernels_in_use.load(std::memory_order_relaxed) ? spin_time()
+                                                                       : std::chrono::microseconds(0);
     for (int i = 1;; i++) {
       uint64_t g = generation_.load(std::memory_order_acquire);
       if (g != seen) return g;
@@ -743,6 +751,7 @@ void quantized_matmul_f32(const float* x, int m, int k, const uint8_t* w, const 
                                 std::to_string(group_size));
   }
   BlasThreads::get().quiet();
+  kernels_in_use.store(true, std::memory_order_relaxed);
   const auto kernels = activations == Activations::int8 ? product_int8 : product;
   if (path == QuantizedPath::row_by_row) {
     for (int i = 0; i < m; i++) {
