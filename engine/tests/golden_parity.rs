@@ -159,6 +159,7 @@ fn tiny_random_models_match_mlx_lm_greedy() {
         ("tiny-qwen3-moe-4bit", Precision::Auto),
         ("tiny-qwen3-moe-4bit", Precision::F32),
         ("tiny-smollm3", Precision::F32),
+        ("tiny-gemma3", Precision::F32),
     ] {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("tests/golden")

@@ -15,7 +15,9 @@ qwen3 MLX-quantized to 4 bits, llama with untied embeddings, GQA and
 llama3 RoPE scaling, mistral (read as llama, as mlx-lm does), phi3 (fused
 q/k/v and gate/up, half the head rotated, LongRoPE with its scale),
 qwen3_moe (4 experts, top 2, a dense layer after a sparse one; also
-4-bit) and smollm3 (NoPE layers: no RoPE in layers 1 and 3).
+4-bit), gemma3_text (sliding windows of 8 on layers 0 and 2, prompts
+and answers longer than that; global layers with linear RoPE scaling) and
+smollm3 (NoPE layers: no RoPE in layers 1 and 3).
 """
 
 import json
@@ -101,6 +103,19 @@ MODELS = {
         tie_word_embeddings=False,
         seed=9,
         quantize=(32, 4),
+    ),
+    "tiny-gemma3": dict(
+        BASE,
+        model_type="gemma3_text",
+        num_hidden_layers=4,
+        head_dim=16,
+        query_pre_attn_scalar=24,
+        sliding_window=8,
+        sliding_window_pattern=2,
+        rope_theta=1_000_000.0,
+        rope_local_base_freq=10_000.0,
+        rope_scaling={"rope_type": "linear", "factor": 2.0},
+        seed=10,
     ),
     "tiny-smollm3": dict(
         BASE,

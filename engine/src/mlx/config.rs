@@ -23,6 +23,10 @@ pub enum Architecture {
     Phi3,
     /// Qwen3-MoE: qwen3 attention, sparse mixture-of-experts MLPs.
     Qwen3Moe,
+    /// Gemma 3 (text): qwen3-like attention with sliding-window layers,
+    /// norms after attention and MLP too, (1 + w) norm weights, GELU MLP,
+    /// embeddings scaled by sqrt(hidden).
+    Gemma3Text,
 }
 
 impl Architecture {
@@ -35,8 +39,9 @@ impl Architecture {
             "smollm3" => Ok(Self::SmolLm3),
             "phi3" => Ok(Self::Phi3),
             "qwen3_moe" => Ok(Self::Qwen3Moe),
+            "gemma3_text" => Ok(Self::Gemma3Text),
             other => Err(EngineError::Load(format!(
-                "unsupported architecture `{other}` in {field} (supported: llama, mistral, phi3, qwen2, qwen3, qwen3_moe, smollm3)"
+                "unsupported architecture `{other}` in {field} (supported: gemma3_text, llama, mistral, phi3, qwen2, qwen3, qwen3_moe, smollm3)"
             ))),
         }
     }
@@ -50,6 +55,7 @@ impl Architecture {
             Self::SmolLm3 => "smollm3",
             Self::Phi3 => "phi3",
             Self::Qwen3Moe => "qwen3_moe",
+            Self::Gemma3Text => "gemma3_text",
         }
     }
 }
@@ -110,7 +116,8 @@ fn affine() -> String {
 /// The part of `config.json` the decoder needs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ModelConfig {
-    /// `llama`, `mistral`, `phi3`, `qwen2`, `qwen3`, `qwen3_moe` or `smollm3`.
+    /// `gemma3_text`, `llama`, `mistral`, `phi3`, `qwen2`, `qwen3`,
+    /// `qwen3_moe` or `smollm3`.
     pub model_type: String,
     /// Width of the residual stream.
     pub hidden_size: usize,
@@ -177,6 +184,19 @@ pub struct ModelConfig {
     /// Whether the top-k router probabilities are renormalised to sum to 1.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub norm_topk_prob: Option<bool>,
+    /// Gemma 3: attention scale is this to the power -1/2 (else head_dim).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub query_pre_attn_scalar: Option<f32>,
+    /// Gemma 3: positions a sliding-window layer attends to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sliding_window: Option<usize>,
+    /// Gemma 3: every this-many-th layer is global, the others slide
+    /// (default 6).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sliding_window_pattern: Option<usize>,
+    /// Gemma 3: the sliding layers' RoPE base (default 10000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rope_local_base_freq: Option<f32>,
     /// SmolLM3: per layer, 1 where it applies RoPE and 0 where it does not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub no_rope_layers: Option<Vec<u8>>,
@@ -245,6 +265,18 @@ impl ModelConfig {
                 Ok((0..n).map(|i| (i + 1) % every != 0).collect())
             }
         }
+    }
+
+    /// Gemma 3: the window of layer `i`, `None` for a global layer (every
+    /// `sliding_window_pattern`-th, as mlx-lm decides) and for other
+    /// architectures.
+    pub fn sliding_window_of(&self, i: usize) -> Option<usize> {
+        if self.model_type != "gemma3_text" {
+            return None;
+        }
+        let pattern = self.sliding_window_pattern.unwrap_or(6).max(1);
+        let global = i % pattern == pattern - 1;
+        (!global).then(|| self.sliding_window.unwrap_or(512).max(1))
     }
 
     /// Whether layer `i` is a mixture-of-experts layer (as mlx-lm decides:

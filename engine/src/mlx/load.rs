@@ -193,6 +193,10 @@ pub(crate) fn load_gguf(path: &Path) -> Result<Loaded, EngineError> {
         mlp_only_layers: None,
         moe_intermediate_size: None,
         norm_topk_prob: None,
+        query_pre_attn_scalar: None,
+        sliding_window: None,
+        sliding_window_pattern: None,
+        rope_local_base_freq: None,
     };
     config.validate(&format!("{} metadata", path.display()))?;
     // llama.cpp's converter permutes Q/K rows for llama and for SmolLM3

@@ -22,6 +22,9 @@ pub(super) struct Attention {
     /// False for a NoPE layer (SmolLM3): queries and keys keep their
     /// positions unrotated.
     pub(super) rotate: bool,
+    /// A sliding-window layer (Gemma 3): each query sees only the last
+    /// `window` positions, itself included.
+    pub(super) window: Option<i32>,
     /// On the CPU: the fused split-and-rotate and decode attention
     /// (`fused.rs`) instead of chains of MLX operations.
     pub(super) fused: bool,
@@ -42,7 +45,7 @@ impl Attention {
         let (nq, nkv) = (self.heads, self.kv_heads);
         let qkv = self.qkv.forward(x)?;
         let rows = rows.filter(|_| self.rotate);
-        if self.fused && segments.iter().all(|s| s.len == 1) {
+        if self.fused && self.window.is_none() && segments.iter().all(|s| s.len == 1) {
             let qkv_rows = match rows {
                 Some(rows) if self.q_norm.is_none() => {
                     let (cos, sin) = rows.tables();
@@ -88,11 +91,26 @@ impl Attention {
                 }
             };
             let (keys, values) = seg.caches[layer].update_and_fetch(&ki, &vi)?;
+            let total = keys.shape()[2];
+            let (keys, values, window_mask) = match self.window {
+                // A lone query sees the last `window` positions.
+                Some(w) if l == 1 && total > w => {
+                    let recent = |a: &Array| a.try_index_axis2_from(total - w);
+                    (recent(&keys)?, recent(&values)?, None)
+                }
+                Some(w) if l > 1 && total > w => {
+                    (keys, values, Some(window_mask(total - l, l, total, w)?))
+                }
+                _ => (keys, values, None),
+            };
             // [1, l, heads * head_dim] per sequence.
             outs.push(if l == 1 && self.fused {
                 fused::attend(&qi, &keys, &values, self.scale)?
             } else {
-                let mask = (l > 1).then_some(ScaledDotProductAttentionMask::Causal);
+                let mask = match &window_mask {
+                    Some(m) => Some(ScaledDotProductAttentionMask::Array(m)),
+                    None => (l > 1).then_some(ScaledDotProductAttentionMask::Causal),
+                };
                 mlx_rs::fast::scaled_dot_product_attention(
                     &qi, &keys, &values, self.scale, mask, None,
                 )?
@@ -186,14 +204,30 @@ fn rotate(rows: Option<&RopeRows>, x: &Array) -> R<Array> {
     }
 }
 
+/// Which of `total` keys the `l` queries from `offset` see in a sliding
+/// window of `window` (each its own position and the `window - 1` before),
+/// as mlx-lm's `create_causal_mask` builds it: `[l, total]` booleans.
+fn window_mask(offset: i32, l: i32, total: i32, window: i32) -> R<Array> {
+    let queries = mlx_rs::ops::arange::<_, i32>(offset, offset + l, None)?.reshape(&[l, 1])?;
+    let keys = mlx_rs::ops::arange::<_, i32>(0, total, None)?.reshape(&[1, total])?;
+    let causal = queries.ge(&keys)?;
+    let recent = queries.lt(keys.add(Array::from_int(window))?)?;
+    causal.logical_and(&recent)
+}
+
 /// Slicing of axis 2 of a 4-d array.
 trait Axes {
     fn try_index_axis2(&self, start: i32, end: i32) -> R<Array>;
+    fn try_index_axis2_from(&self, start: i32) -> R<Array>;
 }
 
 impl Axes for Array {
     fn try_index_axis2(&self, start: i32, end: i32) -> R<Array> {
         use mlx_rs::ops::indexing::TryIndexOp;
         self.try_index((.., .., start..end, ..))
+    }
+    fn try_index_axis2_from(&self, start: i32) -> R<Array> {
+        use mlx_rs::ops::indexing::TryIndexOp;
+        self.try_index((.., .., start.., ..))
     }
 }

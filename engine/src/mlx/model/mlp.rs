@@ -13,16 +13,23 @@ pub(super) struct Mlp {
     pub(super) ffn: i32,
     /// On the CPU: one fused SwiGLU operation (same numbers).
     pub(super) fused: bool,
+    /// Gemma: `gelu_approx(gate) * up` instead of `silu(gate) * up`.
+    pub(super) gelu: bool,
 }
 
 impl Mlp {
     pub(super) fn forward(&self, x: &Array) -> R<Array> {
         let gu = self.gate_up.forward(x)?;
-        if self.fused && gu.dtype() == mlx_rs::Dtype::Float32 {
+        if self.fused && !self.gelu && gu.dtype() == mlx_rs::Dtype::Float32 {
             return self.down.forward(&fused::swiglu(&gu)?);
         }
         let g = last_axis(&gu, 0, self.ffn)?;
         let u = last_axis(&gu, self.ffn, 2 * self.ffn)?;
+        if self.gelu {
+            // MLX's `nn.gelu_approx` (tanh form), as mlx-lm's Gemma 3 uses.
+            let h = mlx_rs::nn::gelu_approximate(&g)?.multiply(&u)?;
+            return self.down.forward(&h);
+        }
         // silu(g) = g * sigmoid(g), spelled out: mlx-rs's compiled silu
         // costs twice as much per call on the CPU backend.
         let h = g.multiply(mlx_rs::ops::sigmoid(&g)?)?.multiply(&u)?;

@@ -1,24 +1,26 @@
-//! The decoder: llama, qwen2 (q/k/v biases) and qwen3 (q/k RMS norms) share
-//! one block, whose differences are data (optional biases and norms), so a
-//! fix to attention or the MLP reaches every family at once.
+//! The decoder: llama, mistral, phi3, qwen2, qwen3, qwen3_moe, smollm3 and
+//! gemma3_text share one block, whose differences are data (optional
+//! biases, q/k norms, post norms, windows, NoPE layers, experts), so a fix
+//! to attention or the MLP reaches every family at once.
 //!
-//! Order as in mlx-lm's model files: attention → MLP → block → model. The
-//! q/k/v and gate/up projections are fused into one matmul each at load.
+//! Order as in mlx-lm's model files: attention → MLP → block → model; the
+//! weights become a model in `build.rs`. The q/k/v and gate/up projections
+//! are fused into one matmul each at load.
 
-use mlx_rs::{Array, Dtype};
+use mlx_rs::Array;
 
 mod attention;
+mod build;
 mod mlp;
 mod moe;
 
 use self::attention::Attention;
-use self::mlp::{FeedForward, Mlp};
-use self::moe::Moe;
+use self::mlp::FeedForward;
 use super::cache::KvCache;
-use super::config::{Architecture, ModelConfig};
+use super::config::Architecture;
 use super::fused;
 use super::rope::{Rope, RopeRows};
-use super::weights::{Embedding, Linear, Precision, WeightMap, mlx_err};
+use super::weights::{Embedding, Linear, mlx_err};
 use crate::EngineError;
 
 type R<T> = mlx_rs::error::Result<T>;
@@ -28,6 +30,10 @@ struct Block {
     attn: Attention,
     mlp_norm: Array,
     mlp: FeedForward,
+    /// Gemma 3: norms of the attention and MLP outputs before the adds.
+    post_norms: Option<(Array, Array)>,
+    /// Gemma 3's sliding layers rotate with their own base.
+    local_rope: bool,
     eps: f32,
 }
 
@@ -40,10 +46,18 @@ impl Block {
         rope: &Rope,
         rows: Option<&RopeRows>,
     ) -> R<Array> {
-        let h = mlx_rs::fast::rms_norm(x, Some(&self.attn_norm), self.eps)?;
-        let x = x.add(self.attn.forward(&h, layer, segments, rope, rows)?)?;
-        let h = mlx_rs::fast::rms_norm(&x, Some(&self.mlp_norm), self.eps)?;
-        x.add(self.mlp.forward(&h)?)
+        let norm = |x: &Array, w: &Array| mlx_rs::fast::rms_norm(x, Some(w), self.eps);
+        let h = norm(x, &self.attn_norm)?;
+        let mut a = self.attn.forward(&h, layer, segments, rope, rows)?;
+        if let Some((after_attn, _)) = &self.post_norms {
+            a = norm(&a, after_attn)?;
+        }
+        let x = x.add(a)?;
+        let mut m = self.mlp.forward(&norm(&x, &self.mlp_norm)?)?;
+        if let Some((_, after_mlp)) = &self.post_norms {
+            m = norm(&m, after_mlp)?;
+        }
+        x.add(m)
     }
 
     /// [`Block::forward`] with the residual adds folded into the fused RMS
@@ -75,183 +89,34 @@ pub(crate) struct Model {
     norm: Array,
     lm_head: Linear,
     rope: Rope,
+    /// Gemma 3's sliding layers' rotation (its local base, no scaling).
+    local_rope: Option<Rope>,
+    /// Gemma 3 multiplies the embeddings by sqrt(hidden), rounded to bf16.
+    embed_scale: Option<f32>,
     eps: f32,
     pub architecture: Architecture,
     pub vocab: usize,
 }
 
 impl Model {
-    /// Builds the decoder from weights named as in Hugging Face checkpoints.
-    pub fn build(
-        config: &ModelConfig,
-        mut w: WeightMap,
-        precision: Precision,
-    ) -> Result<Self, EngineError> {
-        let architecture = config.architecture()?;
-        let (nq, nkv, hd) = (
-            config.num_attention_heads as i32,
-            config.kv_heads() as i32,
-            config.head_dim() as i32,
-        );
-        let eps = config.rms_norm_eps;
-        let bias = config.qkv_bias();
-        let dense_dtype = precision.dense_dtype();
-        // The fused operations run on the CPU, in f32 (what every CPU
-        // policy but bf16 computes in).
-        let fused_ops =
-            super::quantized::default_device_is_cpu() && dense_dtype == Some(Dtype::Float32);
-        let cast = |a: Array| -> Result<Array, EngineError> {
-            match dense_dtype {
-                Some(d) if a.dtype() != d => a.as_dtype(d).map_err(mlx_err("casting a norm")),
-                _ => Ok(a),
-            }
-        };
-        let rope_layers = config.rope_layers()?;
-        let mut blocks = Vec::with_capacity(config.num_hidden_layers);
-        for (i, &rotate) in rope_layers.iter().enumerate() {
-            let p = format!("model.layers.{i}");
-            let qkv = if architecture == Architecture::Phi3 {
-                // Stored fused, [q | k | v] rows, as the model fuses them.
-                Linear::new(
-                    w.take_weight(&format!("{p}.self_attn.qkv_proj"))?
-                        .with_policy(precision)?,
-                    None,
-                )?
-            } else {
-                let mut parts = Vec::new();
-                for name in ["q_proj", "k_proj", "v_proj"] {
-                    parts.push(
-                        w.take_weight(&format!("{p}.self_attn.{name}"))?
-                            .with_policy(precision)?,
-                    );
-                }
-                let biases = if bias {
-                    let mut b = Vec::new();
-                    for name in ["q_proj", "k_proj", "v_proj"] {
-                        b.push(cast(w.take(&format!("{p}.self_attn.{name}.bias"))?)?);
-                    }
-                    Some(b)
-                } else {
-                    None
-                };
-                Linear::fused(parts, biases)?
-            };
-            let o = Linear::new(
-                w.take_weight(&format!("{p}.self_attn.o_proj"))?
-                    .with_policy(precision)?,
-                None,
-            )?;
-            let qk_norms = matches!(architecture, Architecture::Qwen3 | Architecture::Qwen3Moe);
-            let (q_norm, k_norm) = if qk_norms {
-                (
-                    Some(cast(w.take(&format!("{p}.self_attn.q_norm.weight"))?)?),
-                    Some(cast(w.take(&format!("{p}.self_attn.k_norm.weight"))?)?),
-                )
-            } else {
-                (None, None)
-            };
-            let mlp = if config.is_moe_layer(i) {
-                FeedForward::Moe(Moe::load(
-                    &mut w,
-                    &format!("{p}.mlp"),
-                    config.num_experts.unwrap_or(0),
-                    config.num_experts_per_tok.unwrap_or(0),
-                    config.norm_topk_prob.unwrap_or(false),
-                    precision,
-                )?)
-            } else {
-                let gate_up = if architecture == Architecture::Phi3 {
-                    // Stored fused, [gate | up] rows.
-                    Linear::new(
-                        w.take_weight(&format!("{p}.mlp.gate_up_proj"))?
-                            .with_policy(precision)?,
-                        None,
-                    )?
-                } else {
-                    let gate = w
-                        .take_weight(&format!("{p}.mlp.gate_proj"))?
-                        .with_policy(precision)?;
-                    let up = w
-                        .take_weight(&format!("{p}.mlp.up_proj"))?
-                        .with_policy(precision)?;
-                    Linear::fused(vec![gate, up], None)?
-                };
-                let down = w
-                    .take_weight(&format!("{p}.mlp.down_proj"))?
-                    .with_policy(precision)?;
-                FeedForward::Dense(Mlp {
-                    gate_up,
-                    down: Linear::new(down, None)?,
-                    ffn: config.intermediate_size as i32,
-                    fused: fused_ops,
-                })
-            };
-            blocks.push(Block {
-                attn_norm: cast(w.take(&format!("{p}.input_layernorm.weight"))?)?,
-                attn: Attention {
-                    qkv,
-                    o,
-                    q_norm,
-                    k_norm,
-                    heads: nq,
-                    kv_heads: nkv,
-                    head_dim: hd,
-                    scale: (hd as f32).powf(-0.5),
-                    eps,
-                    rotate,
-                    fused: fused_ops,
-                },
-                mlp_norm: cast(w.take(&format!("{p}.post_attention_layernorm.weight"))?)?,
-                mlp,
-                eps,
-            });
-        }
-        let embed_w = w
-            .take_weight("model.embed_tokens")?
-            .with_policy(precision)?;
-        let tied = config.tie_word_embeddings || !w.has("lm_head");
-        let (embed, lm_head) = if tied {
-            // One set of arrays (dense or packed) is table and output layer.
-            (Embedding::new(embed_w.clone()), Linear::new(embed_w, None)?)
-        } else {
-            let head = w.take_weight("lm_head")?.with_policy(precision)?;
-            (Embedding::new(embed_w), Linear::new(head, None)?)
-        };
-        if embed.rows() as usize != config.vocab_size {
-            return Err(EngineError::Load(format!(
-                "{}: tensor `model.embed_tokens.weight` has {} rows but vocab_size is {}",
-                w.source,
-                embed.rows(),
-                config.vocab_size
-            )));
-        }
-        let norm = cast(w.take("model.norm.weight")?)?;
-        let model = Self {
-            embed,
-            blocks,
-            norm,
-            lm_head,
-            rope: Rope::new(config)?,
-            eps,
-            architecture,
-            vocab: config.vocab_size,
-        };
-        model.materialize()?;
-        Ok(model)
-    }
-
     /// Evaluates every weight once, so the first request does not pay for
     /// dequantization and the GGUF/safetensors buffers can be released.
     fn materialize(&self) -> Result<(), EngineError> {
         let mut all: Vec<&Array> = self.embed.arrays();
         all.push(&self.norm);
         all.extend(self.rope.arrays());
+        if let Some(local) = &self.local_rope {
+            all.extend(local.arrays());
+        }
         all.extend(self.lm_head.arrays());
         for b in &self.blocks {
             all.push(&b.attn_norm);
             all.push(&b.mlp_norm);
             all.extend(b.attn.qkv.arrays());
             all.extend(b.attn.o.arrays());
+            if let Some((after_attn, after_mlp)) = &b.post_norms {
+                all.extend([after_attn, after_mlp]);
+            }
             all.extend(b.attn.q_norm.iter());
             all.extend(b.attn.k_norm.iter());
             all.extend(b.mlp.arrays());
@@ -295,8 +160,19 @@ impl Model {
             }
         };
         let rows = self.rope.rows(&positions)?;
+        let local_rows = match &self.local_rope {
+            Some(r) => r.rows(&positions)?,
+            None => None,
+        };
         let mut x = self.embed.lookup(&ids)?;
-        let fused = self.blocks.first().is_some_and(|b| b.attn.fused) && x.ndim() == 3;
+        if let Some(s) = self.embed_scale {
+            x = x.multiply(Array::from_f32(s))?;
+        }
+        let fused = self
+            .blocks
+            .first()
+            .is_some_and(|b| b.attn.fused && b.post_norms.is_none())
+            && x.ndim() == 3;
         let mut pending: Option<Array> = None;
         for (layer, block) in self.blocks.iter().enumerate() {
             if fused {
@@ -310,7 +186,11 @@ impl Model {
                 )?;
                 (x, pending) = (nx, Some(out));
             } else {
-                x = block.forward(&x, layer, segments, &self.rope, rows.as_ref())?;
+                let (rope, rows) = match (&self.local_rope, block.local_rope) {
+                    (Some(local), true) => (local, local_rows.as_ref()),
+                    _ => (&self.rope, rows.as_ref()),
+                };
+                x = block.forward(&x, layer, segments, rope, rows)?;
             }
         }
         if !logits {
