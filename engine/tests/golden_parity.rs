@@ -160,6 +160,7 @@ fn tiny_random_models_match_mlx_lm_greedy() {
         ("tiny-qwen3-moe-4bit", Precision::F32),
         ("tiny-smollm3", Precision::F32),
         ("tiny-gemma3", Precision::F32),
+        ("tiny-qwen3-yarn", Precision::F32),
     ] {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("tests/golden")

@@ -17,7 +17,7 @@ q/k/v and gate/up, half the head rotated, LongRoPE with its scale),
 qwen3_moe (4 experts, top 2, a dense layer after a sparse one; also
 4-bit), gemma3_text (sliding windows of 8 on layers 0 and 2, prompts
 and answers longer than that; global layers with linear RoPE scaling) and
-smollm3 (NoPE layers: no RoPE in layers 1 and 3).
+smollm3 (NoPE layers: no RoPE in layers 1 and 3), and qwen3 with YaRN.
 """
 
 import json
@@ -116,6 +116,14 @@ MODELS = {
         rope_local_base_freq=10_000.0,
         rope_scaling={"rope_type": "linear", "factor": 2.0},
         seed=10,
+    ),
+    "tiny-qwen3-yarn": dict(
+        BASE,
+        model_type="qwen3",
+        head_dim=16,
+        tie_word_embeddings=True,
+        rope_scaling={"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32},
+        seed=11,
     ),
     "tiny-smollm3": dict(
         BASE,

@@ -35,6 +35,24 @@ pub enum RopeKind {
         /// `rope_scaling.long_factor`, one per rotated pair.
         long_factor: Vec<f64>,
     },
+    /// YaRN (`yarn`), as mlx-lm's `YarnRoPE`: periods blended between
+    /// plain and `factor`-scaled by a linear ramp over the rotated pairs,
+    /// and the rotated dimensions scaled by
+    /// `get_mscale(factor, mscale) / get_mscale(factor, mscale_all_dim)`.
+    Yarn {
+        /// `rope_scaling.factor`.
+        factor: f64,
+        /// `rope_scaling.original_max_position_embeddings` (4096).
+        original_max_position_embeddings: f64,
+        /// `rope_scaling.beta_fast` (32).
+        beta_fast: f64,
+        /// `rope_scaling.beta_slow` (1).
+        beta_slow: f64,
+        /// `rope_scaling.mscale` (1).
+        mscale: f64,
+        /// `rope_scaling.mscale_all_dim` (0).
+        mscale_all_dim: f64,
+    },
 }
 
 impl RopeKind {
@@ -73,6 +91,28 @@ impl RopeKind {
                     Some(8192.0),
                 )?,
             }),
+            Some("yarn") => {
+                let nonneg = |key: &str, default: f32| -> Result<f64, EngineError> {
+                    match s.get(key).and_then(serde_json::Value::as_f64) {
+                        Some(v) if v.is_finite() && v >= 0.0 => Ok(v),
+                        Some(_) => Err(EngineError::Load(format!(
+                            "config.json field `rope_scaling.{key}` must be a number >= 0"
+                        ))),
+                        None => Ok(default as f64),
+                    }
+                };
+                Ok(Self::Yarn {
+                    factor: num("factor", None)? as f64,
+                    original_max_position_embeddings: num(
+                        "original_max_position_embeddings",
+                        Some(4096.0),
+                    )? as f64,
+                    beta_fast: num("beta_fast", Some(32.0))? as f64,
+                    beta_slow: num("beta_slow", Some(1.0))? as f64,
+                    mscale: nonneg("mscale", 1.0)?,
+                    mscale_all_dim: nonneg("mscale_all_dim", 0.0)?,
+                })
+            }
             Some("longrope" | "su") => {
                 let long_factor: Option<Vec<f64>> = s
                     .get("long_factor")
@@ -89,7 +129,7 @@ impl RopeKind {
                 }
             }
             other => Err(EngineError::Load(format!(
-                "unsupported RoPE type {} in config.json field `{field}` (supported: default, linear, llama3, longrope)",
+                "unsupported RoPE type {} in config.json field `{field}` (supported: default, linear, llama3, longrope, yarn)",
                 other.map_or_else(|| kind.to_string(), |s| format!("`{s}`"))
             ))),
         }
@@ -110,7 +150,7 @@ const TABLE_POSITIONS: usize = 32_768;
 pub struct Rope {
     dims: i32,
     head_dim: i32,
-    /// The rotated dimensions are multiplied by this first (LongRoPE).
+    /// The rotated dimensions are multiplied by this first (LongRoPE, YaRN).
     mscale: f32,
     base: Option<f32>,
     scale: f32,
@@ -190,6 +230,43 @@ impl Rope {
                         } else {
                             p
                         }
+                    })
+                    .collect();
+                (None, 1.0, periods)
+            }
+            RopeKind::Yarn {
+                factor,
+                original_max_position_embeddings: original,
+                beta_fast,
+                beta_slow,
+                mscale: m,
+                mscale_all_dim,
+            } => {
+                let d = dims as f64;
+                let ln_base = (base as f64).ln();
+                let correction = |rotations: f64| {
+                    d * (original / (rotations * 2.0 * std::f64::consts::PI)).ln() / (2.0 * ln_base)
+                };
+                let low = correction(beta_fast).floor().max(0.0);
+                let mut high = correction(beta_slow).ceil().min(d - 1.0);
+                if low == high {
+                    high += 0.001;
+                }
+                let get_mscale = |m: f64| {
+                    if factor <= 1.0 {
+                        1.0
+                    } else {
+                        0.1 * m * factor.ln() + 1.0
+                    }
+                };
+                mscale = (get_mscale(m) / get_mscale(mscale_all_dim)) as f32;
+                let periods = default_periods()
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, extra)| {
+                        let inter = factor * extra;
+                        let keep = 1.0 - ((i as f64 - low) / (high - low)).clamp(0.0, 1.0);
+                        inter * extra / (inter * keep + extra * (1.0 - keep))
                     })
                     .collect();
                 (None, 1.0, periods)
@@ -401,6 +478,22 @@ mod tests {
             e.contains("rope_scaling.long_factor") && e.contains("16"),
             "{e}"
         );
+        assert!(matches!(
+            RopeKind::from_config(&config(
+                serde_json::json!({"rope_type": "yarn", "factor": 4.0})
+            ))
+            .unwrap(),
+            RopeKind::Yarn {
+                beta_fast: 32.0,
+                beta_slow: 1.0,
+                mscale_all_dim: 0.0,
+                ..
+            }
+        ));
+        let e = RopeKind::from_config(&config(serde_json::json!({"rope_type": "yarn"})))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("rope_scaling.factor"), "{e}");
         let e = RopeKind::from_config(&config(serde_json::json!({"rope_type": "dynamic"})))
             .unwrap_err()
             .to_string();
