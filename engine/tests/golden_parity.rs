@@ -178,3 +178,36 @@ fn tiny_random_models_match_mlx_lm_greedy() {
         eprintln!("{name}: steps compared (near-tie < {NEAR_TIE}): {compared:?}");
     }
 }
+
+/// transformers >= 5 writes `rope_theta` and the scaling inside
+/// `rope_parameters`: the same model in that layout gives the same ids.
+#[test]
+fn nested_rope_parameters_read_as_flat_ones() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/tiny-qwen3-yarn");
+    let dir = std::env::temp_dir().join(format!("thinkwire-rope-params-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for entry in std::fs::read_dir(&src).unwrap() {
+        let path = entry.unwrap().path();
+        std::fs::copy(&path, dir.join(path.file_name().unwrap())).unwrap();
+    }
+    let config_path = dir.join("config.json");
+    let mut config: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&config_path).unwrap()).unwrap();
+    let obj = config.as_object_mut().unwrap();
+    let mut params = obj.remove("rope_scaling").unwrap();
+    params["rope_theta"] = obj.remove("rope_theta").unwrap();
+    obj.insert("rope_parameters".into(), params);
+    std::fs::write(&config_path, config.to_string()).unwrap();
+    let engine = MlxEngine::load(
+        &dir,
+        &LoadOptions {
+            precision: Precision::F32,
+            ..LoadOptions::default()
+        },
+    )
+    .unwrap();
+    let compared = check(&engine, &golden("tiny-qwen3-yarn.json"), 16);
+    drop(engine);
+    let _ = std::fs::remove_dir_all(&dir);
+    eprintln!("tiny-qwen3-yarn with rope_parameters: steps compared {compared:?}");
+}

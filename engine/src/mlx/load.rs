@@ -265,6 +265,18 @@ pub(crate) fn load_hf_dir(dir: &Path) -> Result<Loaded, EngineError> {
             );
         }
     }
+    // transformers >= 5 nests `rope_theta` and the scaling under
+    // `rope_parameters` (as mlx-lm reads it too).
+    if let Some(params) = raw.get("rope_parameters").and_then(|v| v.as_object()) {
+        if raw.get("rope_theta").is_none() {
+            if let Some(theta) = params.get("rope_theta").and_then(|v| v.as_f64()) {
+                config.rope_theta = theta as f32;
+            }
+        }
+        if config.rope_scaling.is_none() {
+            config.rope_scaling = Some(params.clone());
+        }
+    }
     config.validate(&config_path.display().to_string())?;
 
     let index = dir.join("model.safetensors.index.json");
