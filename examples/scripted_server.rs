@@ -82,6 +82,7 @@ fn main() -> Result<()> {
         architecture: "qwen3".into(),
         context_length: 40_960,
         vocab_size: 151_936,
+        quantization: None,
     };
     let engine = ScriptedEngine::new(info, vec![script])
         .with_step_delay(Duration::from_millis(args.step_delay_ms));

@@ -111,6 +111,28 @@ fn chat_answers_the_capital_of_france() {
     );
 }
 
+#[test]
+fn inspect_names_architecture_weights_and_reasoning_format() {
+    let output = Command::new(env!("CARGO_BIN_EXE_thinkwire"))
+        .args(["inspect"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "thinkwire inspect failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    for line in [
+        "architecture:   llama",
+        "weights:        120 × 4-bit/32 on thinkwire's kernels, 1 × 8-bit/32 on thinkwire's kernels (output layer)",
+        "chat templates: default",
+        "reasoning:      separate-pass",
+    ] {
+        assert!(stdout.contains(line), "no {line:?} in {stdout}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_official_client_streams_separate_pass_reasoning_on_the_default_model() {
     let server = server(false).await;

@@ -105,6 +105,10 @@ pub struct ModelInfo {
     pub context_length: usize,
     /// Vocabulary size of the output layer.
     pub vocab_size: usize,
+    /// How the stored weights are quantized and how the engine runs them
+    /// (`thinkwire inspect`); `None` where that means nothing (scripted or
+    /// upstream engines).
+    pub quantization: Option<String>,
 }
 
 /// What an engine holds at a moment: for metrics and admission decisions.
@@ -207,6 +211,7 @@ mod tests {
             architecture: "llama".into(),
             context_length: 8,
             vocab_size: 10,
+            quantization: None,
         }
     }
 

@@ -433,3 +433,37 @@ fn generates_from_other_threads_than_the_loading_one() {
         assert_eq!(h.join().unwrap(), here.tokens);
     }
 }
+
+/// The engine says how it holds each kind of weight (`thinkwire inspect`).
+#[test]
+fn info_describes_how_the_weights_are_held() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/tiny-qwen3-moe-4bit");
+    let describe = |precision| {
+        let engine = MlxEngine::load(
+            &dir,
+            &LoadOptions {
+                precision,
+                ..LoadOptions::default()
+            },
+        )
+        .unwrap();
+        engine.info().quantization.clone().unwrap()
+    };
+    // Two layers: one MoE (router 8-bit/64, experts), one dense MLP.
+    let auto = describe(Precision::Auto);
+    assert!(
+        auto.contains("3 × 4-bit/32 experts on MLX's gather_qmm"),
+        "{auto}"
+    );
+    assert!(
+        auto.contains("1 × 8-bit/64 on thinkwire's kernels"),
+        "{auto}"
+    );
+    assert!(auto.contains("(output layer)"), "{auto}");
+    let dense = describe(Precision::F32);
+    assert!(
+        dense.contains("float32 dense experts, gather_mm"),
+        "{dense}"
+    );
+    assert!(!dense.contains("bit/"), "{dense}");
+}

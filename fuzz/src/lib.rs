@@ -108,6 +108,7 @@ pub fn agent() -> &'static Arc<Agent> {
                 architecture: "qwen3".into(),
                 context_length: 4096,
                 vocab_size: 151_936,
+                quantization: None,
             },
             script,
         };

@@ -21,6 +21,9 @@ pub fn inspect(args: &InspectArgs) -> Result<()> {
     println!("path:           {}", chat.path().display());
     println!("architecture:   {}", info.architecture);
     println!("context length: {}", info.context_length);
+    if let Some(q) = &info.quantization {
+        println!("weights:        {q}");
+    }
     println!(
         "vocabulary:     {} (tokenizer: {})",
         info.vocab_size,

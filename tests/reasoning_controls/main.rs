@@ -58,6 +58,7 @@ fn scripted_model(
             architecture: "qwen3".into(),
             context_length: context,
             vocab_size: 151_936,
+            quantization: None,
         },
         scripts.iter().map(|s| encode(&chat, s)).collect(),
     )

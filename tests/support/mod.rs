@@ -58,6 +58,7 @@ pub fn scripted_qwen3_with(
         architecture: "qwen3".into(),
         context_length: 4096,
         vocab_size: 151_936,
+        quantization: None,
     };
     let engine = configure(ScriptedEngine::new(info, ids));
     let observed = Arc::clone(&engine.observed);

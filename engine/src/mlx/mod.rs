@@ -155,6 +155,7 @@ impl MlxEngine {
             architecture: model.architecture.name().into(),
             context_length: config.context_length(),
             vocab_size: model.vocab,
+            quantization: Some(model.weight_summary()),
         };
         let scheduler = Scheduler::start(
             model,

@@ -411,6 +411,24 @@ impl Linear {
         Self::fused(vec![weight], bias.map(|b| vec![b]))
     }
 
+    /// How this layer's weight is held and multiplied, for `thinkwire
+    /// inspect` (e.g. `4-bit/32 on thinkwire's kernels`, `f32 dense`).
+    pub fn describe(&self) -> String {
+        match &self.weight {
+            LinearWeight::Dense(w) => format!("{:?} dense", w.dtype()).to_lowercase(),
+            LinearWeight::Quantized { q, kernel, .. } => {
+                let who = match kernel {
+                    Kernel::Mlx => "MLX's quantized matmul",
+                    Kernel::Thinkwire(super::quantized::Activations::F32) => "thinkwire's kernels",
+                    Kernel::Thinkwire(super::quantized::Activations::Int8) => {
+                        "thinkwire's kernels, int8 activations"
+                    }
+                };
+                format!("{}-bit/{} on {who}", q.bits, q.group_size)
+            }
+        }
+    }
+
     /// The arrays to evaluate once at load.
     pub fn arrays(&self) -> Vec<&Array> {
         let mut v = match &self.weight {

@@ -51,6 +51,13 @@ impl FeedForward {
         }
     }
 
+    pub(super) fn describe(&self) -> Vec<String> {
+        match self {
+            FeedForward::Dense(m) => vec![m.gate_up.describe(), m.down.describe()],
+            FeedForward::Moe(m) => m.describe(),
+        }
+    }
+
     pub(super) fn arrays(&self) -> Vec<&Array> {
         match self {
             FeedForward::Dense(m) => {

@@ -124,6 +124,29 @@ impl Model {
         mlx_rs::transforms::eval(all).map_err(mlx_err("materializing weights"))
     }
 
+    /// How the weights are held and multiplied: each description with the
+    /// number of matrices it covers, most common first (`thinkwire
+    /// inspect`).
+    pub fn weight_summary(&self) -> String {
+        let mut counts: Vec<(String, usize)> = Vec::new();
+        let mut add = |d: String| match counts.iter_mut().find(|(k, _)| *k == d) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((d, 1)),
+        };
+        for b in &self.blocks {
+            add(b.attn.qkv.describe());
+            add(b.attn.o.describe());
+            b.mlp.describe().into_iter().for_each(&mut add);
+        }
+        add(format!("{} (output layer)", self.lm_head.describe()));
+        counts.sort_by(|a, b| b.1.cmp(&a.1));
+        counts
+            .iter()
+            .map(|(d, n)| format!("{n} × {d}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
     /// A fresh cache for one sequence.
     pub fn new_cache(&self) -> Vec<KvCache> {
         (0..self.blocks.len()).map(|_| KvCache::default()).collect()

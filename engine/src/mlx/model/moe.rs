@@ -50,6 +50,18 @@ impl Stacked {
         }
     }
 
+    fn describe(&self) -> String {
+        match self {
+            Stacked::Dense(w) => format!("{:?} dense experts, gather_mm", w.dtype()).to_lowercase(),
+            Stacked::Quantized { q, .. } => {
+                format!(
+                    "{}-bit/{} experts on MLX's gather_qmm",
+                    q.bits, q.group_size
+                )
+            }
+        }
+    }
+
     fn arrays(&self) -> Vec<&Array> {
         match self {
             Stacked::Dense(w) => vec![w],
@@ -153,6 +165,13 @@ impl Moe {
             top_k: top_k as i32,
             norm_top_k,
         })
+    }
+
+    /// Each weight's description (router, then gate, up, down experts).
+    pub(super) fn describe(&self) -> Vec<String> {
+        let mut all = vec![self.router.describe()];
+        all.extend([&self.gate, &self.up, &self.down].map(Stacked::describe));
+        all
     }
 
     pub(super) fn arrays(&self) -> Vec<&Array> {
