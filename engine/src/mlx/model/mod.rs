@@ -139,7 +139,7 @@ impl Model {
             b.mlp.describe().into_iter().for_each(&mut add);
         }
         add(format!("{} (output layer)", self.lm_head.describe()));
-        counts.sort_by(|a, b| b.1.cmp(&a.1));
+        counts.sort_by_key(|c| std::cmp::Reverse(c.1));
         counts
             .iter()
             .map(|(d, n)| format!("{n} × {d}"))
