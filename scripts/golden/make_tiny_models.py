@@ -44,6 +44,21 @@ BASE = {
     "rope_theta": 10000.0,
 }
 
+# Qwen3-MoE: 4 experts, top 2, layer 0 sparse and layer 1 dense.
+MOE = dict(
+    BASE,
+    model_type="qwen3_moe",
+    hidden_size=64,
+    head_dim=16,
+    num_experts=4,
+    num_experts_per_tok=2,
+    decoder_sparse_step=1,
+    mlp_only_layers=[1],
+    moe_intermediate_size=32,
+    norm_topk_prob=True,
+    tie_word_embeddings=False,
+)
+
 MODELS = {
     "tiny-qwen2": dict(BASE, model_type="qwen2", tie_word_embeddings=True, seed=1, shards=2),
     "tiny-qwen3": dict(BASE, model_type="qwen3", head_dim=16, tie_word_embeddings=True, seed=2),
@@ -74,36 +89,9 @@ MODELS = {
         rope_scaling={"type": "longrope", "long_factor": [1.0, 3.0], "short_factor": [1.0, 1.0]},
         seed=7,
     ),
-    "tiny-qwen3-moe": dict(
-        BASE,
-        model_type="qwen3_moe",
-        hidden_size=64,
-        head_dim=16,
-        num_experts=4,
-        num_experts_per_tok=2,
-        decoder_sparse_step=1,
-        mlp_only_layers=[1],
-        moe_intermediate_size=32,
-        norm_topk_prob=True,
-        tie_word_embeddings=False,
-        seed=8,
-    ),
+    "tiny-qwen3-moe": dict(MOE, seed=8),
     # The router stays 8-bit in groups of 64 (mlx-lm's rule for qwen3_moe).
-    "tiny-qwen3-moe-4bit": dict(
-        BASE,
-        model_type="qwen3_moe",
-        hidden_size=64,
-        head_dim=16,
-        num_experts=4,
-        num_experts_per_tok=2,
-        decoder_sparse_step=1,
-        mlp_only_layers=[1],
-        moe_intermediate_size=32,
-        norm_topk_prob=True,
-        tie_word_embeddings=False,
-        seed=9,
-        quantize=(32, 4),
-    ),
+    "tiny-qwen3-moe-4bit": dict(MOE, seed=9, quantize=(32, 4)),
     "tiny-gemma3": dict(
         BASE,
         model_type="gemma3_text",

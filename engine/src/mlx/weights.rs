@@ -128,16 +128,34 @@ impl WeightMap {
         self.tensors.remove(name).ok_or_else(|| self.missing(name))
     }
 
-    /// Removes `{name}.weight` stacked on a leading expert axis (`[E, out,
-    /// in]`, or MLX-quantized `[E, out, packed]` with `[E, out, groups]`
-    /// scales and biases), as mlx-lm saves a mixture of experts.
-    pub fn take_stacked(&mut self, name: &str) -> Result<Weight, EngineError> {
+    /// Removes `{name}.weight` and, when it is quantized, its scales and
+    /// biases; returns the weight's key for messages.
+    fn take_parts(
+        &mut self,
+        name: &str,
+    ) -> Result<(String, Array, Option<(Array, Array)>), EngineError> {
         let key = format!("{name}.weight");
         let w = self
             .tensors
             .remove(&key)
             .ok_or_else(|| self.missing(&key))?;
         let Some(scales) = self.tensors.remove(&format!("{name}.scales")) else {
+            return Ok((key, w, None));
+        };
+        let biases_key = format!("{name}.biases");
+        let biases = self
+            .tensors
+            .remove(&biases_key)
+            .ok_or_else(|| self.missing(&biases_key))?;
+        Ok((key, w, Some((scales, biases))))
+    }
+
+    /// Removes `{name}.weight` stacked on a leading expert axis (`[E, out,
+    /// in]`, or MLX-quantized `[E, out, packed]` with `[E, out, groups]`
+    /// scales and biases), as mlx-lm saves a mixture of experts.
+    pub fn take_stacked(&mut self, name: &str) -> Result<Weight, EngineError> {
+        let (key, w, packing) = self.take_parts(name)?;
+        let Some((scales, biases)) = packing else {
             if w.ndim() != 3 || w.dtype() == Dtype::Uint32 {
                 return Err(EngineError::Load(format!(
                     "{}: tensor `{key}` must be [experts, out, in], got {:?} {:?}",
@@ -148,11 +166,6 @@ impl WeightMap {
             }
             return Ok(Weight::Dense(w));
         };
-        let biases_key = format!("{name}.biases");
-        let biases = self
-            .tensors
-            .remove(&biases_key)
-            .ok_or_else(|| self.missing(&biases_key))?;
         let (ws, ss) = (w.shape(), scales.shape());
         let q = self.quant_overrides.get(name).copied().or(self.quant);
         match q {
@@ -179,12 +192,8 @@ impl WeightMap {
 
     /// Removes `{name}.weight` (and its scales/biases when quantized).
     pub fn take_weight(&mut self, name: &str) -> Result<Weight, EngineError> {
-        let key = format!("{name}.weight");
-        let w = self
-            .tensors
-            .remove(&key)
-            .ok_or_else(|| self.missing(&key))?;
-        let Some(scales) = self.tensors.remove(&format!("{name}.scales")) else {
+        let (key, w, packing) = self.take_parts(name)?;
+        let Some((scales, biases)) = packing else {
             if w.dtype() == Dtype::Uint32 {
                 return Err(EngineError::Load(format!(
                     "{}: tensor `{key}` is packed (uint32) but `{name}.scales` is missing",
@@ -193,11 +202,6 @@ impl WeightMap {
             }
             return Ok(Weight::Dense(w));
         };
-        let biases_key = format!("{name}.biases");
-        let biases = self
-            .tensors
-            .remove(&biases_key)
-            .ok_or_else(|| self.missing(&biases_key))?;
         let (ws, ss) = (w.shape(), scales.shape());
         let shape_err = || {
             EngineError::Load(format!(
