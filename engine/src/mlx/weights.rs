@@ -87,6 +87,9 @@ pub(crate) struct Quant {
     pub bits: i32,
 }
 
+/// A weight's key, its tensor and, when quantized, its scales and biases.
+type TakenWeight = (String, Array, Option<(Array, Array)>);
+
 /// Weights by Hugging Face tensor name, with the file they came from (for
 /// error messages).
 pub(crate) struct WeightMap {
@@ -130,10 +133,7 @@ impl WeightMap {
 
     /// Removes `{name}.weight` and, when it is quantized, its scales and
     /// biases; returns the weight's key for messages.
-    fn take_parts(
-        &mut self,
-        name: &str,
-    ) -> Result<(String, Array, Option<(Array, Array)>), EngineError> {
+    fn take_parts(&mut self, name: &str) -> Result<TakenWeight, EngineError> {
         let key = format!("{name}.weight");
         let w = self
             .tensors
