@@ -460,13 +460,15 @@ void rows(const Product& p, int r0, int r1) {
   rows_portable(p, r0, r1);
 }
 
+// Part `part` of `parts` of a product's weight rows, for the pool: split on
+// multiples of 8 rows so parts do not share cache lines of y.
+template <class P, void (*Rows)(const P&, int, int)>
 void rows_part(const void* ctx, int part, int parts) {
-  const Product& p = *static_cast<const Product*>(ctx);
-  // Split on multiples of 8 rows so parts do not share cache lines of y.
+  const P& p = *static_cast<const P*>(ctx);
   const int blocks = (p.n + 7) / 8;
   const int b0 = static_cast<int>(static_cast<int64_t>(blocks) * part / parts);
   const int b1 = static_cast<int>(static_cast<int64_t>(blocks) * (part + 1) / parts);
-  rows(p, std::min(b0 * 8, p.n), std::min(b1 * 8, p.n));
+  Rows(p, std::min(b0 * 8, p.n), std::min(b1 * 8, p.n));
 }
 
 // x's sums per group, row i of x in column i of a [groups, stride] table.
@@ -488,14 +490,6 @@ int parts_for(int n, int k, int bits) {
   return bytes < (64u << 10) ? 1 : Pool::get().size();
 }
 
-void avx512_rows_part(const void* ctx, int part, int parts) {
-  const avx512::Product& p = *static_cast<const avx512::Product*>(ctx);
-  const int blocks = (p.n + 7) / 8; // as rows_part
-  const int b0 = static_cast<int>(static_cast<int64_t>(blocks) * part / parts);
-  const int b1 = static_cast<int>(static_cast<int64_t>(blocks) * (part + 1) / parts);
-  avx512::rows(p, std::min(b0 * 8, p.n), std::min(b1 * 8, p.n));
-}
-
 // y[m, n] = x[m, k] . W^T, reading the packed weights once for all m rows.
 void product(const float* x, int m, int k, const uint8_t* w, const float* scales,
              const float* biases, int n, int group_size, int bits, float* y) {
@@ -512,7 +506,7 @@ void product(const float* x, int m, int k, const uint8_t* w, const float* scales
       xk = permuted.data();
     }
     avx512::Product p{xk, w, scales, biases, y, m, n, k, group_size, bits};
-    Pool::get().run(avx512_rows_part, &p, parts_for(n, k, bits));
+    Pool::get().run(rows_part<avx512::Product, avx512::rows>, &p, parts_for(n, k, bits));
     return;
   }
   const int groups = k / group_size;
@@ -541,15 +535,7 @@ void product(const float* x, int m, int k, const uint8_t* w, const float* scales
     xk = out;
   }
   Product p{xk, xsum, stride, w, scales, biases, y, m, n, k, group_size, bits};
-  Pool::get().run(rows_part, &p, parts_for(n, k, bits));
-}
-
-void int8_rows_part(const void* ctx, int part, int parts) {
-  const int8::Product& p = *static_cast<const int8::Product*>(ctx);
-  const int blocks = (p.n + 7) / 8; // as rows_part
-  const int b0 = static_cast<int>(static_cast<int64_t>(blocks) * part / parts);
-  const int b1 = static_cast<int>(static_cast<int64_t>(blocks) * (part + 1) / parts);
-  int8::rows(p, std::min(b0 * 8, p.n), std::min(b1 * 8, p.n));
+  Pool::get().run(rows_part<Product, rows>, &p, parts_for(n, k, bits));
 }
 
 // product() with x quantized to 8 bits (quantized_int8.h).
@@ -573,7 +559,7 @@ void product_int8(const float* x, int m, int k, const uint8_t* w, const float* s
     for (size_t j = 0; j < table; j++) corr_table[j] = 128.0f * xsum[j];
   }
   int8::Product p{xa, xsum, corr_table, stride, w, scales, biases, y, m, n, k, group_size, bits};
-  Pool::get().run(int8_rows_part, &p, parts_for(n, k, bits));
+  Pool::get().run(rows_part<int8::Product, int8::rows>, &p, parts_for(n, k, bits));
 }
 
 using SgemmFn = void (*)(int, int, int, int, int, int, float, const float*, int, const float*,
