@@ -452,8 +452,13 @@ fn info_describes_how_the_weights_are_held() {
     // Two layers: one MoE (router 8-bit/64, experts), one dense MLP.
     let auto = describe(Precision::Auto);
     assert!(
-        auto.contains("3 × 4-bit/32 experts on MLX's gather_qmm"),
+        auto.contains("3 × 4-bit/32 experts on thinkwire's kernels"),
         "{auto}"
+    );
+    let keep = describe(Precision::Keep);
+    assert!(
+        keep.contains("3 × 4-bit/32 experts on MLX's gather_qmm"),
+        "{keep}"
     );
     assert!(
         auto.contains("1 × 8-bit/64 on thinkwire's kernels"),

@@ -7,7 +7,10 @@
 
 #include <atomic>
 #include <chrono>
+#include <algorithm>
 #include <cstdint>
+#include <limits>
+#include <vector>
 #include <stdexcept>
 #include <string>
 
@@ -130,6 +133,112 @@ class QuantizedMatmul : public mlx::core::Primitive {
   thinkwire::Activations activations_;
 };
 
+// Mixture-of-experts products on the kernels: row r of x times the experts
+// indices[r, j] picks, for every j. Each expert used by the step runs once,
+// over all the rows routed to it (read once for them, as a batch is), and
+// an expert nobody picked is not read at all.
+class GatherQuantizedMatmul : public mlx::core::Primitive {
+ public:
+  GatherQuantizedMatmul(mlx::core::Stream stream, int group_size, int bits,
+                        thinkwire::Activations activations)
+      : Primitive(stream), group_size_(group_size), bits_(bits), activations_(activations) {}
+
+  void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override {
+    const array& x = inputs[0];
+    const array& idx = inputs[1];
+    array& out = outputs[0];
+    std::vector<int> shape;
+    std::vector<int64_t> strides;
+    if (!x.flags().row_contiguous) {
+      shape.assign(x.shape().begin(), x.shape().end());
+      strides.assign(x.strides().begin(), x.strides().end());
+    }
+    out.set_data(mlx::core::allocator::malloc(out.nbytes()));
+    auto& encoder = mlx::core::cpu::get_command_encoder(stream());
+    for (const auto& a : inputs) encoder.set_input_array(a);
+    encoder.set_output_array(out);
+    const array& w = inputs[2];
+    encoder.dispatch([xp = x.data<float>(), ip = idx.data<uint32_t>(), wp = w.data<uint8_t>(),
+                      sp = inputs[3].data<float>(), bp = inputs[4].data<float>(),
+                      yp = out.data<float>(), rows = idx.shape(0), k = idx.shape(1),
+                      in = x.shape(-1), n = w.shape(1), experts = w.shape(0), gs = group_size_,
+                      bits = bits_, act = activations_, shape = std::move(shape),
+                      strides = std::move(strides)]() {
+      const auto start = std::chrono::steady_clock::now();
+      std::vector<float> dense;
+      const float* xr = xp;
+      if (!shape.empty()) {
+        dense.resize(static_cast<size_t>(rows) * in);
+        gather(xp, shape, strides, dense.data());
+        xr = dense.data();
+      }
+      const size_t w_bytes = static_cast<size_t>(n) * in * bits / 8;
+      const size_t groups = static_cast<size_t>(n) * (in / gs);
+      std::vector<std::vector<int>> routed(experts);
+      for (int r = 0; r < rows; r++) {
+        for (int j = 0; j < k; j++) {
+          const uint32_t e = ip[static_cast<size_t>(r) * k + j];
+          if (e < static_cast<uint32_t>(experts)) {
+            routed[e].push_back(r * k + j);
+          } else {
+            // Not a router's index: NaN, not a silent zero.
+            float* y = yp + (static_cast<size_t>(r) * k + j) * n;
+            std::fill(y, y + n, std::numeric_limits<float>::quiet_NaN());
+          }
+        }
+      }
+      std::vector<float> xe, ye;
+      for (int e = 0; e < experts; e++) {
+        const auto& slots = routed[e];
+        if (slots.empty()) continue;
+        const int m = static_cast<int>(slots.size());
+        xe.resize(static_cast<size_t>(m) * in);
+        ye.resize(static_cast<size_t>(m) * n);
+        for (int i = 0; i < m; i++) {
+          const float* src = xr + static_cast<size_t>(slots[i] / k) * in;
+          std::copy(src, src + in, xe.data() + static_cast<size_t>(i) * in);
+        }
+        thinkwire::quantized_matmul_f32(xe.data(), m, in, wp + e * w_bytes, sp + e * groups,
+                                        bp + e * groups, n, gs, bits, ye.data(),
+                                        thinkwire::QuantizedPath::automatic, act);
+        for (int i = 0; i < m; i++) {
+          std::copy(ye.data() + static_cast<size_t>(i) * n, ye.data() + static_cast<size_t>(i + 1) * n,
+                    yp + static_cast<size_t>(slots[i]) * n);
+        }
+      }
+      const auto spent = std::chrono::steady_clock::now() - start;
+      kernel_ns.fetch_add(
+          static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(spent).count()),
+          std::memory_order_relaxed);
+      kernel_calls.fetch_add(1, std::memory_order_relaxed);
+    });
+  }
+
+  void eval_gpu(const std::vector<array>&, std::vector<array>&) override {
+    throw std::runtime_error(
+        "thinkwire gather quantized matmul runs on the CPU only; use MLX's gather_qmm on a GPU");
+  }
+
+  const char* name() const override {
+    return "ThinkwireGatherQuantizedMatmul";
+  }
+
+  bool is_equivalent(const mlx::core::Primitive& other) const override {
+    auto* o = dynamic_cast<const GatherQuantizedMatmul*>(&other);
+    return o != nullptr && o->group_size_ == group_size_ && o->bits_ == bits_ &&
+           o->activations_ == activations_;
+  }
+
+  std::vector<mlx::core::Shape> output_shapes(const std::vector<array>& inputs) override {
+    return {{inputs[1].shape(0), inputs[1].shape(1), inputs[2].shape(1)}};
+  }
+
+ private:
+  int group_size_;
+  int bits_;
+  thinkwire::Activations activations_;
+};
+
 std::string shape_text(const array& a) {
   std::string s = "[";
   for (int i = 0; i < a.ndim(); i++) s += (i ? ", " : "") + std::to_string(a.shape(i));
@@ -177,6 +286,46 @@ array quantized_matmul(const array& x, const array& w, const array& scales, cons
                std::make_shared<QuantizedMatmul>(s, group_size, bits, activations), std::move(inputs));
 }
 
+array gather_quantized_matmul(const array& x, const array& indices, const array& w,
+                              const array& scales, const array& biases, int group_size, int bits,
+                              thinkwire::Activations activations, mlx::core::Stream s) {
+  using mlx::core::float32;
+  using mlx::core::uint32;
+  auto fail = [&](const std::string& what) {
+    throw std::invalid_argument("thinkwire_gather_quantized_matmul: " + what);
+  };
+  if (!thinkwire::quantized_supported(group_size, bits)) {
+    fail("no kernel for " + std::to_string(bits) + "-bit weights in groups of " +
+         std::to_string(group_size));
+  }
+  if (s.device != mlx::core::Device::cpu) fail("the stream must be a CPU stream");
+  if (x.dtype() != float32 || scales.dtype() != float32 || biases.dtype() != float32) {
+    fail("x, scales and biases must be float32");
+  }
+  if (w.dtype() != uint32 || indices.dtype() != uint32) fail("w and indices must be uint32");
+  if (x.ndim() != 2 || indices.ndim() != 2 || w.ndim() != 3 || scales.ndim() != 3 ||
+      biases.shape() != scales.shape()) {
+    fail("expected x [rows, k], indices [rows, per_row], w [experts, n, k * bits / 32], "
+         "scales and biases [experts, n, k / group_size]");
+  }
+  const int k = x.shape(1);
+  const int n = w.shape(1);
+  if (k <= 0 || n <= 0 || x.shape(0) != indices.shape(0) || w.shape(0) <= 0 ||
+      k % group_size != 0 || static_cast<int64_t>(w.shape(2)) * 32 != static_cast<int64_t>(k) * bits ||
+      scales.shape(0) != w.shape(0) || scales.shape(1) != n || scales.shape(2) != k / group_size) {
+    fail("shapes do not match: x " + shape_text(x) + ", indices " + shape_text(indices) + ", w " +
+         shape_text(w) + ", scales " + shape_text(scales));
+  }
+  auto row_major = [&](const array& a) {
+    return a.is_available() && a.flags().row_contiguous ? a : mlx::core::contiguous(a, false, s);
+  };
+  std::vector<array> inputs = {x, row_major(indices), row_major(w), row_major(scales),
+                               row_major(biases)};
+  return array({indices.shape(0), indices.shape(1), n}, float32,
+               std::make_shared<GatherQuantizedMatmul>(s, group_size, bits, activations),
+               std::move(inputs));
+}
+
 thinkwire::Activations to_activations(int activations) {
   switch (activations) {
     case 0: return thinkwire::Activations::f32;
@@ -212,6 +361,23 @@ extern "C" int thinkwire_quantized_matmul(mlx_array* res, const mlx_array x, con
                                           mlx_array_get_(scales), mlx_array_get_(biases),
                                           group_size, bits, to_activations(activations),
                                           mlx_stream_get_(s)));
+  } catch (std::exception& e) {
+    last_error = e.what();
+    return 1;
+  }
+  return 0;
+}
+
+extern "C" int thinkwire_gather_quantized_matmul(mlx_array* res, const mlx_array x,
+                                                 const mlx_array indices, const mlx_array w,
+                                                 const mlx_array scales, const mlx_array biases,
+                                                 int group_size, int bits, int activations,
+                                                 const mlx_stream s) {
+  try {
+    mlx_array_set_(*res, gather_quantized_matmul(
+                             mlx_array_get_(x), mlx_array_get_(indices), mlx_array_get_(w),
+                             mlx_array_get_(scales), mlx_array_get_(biases), group_size, bits,
+                             to_activations(activations), mlx_stream_get_(s)));
   } catch (std::exception& e) {
     last_error = e.what();
     return 1;

@@ -61,6 +61,24 @@ int thinkwire_quantized_matmul_raw(
     int path,
     int activations);
 
+/* Mixture-of-experts products on thinkwire's kernels: res[r, j] =
+ * x[r] . W[indices[r, j]]^T for x float32 [rows, k], indices uint32
+ * [rows, per_row] and experts w [experts, n, k * bits / 32] with scales and
+ * biases float32 [experts, n, k / group_size]; res is [rows, per_row, n].
+ * Each expert the indices name is read once for all rows routed to it. An
+ * index past the experts gives NaN rows. */
+int thinkwire_gather_quantized_matmul(
+    mlx_array* res,
+    const mlx_array x,
+    const mlx_array indices,
+    const mlx_array w,
+    const mlx_array scales,
+    const mlx_array biases,
+    int group_size,
+    int bits,
+    int activations,
+    const mlx_stream s);
+
 /* The instruction set the int8-activation kernels use on this CPU:
  * "avx512-vnni", "avx-vnni", "avx2" or "portable". */
 const char* thinkwire_int8_isa(void);

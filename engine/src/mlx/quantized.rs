@@ -210,6 +210,48 @@ pub(crate) fn matmul(
     }
 }
 
+/// Mixture-of-experts products on the kernels: `[rows, per_row, n]` where
+/// entry `(r, j)` is `x[r] . W[indices[r, j]]^T`; `x` f32 `[rows, k]`,
+/// `indices` uint32 `[rows, per_row]`, the experts stacked `[experts, n,
+/// k * bits / 32]` with f32 `[experts, n, k / group_size]` scales and
+/// biases. Each expert the step routes to is read once for all its rows.
+pub(crate) fn gather_matmul(
+    x: &Array,
+    indices: &Array,
+    w: &Array,
+    scales: &Array,
+    biases: &Array,
+    q: Quant,
+    act: Activations,
+) -> mlx_rs::error::Result<Array> {
+    let stream = StreamOrDevice::default();
+    // SAFETY: as in `matmul`: live handles owned by the caller, a fresh
+    // result handle owned by the returned Array or freed here.
+    unsafe {
+        let mut res = mlx_sys::mlx_array_new();
+        let rc = mlx_sys::thinkwire_gather_quantized_matmul(
+            &mut res,
+            x.as_ptr(),
+            indices.as_ptr(),
+            w.as_ptr(),
+            scales.as_ptr(),
+            biases.as_ptr(),
+            q.group_size,
+            q.bits,
+            act as i32,
+            stream.as_ref().as_ptr(),
+        );
+        if rc != 0 {
+            mlx_sys::mlx_array_free(res);
+            let msg = CStr::from_ptr(mlx_sys::thinkwire_last_error())
+                .to_string_lossy()
+                .into_owned();
+            return Err(Exception::custom(msg));
+        }
+        Ok(Array::from_ptr(res))
+    }
+}
+
 #[cfg(test)]
 mod bench;
 
@@ -224,6 +266,61 @@ mod tests {
         let (d, s) = (diff.item_exact::<f32>(), scale.item_exact::<f32>());
         assert!(d <= tol * s.max(1.0), "max |diff| {d} over max |ref| {s}");
         d
+    }
+
+    /// Experts on the kernels: every (row, pick) is the product of that row
+    /// with the expert alone, bit for bit (rows routed to one expert share
+    /// its pass, as a batch does); an index past the experts gives NaN.
+    #[test]
+    fn gather_matmul_is_each_experts_product() {
+        mlx_rs::random::seed(11).unwrap();
+        let (experts, n, k) = (5, 24, 64);
+        let q = Quant {
+            group_size: 32,
+            bits: 4,
+        };
+        let wf = mlx_rs::random::normal::<f32>(&[experts, n, k], None, None, None).unwrap();
+        let (w, s, b) = quantize(&wf, 32, 4).unwrap();
+        let (s, b) = (
+            s.as_dtype(Dtype::Float32).unwrap(),
+            b.as_dtype(Dtype::Float32).unwrap(),
+        );
+        let x = mlx_rs::random::normal::<f32>(&[7, k], None, None, None).unwrap();
+        // Repeats across rows, so some experts take several rows.
+        let picks: [u32; 14] = [0, 3, 3, 1, 4, 0, 2, 3, 0, 1, 3, 4, 9, 2];
+        let idx = Array::from_slice(&picks, &[7, 2]);
+        let got = gather_matmul(&x, &idx, &w, &s, &b, q, Activations::F32).unwrap();
+        assert_eq!(got.shape(), &[7, 2, n]);
+        got.eval().unwrap();
+        let got = got.as_slice::<f32>().to_vec();
+        use mlx_rs::ops::indexing::TryIndexOp;
+        for (slot, &e) in picks.iter().enumerate() {
+            let row = &got[slot * n as usize..(slot + 1) * n as usize];
+            if e as i32 >= experts {
+                assert!(row.iter().all(|v| v.is_nan()), "slot {slot}");
+                continue;
+            }
+            let r = slot as i32 / 2;
+            let e = e as i32;
+            let alone = matmul(
+                &x.try_index(r..r + 1).unwrap(),
+                &w.try_index(e).unwrap(),
+                &s.try_index(e).unwrap(),
+                &b.try_index(e).unwrap(),
+                q,
+                Activations::F32,
+            )
+            .unwrap();
+            alone.eval().unwrap();
+            assert_eq!(
+                bits_of(row),
+                bits_of(alone.as_slice::<f32>()),
+                "slot {slot}"
+            );
+        }
+        let bad = Array::from_slice(&[0u32, 1], &[1, 2]);
+        let err = gather_matmul(&x, &bad, &w, &s, &b, q, Activations::F32).unwrap_err();
+        assert!(err.what().contains("shapes do not match"), "{}", err.what());
     }
 
     /// The kernel against MLX's dequantize + f32 matmul, for every format
@@ -467,6 +564,7 @@ mod tests {
                     "mlx::quantized::tests::reports_the_isa",
                     "mlx::quantized::tests::int8_error_is_the_rounding_of_x_alone",
                     "mlx::quantized::tests::int8_survives_non_finite_inputs",
+                    "mlx::quantized::tests::gather_matmul_is_each_experts_product",
                     "--exact",
                     "--test-threads=1",
                 ])
@@ -479,7 +577,7 @@ mod tests {
                 "{isa}: {text}{}",
                 String::from_utf8_lossy(&out.stderr)
             );
-            assert!(text.contains("5 passed"), "{isa}: {text}");
+            assert!(text.contains("6 passed"), "{isa}: {text}");
         }
     }
 

@@ -10,6 +10,7 @@ use mlx_rs::{Array, Dtype};
 
 use super::R;
 use crate::EngineError;
+use crate::mlx::quantized::{self, Activations};
 use crate::mlx::weights::{Linear, Precision, Quant, Weight, WeightMap, mlx_err};
 
 /// One projection of every expert, stacked on a leading expert axis.
@@ -23,12 +24,40 @@ enum Stacked {
         biases: Array,
         q: Quant,
     },
+    /// The same packing with f32 scales and biases, on thinkwire's kernels
+    /// (`quantized::gather_matmul`).
+    Kernels {
+        w: Array,
+        scales: Array,
+        biases: Array,
+        q: Quant,
+        act: Activations,
+    },
 }
 
 impl Stacked {
-    /// `x` (`[.., 1, in]`) times the experts `indices` pick (`[.., k]`).
+    /// `x` (`[1, T, 1 or k, 1, in]`) times the experts `indices`
+    /// (`[1, T, k]`) pick, as `[1, T, k, 1, out]`.
     fn gather(&self, x: &Array, indices: &Array) -> R<Array> {
         match self {
+            Stacked::Kernels {
+                w,
+                scales,
+                biases,
+                q,
+                act,
+            } => {
+                let (t, k) = (indices.shape()[1], indices.shape()[2]);
+                let (per_token, input) = (x.shape()[2], x.shape()[4]);
+                // One row per token (gate/up), or one per token and expert
+                // (down).
+                let (rows, per_row) = if per_token == 1 { (t, k) } else { (t * k, 1) };
+                let x2 = x.reshape(&[rows, input])?;
+                let i2 = indices.reshape(&[rows, per_row])?;
+                let y = quantized::gather_matmul(&x2, &i2, w, scales, biases, *q, *act)?;
+                let out = y.shape()[2];
+                y.reshape(&[1, t, k, 1, out])
+            }
             Stacked::Dense(w) => mlx_rs::ops::gather_mm(x, w, None, indices, false),
             Stacked::Quantized {
                 w,
@@ -59,6 +88,15 @@ impl Stacked {
                     q.bits, q.group_size
                 )
             }
+            Stacked::Kernels { q, act, .. } => format!(
+                "{}-bit/{} experts on thinkwire's kernels{}",
+                q.bits,
+                q.group_size,
+                match act {
+                    Activations::F32 => "",
+                    Activations::Int8 => ", int8 activations",
+                }
+            ),
         }
     }
 
@@ -67,13 +105,17 @@ impl Stacked {
             Stacked::Dense(w) => vec![w],
             Stacked::Quantized {
                 w, scales, biases, ..
+            }
+            | Stacked::Kernels {
+                w, scales, biases, ..
             } => vec![w, scales, biases],
         }
     }
 
     /// `{prefix}.switch_mlp.{name}` as mlx-lm saves it, or Hugging Face's
     /// `{prefix}.experts.{e}.{name}` stacked here. Packed experts stay
-    /// packed (MLX's `gather_qmm`) except under `f32`/`bf16`.
+    /// packed except under `f32`/`bf16`: on thinkwire's kernels under
+    /// `auto`/`int8` on the CPU, else MLX's `gather_qmm`.
     fn load(
         w: &mut WeightMap,
         prefix: &str,
@@ -99,7 +141,32 @@ impl Stacked {
             precision,
             Precision::Auto | Precision::Int8 | Precision::Keep
         );
+        let kernels = match precision {
+            Precision::Auto => Some(Activations::F32),
+            Precision::Int8 => Some(Activations::Int8),
+            _ => None,
+        }
+        .filter(|_| quantized::default_device_is_cpu());
         match weight {
+            Weight::Quantized {
+                w,
+                scales,
+                biases,
+                q,
+                ..
+            } if kernels.is_some() && quantized::supported(q) => {
+                let f32 = |a: Array| {
+                    a.as_dtype(Dtype::Float32)
+                        .map_err(mlx_err("casting the experts' scales"))
+                };
+                Ok(Stacked::Kernels {
+                    w,
+                    scales: f32(scales)?,
+                    biases: f32(biases)?,
+                    q,
+                    act: kernels.unwrap_or(Activations::F32),
+                })
+            }
             Weight::Quantized {
                 w,
                 scales,
