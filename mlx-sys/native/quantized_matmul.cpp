@@ -13,6 +13,7 @@
 #include <vector>
 #include <stdexcept>
 #include <string>
+#include <typeinfo>
 
 #include "mlx/allocator.h"
 #include "mlx/backend/cpu/encoder.h"
@@ -49,11 +50,46 @@ void gather(const float* src, const std::vector<int>& shape, const std::vector<i
 std::atomic<uint64_t> kernel_ns{0};
 std::atomic<uint64_t> kernel_calls{0};
 
-class QuantizedMatmul : public mlx::core::Primitive {
+// Adds the time `f` takes to the kernels' counters (thinkwire_kernel_time).
+template <class F>
+void timed(F&& f) {
+  const auto start = std::chrono::steady_clock::now();
+  f();
+  const auto spent = std::chrono::steady_clock::now() - start;
+  kernel_ns.fetch_add(
+      static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(spent).count()),
+      std::memory_order_relaxed);
+  kernel_calls.fetch_add(1, std::memory_order_relaxed);
+}
+
+// What the two kernel primitives share: the format, the activations, and
+// the CPU-only rule.
+class KernelPrimitive : public mlx::core::Primitive {
  public:
-  QuantizedMatmul(mlx::core::Stream stream, int group_size, int bits,
+  KernelPrimitive(mlx::core::Stream stream, int group_size, int bits,
                   thinkwire::Activations activations)
       : Primitive(stream), group_size_(group_size), bits_(bits), activations_(activations) {}
+
+  void eval_gpu(const std::vector<array>&, std::vector<array>&) override {
+    throw std::runtime_error(std::string(name()) +
+                             " runs on the CPU only; use MLX's quantized operations on a GPU");
+  }
+
+  bool is_equivalent(const mlx::core::Primitive& other) const override {
+    auto* o = dynamic_cast<const KernelPrimitive*>(&other);
+    return o != nullptr && typeid(*o) == typeid(*this) && o->group_size_ == group_size_ &&
+           o->bits_ == bits_ && o->activations_ == activations_;
+  }
+
+ protected:
+  int group_size_;
+  int bits_;
+  thinkwire::Activations activations_;
+};
+
+class QuantizedMatmul : public KernelPrimitive {
+ public:
+  using KernelPrimitive::KernelPrimitive;
 
   void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override {
     const array& x = inputs[0];
@@ -89,37 +125,24 @@ class QuantizedMatmul : public mlx::core::Primitive {
                       gs = group_size_, bits = bits_, act = activations_,
                       shape = std::move(shape), strides = std::move(strides)]() {
       constexpr auto path = thinkwire::QuantizedPath::automatic;
-      const auto start = std::chrono::steady_clock::now();
-      if (shape.empty()) {
-        thinkwire::quantized_matmul_f32(xp, m, k, wp, sp, bp, n, gs, bits, yp, path, act);
-      } else {
-        std::vector<float> dense(static_cast<size_t>(m) * k);
-        gather(xp, shape, strides, dense.data());
-        thinkwire::quantized_matmul_f32(dense.data(), m, k, wp, sp, bp, n, gs, bits, yp, path,
-                                        act);
-      }
-      const auto spent = std::chrono::steady_clock::now() - start;
-      kernel_ns.fetch_add(
-          static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(spent).count()),
-          std::memory_order_relaxed);
-      kernel_calls.fetch_add(1, std::memory_order_relaxed);
+      timed([&] {
+        if (shape.empty()) {
+          thinkwire::quantized_matmul_f32(xp, m, k, wp, sp, bp, n, gs, bits, yp, path, act);
+        } else {
+          std::vector<float> dense(static_cast<size_t>(m) * k);
+          gather(xp, shape, strides, dense.data());
+          thinkwire::quantized_matmul_f32(dense.data(), m, k, wp, sp, bp, n, gs, bits, yp, path,
+                                          act);
+        }
+      });
     });
   }
 
-  void eval_gpu(const std::vector<array>&, std::vector<array>&) override {
-    throw std::runtime_error(
-        "thinkwire quantized matmul runs on the CPU only; use MLX's quantized_matmul on a GPU");
-  }
 
   const char* name() const override {
     return "ThinkwireQuantizedMatmul";
   }
 
-  bool is_equivalent(const mlx::core::Primitive& other) const override {
-    auto* o = dynamic_cast<const QuantizedMatmul*>(&other);
-    return o != nullptr && o->group_size_ == group_size_ && o->bits_ == bits_ &&
-           o->activations_ == activations_;
-  }
 
   std::vector<mlx::core::Shape> output_shapes(const std::vector<array>& inputs) override {
     auto shape = inputs[0].shape();
@@ -127,21 +150,15 @@ class QuantizedMatmul : public mlx::core::Primitive {
     return {shape};
   }
 
- private:
-  int group_size_;
-  int bits_;
-  thinkwire::Activations activations_;
 };
 
 // Mixture-of-experts products on the kernels: row r of x times the experts
 // indices[r, j] picks, for every j. Each expert used by the step runs once,
 // over all the rows routed to it (read once for them, as a batch is), and
 // an expert nobody picked is not read at all.
-class GatherQuantizedMatmul : public mlx::core::Primitive {
+class GatherQuantizedMatmul : public KernelPrimitive {
  public:
-  GatherQuantizedMatmul(mlx::core::Stream stream, int group_size, int bits,
-                        thinkwire::Activations activations)
-      : Primitive(stream), group_size_(group_size), bits_(bits), activations_(activations) {}
+  using KernelPrimitive::KernelPrimitive;
 
   void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override {
     const array& x = inputs[0];
@@ -164,79 +181,62 @@ class GatherQuantizedMatmul : public mlx::core::Primitive {
                       in = x.shape(-1), n = w.shape(1), experts = w.shape(0), gs = group_size_,
                       bits = bits_, act = activations_, shape = std::move(shape),
                       strides = std::move(strides)]() {
-      const auto start = std::chrono::steady_clock::now();
-      std::vector<float> dense;
-      const float* xr = xp;
-      if (!shape.empty()) {
-        dense.resize(static_cast<size_t>(rows) * in);
-        gather(xp, shape, strides, dense.data());
-        xr = dense.data();
-      }
-      const size_t w_bytes = static_cast<size_t>(n) * in * bits / 8;
-      const size_t groups = static_cast<size_t>(n) * (in / gs);
-      std::vector<std::vector<int>> routed(experts);
-      for (int r = 0; r < rows; r++) {
-        for (int j = 0; j < k; j++) {
-          const uint32_t e = ip[static_cast<size_t>(r) * k + j];
-          if (e < static_cast<uint32_t>(experts)) {
-            routed[e].push_back(r * k + j);
-          } else {
-            // Not a router's index: NaN, not a silent zero.
-            float* y = yp + (static_cast<size_t>(r) * k + j) * n;
-            std::fill(y, y + n, std::numeric_limits<float>::quiet_NaN());
+      timed([&] {
+        std::vector<float> dense;
+        const float* xr = xp;
+        if (!shape.empty()) {
+          dense.resize(static_cast<size_t>(rows) * in);
+          gather(xp, shape, strides, dense.data());
+          xr = dense.data();
+        }
+        const size_t w_bytes = static_cast<size_t>(n) * in * bits / 8;
+        const size_t groups = static_cast<size_t>(n) * (in / gs);
+        std::vector<std::vector<int>> routed(experts);
+        for (int r = 0; r < rows; r++) {
+          for (int j = 0; j < k; j++) {
+            const uint32_t e = ip[static_cast<size_t>(r) * k + j];
+            if (e < static_cast<uint32_t>(experts)) {
+              routed[e].push_back(r * k + j);
+            } else {
+              // Not a router's index: NaN, not a silent zero.
+              float* y = yp + (static_cast<size_t>(r) * k + j) * n;
+              std::fill(y, y + n, std::numeric_limits<float>::quiet_NaN());
+            }
           }
         }
-      }
-      std::vector<float> xe, ye;
-      for (int e = 0; e < experts; e++) {
-        const auto& slots = routed[e];
-        if (slots.empty()) continue;
-        const int m = static_cast<int>(slots.size());
-        xe.resize(static_cast<size_t>(m) * in);
-        ye.resize(static_cast<size_t>(m) * n);
-        for (int i = 0; i < m; i++) {
-          const float* src = xr + static_cast<size_t>(slots[i] / k) * in;
-          std::copy(src, src + in, xe.data() + static_cast<size_t>(i) * in);
+        std::vector<float> xe, ye;
+        for (int e = 0; e < experts; e++) {
+          const auto& slots = routed[e];
+          if (slots.empty()) continue;
+          const int m = static_cast<int>(slots.size());
+          xe.resize(static_cast<size_t>(m) * in);
+          ye.resize(static_cast<size_t>(m) * n);
+          for (int i = 0; i < m; i++) {
+            const float* src = xr + static_cast<size_t>(slots[i] / k) * in;
+            std::copy(src, src + in, xe.data() + static_cast<size_t>(i) * in);
+          }
+          thinkwire::quantized_matmul_f32(xe.data(), m, in, wp + e * w_bytes, sp + e * groups,
+                                          bp + e * groups, n, gs, bits, ye.data(),
+                                          thinkwire::QuantizedPath::automatic, act);
+          for (int i = 0; i < m; i++) {
+            std::copy(ye.data() + static_cast<size_t>(i) * n, ye.data() + static_cast<size_t>(i + 1) * n,
+                      yp + static_cast<size_t>(slots[i]) * n);
+          }
         }
-        thinkwire::quantized_matmul_f32(xe.data(), m, in, wp + e * w_bytes, sp + e * groups,
-                                        bp + e * groups, n, gs, bits, ye.data(),
-                                        thinkwire::QuantizedPath::automatic, act);
-        for (int i = 0; i < m; i++) {
-          std::copy(ye.data() + static_cast<size_t>(i) * n, ye.data() + static_cast<size_t>(i + 1) * n,
-                    yp + static_cast<size_t>(slots[i]) * n);
-        }
-      }
-      const auto spent = std::chrono::steady_clock::now() - start;
-      kernel_ns.fetch_add(
-          static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(spent).count()),
-          std::memory_order_relaxed);
-      kernel_calls.fetch_add(1, std::memory_order_relaxed);
+      });
     });
   }
 
-  void eval_gpu(const std::vector<array>&, std::vector<array>&) override {
-    throw std::runtime_error(
-        "thinkwire gather quantized matmul runs on the CPU only; use MLX's gather_qmm on a GPU");
-  }
 
   const char* name() const override {
     return "ThinkwireGatherQuantizedMatmul";
   }
 
-  bool is_equivalent(const mlx::core::Primitive& other) const override {
-    auto* o = dynamic_cast<const GatherQuantizedMatmul*>(&other);
-    return o != nullptr && o->group_size_ == group_size_ && o->bits_ == bits_ &&
-           o->activations_ == activations_;
-  }
 
   std::vector<mlx::core::Shape> output_shapes(const std::vector<array>& inputs) override {
     return {{inputs[1].shape(0), inputs[1].shape(1), inputs[2].shape(1)}};
   }
 
- private:
-  int group_size_;
-  int bits_;
-  thinkwire::Activations activations_;
 };
 
 std::string shape_text(const array& a) {
@@ -245,14 +245,13 @@ std::string shape_text(const array& a) {
   return s + "]";
 }
 
-array quantized_matmul(const array& x, const array& w, const array& scales, const array& biases,
-                       int group_size, int bits, thinkwire::Activations activations,
-                       mlx::core::Stream s) {
+// The checks both kernel operations make before building their node:
+// a format with a kernel, a CPU stream, f32 activations and scales, MLX's
+// uint32 packing. Throws std::invalid_argument prefixed with `op`.
+void check_kernel_inputs(const char* op, const array& x, const array& w, const array& scales,
+                         const array& biases, int group_size, int bits, mlx::core::Stream s) {
   using mlx::core::float32;
-  using mlx::core::uint32;
-  auto fail = [&](const std::string& what) {
-    throw std::invalid_argument("thinkwire_quantized_matmul: " + what);
-  };
+  auto fail = [&](const std::string& what) { throw std::invalid_argument(op + (": " + what)); };
   if (!thinkwire::quantized_supported(group_size, bits)) {
     fail("no kernel for " + std::to_string(bits) + "-bit weights in groups of " +
          std::to_string(group_size));
@@ -261,7 +260,17 @@ array quantized_matmul(const array& x, const array& w, const array& scales, cons
   if (x.dtype() != float32 || scales.dtype() != float32 || biases.dtype() != float32) {
     fail("x, scales and biases must be float32");
   }
-  if (w.dtype() != uint32) fail("w must be uint32 (MLX's packing)");
+  if (w.dtype() != mlx::core::uint32) fail("w must be uint32 (MLX's packing)");
+}
+
+array quantized_matmul(const array& x, const array& w, const array& scales, const array& biases,
+                       int group_size, int bits, thinkwire::Activations activations,
+                       mlx::core::Stream s) {
+  using mlx::core::float32;
+  auto fail = [&](const std::string& what) {
+    throw std::invalid_argument("thinkwire_quantized_matmul: " + what);
+  };
+  check_kernel_inputs("thinkwire_quantized_matmul", x, w, scales, biases, group_size, bits, s);
   if (x.ndim() < 1 || w.ndim() != 2 || scales.ndim() != 2 || biases.shape() != scales.shape()) {
     fail("expected x [..., k], w [n, k * bits / 32], scales and biases [n, k / group_size]");
   }
@@ -290,19 +299,12 @@ array gather_quantized_matmul(const array& x, const array& indices, const array&
                               const array& scales, const array& biases, int group_size, int bits,
                               thinkwire::Activations activations, mlx::core::Stream s) {
   using mlx::core::float32;
-  using mlx::core::uint32;
   auto fail = [&](const std::string& what) {
     throw std::invalid_argument("thinkwire_gather_quantized_matmul: " + what);
   };
-  if (!thinkwire::quantized_supported(group_size, bits)) {
-    fail("no kernel for " + std::to_string(bits) + "-bit weights in groups of " +
-         std::to_string(group_size));
-  }
-  if (s.device != mlx::core::Device::cpu) fail("the stream must be a CPU stream");
-  if (x.dtype() != float32 || scales.dtype() != float32 || biases.dtype() != float32) {
-    fail("x, scales and biases must be float32");
-  }
-  if (w.dtype() != uint32 || indices.dtype() != uint32) fail("w and indices must be uint32");
+  check_kernel_inputs("thinkwire_gather_quantized_matmul", x, w, scales, biases, group_size, bits,
+                      s);
+  if (indices.dtype() != mlx::core::uint32) fail("indices must be uint32");
   if (x.ndim() != 2 || indices.ndim() != 2 || w.ndim() != 3 || scales.ndim() != 3 ||
       biases.shape() != scales.shape()) {
     fail("expected x [rows, k], indices [rows, per_row], w [experts, n, k * bits / 32], "

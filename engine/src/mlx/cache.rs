@@ -83,6 +83,11 @@ impl KvCache {
         }
     }
 
+    /// The whole key and value buffers, if any.
+    pub fn buffers(&self) -> Option<(&Array, &Array)> {
+        self.keys.as_ref().zip(self.values.as_ref())
+    }
+
     /// Takes the buffers an operation wrote `written` new positions into
     /// (see `fused::attend_cached`).
     pub fn advance(&mut self, keys: Array, values: Array, written: i32) {

@@ -182,31 +182,21 @@ pub(crate) fn matmul(
             x.dtype()
         )));
     }
-    let stream = StreamOrDevice::default();
-    // SAFETY: every handle is a live mlx_array/mlx_stream owned by the
-    // caller; `res` is a fresh handle that either receives the result (and
-    // is then owned by the returned Array) or is freed here.
+    // SAFETY: live input handles owned by the caller; see `lazy_op`.
     unsafe {
-        let mut res = mlx_sys::mlx_array_new();
-        let rc = mlx_sys::thinkwire_quantized_matmul(
-            &mut res,
-            x.as_ptr(),
-            w.as_ptr(),
-            scales.as_ptr(),
-            biases.as_ptr(),
-            q.group_size,
-            q.bits,
-            act as i32,
-            stream.as_ref().as_ptr(),
-        );
-        if rc != 0 {
-            mlx_sys::mlx_array_free(res);
-            let msg = CStr::from_ptr(mlx_sys::thinkwire_last_error())
-                .to_string_lossy()
-                .into_owned();
-            return Err(Exception::custom(msg));
-        }
-        Ok(Array::from_ptr(res))
+        lazy_op(|res, stream| {
+            mlx_sys::thinkwire_quantized_matmul(
+                res,
+                x.as_ptr(),
+                w.as_ptr(),
+                scales.as_ptr(),
+                biases.as_ptr(),
+                q.group_size,
+                q.bits,
+                act as i32,
+                stream,
+            )
+        })
     }
 }
 
@@ -224,24 +214,41 @@ pub(crate) fn gather_matmul(
     q: Quant,
     act: Activations,
 ) -> mlx_rs::error::Result<Array> {
+    // SAFETY: live input handles owned by the caller; see `lazy_op`.
+    unsafe {
+        lazy_op(|res, stream| {
+            mlx_sys::thinkwire_gather_quantized_matmul(
+                res,
+                x.as_ptr(),
+                indices.as_ptr(),
+                w.as_ptr(),
+                scales.as_ptr(),
+                biases.as_ptr(),
+                q.group_size,
+                q.bits,
+                act as i32,
+                stream,
+            )
+        })
+    }
+}
+
+/// Builds one lazy operation through `build`, which fills a fresh result
+/// handle on the default stream and returns non-zero (with
+/// `thinkwire_last_error` set) on failure.
+///
+/// # Safety
+/// `build` must only write a fresh result into the handle it is given.
+unsafe fn lazy_op(
+    build: impl FnOnce(&mut mlx_sys::mlx_array, mlx_sys::mlx_stream) -> i32,
+) -> mlx_rs::error::Result<Array> {
     let stream = StreamOrDevice::default();
-    // SAFETY: as in `matmul`: live handles owned by the caller, a fresh
-    // result handle owned by the returned Array or freed here.
+    // SAFETY: `res` is a fresh handle that either receives the result (and
+    // is then owned by the returned Array) or is freed here; the stream
+    // outlives the call.
     unsafe {
         let mut res = mlx_sys::mlx_array_new();
-        let rc = mlx_sys::thinkwire_gather_quantized_matmul(
-            &mut res,
-            x.as_ptr(),
-            indices.as_ptr(),
-            w.as_ptr(),
-            scales.as_ptr(),
-            biases.as_ptr(),
-            q.group_size,
-            q.bits,
-            act as i32,
-            stream.as_ref().as_ptr(),
-        );
-        if rc != 0 {
+        if build(&mut res, stream.as_ref().as_ptr()) != 0 {
             mlx_sys::mlx_array_free(res);
             let msg = CStr::from_ptr(mlx_sys::thinkwire_last_error())
                 .to_string_lossy()

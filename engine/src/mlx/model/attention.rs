@@ -149,9 +149,11 @@ impl Attention {
         }
         let (out, written) = {
             let mut buffers = Vec::with_capacity(segments.len());
-            for seg in segments.iter_mut() {
-                let (keys, values) = seg.caches[layer].reserve(1, k, v)?;
-                buffers.push((&*keys, &*values));
+            for seg in segments.iter() {
+                let Some(pair) = seg.caches[layer].buffers() else {
+                    return Err(mlx_rs::error::Exception::custom("a cache without buffers"));
+                };
+                buffers.push(pair);
             }
             fused::attend_cached(q, k, v, &buffers, &offsets, self.scale)?
         };

@@ -58,8 +58,8 @@ impl Model {
         let mut blocks = Vec::with_capacity(config.num_hidden_layers);
         for (i, &rotate) in rope_layers.iter().enumerate() {
             let p = format!("model.layers.{i}");
-            let qkv = if architecture == Architecture::Phi3 {
-                // Stored fused, [q | k | v] rows, as the model fuses them.
+            let qkv = if w.has(&format!("{p}.self_attn.qkv_proj")) {
+                // Stored fused (Phi-3), [q | k | v] rows, as the model fuses them.
                 Linear::new(
                     w.take_weight(&format!("{p}.self_attn.qkv_proj"))?
                         .with_policy(precision)?,
@@ -111,8 +111,8 @@ impl Model {
                     precision,
                 )?)
             } else {
-                let gate_up = if architecture == Architecture::Phi3 {
-                    // Stored fused, [gate | up] rows.
+                let gate_up = if w.has(&format!("{p}.mlp.gate_up_proj")) {
+                    // Stored fused (Phi-3), [gate | up] rows.
                     Linear::new(
                         w.take_weight(&format!("{p}.mlp.gate_up_proj"))?
                             .with_policy(precision)?,
