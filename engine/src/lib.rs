@@ -20,10 +20,12 @@
 use std::ops::ControlFlow;
 use std::time::Duration;
 
+mod mask;
 #[cfg(feature = "mlx")]
 pub mod mlx;
 mod sampling;
 
+pub use mask::TokenMask;
 pub use sampling::SamplingParams;
 
 /// One generation: a prompt already tokenized, and how to continue it.
@@ -65,6 +67,22 @@ pub trait TokenSink {
     /// the connection alive meanwhile.
     fn on_prefill(&mut self, _done: usize, _total: usize) -> ControlFlow<()> {
         ControlFlow::Continue(())
+    }
+
+    /// Whether the next token (the first, before any `on_token`) is
+    /// constrained. Asked before the generation starts and after each
+    /// `on_token`; when it says yes, the engine samples that token under
+    /// [`next_mask`](Self::next_mask)'s answer.
+    fn constrains_next(&self) -> bool {
+        false
+    }
+
+    /// The tokens allowed next, given every token so far (forced ones
+    /// too); `None` lifts the constraint. The engine asks after it has the
+    /// directive, on the sink's own thread, so a grammar computes its mask
+    /// while the model computes the logits it applies to.
+    fn next_mask(&mut self) -> Option<TokenMask> {
+        None
     }
 }
 

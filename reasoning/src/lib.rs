@@ -51,6 +51,7 @@ mod registry;
 mod scan;
 mod spec;
 mod splitter;
+mod structured;
 mod toolcall;
 
 pub use pattern::PatternError;
@@ -64,4 +65,5 @@ pub use spec::{
     UnknownEffort,
 };
 pub use splitter::{Chunk, Malformed, MalformedKind, Splitter, TokenCounts, merge_deltas};
+pub use structured::{StructuredError, StructuredSplitter};
 pub use toolcall::{ToolCall, ToolCallError, ToolCallProblem};

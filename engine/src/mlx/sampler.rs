@@ -4,7 +4,7 @@
 //! Greedy requests without a repetition penalty never come here: the engine
 //! keeps their argmax on the MLX side so decoding can be pipelined.
 
-use crate::SamplingParams;
+use crate::{SamplingParams, TokenMask};
 
 /// A candidate token and its (scaled) logit.
 #[derive(Debug, Clone, Copy)]
@@ -118,9 +118,24 @@ impl Sampler {
         }
     }
 
-    /// Picks the next token from `logits`, given the tokens so far.
-    pub fn sample(&mut self, logits: &[f32], history: &[u32]) -> u32 {
+    /// Picks the next token from `logits`, given the tokens so far, among
+    /// those `mask` allows (all without one); `None` when it allows none.
+    pub fn sample(
+        &mut self,
+        logits: &[f32],
+        history: &[u32],
+        mask: Option<&TokenMask>,
+    ) -> Option<u32> {
         let mut logits = logits.to_vec();
+        if let Some(mask) = mask
+            && !mask.apply(&mut logits)
+        {
+            return None;
+        }
+        Some(self.pick(logits, history))
+    }
+
+    fn pick(&mut self, mut logits: Vec<f32>, history: &[u32]) -> u32 {
         if self.penalty != 1.0 {
             let start = history.len().saturating_sub(self.penalty_window);
             let mut seen = history[start..].to_vec();
@@ -204,7 +219,9 @@ mod tests {
         let logits: Vec<f32> = (0..50).map(|i| (i as f32 * 0.37).sin()).collect();
         let run = |p: &SamplingParams| {
             let mut s = Sampler::new(p);
-            (0..20).map(|_| s.sample(&logits, &[])).collect::<Vec<_>>()
+            (0..20)
+                .map(|_| s.sample(&logits, &[], None).unwrap())
+                .collect::<Vec<_>>()
         };
         assert_eq!(run(&params()), run(&params()));
         let other = SamplingParams {
@@ -221,12 +238,14 @@ mod tests {
             top_k: 1,
             ..params()
         });
-        assert!((0..20).all(|_| s.sample(&logits, &[]) == 1));
+        assert!((0..20).all(|_| s.sample(&logits, &[], None).unwrap() == 1));
         let mut s = Sampler::new(&SamplingParams {
             min_p: 0.5,
             ..params()
         });
-        let picks: Vec<u32> = (0..200).map(|_| s.sample(&logits, &[])).collect();
+        let picks: Vec<u32> = (0..200)
+            .map(|_| s.sample(&logits, &[], None).unwrap())
+            .collect();
         assert!(picks.iter().all(|&t| t == 1 || t == 2));
         assert!(picks.contains(&1) && picks.contains(&2));
     }
@@ -238,7 +257,7 @@ mod tests {
             top_p: 0.9,
             ..params()
         });
-        assert!((0..200).all(|_| s.sample(&logits, &[]) < 2));
+        assert!((0..200).all(|_| s.sample(&logits, &[], None).unwrap() < 2));
     }
 
     #[test]
@@ -249,8 +268,25 @@ mod tests {
             repetition_penalty: 1.5,
             ..SamplingParams::greedy()
         });
-        assert_eq!(s.sample(&logits, &[]), 0);
-        assert_eq!(s.sample(&logits, &[0]), 1);
+        assert_eq!(s.sample(&logits, &[], None).unwrap(), 0);
+        assert_eq!(s.sample(&logits, &[0], None).unwrap(), 1);
+    }
+
+    #[test]
+    fn a_mask_keeps_only_its_tokens_greedy_or_sampled() {
+        let logits = vec![2.0, 1.9, -1.0, 0.5];
+        let mut mask = TokenMask::none(4);
+        mask.allow(1);
+        mask.allow(3);
+        let mut greedy = Sampler::new(&SamplingParams::greedy());
+        assert_eq!(greedy.sample(&logits, &[], Some(&mask)), Some(1));
+        let mut s = Sampler::new(&params());
+        let picks: Vec<u32> = (0..200)
+            .map(|_| s.sample(&logits, &[], Some(&mask)).unwrap())
+            .collect();
+        assert!(picks.iter().all(|&t| t == 1 || t == 3));
+        assert!(picks.contains(&3));
+        assert_eq!(s.sample(&logits, &[], Some(&TokenMask::none(4))), None);
     }
 
     #[test]

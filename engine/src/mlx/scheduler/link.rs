@@ -7,7 +7,7 @@ use std::ops::ControlFlow;
 use std::sync::mpsc::{Receiver, Sender};
 use std::time::Instant;
 
-use crate::{Directive, EngineError, GenerationRequest, GenerationStats, TokenSink};
+use crate::{Directive, EngineError, GenerationRequest, GenerationStats, TokenMask, TokenSink};
 
 /// A sequence's id, unique for the scheduler's lifetime.
 pub(crate) type SeqId = u64;
@@ -27,7 +27,11 @@ pub(crate) enum ToRun {
 #[derive(Debug)]
 pub(crate) enum Reply {
     Prefill(ControlFlow<()>),
-    Token(Directive),
+    /// The directive, and whether the next token is constrained (its mask
+    /// follows in a [`Reply::Mask`], computed after this is sent).
+    Token(Directive, bool),
+    /// The tokens allowed next (`None`: no constraint after all).
+    Mask(Option<TokenMask>),
 }
 
 /// What reaches the scheduler thread.
@@ -45,6 +49,10 @@ pub(crate) struct Submission {
     pub to_run: Sender<ToRun>,
     /// When the run asked: queueing counts towards its time to first token.
     pub submitted: Instant,
+    /// Whether the first token is constrained.
+    pub constrained: bool,
+    /// Its mask, when it arrived while the request waited.
+    pub mask: Option<Option<TokenMask>>,
 }
 
 /// Serves `sink` from the scheduler's messages until the generation ends.
@@ -57,6 +65,14 @@ pub(crate) fn serve_sink(
     sink: &mut dyn TokenSink,
 ) -> Result<GenerationStats, EngineError> {
     let mut stopped = false;
+    let send = |reply| {
+        to_scheduler.send(Inbox::Reply(id, reply)).map_err(|_| {
+            EngineError::Backend("the scheduler stopped before the generation ended".into())
+        })
+    };
+    if sink.constrains_next() {
+        send(Reply::Mask(sink.next_mask()))?;
+    }
     loop {
         let reply = match from_scheduler.recv() {
             Ok(ToRun::Done(result)) => return result,
@@ -76,7 +92,17 @@ pub(crate) fn serve_sink(
                     sink.on_token(token)
                 };
                 stopped |= directive == Directive::Stop;
-                Reply::Token(directive)
+                if stopped {
+                    Reply::Token(directive, false)
+                } else if sink.constrains_next() {
+                    // The mask is computed after the directive is on its
+                    // way, so the grammar works while the model does.
+                    send(Reply::Token(directive, true))?;
+                    send(Reply::Mask(sink.next_mask()))?;
+                    continue;
+                } else {
+                    Reply::Token(directive, false)
+                }
             }
             Err(_) => {
                 return Err(EngineError::Backend(
@@ -84,10 +110,6 @@ pub(crate) fn serve_sink(
                 ));
             }
         };
-        if to_scheduler.send(Inbox::Reply(id, reply)).is_err() {
-            return Err(EngineError::Backend(
-                "the scheduler stopped before the generation ended".into(),
-            ));
-        }
+        send(reply)?;
     }
 }

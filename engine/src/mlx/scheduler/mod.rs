@@ -152,6 +152,8 @@ impl Scheduler {
             request: request.clone(),
             to_run,
             submitted: Instant::now(),
+            constrained: sink.constrains_next(),
+            mask: None,
         };
         to_scheduler
             .send(Inbox::Submit(submission))
@@ -257,7 +259,7 @@ impl Worker {
         let busy = self
             .active
             .iter()
-            .any(|s| !matches!(s.next, Next::Awaiting { .. }));
+            .any(|s| !matches!(s.next, Next::Awaiting { .. }) && !s.awaits_mask());
         busy || (self.can_admit() && !self.waiting.is_empty())
     }
 
@@ -269,12 +271,20 @@ impl Worker {
         match msg {
             Inbox::Submit(sub) => self.waiting.push_back(sub),
             Inbox::Close => self.closing = true,
+            Inbox::Reply(id, Reply::Mask(mask)) => {
+                if let Some(seq) = self.active.iter_mut().find(|s| s.id == id) {
+                    seq.masked(mask);
+                } else if let Some(sub) = self.waiting.iter_mut().find(|s| s.id == id) {
+                    sub.mask = Some(mask);
+                }
+            }
             Inbox::Reply(id, reply) => {
                 let Some(seq) = self.active.iter_mut().find(|s| s.id == id) else {
                     return; // it already ended
                 };
                 match reply {
-                    Reply::Token(directive) => seq.directed(directive),
+                    Reply::Token(directive, constrained) => seq.directed(directive, constrained),
+                    Reply::Mask(_) => {}
                     Reply::Prefill(flow) if flow.is_break() => seq.prefill_stopped(),
                     Reply::Prefill(_) => {}
                 }
@@ -317,9 +327,14 @@ impl Worker {
     /// One step: the decode pass, the prefill pass, then reading the
     /// tokens the previous step picked.
     fn step(&mut self) {
-        // Sampled sequences need their logits read before they can feed.
+        self.await_masks();
+        // Sampled sequences need their logits read before they can feed; a
+        // constrained one whose mask is late joins a later step.
         let mut sampled = false;
         for seq in &mut self.active {
+            if seq.awaits_mask() {
+                continue;
+            }
             if let Next::Logits(logits) = &seq.next {
                 let logits = logits.clone();
                 sampled = true;
@@ -473,7 +488,7 @@ impl Worker {
                 // token they follow is read by the caller.
                 Pass::Decode if matches!(seq.next, Next::Unread(_)) => {
                     match pick_row(picks, row as i32) {
-                        Ok(a) if seq.is_greedy() => out.push((p.seq, a)),
+                        Ok(a) if seq.is_pipelined() => out.push((p.seq, a)),
                         Ok(_) => {}
                         Err(e) => seq.fail(e),
                     }
@@ -536,6 +551,33 @@ impl Worker {
         }
         mlx_rs::transforms::async_eval(eval).map_err(mlx_err("queueing a step"))?;
         Ok((out, picks))
+    }
+
+    /// Waits (briefly) for the masks of constrained sequences whose logits
+    /// are due: the runs compute them while the step runs, so they are
+    /// usually in by the time its logits are.
+    fn await_masks(&mut self) {
+        let mut due = self.active.iter().filter(|s| s.awaits_mask()).peekable();
+        if due.peek().is_none() {
+            return;
+        }
+        for seq in due {
+            if let Next::Logits(logits) = &seq.next {
+                let _ = logits.eval();
+            }
+        }
+        let deadline = Instant::now() + self.options.reply_wait;
+        while self.active.iter().any(Sequence::awaits_mask) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.inbox.recv_timeout(left) {
+                Ok(msg) => self.handle(msg),
+                Err(RecvTimeoutError::Timeout) => return,
+                Err(RecvTimeoutError::Disconnected) => {
+                    self.closing = true;
+                    return;
+                }
+            }
+        }
     }
 
     /// Waits (briefly) for the runs' answers on the tokens just handed out.

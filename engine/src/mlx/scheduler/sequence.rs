@@ -12,7 +12,7 @@ use super::link::{SeqId, Submission, ToRun};
 use crate::mlx::cache::KvCache;
 use crate::mlx::sampler::Sampler;
 use crate::mlx::weights::mlx_err;
-use crate::{Directive, EngineError, Finish, GenerationRequest, GenerationStats};
+use crate::{Directive, EngineError, Finish, GenerationRequest, GenerationStats, TokenMask};
 
 /// What the sequence gives the model next.
 pub(crate) enum Next {
@@ -36,7 +36,17 @@ pub(crate) enum Next {
 /// can be queued ahead) or by the sampler on the CPU.
 enum Picker {
     Greedy,
-    Sampled(Box<Sampler>),
+    Sampled,
+}
+
+/// A constrained token's mask, which the run computes while the model
+/// computes the logits it applies to.
+enum Constraint {
+    /// The next token is free.
+    Free,
+    /// The run said the next token is constrained; its mask is on the way.
+    Waiting,
+    Ready(TokenMask),
 }
 
 /// One sequence; see the module docs.
@@ -46,6 +56,8 @@ pub(crate) struct Sequence {
     to_run: Sender<ToRun>,
     pub caches: Vec<KvCache>,
     picker: Picker,
+    sampler: Box<Sampler>,
+    constraint: Constraint,
     /// Prompt, generated and forced tokens: position `i` of the cache
     /// holds `history[i]` once a step has consumed it.
     history: Vec<u32>,
@@ -81,7 +93,13 @@ impl Sequence {
         let picker = if request.sampling.is_greedy() && request.sampling.repetition_penalty == 1.0 {
             Picker::Greedy
         } else {
-            Picker::Sampled(Box::new(Sampler::new(&request.sampling)))
+            Picker::Sampled
+        };
+        let sampler = Box::new(Sampler::new(&request.sampling));
+        let constraint = match (sub.constrained, sub.mask) {
+            (false, _) | (true, Some(None)) => Constraint::Free,
+            (true, Some(Some(mask))) => Constraint::Ready(mask),
+            (true, None) => Constraint::Waiting,
         };
         let stats = GenerationStats {
             finish: Finish::Length,
@@ -99,7 +117,9 @@ impl Sequence {
             request,
             to_run: sub.to_run,
             caches,
+            sampler,
             picker,
+            constraint,
             stats,
             submitted: sub.submitted,
             first_token: None,
@@ -116,8 +136,22 @@ impl Sequence {
         self.caches.first().map_or(0, |c| c.offset() as usize)
     }
 
-    pub fn is_greedy(&self) -> bool {
-        matches!(self.picker, Picker::Greedy)
+    /// Whether its next token is picked on the MLX side, lazily (greedy
+    /// and free), so a step may take it as input before it is read.
+    pub fn is_pipelined(&self) -> bool {
+        matches!(self.picker, Picker::Greedy) && matches!(self.constraint, Constraint::Free)
+    }
+
+    /// Whether it has logits to sample but its mask has not arrived.
+    pub fn awaits_mask(&self) -> bool {
+        matches!(self.next, Next::Logits(_)) && matches!(self.constraint, Constraint::Waiting)
+    }
+
+    /// The run's mask for the next token (`None`: free after all).
+    pub fn masked(&mut self, mask: Option<TokenMask>) {
+        if matches!(self.constraint, Constraint::Waiting) {
+            self.constraint = mask.map_or(Constraint::Free, Constraint::Ready);
+        }
     }
 
     pub fn in_prompt(&self) -> bool {
@@ -151,23 +185,31 @@ impl Sequence {
     pub fn produced(&mut self, picks: &Array, logits: &Array, row: i32) -> Result<(), EngineError> {
         use mlx_rs::ops::indexing::TryIndexOp;
         let err = mlx_err("choosing a token");
-        self.next = match self.picker {
-            Picker::Greedy => Next::Unread(picks.try_index(row..row + 1).map_err(err)?),
-            Picker::Sampled(_) => Next::Logits(logits.try_index(row..row + 1).map_err(err)?),
+        self.next = if self.is_pipelined() {
+            Next::Unread(picks.try_index(row..row + 1).map_err(err)?)
+        } else {
+            Next::Logits(logits.try_index(row..row + 1).map_err(err)?)
         };
         Ok(())
     }
 
-    /// Samples from logits (reading them waits for their step).
+    /// Samples from logits (reading them waits for their step), under
+    /// the mask when the token is constrained.
     pub fn sample(&mut self, logits: &Array) -> Result<u32, EngineError> {
-        let Picker::Sampled(sampler) = &mut self.picker else {
-            return Err(EngineError::Backend("sampling a greedy sequence".into()));
+        let mask = match &self.constraint {
+            Constraint::Free => None,
+            Constraint::Ready(mask) => Some(mask),
+            Constraint::Waiting => {
+                return Err(EngineError::Backend("sampling before the mask".into()));
+            }
         };
         logits.eval().map_err(mlx_err("evaluating a step"))?;
         let v = logits
             .try_as_slice::<f32>()
             .map_err(|e| EngineError::Backend(format!("reading logits: {e}")))?;
-        Ok(sampler.sample(v, &self.history))
+        self.sampler.sample(v, &self.history, mask).ok_or_else(|| {
+            EngineError::InvalidRequest("the output constraint allows no token".into())
+        })
     }
 
     /// Hands a generated token to the run; `spec` is the step already
@@ -192,8 +234,9 @@ impl Sequence {
         self.next = Next::Awaiting { spec };
     }
 
-    /// The run's directive on the last token.
-    pub fn directed(&mut self, directive: Directive) {
+    /// The run's directive on the last token, and whether the next one is
+    /// constrained.
+    pub fn directed(&mut self, directive: Directive, constrained: bool) {
         if !matches!(self.next, Next::Awaiting { .. }) {
             // An answer to a sequence that is not waiting: it already ended.
             return;
@@ -203,6 +246,11 @@ impl Sequence {
             return;
         };
         self.laggard = false;
+        self.constraint = if constrained {
+            Constraint::Waiting
+        } else {
+            Constraint::Free
+        };
         let forced = match directive {
             Directive::Stop => return self.finish(Finish::Cancelled),
             Directive::Continue => None,
@@ -211,6 +259,13 @@ impl Sequence {
         if self.budget == 0 {
             return self.finish(Finish::Length);
         }
+        // A step queued on a pick made without the mask is dropped like one
+        // before forced tokens: the token is fed again and its logits
+        // sampled under the mask.
+        let forced = match (forced, &spec) {
+            (None, Some(_)) if constrained => Some(Vec::new()),
+            (forced, _) => forced,
+        };
         let Some(forced) = forced else {
             self.next = match spec {
                 Some(spec) => Next::Unread(spec),

@@ -1,0 +1,148 @@
+//! What a generation is constrained to, and the checks a schema passes
+//! before a run starts.
+
+use llguidance::api::TopLevelGrammar;
+use serde_json::{Value, json};
+
+use crate::GrammarError;
+
+/// What to constrain the output to.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Target {
+    /// JSON that validates against this schema (`json_schema`).
+    Schema(Value),
+    /// Any JSON object (`json_object`).
+    AnyObject,
+    /// A tool call's body: `{"name": <one of the tools>, "arguments":
+    /// <that tool's parameters>}`, after optional whitespace (Hermes
+    /// `<tool_call>`, the Harmony `commentary` recipient's JSON).
+    ToolCall(Vec<(String, Value)>),
+}
+
+/// How the JSON is laid out: one space after `,` and `:` as most models
+/// write it, and no free whitespace, which small models can otherwise
+/// fill forever.
+fn layout() -> Value {
+    json!({"whitespace_flexible": false, "item_separator": ", ", "key_separator": ": "})
+}
+
+impl Target {
+    /// The grammar engine's form of the target.
+    pub(crate) fn grammar(&self) -> Result<TopLevelGrammar, GrammarError> {
+        match self {
+            Self::Schema(schema) => {
+                check_schema(schema)?;
+                Ok(TopLevelGrammar::from_json_schema(with_layout(schema)))
+            }
+            Self::AnyObject => Ok(TopLevelGrammar::from_json_schema(with_layout(
+                &json!({"type": "object"}),
+            ))),
+            Self::ToolCall(tools) => {
+                let mut calls = Vec::with_capacity(tools.len());
+                for (i, (name, params)) in tools.iter().enumerate() {
+                    check_schema(params).map_err(|e| e.under(&format!("/tools/{i}/parameters")))?;
+                    calls.push(json!({
+                        "type": "object",
+                        "properties": {"name": {"const": name}, "arguments": params},
+                        "required": ["name", "arguments"],
+                        "additionalProperties": false,
+                    }));
+                }
+                if calls.is_empty() {
+                    return Err(GrammarError::Schema {
+                        path: "/tools".into(),
+                        message: "a tool call needs at least one tool".into(),
+                    });
+                }
+                let body = with_layout(&json!({"anyOf": calls}));
+                let lark = format!("start: WS? body\nWS: /[ \\t\\n]+/\nbody: %json {body}\n");
+                Ok(TopLevelGrammar::from_lark(lark))
+            }
+        }
+    }
+}
+
+/// `schema` with the layout options (`true` becomes `{}`: anything).
+fn with_layout(schema: &Value) -> Value {
+    let mut schema = match schema {
+        Value::Object(_) => schema.clone(),
+        _ => json!({}),
+    };
+    if let Value::Object(map) = &mut schema {
+        map.insert("x-guidance".into(), layout());
+    }
+    schema
+}
+
+/// Refuses a schema that is not a valid JSON Schema, naming the path
+/// inside it (a JSON pointer). What the grammar engine cannot enforce is
+/// refused when the grammar is built ([`crate::Grammar::new`]).
+pub fn check_schema(schema: &Value) -> Result<(), GrammarError> {
+    match schema {
+        Value::Bool(true) | Value::Object(_) => {}
+        Value::Bool(false) => {
+            return Err(GrammarError::Schema {
+                path: String::new(),
+                message: "`false` allows no value".into(),
+            });
+        }
+        _ => {
+            return Err(GrammarError::Schema {
+                path: String::new(),
+                message: "a schema is a JSON object".into(),
+            });
+        }
+    }
+    jsonschema::meta::validate(schema).map_err(|e| GrammarError::Schema {
+        path: e.instance_path().to_string(),
+        message: e.masked().to_string(),
+    })
+}
+
+impl GrammarError {
+    /// The same error with its schema path under `prefix`.
+    #[must_use]
+    pub(crate) fn under(self, prefix: &str) -> Self {
+        match self {
+            Self::Schema { path, message } => Self::Schema {
+                path: format!("{prefix}{path}"),
+                message,
+            },
+            other => other,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bad_schema_is_refused_at_its_path() {
+        let bad = json!({"type": "object", "properties": {"age": {"type": "integr"}}});
+        let Err(GrammarError::Schema { path, .. }) = check_schema(&bad) else {
+            panic!("accepted a bad type");
+        };
+        assert_eq!(path, "/properties/age/type");
+        let bad = json!({"type": "object", "required": "name"});
+        let Err(GrammarError::Schema { path, .. }) = check_schema(&bad) else {
+            panic!("accepted a bad required");
+        };
+        assert_eq!(path, "/required");
+        assert!(check_schema(&json!(false)).is_err());
+        assert!(check_schema(&json!([1])).is_err());
+        assert!(check_schema(&json!(true)).is_ok());
+    }
+
+    #[test]
+    fn a_tool_schema_error_names_the_tool() {
+        let target = Target::ToolCall(vec![
+            ("ok".into(), json!({"type": "object"})),
+            ("bad".into(), json!({"type": 5})),
+        ]);
+        let Err(GrammarError::Schema { path, .. }) = target.grammar() else {
+            panic!("accepted a bad tool schema");
+        };
+        assert_eq!(path, "/tools/1/parameters/type");
+    }
+}

@@ -1,0 +1,91 @@
+//! A tokenizer's vocabulary as the grammar engine sees it.
+
+use std::sync::Arc;
+
+use llguidance::ParserFactory;
+use thinkwire_chat::Tokenizer;
+use toktrie::{TokEnv, TokRxInfo, TokTrie, TokenId, TokenizerEnv};
+
+use crate::GrammarError;
+
+/// Token bytes in llguidance's trie and the grammar compiler over them;
+/// built once per model (tens of milliseconds), shared by every run.
+#[derive(Clone)]
+pub struct Vocabulary {
+    pub(crate) factory: Arc<ParserFactory>,
+    /// The model's stop ids: the grammar's end allows any of them.
+    pub(crate) stop_ids: Vec<u32>,
+}
+
+impl std::fmt::Debug for Vocabulary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Vocabulary")
+            .field("tokens", &self.factory.tok_env().tok_trie().vocab_size())
+            .field("stop_ids", &self.stop_ids)
+            .finish()
+    }
+}
+
+/// llguidance's tokenizer interface over ours: the trie for masks, our
+/// tokenizer for the text it needs as tokens.
+struct Env {
+    trie: TokTrie,
+    tokenizer: Tokenizer,
+}
+
+impl TokenizerEnv for Env {
+    fn tok_trie(&self) -> &TokTrie {
+        &self.trie
+    }
+
+    fn tokenize_bytes(&self, s: &[u8]) -> Vec<TokenId> {
+        self.tokenizer
+            .encode_plain(&String::from_utf8_lossy(s))
+            .unwrap_or_default()
+    }
+}
+
+impl Vocabulary {
+    /// The vocabulary of `tokenizer`; a finished grammar allows exactly
+    /// `stop_ids` (the first is the grammar engine's end token).
+    pub fn new(tokenizer: &Tokenizer, stop_ids: &[u32]) -> Result<Self, GrammarError> {
+        let bad = |e: &dyn std::fmt::Display| GrammarError::Vocabulary(e.to_string());
+        let Some(&eos) = stop_ids.first() else {
+            return Err(GrammarError::Vocabulary(
+                "the model has no stop token".into(),
+            ));
+        };
+        let json = tokenizer.to_json_string(false).map_err(|e| bad(&e))?;
+        let json: serde_json::Value = serde_json::from_str(&json).map_err(|e| bad(&e))?;
+        let words = llguidance::token_bytes_from_tokenizer_json(&json).map_err(|e| bad(&e))?;
+        if eos as usize >= words.len() {
+            return Err(GrammarError::Vocabulary(format!(
+                "stop token {eos} is outside the tokenizer's {} tokens",
+                words.len()
+            )));
+        }
+        let info = TokRxInfo::new(words.len() as u32, eos);
+        let env: TokEnv = Arc::new(Env {
+            trie: TokTrie::from(&info, &words),
+            tokenizer: tokenizer.clone(),
+        });
+        let mut factory = ParserFactory::new_simple(&env).map_err(|e| bad(&e))?;
+        factory.quiet();
+        Ok(Self {
+            factory: Arc::new(factory),
+            stop_ids: stop_ids.to_vec(),
+        })
+    }
+
+    /// Tokens the grammar engine knows.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.factory.tok_env().tok_trie().vocab_size()
+    }
+
+    /// Whether it knows none.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
