@@ -17,6 +17,18 @@ pub enum Target {
     /// <that tool's parameters>}`, after optional whitespace (Hermes
     /// `<tool_call>`, the Harmony `commentary` recipient's JSON).
     ToolCall(Vec<(String, Value)>),
+    /// A thinking model's answer: free reasoning up to the `close` marker,
+    /// then optional whitespace and `then`. With an `open` marker the
+    /// reasoning block is optional (the model opens it); without one the
+    /// output starts inside it (the prompt opened it).
+    AfterReasoning {
+        /// The marker that opens reasoning, if the model writes it.
+        open: Option<String>,
+        /// The marker that closes it.
+        close: String,
+        /// What the answer must be.
+        then: Box<Target>,
+    },
 }
 
 /// How the JSON is laid out: one space after `,` and `:` as most models
@@ -37,6 +49,31 @@ impl Target {
             Self::AnyObject => Ok(TopLevelGrammar::from_json_schema(with_layout(
                 &json!({"type": "object"}),
             ))),
+            Self::ToolCall(_) | Self::AfterReasoning { .. } => {
+                let lark = format!("start: {}\nWS: /[ \\t\\n]+/\n", self.lark()?);
+                Ok(TopLevelGrammar::from_lark(lark))
+            }
+        }
+    }
+
+    /// The target as the right-hand side of a Lark rule (with any rules it
+    /// needs after it); `WS` is whitespace.
+    fn lark(&self) -> Result<String, GrammarError> {
+        match self {
+            Self::Schema(schema) => {
+                check_schema(schema)?;
+                Ok(format!("%json {}", with_layout(schema)))
+            }
+            Self::AnyObject => Ok(format!("%json {}", with_layout(&json!({"type": "object"})))),
+            Self::AfterReasoning { open, close, then } => {
+                let quote = |s: &str| serde_json::to_string(s).unwrap_or_default();
+                let think = format!("think[suffix={}]: /(?s:.*)/", quote(close));
+                let start = match open {
+                    Some(open) => format!("({} think WS?)? answer", quote(open)),
+                    None => "think WS? answer".into(),
+                };
+                Ok(format!("{start}\nanswer: {}\n{think}", then.lark()?))
+            }
             Self::ToolCall(tools) => {
                 let mut calls = Vec::with_capacity(tools.len());
                 for (i, (name, params)) in tools.iter().enumerate() {
@@ -54,9 +91,10 @@ impl Target {
                         message: "a tool call needs at least one tool".into(),
                     });
                 }
-                let body = with_layout(&json!({"anyOf": calls}));
-                let lark = format!("start: WS? body\nWS: /[ \\t\\n]+/\nbody: %json {body}\n");
-                Ok(TopLevelGrammar::from_lark(lark))
+                Ok(format!(
+                    "WS? %json {}",
+                    with_layout(&json!({"anyOf": calls}))
+                ))
             }
         }
     }

@@ -173,3 +173,35 @@ fn qwen3_vocabulary_builds_and_constrains() {
     );
     assert!(g.is_complete());
 }
+
+#[test]
+fn a_thinking_model_reasons_freely_then_answers_under_the_schema() {
+    let t = Tokenizer::from_file(require(
+        assets::qwen3_tokenizer_dir().join("tokenizer.json"),
+    ))
+    .expect("Qwen3 tokenizer loads");
+    let v = Vocabulary::new(&t, &[151645, 151643]).expect("vocabulary");
+    let target = |open: Option<&str>| Target::AfterReasoning {
+        open: open.map(str::to_owned),
+        close: "</think>".into(),
+        then: Box::new(Target::Schema(person())),
+    };
+    let answer = r#"{"name": "Ada", "age": 36}"#;
+    // The model opens reasoning itself, or answers at once.
+    for text in [
+        format!("<think>\nAny {{text}}, \"quotes\" and </th at all.\n</think>\n\n{answer}"),
+        answer.to_owned(),
+    ] {
+        let mut g = Grammar::new(&v, &target(Some("<think>"))).expect("compiles");
+        assert_eq!(first_refused(&mut g, &t, &text), None, "{text}");
+        assert!(g.is_complete());
+    }
+    // The prompt opened it.
+    let mut g = Grammar::new(&v, &target(None)).expect("compiles");
+    let text = format!("I should answer.</think>\n\n{answer}");
+    assert_eq!(first_refused(&mut g, &t, &text), None);
+    assert!(g.is_complete());
+    // Free text after the reasoning is refused.
+    let mut g = Grammar::new(&v, &target(None)).expect("compiles");
+    assert!(first_refused(&mut g, &t, "ok</think>\n\nSure! {").is_some());
+}

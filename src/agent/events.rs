@@ -44,6 +44,9 @@ pub mod custom {
     pub const TOOL_CALL_INVALID: &str = "thinkwire.tool_call_invalid";
     /// Model output that broke its format's syntax.
     pub const MALFORMED_OUTPUT: &str = "thinkwire.malformed_output";
+    /// A constrained answer (`responseFormat`) ended before its grammar
+    /// did: the token limit cut it short.
+    pub const OUTPUT_INCOMPLETE: &str = "thinkwire.output_incomplete";
 }
 
 /// What sealing needs besides the text.

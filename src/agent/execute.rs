@@ -201,7 +201,9 @@ impl Execution<'_, '_> {
             .call_id_prefix(new_id("call") + "-")
             .reasoning_budget(Some(budget));
         let summary = run.controls.visibility == Visibility::Summary;
-        let mut pass = Pass::split(model, splitter).holding_reasoning_end(summary);
+        let mut pass = Pass::split(model, splitter)
+            .holding_reasoning_end(summary)
+            .constrained(self.answer_grammar(model)?);
         let mut consumed: Vec<u32> = Vec::new();
         let mut remaining = run.max_new_tokens;
         loop {
@@ -233,6 +235,31 @@ impl Execution<'_, '_> {
         }
         pass.close_reasoning(&mut self.events, None)?;
         self.usage.reasoning += pass.reasoning_tokens();
+        self.report_incomplete(&pass)
+    }
+
+    /// The answer's grammar, compiled for this run (`responseFormat`; its
+    /// schema was checked when the run was prepared).
+    fn answer_grammar(&self, model: &Model) -> Result<Option<thinkwire_grammar::Grammar>, Stopped> {
+        let Some(target) = &self.run.answer else {
+            return Ok(None);
+        };
+        let vocab = model
+            .grammar_vocabulary()
+            .map_err(|e| Stopped::Engine(EngineError::InvalidRequest(e)))?;
+        thinkwire_grammar::Grammar::new(vocab, target)
+            .map(Some)
+            .map_err(|e| Stopped::Engine(EngineError::InvalidRequest(e.to_string())))
+    }
+
+    /// A constrained answer that did not reach its end (the token limit or
+    /// a stop cut it short) says so, so a client does not parse half an
+    /// object as the whole.
+    fn report_incomplete(&mut self, pass: &Pass<'_>) -> Result<(), Stopped> {
+        if pass.constraint_incomplete() && !self.events.output().should_stop() {
+            self.events
+                .custom(custom::OUTPUT_INCOMPLETE, json!({ "reason": "length" }))?;
+        }
         Ok(())
     }
 
@@ -285,7 +312,7 @@ impl Execution<'_, '_> {
             .map_err(invalid_request)?
             .ids;
         let splitter = Splitter::new(format).call_id_prefix(new_id("call") + "-");
-        let mut pass = Pass::split(model, splitter);
+        let mut pass = Pass::split(model, splitter).constrained(self.answer_grammar(model)?);
         pass.generate(
             &mut self.events,
             prompt,
@@ -294,7 +321,8 @@ impl Execution<'_, '_> {
             &mut self.usage,
         )?;
         pass.forward_tail(&mut self.events)?;
-        Ok(pass.close_reasoning(&mut self.events, None)?)
+        pass.close_reasoning(&mut self.events, None)?;
+        self.report_incomplete(&pass)
     }
 
     /// A short summary of `reasoning` from a separate greedy pass. The

@@ -28,6 +28,7 @@ mod pass;
 mod prepare;
 mod prompt;
 mod rejection;
+mod response_format;
 mod sampling;
 mod upstream_pass;
 

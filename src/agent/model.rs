@@ -3,7 +3,7 @@
 //! it thinks. The agent sees only this.
 
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use serde_json::Value;
 use thinkwire_chat::{ChatModel, IncrementalDecoder, RenderOptions, RenderedChat, TemplateMessage};
@@ -36,6 +36,9 @@ pub struct Model {
     chat: ChatModel,
     format: Resolution,
     summary: Option<SeparatePassSpec>,
+    /// The grammar engine's view of the vocabulary, built at the first
+    /// constrained run (tens of milliseconds).
+    grammar: OnceLock<Result<thinkwire_grammar::Vocabulary, String>>,
 }
 
 impl Model {
@@ -69,7 +72,19 @@ impl Model {
             chat,
             format,
             summary,
+            grammar: OnceLock::new(),
         })
+    }
+
+    /// The vocabulary constrained decoding compiles grammars over.
+    pub fn grammar_vocabulary(&self) -> Result<&thinkwire_grammar::Vocabulary, String> {
+        self.grammar
+            .get_or_init(|| {
+                thinkwire_grammar::Vocabulary::new(&self.chat.tokenizer, self.stop_token_ids())
+                    .map_err(|e| e.to_string())
+            })
+            .as_ref()
+            .map_err(Clone::clone)
     }
 
     /// Loads the tokenizer and template of a GGUF file or a Hugging Face

@@ -9,7 +9,10 @@ use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::time::Instant;
 
-use thinkwire_engine::{Directive, EngineError, GenerationRequest, SamplingParams, TokenSink};
+use thinkwire_engine::{
+    Directive, EngineError, GenerationRequest, SamplingParams, TokenMask, TokenSink,
+};
+use thinkwire_grammar::Grammar;
 use thinkwire_reasoning::{Chunk, Splitter};
 
 use super::events::RunEvents;
@@ -76,6 +79,9 @@ pub(super) struct Pass<'m> {
     detok: Detokenizer,
     route: Route,
     forwarder: Forwarder,
+    /// The answer's grammar (`responseFormat`): every token the pass
+    /// generates or forces is committed to it, and it masks the next.
+    grammar: Option<Grammar>,
 }
 
 impl<'m> Pass<'m> {
@@ -95,7 +101,21 @@ impl<'m> Pass<'m> {
             detok: model.detokenizer(),
             route,
             forwarder: Forwarder::default(),
+            grammar: None,
         }
+    }
+
+    /// Constrains everything the pass generates to `grammar`.
+    #[must_use]
+    pub fn constrained(mut self, grammar: Option<Grammar>) -> Self {
+        self.grammar = grammar;
+        self
+    }
+
+    /// Whether a constrained pass's output is incomplete (a token limit or
+    /// a stop cut it short, or it left the grammar).
+    pub fn constraint_incomplete(&self) -> bool {
+        self.grammar.as_ref().is_some_and(|g| !g.is_complete())
     }
 
     /// Leaves the reasoning message open when its end arrives, for the
@@ -144,6 +164,7 @@ impl<'m> Pass<'m> {
             held: false,
             consumed: Vec::new(),
             gone: false,
+            lifted: false,
             timing: TokenTiming {
                 metrics: usage.metrics.clone(),
                 requested: Instant::now(),
@@ -226,6 +247,8 @@ struct PassSink<'p, 'm, 'e, 'a> {
     held: bool,
     consumed: Vec<u32>,
     gone: bool,
+    /// The grammar refused a token: no more masks.
+    lifted: bool,
     timing: TokenTiming,
 }
 
@@ -251,6 +274,22 @@ impl TokenTiming {
 }
 
 impl PassSink<'_, '_, '_, '_> {
+    /// Commits tokens to the grammar; one it refuses (the mask prevents
+    /// that for sampled tokens, so: a forced marker it did not expect)
+    /// lifts the constraint, which then reports the output incomplete.
+    fn commit(&mut self, ids: &[u32]) {
+        let Some(grammar) = &mut self.pass.grammar else {
+            return;
+        };
+        for &id in ids {
+            if let Err(err) = grammar.commit(id) {
+                tracing::warn!(error = %err, "the output left its grammar; constraint lifted");
+                self.lifted = true;
+                return;
+            }
+        }
+    }
+
     /// Forwards `chunks`; `false` when the client is gone.
     fn forward(&mut self, chunks: Vec<Chunk>) -> bool {
         for chunk in chunks {
@@ -274,6 +313,7 @@ impl TokenSink for PassSink<'_, '_, '_, '_> {
             return Directive::Stop;
         }
         self.consumed.push(id);
+        self.commit(&[id]);
         let piece = self.pass.detok.push(id);
         let splitter = match &mut self.pass.route {
             Route::Split(splitter) => splitter,
@@ -305,12 +345,29 @@ impl TokenSink for PassSink<'_, '_, '_, '_> {
         // after it, or the model would go on reasoning into what the client
         // is shown as the answer.
         self.consumed.extend_from_slice(&forced);
+        self.commit(&forced);
         if self.held {
             Directive::Stop
         } else if forced.is_empty() {
             Directive::Continue
         } else {
             Directive::Force(forced)
+        }
+    }
+
+    fn constrains_next(&self) -> bool {
+        self.pass.grammar.is_some() && !self.lifted
+    }
+
+    fn next_mask(&mut self) -> Option<TokenMask> {
+        let grammar = self.pass.grammar.as_mut()?;
+        match grammar.mask() {
+            Ok(words) => Some(TokenMask::from_words(words)),
+            Err(err) => {
+                tracing::warn!(error = %err, "no mask from the grammar; constraint lifted");
+                self.lifted = true;
+                None
+            }
         }
     }
 

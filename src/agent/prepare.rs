@@ -18,7 +18,7 @@ use super::history::{self, DroppedReasoning, Turn};
 use super::model::{Model, Prompt};
 use super::prompt::{apply_system_flag, apply_user_flag, take_replayed_reasoning, with_system};
 use super::rejection::{RejectKind, RunRejected};
-use super::sampling;
+use super::{response_format, sampling};
 use crate::metrics::Metrics;
 
 /// What every run of an agent shares.
@@ -40,6 +40,8 @@ pub struct PreparedRun {
     pub(super) plan: Plan,
     pub(super) tools: Vec<Tool>,
     pub(super) dropped: Vec<DroppedReasoning>,
+    /// What the answer pass is constrained to (`responseFormat`).
+    pub(super) answer: Option<thinkwire_grammar::Target>,
 }
 
 impl PreparedRun {
@@ -128,6 +130,7 @@ pub(super) fn prepare(
     let controls = ReasoningControls::from_forwarded(forwarded, &config.policy)?;
     let (sampling, max_new_tokens) =
         sampling::from_forwarded(forwarded, &config.sampling, config.max_new_tokens)?;
+    let response_format = response_format::from_forwarded(forwarded)?;
     let spec = shared.backend.format();
     let history = history::build(
         &input.messages,
@@ -159,6 +162,14 @@ pub(super) fn prepare(
     let model = match &shared.backend {
         Backend::Local(model) => model,
         Backend::Upstream(_) => {
+            if response_format.is_some() {
+                return Err(RunRejected::new(
+                    RejectKind::Unprocessable,
+                    "UNSUPPORTED_RESPONSE_FORMAT",
+                    "a response format is not passed to an upstream backend yet",
+                )
+                .at("forwardedProps.responseFormat"));
+            }
             let plan = Plan::Upstream {
                 turns,
                 blocks: history.blocks,
@@ -172,6 +183,7 @@ pub(super) fn prepare(
                 max_new_tokens,
                 plan,
                 history.dropped,
+                None,
             ));
         }
     };
@@ -215,6 +227,25 @@ pub(super) fn prepare(
             budget,
         }
     };
+    let answer = match (response_format, &plan) {
+        (None, _) => None,
+        (
+            Some(format),
+            Plan::Inline {
+                starts_in_reasoning,
+                ..
+            },
+        ) => Some(response_format::inline_target(
+            format,
+            &spec.reasoning,
+            prompt_plan.thinking,
+            *starts_in_reasoning,
+        )?),
+        (Some(format), _) => Some(format),
+    };
+    if let Some(target) = &answer {
+        response_format::check_compiles(model, target)?;
+    }
 
     Ok(prepared(
         shared.clone(),
@@ -224,9 +255,11 @@ pub(super) fn prepare(
         max_new_tokens,
         plan,
         history.dropped,
+        answer,
     ))
 }
 
+#[allow(clippy::too_many_arguments)]
 fn prepared(
     shared: Arc<Shared>,
     input: RunAgentInput,
@@ -235,6 +268,7 @@ fn prepared(
     max_new_tokens: usize,
     plan: Plan,
     dropped: Vec<DroppedReasoning>,
+    answer: Option<thinkwire_grammar::Target>,
 ) -> PreparedRun {
     PreparedRun {
         thread_id: input.thread_id,
@@ -245,6 +279,7 @@ fn prepared(
         plan,
         tools: input.tools,
         dropped,
+        answer,
         shared,
     }
 }

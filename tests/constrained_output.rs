@@ -1,0 +1,204 @@
+//! Constrained decoding on the real default model (SmolLM2-135M): 20 fixed
+//! prompts asking for objects under 5 schemas (strings bounded, as a
+//! schema for a 135M model should be: greedy decoding can loop inside a
+//! string, and a bound is what closes it). With
+//! `forwardedProps.responseFormat` every answer is JSON that validates
+//! (checked by a JSON Schema validator, not by the grammar engine); the
+//! same prompts without it fail on some, so the constraint is what makes
+//! them pass. A bad schema is refused before `RUN_STARTED`, naming its
+//! path, and a token limit inside the object is reported.
+#![cfg(feature = "mlx")]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "support/mod.rs"]
+mod support;
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use thinkwire::agent::{Agent, AgentConfig};
+use thinkwire::cli::ModelArgs;
+use thinkwire::server::ServerConfig;
+use thinkwire_protocol::EventKind;
+use thinkwire_seal::{Key, KeyRing};
+
+use support::{TestServer, answer_text, input, post_run};
+
+fn schemas() -> Vec<Value> {
+    vec![
+        // Nested objects, required fields, integer bounds.
+        json!({"type": "object", "properties": {
+            "name": {"type": "string", "maxLength": 40},
+            "age": {"type": "integer", "minimum": 0, "maximum": 150},
+            "address": {"type": "object", "properties": {
+                "city": {"type": "string", "maxLength": 40}, "country": {"type": "string", "maxLength": 40}},
+                "required": ["city", "country"], "additionalProperties": false}},
+            "required": ["name", "age", "address"], "additionalProperties": false}),
+        // An array of objects with bounds on both.
+        json!({"type": "object", "properties": {
+            "items": {"type": "array", "minItems": 1, "maxItems": 5, "items": {
+                "type": "object", "properties": {
+                    "item": {"type": "string", "maxLength": 40},
+                    "quantity": {"type": "integer", "minimum": 1, "maximum": 100}},
+                "required": ["item", "quantity"], "additionalProperties": false}}},
+            "required": ["items"], "additionalProperties": false}),
+        // An enum and a bounded number.
+        json!({"type": "object", "properties": {
+            "sentiment": {"enum": ["positive", "negative", "neutral"]},
+            "confidence": {"type": "number", "minimum": 0, "maximum": 1}},
+            "required": ["sentiment", "confidence"], "additionalProperties": false}),
+        // Enum, array of strings, boolean, all required.
+        json!({"type": "object", "properties": {
+            "title": {"type": "string", "maxLength": 40},
+            "day": {"enum": ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]},
+            "attendees": {"type": "array", "items": {"type": "string", "maxLength": 40}, "maxItems": 6},
+            "all_day": {"type": "boolean"}},
+            "required": ["title", "day", "attendees", "all_day"], "additionalProperties": false}),
+        // An exclusive bound, an optional array, a boolean.
+        json!({"type": "object", "properties": {
+            "name": {"type": "string", "maxLength": 40},
+            "price": {"type": "number", "exclusiveMinimum": 0, "maximum": 10000},
+            "tags": {"type": "array", "items": {"type": "string", "maxLength": 40}, "maxItems": 3},
+            "in_stock": {"type": "boolean"}},
+            "required": ["name", "price", "in_stock"], "additionalProperties": false}),
+    ]
+}
+
+/// Four prompts per schema, in the order of [`schemas`].
+const PROMPTS: [&str; 20] = [
+    "Describe a person named Maria who is 34 and lives in Lisbon, Portugal, as JSON.",
+    "Give me a JSON record for a fictional detective: name, age and home address.",
+    "Create a JSON profile for my grandfather, who is 81 and lives in Osaka, Japan.",
+    "Return JSON describing a famous scientist with name, age and address.",
+    "Make a shopping list in JSON for a pancake breakfast.",
+    "I need groceries for a week of salads. Answer with a JSON list of items and quantities.",
+    "List what to buy for a birthday party as JSON with quantities.",
+    "JSON please: the ingredients to buy for tomato soup, with quantities.",
+    "Classify the sentiment of this review as JSON: 'The battery died after two days. Terrible.'",
+    "What is the sentiment of 'I love this little cafe, the coffee is wonderful!'? Reply in JSON.",
+    "Give the sentiment and your confidence for: 'The package arrived on Tuesday.'",
+    "Rate the sentiment of 'Not bad, but the screen scratches easily.' as JSON.",
+    "Turn this into a JSON calendar event: team standup on Monday with Ana and Raj.",
+    "Create a JSON event for a Saturday picnic with my family that lasts all day.",
+    "Schedule a dentist appointment on Thursday as a JSON event.",
+    "Make a JSON event: book club meeting on Wednesday evening with Tom, Lee and Sara.",
+    "Describe a product for an online shop as JSON: a blue ceramic mug.",
+    "Return a JSON product listing for noise-cancelling headphones.",
+    "I sell handmade candles. Give me one as a JSON product with tags.",
+    "JSON product entry for a used mountain bike, please.",
+];
+
+fn args() -> ModelArgs {
+    ModelArgs {
+        model: None,
+        precision: "auto".into(),
+        formats: None,
+        prefix_cache: false,
+        prefix_cache_mb: 512,
+        max_batch: 8,
+        kv_cache_mb: None,
+    }
+}
+
+async fn server() -> TestServer {
+    let model = args()
+        .load()
+        .expect("loading the default model (run scripts/setup)");
+    let keys = KeyRing::new(Key::generate().unwrap());
+    let config = AgentConfig {
+        max_new_tokens: 160,
+        sampling: thinkwire_engine::SamplingParams::greedy(),
+        ..AgentConfig::default()
+    };
+    TestServer::start_shared(
+        Arc::new(Agent::new(model, keys, config)),
+        ServerConfig::default(),
+    )
+    .await
+}
+
+/// The answers to every prompt, `constrained` or not, run 8 at a time.
+async fn answers(server: &TestServer, constrained: bool) -> Vec<(String, Vec<EventKind>)> {
+    let schemas = schemas();
+    let mut out = Vec::new();
+    for batch in PROMPTS.chunks(8).enumerate() {
+        let (b, prompts) = batch;
+        let runs = prompts.iter().enumerate().map(|(i, prompt)| {
+            let n = b * 8 + i;
+            let mut forwarded = json!({"reasoning": {"visibility": "off"}});
+            if constrained {
+                forwarded["responseFormat"] =
+                    json!({"type": "json_schema", "name": "answer", "schema": schemas[n / 4]});
+            }
+            let body = input("t", &format!("r{n}-{constrained}"), prompt, forwarded);
+            async move { post_run(server, &body).await }
+        });
+        for events in futures_util::future::join_all(runs).await {
+            let kinds = events.iter().map(|e| e.kind.clone()).collect();
+            out.push((answer_text(&events), kinds));
+        }
+    }
+    out
+}
+
+fn validates(schema: &Value, text: &str) -> bool {
+    serde_json::from_str::<Value>(text.trim()).is_ok_and(|v| jsonschema::is_valid(schema, &v))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn every_constrained_answer_validates_and_free_ones_do_not() {
+    let server = server().await;
+    let schemas = schemas();
+    let constrained = answers(&server, true).await;
+    for (n, (text, kinds)) in constrained.iter().enumerate() {
+        assert!(
+            validates(&schemas[n / 4], text),
+            "prompt {n}: the constrained answer does not validate: {text}"
+        );
+        assert!(
+            !kinds.iter().any(
+                |k| matches!(k, EventKind::Custom(c) if c.name == "thinkwire.output_incomplete")
+            ),
+            "prompt {n}: reported incomplete"
+        );
+    }
+    let free = answers(&server, false).await;
+    let failing: Vec<usize> = (0..PROMPTS.len())
+        .filter(|&n| !validates(&schemas[n / 4], &free[n].0))
+        .collect();
+    eprintln!(
+        "without the constraint {} of {} answers do not validate: {failing:?}",
+        failing.len(),
+        PROMPTS.len()
+    );
+    assert!(
+        !failing.is_empty(),
+        "every free answer validated: the test would pass without the constraint"
+    );
+
+    // A schema the grammar cannot satisfy, or not a schema, is refused
+    // before the run starts, naming the path inside it.
+    let bad = json!({"responseFormat": {"type": "json_schema",
+        "schema": {"type": "object", "properties": {"n": {"type": "integr"}}}}});
+    let response = reqwest::Client::new()
+        .post(server.url("/agent"))
+        .json(&input("t", "bad", "hi", bad))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 422);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "INVALID_RESPONSE_FORMAT", "{body}");
+    assert_eq!(
+        body["error"]["path"], "forwardedProps.responseFormat.schema/properties/n/type",
+        "{body}"
+    );
+
+    // Cut off inside the object: the client is told.
+    let short = json!({"reasoning": {"visibility": "off"}, "sampling": {"maxTokens": 6},
+        "responseFormat": {"type": "json_schema", "schema": schemas[0]}});
+    let events = post_run(&server, &input("t", "short", PROMPTS[0], short)).await;
+    assert!(events.iter().any(|e| matches!(&e.kind,
+        EventKind::Custom(c) if c.name == "thinkwire.output_incomplete")));
+    server.shutdown().await;
+}
