@@ -141,6 +141,28 @@ async fn answers(server: &TestServer, constrained: bool) -> Vec<(String, Vec<Eve
     out
 }
 
+/// The SDK's Python (the venv `scripts/setup` makes).
+async fn run_sdk(args: Vec<String>) -> Value {
+    let python = thinkwire_chat::assets::home().join("venv/bin/python");
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/sdk/openai_client.py");
+    let output = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(python)
+            .arg(script)
+            .args(args)
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "openai_client.py failed:\n{stderr}"
+    );
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
 fn validates(schema: &Value, text: &str) -> bool {
     serde_json::from_str::<Value>(text.trim()).is_ok_and(|v| jsonschema::is_valid(schema, &v))
 }
@@ -192,6 +214,28 @@ async fn every_constrained_answer_validates_and_free_ones_do_not() {
     assert_eq!(
         body["error"]["path"], "forwardedProps.responseFormat.schema/properties/n/type",
         "{body}"
+    );
+
+    // The official openai SDK: `response_format` on chat completions and
+    // `text.format` on responses constrain the same way; a bad schema is a
+    // 400 naming the wire parameter.
+    let schema = serde_json::to_string(&schemas[2]).unwrap();
+    let said = run_sdk(vec![
+        server.url("/v1"),
+        "--schema".into(),
+        schema,
+        "--prompt".into(),
+        PROMPTS[9].into(),
+    ])
+    .await;
+    for api in ["chat", "responses"] {
+        let text = said[api].as_str().unwrap();
+        assert!(validates(&schemas[2], text), "{api}: {said}");
+    }
+    assert_eq!(said["bad"]["status"], 400, "{said}");
+    assert_eq!(
+        said["bad"]["body"]["param"], "response_format.json_schema.schema/type",
+        "{said}"
     );
 
     // Cut off inside the object: the client is told.

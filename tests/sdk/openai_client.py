@@ -1,6 +1,7 @@
 """Drives the official `openai` Python SDK against a live thinkwire server.
 
 Usage: openai_client.py BASE_URL [--api chat|responses] [--visibility full] [--prompt TEXT]
+       openai_client.py BASE_URL --schema JSON --prompt TEXT   (structured outputs)
 
 Chat completions (`--api chat`), streaming with a tool: turn 1 streams
 reasoning and a tool call; turn 2 sends back the assistant message with its
@@ -136,14 +137,44 @@ def responses(client, prompt, extra):
     return summary
 
 
+def structured(client, prompt, schema):
+    """`response_format` (chat completions) and `text.format` (responses):
+    the answers, and the refusal of a schema with a bad type."""
+    out = {}
+    chat = client.chat.completions.create(
+        model="thinkwire", messages=[{"role": "user", "content": prompt}], temperature=0,
+        response_format={"type": "json_schema",
+                         "json_schema": {"name": "answer", "schema": schema, "strict": True}},
+        extra_body={"reasoning": {"visibility": "off"}})
+    out["chat"] = chat.choices[0].message.content
+    stream = client.responses.create(
+        model="thinkwire", input=prompt, stream=True, store=False, temperature=0,
+        text={"format": {"type": "json_schema", "name": "answer", "schema": schema}},
+        extra_body={"reasoning": {"visibility": "off"}})
+    out["responses"] = "".join(e.delta for e in stream if e.type == "response.output_text.delta")
+    try:
+        client.chat.completions.create(
+            model="thinkwire", messages=[{"role": "user", "content": prompt}],
+            response_format={"type": "json_schema",
+                             "json_schema": {"name": "x", "schema": {"type": "objekt"}}})
+        out["bad"] = {"refused": False}
+    except openai.APIStatusError as err:
+        out["bad"] = {"refused": True, "status": err.status_code, "body": err.body}
+    return out
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("base_url")
     parser.add_argument("--api", default="chat", choices=["chat", "responses"])
     parser.add_argument("--visibility", default="full")
     parser.add_argument("--prompt", default="What is the weather in Paris?")
+    parser.add_argument("--schema", help="a JSON schema: ask for a structured answer")
     args = parser.parse_args()
     client = openai.OpenAI(base_url=args.base_url, api_key="unused", max_retries=0)
+    if args.schema:
+        print(json.dumps(structured(client, args.prompt, json.loads(args.schema))))
+        return
     extra = {"reasoning": {"visibility": args.visibility}}
     if args.api == "responses":
         print(json.dumps(responses(client, args.prompt, extra)))

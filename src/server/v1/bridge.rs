@@ -30,6 +30,8 @@ pub struct RunInput {
     tools: Vec<Value>,
     reasoning: serde_json::Map<String, Value>,
     sampling: serde_json::Map<String, Value>,
+    /// `forwardedProps.responseFormat`, and the wire parameter it came from.
+    response_format: Option<(Value, String)>,
     /// AG-UI forwarded-prop names → wire parameter names.
     params: BTreeMap<String, String>,
 }
@@ -89,9 +91,16 @@ impl RunInput {
             .insert(format!("forwardedProps.sampling.{key}"), param.to_owned());
     }
 
+    /// Sets `forwardedProps.responseFormat` (the constrained answer), read
+    /// from wire parameter `param`; the agent reads OpenAI's nested
+    /// `json_schema.schema` and the flat `schema` alike.
+    pub fn response_format(&mut self, format: Value, param: &str) {
+        self.response_format = Some((format, param.to_owned()));
+    }
+
     /// The AG-UI `RunAgentInput` as JSON.
     pub(super) fn to_json(&self, run_id: &str) -> Value {
-        json!({
+        let mut input = json!({
             "threadId": THREAD_ID,
             "runId": run_id,
             "messages": self.messages,
@@ -102,7 +111,11 @@ impl RunInput {
                 "reasoning": self.reasoning,
                 "sampling": self.sampling,
             },
-        })
+        });
+        if let Some((format, _)) = &self.response_format {
+            input["forwardedProps"]["responseFormat"] = format.clone();
+        }
+        input
     }
 
     /// The wire path of an AG-UI path from a refusal.
@@ -119,6 +132,12 @@ impl RunInput {
                 (Some(carrier), ".encryptedValue") => carrier.clone(),
                 _ => format!("{source}{tail}"),
             };
+        }
+        if let (Some(rest), Some((_, param))) = (
+            path.strip_prefix("forwardedProps.responseFormat"),
+            &self.response_format,
+        ) {
+            return format!("{param}{rest}");
         }
         if path.starts_with("forwardedProps.reasoning") {
             // A control whose parameter was not recorded: name the family.

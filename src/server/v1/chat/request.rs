@@ -216,6 +216,9 @@ fn sampling(input: &mut RunInput, root: &At<'_>) -> Result<(), ApiError> {
     if let Some(seed) = root.get("seed").u64()? {
         input.sampling("seed", json!(seed), "seed");
     }
+    if let Some(format) = root.get("response_format").value.filter(|v| !v.is_null()) {
+        input.response_format(format.clone(), "response_format");
+    }
     for param in ["max_completion_tokens", "max_tokens"] {
         let field = root.get(param);
         if let Some(n) = field.u64()? {

@@ -44,6 +44,10 @@ pub fn decode(body: &Value, agent: &Agent) -> Result<MessagesRequest, ApiError> 
         Some(n) => input.sampling("maxTokens", json!(n), "max_tokens"),
         None => return Err(max_tokens.invalid("is required")),
     }
+    // Anthropic's structured outputs: `output_format: {type: "json_schema", schema}`.
+    if let Some(format) = root.get("output_format").value.filter(|v| !v.is_null()) {
+        input.response_format(format.clone(), "output_format");
+    }
     if let Some(system) = content::text(&root.get("system"), &["text"])? {
         input.message(json!({"role": "system", "content": system}), "system");
     }

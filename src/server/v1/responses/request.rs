@@ -70,6 +70,9 @@ pub fn decode(body: &Value, agent: &Agent) -> Result<ResponsesRequest, ApiError>
             input.sampling(key, json!(v), param);
         }
     }
+    if let Some(format) = root.get("text").value.and_then(|t| t.get("format")) {
+        input.response_format(format.clone(), "text.format");
+    }
     let max = root.get("max_output_tokens");
     match max.u64()? {
         Some(0) => return Err(max.invalid("must be a positive integer")),
