@@ -238,6 +238,26 @@ async fn every_constrained_answer_validates_and_free_ones_do_not() {
         "{said}"
     );
 
+    // A tool whose parameters are not a schema is refused before the run
+    // starts, at the path inside them (the tools' schemas constrain the
+    // calls' arguments).
+    let mut body = input("t", "tool", "hi", json!({}));
+    body["tools"] = json!([{"name": "get_weather", "description": "",
+        "parameters": {"type": "object", "properties": {"city": {"type": 7}}}}]);
+    let response = reqwest::Client::new()
+        .post(server.url("/agent"))
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 422);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "INVALID_TOOL_SCHEMA", "{body}");
+    assert_eq!(
+        body["error"]["path"], "tools[0].parameters/properties/city/type",
+        "{body}"
+    );
+
     // Cut off inside the object: the client is told.
     let short = json!({"reasoning": {"visibility": "off"}, "sampling": {"maxTokens": 6},
         "responseFormat": {"type": "json_schema", "schema": schemas[0]}});

@@ -23,7 +23,7 @@ use super::events::{RunEvents, SealContext, custom, new_id};
 use super::history::Turn;
 use super::model::{Model, ModelError};
 use super::output::RunOutput;
-use super::pass::{Forwarded, Pass, Stopped, Usage};
+use super::pass::{Forwarded, Pass, Stopped, ToolCalls, Usage};
 use super::prepare::{Plan, PreparedRun, answer_turns};
 
 impl PreparedRun {
@@ -203,7 +203,8 @@ impl Execution<'_, '_> {
         let summary = run.controls.visibility == Visibility::Summary;
         let mut pass = Pass::split(model, splitter)
             .holding_reasoning_end(summary)
-            .constrained(self.answer_grammar(model)?);
+            .constrained(self.answer_grammar(model)?)
+            .constraining_tools(self.tool_calls(model));
         let mut consumed: Vec<u32> = Vec::new();
         let mut remaining = run.max_new_tokens;
         loop {
@@ -250,6 +251,20 @@ impl Execution<'_, '_> {
         thinkwire_grammar::Grammar::new(vocab, target)
             .map(Some)
             .map_err(|e| Stopped::Engine(EngineError::InvalidRequest(e.to_string())))
+    }
+
+    /// The constraint on the run's tool calls, where the format writes them
+    /// as JSON after an open tag.
+    fn tool_calls(&self, model: &Model) -> Option<ToolCalls> {
+        let thinkwire_reasoning::ToolSyntax::TaggedJson(tags) = &model.format().tools else {
+            return None;
+        };
+        if tags.list {
+            return None;
+        }
+        let target = super::response_format::tool_target(&self.run.tools)?;
+        let vocab = model.grammar_vocabulary().ok()?.clone();
+        Some(ToolCalls::new(vocab, target, tags.open.clone()))
     }
 
     /// A constrained answer that did not reach its end (the token limit or
@@ -312,7 +327,9 @@ impl Execution<'_, '_> {
             .map_err(invalid_request)?
             .ids;
         let splitter = Splitter::new(format).call_id_prefix(new_id("call") + "-");
-        let mut pass = Pass::split(model, splitter).constrained(self.answer_grammar(model)?);
+        let mut pass = Pass::split(model, splitter)
+            .constrained(self.answer_grammar(model)?)
+            .constraining_tools(self.tool_calls(model));
         pass.generate(
             &mut self.events,
             prompt,

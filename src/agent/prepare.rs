@@ -246,6 +246,12 @@ pub(super) fn prepare(
     if let Some(target) = &answer {
         response_format::check_compiles(model, target)?;
     }
+    if let (Some(target), true) = (
+        response_format::tool_target(&input.tools),
+        constrains_tools(spec),
+    ) {
+        response_format::check_tools(model, &target)?;
+    }
 
     Ok(prepared(
         shared.clone(),
@@ -257,6 +263,12 @@ pub(super) fn prepare(
         history.dropped,
         answer,
     ))
+}
+
+/// Whether the format's tool calls are JSON objects after an open tag,
+/// which the tools' schemas then constrain.
+pub(super) fn constrains_tools(spec: &thinkwire_reasoning::FormatSpec) -> bool {
+    matches!(&spec.tools, thinkwire_reasoning::ToolSyntax::TaggedJson(t) if !t.list)
 }
 
 #[allow(clippy::too_many_arguments)]

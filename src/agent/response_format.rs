@@ -120,11 +120,68 @@ pub(crate) fn check_compiles(model: &Model, target: &Target) -> Result<(), RunRe
         .map_err(|e| schema_rejection(e, &format!("{FIELD}.schema")))
 }
 
+/// The target a tool call's JSON must meet: one of `tools`, with its
+/// parameters (any object where a tool declares none).
+pub(crate) fn tool_target(tools: &[thinkwire_protocol::Tool]) -> Option<Target> {
+    if tools.is_empty() {
+        return None;
+    }
+    let calls = tools
+        .iter()
+        .map(|t| {
+            let params = t
+                .parameters
+                .clone()
+                .unwrap_or_else(|| serde_json::json!({"type": "object"}));
+            (t.name.clone(), params)
+        })
+        .collect();
+    Some(Target::ToolCall(calls))
+}
+
+/// Compiles the tools' target once, so a tool schema the grammar engine
+/// cannot use is refused before the run starts, at `tools[i].parameters`.
+pub(crate) fn check_tools(model: &Model, target: &Target) -> Result<(), RunRejected> {
+    let vocab = model
+        .grammar_vocabulary()
+        .map_err(|e| RunRejected::internal(&format!("constrained decoding is unavailable: {e}")))?;
+    Grammar::new(vocab, target).map(drop).map_err(|e| {
+        let path = match &e {
+            GrammarError::Schema { path, .. } => path
+                .strip_prefix("/tools/")
+                .and_then(|rest| rest.split_once('/'))
+                .map(|(i, rest)| format!("tools[{i}].{rest}"))
+                .unwrap_or_else(|| "tools".into()),
+            _ => "tools".into(),
+        };
+        RunRejected::new(
+            RejectKind::Unprocessable,
+            "INVALID_TOOL_SCHEMA",
+            e.to_string(),
+        )
+        .at(path)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn tools_become_one_call_target() {
+        assert_eq!(tool_target(&[]), None);
+        let tools: Vec<thinkwire_protocol::Tool> = serde_json::from_value(json!([
+            {"name": "a", "description": "", "parameters": {"type": "object"}},
+            {"name": "b", "description": ""}
+        ]))
+        .unwrap();
+        let Some(Target::ToolCall(calls)) = tool_target(&tools) else {
+            panic!("no target");
+        };
+        assert_eq!(calls[1], ("b".to_owned(), json!({"type": "object"})));
+    }
 
     #[test]
     fn reads_each_type_and_refuses_bad_schemas_at_their_path() {

@@ -299,6 +299,12 @@ impl Splitter {
         out
     }
 
+    /// Whether output is inside a tool call's body right now (after its
+    /// open tag, or in a Harmony tool message).
+    pub fn in_tool_call(&self) -> bool {
+        matches!(self.mode, Mode::ToolBody | Mode::HMessage(Content::Tool))
+    }
+
     /// Whether output is inside reasoning right now.
     pub fn in_reasoning(&self) -> bool {
         matches!(
