@@ -238,6 +238,51 @@ async fn every_constrained_answer_validates_and_free_ones_do_not() {
         "{said}"
     );
 
+    // A frontend tool with a schema, over the official @ag-ui/client: the
+    // run requires a call (`toolChoice`), and the call's arguments meet the
+    // tool's schema. Without the requirement this model answers in prose.
+    let weather = json!({"type": "object", "properties": {
+        "city": {"type": "string", "maxLength": 30},
+        "unit": {"enum": ["celsius", "fahrenheit"]},
+        "days": {"type": "integer", "minimum": 1, "maximum": 7}},
+        "required": ["city", "unit"], "additionalProperties": false});
+    let tools = json!([{"name": "get_weather", "description": "Weather forecast for a city",
+        "parameters": weather}])
+    .to_string();
+    let url = server.url("/agent");
+    for (choice, calls) in [(json!("required"), true), (json!("auto"), false)] {
+        let forwarded =
+            json!({"reasoning": {"visibility": "off"}, "toolChoice": choice}).to_string();
+        let (url, tools) = (url.clone(), tools.clone());
+        let out = tokio::task::spawn_blocking(move || {
+            support::run_official_client(
+                &url,
+                &[
+                    "--prompt",
+                    "What will the weather be in Paris this week?",
+                    "--tools",
+                    &tools,
+                    "--forwarded",
+                    &forwarded,
+                ],
+            )
+        })
+        .await
+        .unwrap();
+        let messages = out["messages"].as_array().unwrap();
+        let made: Vec<&Value> = messages
+            .iter()
+            .filter_map(|m| m["toolCalls"].as_array())
+            .flatten()
+            .collect();
+        assert_eq!(!made.is_empty(), calls, "toolChoice {choice}: {out}");
+        for call in made {
+            assert_eq!(call["function"]["name"], "get_weather", "{out}");
+            let args = call["function"]["arguments"].as_str().unwrap();
+            assert!(validates(&weather, args), "arguments {args}");
+        }
+    }
+
     // A tool whose parameters are not a schema is refused before the run
     // starts, at the path inside them (the tools' schemas constrain the
     // calls' arguments).

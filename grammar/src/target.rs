@@ -17,6 +17,17 @@ pub enum Target {
     /// <that tool's parameters>}`, after optional whitespace (Hermes
     /// `<tool_call>`, the Harmony `commentary` recipient's JSON).
     ToolCall(Vec<(String, Value)>),
+    /// `then` between an open and a close tag, one or more times with
+    /// whitespace between (tool calls the run requires: Hermes
+    /// `<tool_call>…</tool_call>`).
+    Tagged {
+        /// The open tag.
+        open: String,
+        /// The close tag.
+        close: String,
+        /// What goes between them.
+        then: Box<Target>,
+    },
     /// A thinking model's answer: free reasoning up to the `close` marker,
     /// then optional whitespace and `then`. With an `open` marker the
     /// reasoning block is optional (the model opens it); without one the
@@ -49,7 +60,7 @@ impl Target {
             Self::AnyObject => Ok(TopLevelGrammar::from_json_schema(with_layout(
                 &json!({"type": "object"}),
             ))),
-            Self::ToolCall(_) | Self::AfterReasoning { .. } => {
+            Self::ToolCall(_) | Self::Tagged { .. } | Self::AfterReasoning { .. } => {
                 let lark = format!("start: {}\nWS: /[ \\t\\n]+/\n", self.lark()?);
                 Ok(TopLevelGrammar::from_lark(lark))
             }
@@ -65,8 +76,13 @@ impl Target {
                 Ok(format!("%json {}", with_layout(schema)))
             }
             Self::AnyObject => Ok(format!("%json {}", with_layout(&json!({"type": "object"})))),
+            Self::Tagged { open, close, then } => Ok(format!(
+                "tagged (WS? tagged)*\ntagged: {} {} WS? {}",
+                quote(open),
+                then.lark()?,
+                quote(close)
+            )),
             Self::AfterReasoning { open, close, then } => {
-                let quote = |s: &str| serde_json::to_string(s).unwrap_or_default();
                 let think = format!("think[suffix={}]: /(?s:.*)/", quote(close));
                 let start = match open {
                     Some(open) => format!("({} think WS?)? answer", quote(open)),
@@ -98,6 +114,11 @@ impl Target {
             }
         }
     }
+}
+
+/// A Lark string literal.
+fn quote(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_default()
 }
 
 /// `schema` with the layout options (`true` becomes `{}`: anything).

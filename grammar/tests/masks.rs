@@ -205,3 +205,23 @@ fn a_thinking_model_reasons_freely_then_answers_under_the_schema() {
     let mut g = Grammar::new(&v, &target(None)).expect("compiles");
     assert!(first_refused(&mut g, &t, "ok</think>\n\nSure! {").is_some());
 }
+
+#[test]
+fn a_required_tool_call_is_tagged_json_and_nothing_else() {
+    let (t, v) = smollm2();
+    let target = Target::Tagged {
+        open: "<tool_call>".into(),
+        close: "</tool_call>".into(),
+        then: Box::new(Target::ToolCall(vec![(
+            "get_weather".into(),
+            json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}),
+        )])),
+    };
+    let call = "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>";
+    let mut g = Grammar::new(v, &target).expect("compiles");
+    assert_eq!(first_refused(&mut g, t, call), None);
+    let mask = g.mask().expect("mask");
+    assert!(allows(&mask, 2), "may end after a call");
+    let mut g = Grammar::new(v, &target).expect("compiles");
+    assert_eq!(first_refused(&mut g, t, "Sure, let me check."), Some(0));
+}

@@ -262,7 +262,7 @@ impl Execution<'_, '_> {
         if tags.list {
             return None;
         }
-        let target = super::response_format::tool_target(&self.run.tools)?;
+        let target = super::constraint::tool_target(&self.run.tools)?;
         let vocab = model.grammar_vocabulary().ok()?.clone();
         Some(ToolCalls::new(vocab, target, tags.open.clone()))
     }

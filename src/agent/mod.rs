@@ -17,6 +17,7 @@
 
 mod backend;
 mod config;
+mod constraint;
 pub mod controls;
 mod events;
 mod execute;
@@ -28,7 +29,6 @@ mod pass;
 mod prepare;
 mod prompt;
 mod rejection;
-mod response_format;
 mod sampling;
 mod upstream_pass;
 

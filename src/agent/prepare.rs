@@ -18,7 +18,7 @@ use super::history::{self, DroppedReasoning, Turn};
 use super::model::{Model, Prompt};
 use super::prompt::{apply_system_flag, apply_user_flag, take_replayed_reasoning, with_system};
 use super::rejection::{RejectKind, RunRejected};
-use super::{response_format, sampling};
+use super::{constraint, sampling};
 use crate::metrics::Metrics;
 
 /// What every run of an agent shares.
@@ -113,7 +113,7 @@ pub(super) fn answer_turns(
 /// Validates and renders `input`; see [`super::Agent::prepare`].
 pub(super) fn prepare(
     shared: Arc<Shared>,
-    input: RunAgentInput,
+    mut input: RunAgentInput,
 ) -> Result<PreparedRun, RunRejected> {
     let config = &shared.config;
     if input.messages.len() > config.max_messages {
@@ -130,8 +130,24 @@ pub(super) fn prepare(
     let controls = ReasoningControls::from_forwarded(forwarded, &config.policy)?;
     let (sampling, max_new_tokens) =
         sampling::from_forwarded(forwarded, &config.sampling, config.max_new_tokens)?;
-    let response_format = response_format::from_forwarded(forwarded)?;
+    let mut answer_format = constraint::from_forwarded(forwarded)?;
+    let tool_choice = constraint::tool_choice(forwarded, &input.tools)?;
     let spec = shared.backend.format();
+    match tool_choice {
+        constraint::ToolChoice::Auto => {}
+        constraint::ToolChoice::None => input.tools.clear(),
+        constraint::ToolChoice::Required(tools) => {
+            if answer_format.is_some() {
+                return Err(RunRejected::new(
+                    RejectKind::Unprocessable,
+                    "INVALID_TOOL_CHOICE",
+                    "a required tool call and a response format exclude each other",
+                )
+                .at("forwardedProps.toolChoice"));
+            }
+            answer_format = Some(constraint::required_call(&tools, &spec.tools)?);
+        }
+    }
     let history = history::build(
         &input.messages,
         &input.thread_id,
@@ -162,11 +178,11 @@ pub(super) fn prepare(
     let model = match &shared.backend {
         Backend::Local(model) => model,
         Backend::Upstream(_) => {
-            if response_format.is_some() {
+            if answer_format.is_some() {
                 return Err(RunRejected::new(
                     RejectKind::Unprocessable,
                     "UNSUPPORTED_RESPONSE_FORMAT",
-                    "a response format is not passed to an upstream backend yet",
+                    "a response format or a required tool call is not passed to an upstream backend yet",
                 )
                 .at("forwardedProps.responseFormat"));
             }
@@ -227,7 +243,13 @@ pub(super) fn prepare(
             budget,
         }
     };
-    let answer = match (response_format, &plan) {
+    if let (Some(target), true) = (
+        constraint::tool_target(&input.tools),
+        constrains_tools(spec),
+    ) {
+        constraint::check_tools(model, &target)?;
+    }
+    let answer = match (answer_format, &plan) {
         (None, _) => None,
         (
             Some(format),
@@ -235,7 +257,7 @@ pub(super) fn prepare(
                 starts_in_reasoning,
                 ..
             },
-        ) => Some(response_format::inline_target(
+        ) => Some(constraint::inline_target(
             format,
             &spec.reasoning,
             prompt_plan.thinking,
@@ -244,13 +266,13 @@ pub(super) fn prepare(
         (Some(format), _) => Some(format),
     };
     if let Some(target) = &answer {
-        response_format::check_compiles(model, target)?;
+        constraint::check_compiles(model, target)?;
     }
     if let (Some(target), true) = (
-        response_format::tool_target(&input.tools),
+        constraint::tool_target(&input.tools),
         constrains_tools(spec),
     ) {
-        response_format::check_tools(model, &target)?;
+        constraint::check_tools(model, &target)?;
     }
 
     Ok(prepared(

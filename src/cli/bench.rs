@@ -46,6 +46,11 @@ pub struct BenchArgs {
     /// and per-sequence decode speed and time to first token per level.
     #[arg(long, value_delimiter = ',')]
     concurrency: Vec<usize>,
+    /// Instead: decode `--prompt` free and under this JSON schema's
+    /// grammar, alternating, and report the per-token overhead and the
+    /// grammar's compile and mask times.
+    #[arg(long, value_name = "FILE")]
+    json_schema: Option<std::path::PathBuf>,
 }
 
 /// Different user messages for concurrent generations.
@@ -73,6 +78,9 @@ pub fn bench(args: &BenchArgs) -> Result<()> {
     let precision = super::args::parse_precision(&args.model.precision)?;
     if args.runs == 0 || args.max_tokens == 0 {
         bail!("--runs and --max-tokens must be at least 1");
+    }
+    if let Some(schema) = &args.json_schema {
+        return super::bench_constrained::bench(&path, precision, &args.prompt, schema, args.runs);
     }
     let chat = ChatModel::load(&path)
         .with_context(|| format!("loading the tokenizer of {}", path.display()))?;

@@ -4,6 +4,8 @@
 
 mod args;
 mod bench;
+#[cfg(feature = "mlx")]
+mod bench_constrained;
 mod chat;
 mod convert;
 mod inspect;

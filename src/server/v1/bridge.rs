@@ -32,6 +32,9 @@ pub struct RunInput {
     sampling: serde_json::Map<String, Value>,
     /// `forwardedProps.responseFormat`, and the wire parameter it came from.
     response_format: Option<(Value, String)>,
+    /// `forwardedProps.toolChoice` (`"required"` or `{name}`), and its wire
+    /// parameter.
+    tool_choice: Option<(Value, String)>,
     /// AG-UI forwarded-prop names → wire parameter names.
     params: BTreeMap<String, String>,
 }
@@ -98,6 +101,12 @@ impl RunInput {
         self.response_format = Some((format, param.to_owned()));
     }
 
+    /// Requires a tool call (`choice`: `"required"` or `{"name": ...}`),
+    /// read from wire parameter `param`.
+    pub fn tool_choice(&mut self, choice: Value, param: &str) {
+        self.tool_choice = Some((choice, param.to_owned()));
+    }
+
     /// The AG-UI `RunAgentInput` as JSON.
     pub(super) fn to_json(&self, run_id: &str) -> Value {
         let mut input = json!({
@@ -114,6 +123,9 @@ impl RunInput {
         });
         if let Some((format, _)) = &self.response_format {
             input["forwardedProps"]["responseFormat"] = format.clone();
+        }
+        if let Some((choice, _)) = &self.tool_choice {
+            input["forwardedProps"]["toolChoice"] = choice.clone();
         }
         input
     }
@@ -138,6 +150,12 @@ impl RunInput {
             &self.response_format,
         ) {
             return format!("{param}{rest}");
+        }
+        if let (Some(_), Some((_, param))) = (
+            path.strip_prefix("forwardedProps.toolChoice"),
+            &self.tool_choice,
+        ) {
+            return param.clone();
         }
         if path.starts_with("forwardedProps.reasoning") {
             // A control whose parameter was not recorded: name the family.

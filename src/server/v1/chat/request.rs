@@ -177,9 +177,26 @@ fn tools(input: &mut RunInput, root: &At<'_>) -> Result<(), ApiError> {
         None => true,
         Some(Value::String(s)) if s == "auto" => true,
         Some(Value::String(s)) if s == "none" => false,
+        Some(Value::String(s)) if s == "required" => {
+            input.tool_choice(json!("required"), "tool_choice");
+            true
+        }
+        Some(Value::Object(_)) => {
+            let name = choice
+                .at()?
+                .map(|c| c.get("function"))
+                .ok_or_else(|| choice.invalid("must be an object"))?;
+            let name = name
+                .at()?
+                .ok_or_else(|| name.invalid("is required"))?
+                .get("name")
+                .required_str()?;
+            input.tool_choice(json!({ "name": name }), "tool_choice");
+            true
+        }
         Some(_) => {
             return Err(choice.invalid(
-                "only \"auto\" and \"none\" are supported: this server cannot force a tool call",
+                "must be \"auto\", \"none\", \"required\" or {\"type\": \"function\", \"function\": {\"name\": ...}}",
             ));
         }
     };
@@ -331,7 +348,7 @@ mod tests {
                 "n",
             ),
             (
-                json!({"messages": [{"role": "user", "content": "x"}], "tool_choice": "required"}),
+                json!({"messages": [{"role": "user", "content": "x"}], "tool_choice": "always"}),
                 "tool_choice",
             ),
             (

@@ -200,10 +200,17 @@ fn tools(input: &mut RunInput, root: &At<'_>) -> Result<(), ApiError> {
         Some(c) => match c.get("type").required_str()? {
             "auto" => true,
             "none" => false,
+            "any" => {
+                input.tool_choice(json!("required"), "tool_choice");
+                true
+            }
+            "tool" => {
+                let name = c.get("name").required_str()?;
+                input.tool_choice(json!({ "name": name }), "tool_choice");
+                true
+            }
             _ => {
-                return Err(choice.invalid(
-                    "only auto and none are supported: this server cannot force a tool call",
-                ));
+                return Err(choice.invalid("type must be auto, any, tool or none"));
             }
         },
     };

@@ -211,9 +211,21 @@ fn tools(input: &mut RunInput, root: &At<'_>) -> Result<(), ApiError> {
         None => true,
         Some(Value::String(s)) if s == "auto" => true,
         Some(Value::String(s)) if s == "none" => false,
+        Some(Value::String(s)) if s == "required" => {
+            input.tool_choice(json!("required"), "tool_choice");
+            true
+        }
+        Some(Value::Object(_)) => {
+            let at = choice
+                .at()?
+                .ok_or_else(|| choice.invalid("must be an object"))?;
+            let name = at.get("name").required_str()?;
+            input.tool_choice(json!({ "name": name }), "tool_choice");
+            true
+        }
         Some(_) => {
             return Err(choice.invalid(
-                "only \"auto\" and \"none\" are supported: this server cannot force a tool call",
+                "must be \"auto\", \"none\", \"required\" or {\"type\": \"function\", \"name\": ...}",
             ));
         }
     };

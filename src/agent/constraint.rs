@@ -1,6 +1,9 @@
-//! `forwardedProps.responseFormat = {type: "json_schema", schema, name?,
-//! strict?} | {type: "json_object"} | {type: "text"}`: what the answer must
-//! be. Checked before the run starts; a bad schema is refused naming the
+//! What a run constrains its output to, read and checked before it
+//! starts: `forwardedProps.responseFormat = {type: "json_schema", schema,
+//! name?, strict?} | {type: "json_object"} | {type: "text"}` (the answer),
+//! `forwardedProps.toolChoice = "auto" | "none" | "required" | {name}`
+//! (whether the answer must be a tool call), and the tools' parameter
+//! schemas (each call's arguments). A bad schema is refused naming the
 //! path inside it.
 
 use serde_json::Value;
@@ -120,6 +123,89 @@ pub(crate) fn check_compiles(model: &Model, target: &Target) -> Result<(), RunRe
         .map_err(|e| schema_rejection(e, &format!("{FIELD}.schema")))
 }
 
+/// `forwardedProps.toolChoice`.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum ToolChoice {
+    /// The model decides (the default).
+    Auto,
+    /// No tools are offered to the model.
+    None,
+    /// The answer is one or more calls of these tools (all of them, or
+    /// the one named).
+    Required(Vec<thinkwire_protocol::Tool>),
+}
+
+/// Reads `forwardedProps.toolChoice` against the run's `tools`.
+pub(crate) fn tool_choice(
+    forwarded: Option<&Value>,
+    tools: &[thinkwire_protocol::Tool],
+) -> Result<ToolChoice, RunRejected> {
+    const AT: &str = "forwardedProps.toolChoice";
+    let bad = |path: &str, message: String| {
+        RunRejected::new(RejectKind::Unprocessable, "INVALID_TOOL_CHOICE", message).at(path)
+    };
+    let Some(choice) = forwarded.and_then(|f| f.get("toolChoice")) else {
+        return Ok(ToolChoice::Auto);
+    };
+    let required = |selected: Vec<thinkwire_protocol::Tool>| {
+        if selected.is_empty() {
+            Err(bad(
+                AT,
+                "a required tool call needs at least one tool".into(),
+            ))
+        } else {
+            Ok(ToolChoice::Required(selected))
+        }
+    };
+    match choice {
+        Value::Null => Ok(ToolChoice::Auto),
+        Value::String(s) if s == "auto" => Ok(ToolChoice::Auto),
+        Value::String(s) if s == "none" => Ok(ToolChoice::None),
+        Value::String(s) if s == "required" => required(tools.to_vec()),
+        Value::Object(o) => {
+            let Some(name) = o.get("name").and_then(Value::as_str) else {
+                return Err(bad(&format!("{AT}.name"), "names the tool to call".into()));
+            };
+            let tool: Vec<_> = tools.iter().filter(|t| t.name == name).cloned().collect();
+            if tool.is_empty() {
+                return Err(bad(
+                    &format!("{AT}.name"),
+                    format!("no tool named {name:?} is offered"),
+                ));
+            }
+            required(tool)
+        }
+        _ => Err(bad(
+            AT,
+            "must be \"auto\", \"none\", \"required\" or {\"name\": ...}".into(),
+        )),
+    }
+}
+
+/// The answer of a run that must call a tool: the format's tagged calls
+/// of `tools`; formats that do not write calls as tagged JSON cannot be
+/// made to.
+pub(crate) fn required_call(
+    tools: &[thinkwire_protocol::Tool],
+    syntax: &thinkwire_reasoning::ToolSyntax,
+) -> Result<Target, RunRejected> {
+    match (syntax, tool_target(tools)) {
+        (thinkwire_reasoning::ToolSyntax::TaggedJson(tags), Some(call)) if !tags.list => {
+            Ok(Target::Tagged {
+                open: tags.open.clone(),
+                close: tags.close.clone(),
+                then: Box::new(call),
+            })
+        }
+        _ => Err(RunRejected::new(
+            RejectKind::Unprocessable,
+            "UNSUPPORTED_TOOL_CHOICE",
+            "this model's tool calls cannot be required (they are not tagged JSON)",
+        )
+        .at("forwardedProps.toolChoice")),
+    }
+}
+
 /// The target a tool call's JSON must meet: one of `tools`, with its
 /// parameters (any object where a tool declares none).
 pub(crate) fn tool_target(tools: &[thinkwire_protocol::Tool]) -> Option<Target> {
@@ -168,6 +254,29 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn tool_choice_reads_each_form_and_refuses_unknown_tools() {
+        let tools: Vec<thinkwire_protocol::Tool> = serde_json::from_value(json!([
+            {"name": "a", "description": ""}, {"name": "b", "description": ""}
+        ]))
+        .unwrap();
+        let choice = |c: Value| tool_choice(Some(&json!({"toolChoice": c})), &tools);
+        assert_eq!(tool_choice(None, &tools).unwrap(), ToolChoice::Auto);
+        assert_eq!(choice(json!("none")).unwrap(), ToolChoice::None);
+        assert_eq!(
+            choice(json!("required")).unwrap(),
+            ToolChoice::Required(tools.clone())
+        );
+        let ToolChoice::Required(one) = choice(json!({"name": "b"})).unwrap() else {
+            panic!("not required");
+        };
+        assert_eq!(one[0].name, "b");
+        let err = choice(json!({"name": "c"})).unwrap_err();
+        assert_eq!(err.path.as_deref(), Some("forwardedProps.toolChoice.name"));
+        assert!(choice(json!(3)).is_err());
+        assert!(tool_choice(Some(&json!({"toolChoice": "required"})), &[]).is_err());
+    }
 
     #[test]
     fn tools_become_one_call_target() {

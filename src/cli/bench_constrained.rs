@@ -1,0 +1,172 @@
+//! `thinkwire bench --json-schema FILE`: what constrained decoding costs.
+//! The same prompt decoded free (greedy, pipelined: the product's normal
+//! path) and under the schema's grammar, in alternating runs on one
+//! loaded engine; milliseconds per token after the first for both, the
+//! grammar's mask time on the run's thread, and the time to compile the
+//! schema and a typical tool schema.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use serde_json::{Value, json};
+use thinkwire_chat::{ChatModel, RenderOptions, TemplateMessage};
+use thinkwire_engine::mlx::{LoadOptions, MlxEngine, Precision};
+use thinkwire_engine::{
+    Directive, Engine, GenerationRequest, SamplingParams, TokenMask, TokenSink,
+};
+use thinkwire_grammar::{Grammar, Target, Vocabulary};
+
+/// Times tokens, and drives the grammar when there is one.
+struct Sink {
+    grammar: Option<Grammar>,
+    tokens: Vec<u32>,
+    first: Option<Instant>,
+    last: Instant,
+    mask_time: Duration,
+    masks: usize,
+}
+
+impl TokenSink for Sink {
+    fn on_token(&mut self, id: u32) -> Directive {
+        let now = Instant::now();
+        self.first.get_or_insert(now);
+        self.last = now;
+        self.tokens.push(id);
+        if let Some(g) = &mut self.grammar
+            && g.commit(id).is_err()
+        {
+            return Directive::Stop;
+        }
+        Directive::Continue
+    }
+
+    fn constrains_next(&self) -> bool {
+        self.grammar.is_some()
+    }
+
+    fn next_mask(&mut self) -> Option<TokenMask> {
+        let started = Instant::now();
+        let words = self.grammar.as_mut()?.mask().ok()?;
+        self.mask_time += started.elapsed();
+        self.masks += 1;
+        Some(TokenMask::from_words(words))
+    }
+}
+
+impl Sink {
+    fn new(grammar: Option<Grammar>) -> Self {
+        Self {
+            grammar,
+            tokens: Vec::new(),
+            first: None,
+            last: Instant::now(),
+            mask_time: Duration::ZERO,
+            masks: 0,
+        }
+    }
+
+    /// Milliseconds per token after the first.
+    fn ms_per_token(&self) -> f64 {
+        let n = self.tokens.len().saturating_sub(1).max(1);
+        self.first
+            .map_or(0.0, |f| (self.last - f).as_secs_f64() * 1e3 / n as f64)
+    }
+}
+
+/// Mean milliseconds to compile `target`, over `n` compiles.
+fn compile_ms(vocab: &Vocabulary, target: &Target, n: usize) -> Result<f64> {
+    let started = Instant::now();
+    for _ in 0..n {
+        Grammar::new(vocab, target)?;
+    }
+    Ok(started.elapsed().as_secs_f64() * 1e3 / n as f64)
+}
+
+/// Runs the comparison for the schema in `schema_file`.
+pub fn bench(
+    path: &Path,
+    precision: Precision,
+    prompt: &str,
+    schema_file: &Path,
+    runs: usize,
+) -> Result<()> {
+    let schema: Value = serde_json::from_str(
+        &std::fs::read_to_string(schema_file)
+            .with_context(|| format!("reading {}", schema_file.display()))?,
+    )
+    .with_context(|| format!("{} is not JSON", schema_file.display()))?;
+    let chat = ChatModel::load(path)?;
+    let ids = chat.encode_chat(
+        &[TemplateMessage::user(prompt)],
+        &RenderOptions::generation(),
+    )?;
+    let stops = chat.special.stop_ids.clone();
+    let started = Instant::now();
+    let vocab = Vocabulary::new(&chat.tokenizer, &stops)?;
+    let vocab_ms = started.elapsed().as_secs_f64() * 1e3;
+    let target = Target::Schema(schema);
+    let schema_ms = compile_ms(&vocab, &target, 20)?;
+    let tool = Target::ToolCall(vec![(
+        "get_weather".into(),
+        json!({"type": "object", "properties": {
+            "city": {"type": "string"},
+            "unit": {"enum": ["celsius", "fahrenheit"]},
+            "days": {"type": "integer", "minimum": 1, "maximum": 14}},
+            "required": ["city"]}),
+    )]);
+    let tool_ms = compile_ms(&vocab, &tool, 20)?;
+    let engine = MlxEngine::load(
+        path,
+        &LoadOptions {
+            precision,
+            ..LoadOptions::default()
+        },
+    )?;
+    let request = |max_tokens: usize, stops: Vec<u32>| GenerationRequest {
+        prompt: ids.clone(),
+        max_tokens,
+        sampling: SamplingParams::greedy(),
+        stop_token_ids: stops,
+    };
+    // The constrained answer's length sets both runs' length.
+    let mut warm = Sink::new(Some(Grammar::new(&vocab, &target)?));
+    engine.generate(&request(512, stops.clone()), &mut warm)?;
+    let n = warm.tokens.len().max(2);
+    let (mut free, mut constrained, mut mask_us) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..runs.max(1) {
+        let mut sink = Sink::new(None);
+        engine.generate(&request(n, Vec::new()), &mut sink)?;
+        free.push(sink.ms_per_token());
+        let mut sink = Sink::new(Some(Grammar::new(&vocab, &target)?));
+        engine.generate(&request(n + 1, stops.clone()), &mut sink)?;
+        constrained.push(sink.ms_per_token());
+        mask_us.push(sink.mask_time.as_secs_f64() * 1e6 / sink.masks.max(1) as f64);
+    }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let (free, constrained, mask) = (
+        median(&mut free),
+        median(&mut constrained),
+        median(&mut mask_us),
+    );
+    println!(
+        "{} · {} kernel threads · model {} · precision {}",
+        thinkwire_engine::mlx::bench::cpu_name(),
+        thinkwire_engine::mlx::kernel_threads(),
+        path.display(),
+        precision.name()
+    );
+    println!(
+        "grammar: vocabulary {vocab_ms:.1} ms (once per model) · schema compile {schema_ms:.2} ms · tool-call compile {tool_ms:.2} ms"
+    );
+    println!(
+        "{n} tokens · median of {runs} alternating runs · free {free:.2} ms/token ({:.1} tok/s) · constrained {constrained:.2} ms/token ({:.1} tok/s) · overhead {:+.1} % · mask {mask:.0} us/token (on the run's thread, while the model computes)",
+        1e3 / free,
+        1e3 / constrained,
+        (constrained / free - 1.0) * 100.0
+    );
+    Ok(())
+}
