@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 use thinkwire::agent::{Agent, AgentConfig};
 use thinkwire::cli::ModelArgs;
 use thinkwire::server::ServerConfig;
-use thinkwire_protocol::EventKind;
+use thinkwire_protocol::{EventKind, EventType};
 use thinkwire_seal::{Key, KeyRing};
 
 use support::{TestServer, answer_text, input, post_run};
@@ -198,6 +198,12 @@ async fn every_constrained_answer_validates_and_free_ones_do_not() {
         "every free answer validated: the test would pass without the constraint"
     );
 
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn bad_schemas_are_refused_before_the_run_at_their_path() {
+    let server = server().await;
     // A schema the grammar cannot satisfy, or not a schema, is refused
     // before the run starts, naming the path inside it.
     let bad = json!({"responseFormat": {"type": "json_schema",
@@ -216,6 +222,13 @@ async fn every_constrained_answer_validates_and_free_ones_do_not() {
         "{body}"
     );
 
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_openai_sdk_gets_constrained_answers() {
+    let server = server().await;
+    let schemas = schemas();
     // The official openai SDK: `response_format` on chat completions and
     // `text.format` on responses constrain the same way; a bad schema is a
     // 400 naming the wire parameter.
@@ -238,6 +251,12 @@ async fn every_constrained_answer_validates_and_free_ones_do_not() {
         "{said}"
     );
 
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_required_tool_call_meets_the_tools_schema_over_the_official_client() {
+    let server = server().await;
     // A frontend tool with a schema, over the official @ag-ui/client: the
     // run requires a call (`toolChoice`), and the call's arguments meet the
     // tool's schema. Without the requirement this model answers in prose.
@@ -303,6 +322,77 @@ async fn every_constrained_answer_validates_and_free_ones_do_not() {
         "{body}"
     );
 
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn structured_reasoning_streams_reasoning_then_answer_and_replays() {
+    let server = server().await;
+    // The structured reasoning strategy: one pass under a {reasoning,
+    // answer} schema, whose strings stream as reasoning and answer events;
+    // the reasoning is sealed like any other, and the next turn replays it.
+    let structured = json!({"reasoning": {"visibility": "full", "strategy": "structured"}});
+    let body = input(
+        "s",
+        "s1",
+        "Write a two-line poem about the sea.",
+        structured.clone(),
+    );
+    let events = post_run(&server, &body).await;
+    let reasoning = support::reasoning_text(&events);
+    let answer = answer_text(&events);
+    assert!(
+        !reasoning.trim().is_empty() && !answer.trim().is_empty(),
+        "{reasoning:?} / {answer:?}"
+    );
+    assert!(
+        !answer.contains("\"answer\"") && !reasoning.contains('{'),
+        "{reasoning:?} / {answer:?}"
+    );
+    let kinds = support::types(&events);
+    let end = kinds
+        .iter()
+        .position(|k| *k == EventType::ReasoningEnd)
+        .unwrap();
+    let text = kinds
+        .iter()
+        .position(|k| *k == EventType::TextMessageStart)
+        .unwrap();
+    assert!(end < text, "{kinds:?}");
+    assert!(
+        kinds.contains(&EventType::ReasoningEncryptedValue),
+        "{kinds:?}"
+    );
+    let mut messages = body["messages"].as_array().unwrap().clone();
+    support::apply_events(&mut messages, &events);
+    messages.push(json!({"id": "u2", "role": "user", "content": "Another one, please."}));
+    let mut next = input("s", "s2", "", structured);
+    next["messages"] = Value::Array(messages);
+    let events = post_run(&server, &next).await;
+    assert!(!answer_text(&events).trim().is_empty());
+    // With tools it cannot answer in a JSON string: refused, not ignored.
+    let mut body = input(
+        "s",
+        "s3",
+        "hi",
+        json!({"reasoning": {"strategy": "structured"}}),
+    );
+    body["tools"] = json!([{"name": "t", "description": ""}]);
+    let response = reqwest::Client::new()
+        .post(server.url("/agent"))
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 422);
+
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_answer_cut_off_inside_its_object_is_reported() {
+    let server = server().await;
+    let schemas = schemas();
     // Cut off inside the object: the client is told.
     let short = json!({"reasoning": {"visibility": "off"}, "sampling": {"maxTokens": 6},
         "responseFormat": {"type": "json_schema", "schema": schemas[0]}});

@@ -61,8 +61,8 @@ pub use registry::{
 pub use spec::{
     Effort, EffortLevel, EffortSpec, FlagPosition, FlagSwitch, FormatSpec, HarmonyEffort,
     HarmonyIds, HarmonySpec, HarmonyToolSpec, KwargSwitch, PrefixSwitch, PromptPlan,
-    ReasoningStyle, SeparatePassSpec, TagSpec, TaggedJsonSpec, ThinkingControl, ToolSyntax,
-    UnknownEffort,
+    ReasoningStyle, SeparatePassSpec, SeparateStrategy, TagSpec, TaggedJsonSpec, ThinkingControl,
+    ToolSyntax, UnknownEffort,
 };
 pub use splitter::{Chunk, Malformed, MalformedKind, Splitter, TokenCounts, merge_deltas};
 pub use structured::{StructuredError, StructuredSplitter};

@@ -123,6 +123,20 @@ pub(crate) fn check_compiles(model: &Model, target: &Target) -> Result<(), RunRe
         .map_err(|e| schema_rejection(e, &format!("{FIELD}.schema")))
 }
 
+/// The structured strategy's object: reasoning (about four characters a
+/// token of `budget`), then the answer.
+pub(crate) fn structured_reasoning(budget: usize) -> Target {
+    Target::Schema(serde_json::json!({
+        "type": "object",
+        "properties": {
+            "reasoning": {"type": "string", "maxLength": budget.saturating_mul(4).max(1)},
+            "answer": {"type": "string"},
+        },
+        "required": ["reasoning", "answer"],
+        "additionalProperties": false,
+    }))
+}
+
 /// `forwardedProps.toolChoice`.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum ToolChoice {

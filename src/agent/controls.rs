@@ -5,6 +5,7 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 pub use thinkwire_reasoning::Effort;
+use thinkwire_reasoning::SeparateStrategy;
 
 use super::rejection::{RejectKind, RunRejected};
 
@@ -74,6 +75,9 @@ pub struct ReasoningControls {
     /// Reasoning tokens after which the reasoning is closed, already bounded
     /// by the policy.
     pub budget_tokens: usize,
+    /// How a model that does not think natively reasons, if the client
+    /// said (`two-pass`, `structured`); thinking models ignore it.
+    pub strategy: Option<SeparateStrategy>,
 }
 
 impl ReasoningControls {
@@ -96,6 +100,7 @@ impl ReasoningControls {
             visibility: policy.default_visibility,
             effort: None,
             budget_tokens: policy.max_reasoning_tokens,
+            strategy: None,
         };
         let Some(reasoning) = forwarded.and_then(|f| f.get("reasoning")) else {
             return Ok(controls);
@@ -146,6 +151,13 @@ impl ReasoningControls {
                 .map_or(policy.max_reasoning_tokens, |b| {
                     b.min(policy.max_reasoning_tokens)
                 });
+        }
+        if let Some(s) = reasoning.get("strategy") {
+            let strategy = s
+                .as_str()
+                .and_then(SeparateStrategy::parse)
+                .ok_or_else(|| bad(".strategy", "must be one of two-pass, structured".into()))?;
+            controls.strategy = Some(strategy);
         }
         Ok(controls)
     }

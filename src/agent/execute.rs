@@ -117,6 +117,13 @@ impl Execution<'_, '_> {
                 starts_in_reasoning,
                 budget,
             } => self.inline(model, prompt, *starts_in_reasoning, *budget),
+            Plan::Structured { prompt } => {
+                let summary = run.controls.visibility == Visibility::Summary;
+                let pass = Pass::structured(model)
+                    .holding_reasoning_end(summary)
+                    .constrained(self.answer_grammar(model)?);
+                self.one_pass(pass, prompt)
+            }
             Plan::SeparatePass {
                 spec,
                 turns,
@@ -201,10 +208,17 @@ impl Execution<'_, '_> {
             .call_id_prefix(new_id("call") + "-")
             .reasoning_budget(Some(budget));
         let summary = run.controls.visibility == Visibility::Summary;
-        let mut pass = Pass::split(model, splitter)
+        let pass = Pass::split(model, splitter)
             .holding_reasoning_end(summary)
             .constrained(self.answer_grammar(model)?)
             .constraining_tools(self.tool_calls(model));
+        self.one_pass(pass, prompt)
+    }
+
+    /// Runs a one-pass generation to its end, closing held reasoning with
+    /// its summary and resuming.
+    fn one_pass(&mut self, mut pass: Pass<'_>, prompt: &[u32]) -> Result<(), Stopped> {
+        let run = self.run;
         let mut consumed: Vec<u32> = Vec::new();
         let mut remaining = run.max_new_tokens;
         loop {

@@ -13,7 +13,7 @@ use thinkwire_engine::{
     Directive, EngineError, GenerationRequest, SamplingParams, TokenMask, TokenSink,
 };
 use thinkwire_grammar::Grammar;
-use thinkwire_reasoning::{Chunk, Splitter};
+use thinkwire_reasoning::{Chunk, Splitter, StructuredSplitter};
 
 use super::events::RunEvents;
 pub(super) use super::forward::Forwarded;
@@ -71,6 +71,10 @@ enum Route {
     Split(Box<Splitter>),
     /// Collected silently (summary passes).
     Collect(String),
+    /// A `{"reasoning": …, "answer": …}` object, its strings streamed as
+    /// reasoning and answer (the structured strategy); the count is its
+    /// reasoning tokens.
+    Structured(Box<StructuredSplitter>, usize),
 }
 
 /// One generation pass; see the module docs.
@@ -143,6 +147,11 @@ impl<'m> Pass<'m> {
         Self::new(model, Route::Split(Box::new(splitter)))
     }
 
+    /// A pass whose output is one `{"reasoning", "answer"}` object.
+    pub fn structured(model: &'m Model) -> Self {
+        Self::new(model, Route::Structured(Box::default(), 0))
+    }
+
     /// A pass whose output is only collected, as text.
     pub fn collect(model: &'m Model) -> Self {
         Self::new(model, Route::Collect(String::new()))
@@ -196,6 +205,7 @@ impl<'m> Pass<'m> {
     pub fn reasoning_tokens(&self) -> usize {
         match &self.route {
             Route::Split(splitter) => splitter.reasoning_tokens(),
+            Route::Structured(_, n) => *n,
             Route::Collect(_) => 0,
         }
     }
@@ -256,6 +266,11 @@ impl<'m> Pass<'m> {
                 chunks.extend(splitter.finish());
                 chunks
             }
+            Route::Structured(splitter, _) => {
+                let mut chunks = splitter.push(&tail);
+                chunks.extend(splitter.finish());
+                chunks
+            }
             Route::Collect(text) => {
                 text.push_str(&tail);
                 Vec::new()
@@ -268,7 +283,7 @@ impl<'m> Pass<'m> {
         self.finish();
         match self.route {
             Route::Collect(text) => text,
-            Route::Split(_) => String::new(),
+            Route::Split(_) | Route::Structured(..) => String::new(),
         }
     }
 
@@ -381,6 +396,15 @@ impl TokenSink for PassSink<'_, '_, '_, '_> {
             Route::Collect(text) => {
                 text.push_str(&piece);
                 return Directive::Continue;
+            }
+            Route::Structured(splitter, reasoning) => {
+                let chunks = splitter.push(&piece);
+                *reasoning += usize::from(splitter.in_reasoning());
+                return if !self.forward(chunks) || self.held {
+                    Directive::Stop
+                } else {
+                    Directive::Continue
+                };
             }
         };
         let chunks = splitter.push_token(id, &piece);

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use serde_json::Value;
 use thinkwire_engine::SamplingParams;
 use thinkwire_protocol::{RunAgentInput, Tool};
-use thinkwire_reasoning::SeparatePassSpec;
+use thinkwire_reasoning::{SeparatePassSpec, SeparateStrategy};
 use thinkwire_seal::KeyRing;
 
 use super::backend::Backend;
@@ -80,6 +80,9 @@ pub(super) enum Plan {
         earlier_notes: String,
         budget: usize,
     },
+    /// The model does not think natively and reasons in a structured
+    /// answer: one pass constrained to `{"reasoning": …, "answer": …}`.
+    Structured { prompt: Vec<u32> },
     /// An upstream server generates; its adapter splits.
     Upstream {
         turns: Vec<Turn>,
@@ -203,7 +206,35 @@ pub(super) fn prepare(
             ));
         }
     };
-    let plan = if let Some(pass) = spec.separate_pass() {
+    let structured = match spec.separate_pass() {
+        Some(pass) if prompt_plan.thinking => {
+            let chosen = controls.strategy.unwrap_or(pass.strategy) == SeparateStrategy::Structured;
+            let conflict = answer_format.is_some() || !input.tools.is_empty();
+            if chosen && conflict && controls.strategy.is_some() {
+                return Err(RunRejected::new(
+                    RejectKind::Unprocessable,
+                    "INVALID_REASONING_CONTROL",
+                    "structured reasoning answers in a JSON string: it cannot be combined with tools, a tool choice or a response format",
+                )
+                .at("forwardedProps.reasoning.strategy"));
+            }
+            chosen && !conflict
+        }
+        _ => false,
+    };
+    let plan = if let (true, Some(pass)) = (structured, spec.separate_pass()) {
+        let earlier_notes = take_replayed_reasoning(&mut turns);
+        let system = pass.with_earlier_notes(&pass.structured_system, &earlier_notes);
+        let prompt = checked_prompt(
+            model,
+            &with_system(&turns, &system),
+            &input.tools,
+            &[],
+            None,
+        )?;
+        answer_format = Some(constraint::structured_reasoning(budget));
+        Plan::Structured { prompt: prompt.ids }
+    } else if let Some(pass) = spec.separate_pass() {
         let earlier_notes = take_replayed_reasoning(&mut turns);
         let reasoning_prompt = if prompt_plan.thinking {
             let system = pass.with_earlier_notes(&pass.reasoning_system, &earlier_notes);

@@ -17,8 +17,8 @@ use serde::{Deserialize, Serialize};
 pub use effort::{Effort, EffortLevel, EffortSpec, UnknownEffort};
 pub use plan::PromptPlan;
 pub use style::{
-    HarmonyIds, HarmonySpec, HarmonyToolSpec, ReasoningStyle, SeparatePassSpec, TagSpec,
-    TaggedJsonSpec, ToolSyntax,
+    HarmonyIds, HarmonySpec, HarmonyToolSpec, ReasoningStyle, SeparatePassSpec, SeparateStrategy,
+    TagSpec, TaggedJsonSpec, ToolSyntax,
 };
 
 /// Everything the runtime needs to know about one model family's reasoning.

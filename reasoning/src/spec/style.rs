@@ -134,6 +134,41 @@ pub struct SeparatePassSpec {
     /// reasoning, oldest first.
     #[serde(default = "default_earlier_notes")]
     pub earlier_notes: String,
+    /// How the reasoning is produced when the run does not choose.
+    #[serde(default)]
+    pub strategy: SeparateStrategy,
+    /// System prompt of the structured strategy: the model writes one JSON
+    /// object, `{"reasoning": …, "answer": …}`, under that schema.
+    #[serde(default = "default_structured_system")]
+    pub structured_system: String,
+}
+
+/// How a model that does not think natively produces reasoning.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SeparateStrategy {
+    /// A reasoning pass, then an answer pass that reads it.
+    #[default]
+    TwoPass,
+    /// One pass constrained to `{"reasoning": …, "answer": …}`, whose
+    /// strings are streamed as reasoning and answer
+    /// ([`StructuredSplitter`](crate::StructuredSplitter)).
+    Structured,
+}
+
+impl SeparateStrategy {
+    /// The strategy named `name` (`two-pass`, `structured`).
+    pub fn parse(name: &str) -> Option<Self> {
+        match name {
+            "two-pass" => Some(Self::TwoPass),
+            "structured" => Some(Self::Structured),
+            _ => None,
+        }
+    }
+}
+
+fn default_structured_system() -> String {
+    "You think before you answer. Reply with one JSON object: \"reasoning\" holds your private notes on the user's last message (what is asked, the facts that matter, a short plan), \"answer\" your reply to the user.".into()
 }
 
 fn default_summary_tokens() -> u32 {
