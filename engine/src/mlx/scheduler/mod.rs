@@ -30,7 +30,7 @@ use mlx_rs::Array;
 
 use self::link::{Inbox, Reply, Submission};
 use self::pool::PrefixPool;
-use self::sequence::{Next, Sequence};
+use self::sequence::{Next, Sequence, Spec};
 use super::model::{Model, Segment};
 use super::weights::mlx_err;
 use crate::{EngineError, EngineLoad, GenerationRequest, GenerationStats, TokenSink};
@@ -328,6 +328,11 @@ impl Worker {
     /// tokens the previous step picked.
     fn step(&mut self) {
         self.await_masks();
+        for seq in &mut self.active {
+            if let Err(e) = seq.resolve_mask() {
+                seq.fail(e);
+            }
+        }
         // Sampled sequences need their logits read before they can feed; a
         // constrained one whose mask is late joins a later step.
         let mut sampled = false;
@@ -359,13 +364,14 @@ impl Worker {
                 unread.push((i, token.clone()));
             }
         }
-        let decode_out = self.run_pass(&decode, Pass::Decode);
+        let mut decode_out = self.run_pass(&decode, Pass::Decode);
         let _prefill_out = self.run_pass(&prefill, Pass::Prefill);
         // Read the previous step's tokens while this one computes.
         for (i, token) in unread {
-            let spec = decode_out
-                .as_ref()
-                .and_then(|out| out.iter().find(|(s, _)| *s == i).map(|(_, a)| a.clone()));
+            let spec = decode_out.as_mut().and_then(|out| {
+                let at = out.iter().position(|(s, _)| *s == i)?;
+                Some(out.swap_remove(at).1)
+            });
             let seq = &mut self.active[i];
             if seq.is_done() {
                 continue;
@@ -442,7 +448,7 @@ impl Worker {
 
     /// Runs one pass and queues it; returns each sequence's next-token
     /// source (a lazy pick for greedy ones) by index in `active`.
-    fn run_pass(&mut self, parts: &[Part], pass: Pass) -> Option<Vec<(usize, Array)>> {
+    fn run_pass(&mut self, parts: &[Part], pass: Pass) -> Option<Vec<(usize, Spec)>> {
         if parts.is_empty() {
             return None;
         }
@@ -487,10 +493,10 @@ impl Worker {
                 // The decode pass's picks are the *next* step's inputs; the
                 // token they follow is read by the caller.
                 Pass::Decode if matches!(seq.next, Next::Unread(_)) => {
-                    match pick_row(picks, row as i32) {
-                        Ok(a) if seq.is_pipelined() => out.push((p.seq, a)),
-                        Ok(_) => {}
-                        Err(e) => seq.fail(e),
+                    match seq.spec(picks, logits, row as i32) {
+                        Some(Ok(spec)) => out.push((p.seq, spec)),
+                        Some(Err(e)) => seq.fail(e),
+                        None => {}
                     }
                 }
                 _ => {
@@ -562,6 +568,8 @@ impl Worker {
             return;
         }
         for seq in due {
+            // Sampled ones read their logits anyway; masked greedy ones
+            // only wait for the mask, their logits stay lazy.
             if let Next::Logits(logits) = &seq.next {
                 let _ = logits.eval();
             }
@@ -647,14 +655,6 @@ impl Worker {
 fn ids_array(ids: &[u32]) -> Array {
     let v: Vec<i32> = ids.iter().map(|&t| t as i32).collect();
     Array::from_slice(&v, &[1, v.len() as i32])
-}
-
-/// Row `row` of a pass's picks (`[S, 1]`), as a `[1, 1]` input.
-fn pick_row(picks: &Array, row: i32) -> Result<Array, EngineError> {
-    use mlx_rs::ops::indexing::TryIndexOp;
-    picks
-        .try_index(row..row + 1)
-        .map_err(mlx_err("choosing a token"))
 }
 
 fn read_token(token: &Array) -> Result<u32, EngineError> {

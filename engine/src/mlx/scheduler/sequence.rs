@@ -25,11 +25,24 @@ pub(crate) enum Next {
     Unread(Array),
     /// Logits (`[1, vocab]`) to sample from on the CPU.
     Logits(Array),
-    /// The run has the last token and has not answered yet; `spec` is the
-    /// step that already took that token as input (greedy only).
-    Awaiting { spec: Option<Array> },
+    /// A constrained greedy token's logits (`[1, vocab]`, lazy): once the
+    /// run's mask is in, the masked argmax is queued as the next step's
+    /// input, still before anyone reads it.
+    Masked(Array),
+    /// The run has the last token and has not answered yet; `spec` is what
+    /// the step that already took that token as input produced (greedy
+    /// only).
+    Awaiting { spec: Option<Spec> },
     /// Finished; the scheduler reaps it.
     Done,
+}
+
+/// What a queued step produced for a greedy sequence's next token.
+pub(crate) enum Spec {
+    /// Its argmax (a free token).
+    Pick(Array),
+    /// Its logits row (a constrained token: the mask is applied later).
+    Logits(Array),
 }
 
 /// How the next token is chosen: on the MLX side (greedy: lazy, so steps
@@ -136,15 +149,52 @@ impl Sequence {
         self.caches.first().map_or(0, |c| c.offset() as usize)
     }
 
-    /// Whether its next token is picked on the MLX side, lazily (greedy
-    /// and free), so a step may take it as input before it is read.
-    pub fn is_pipelined(&self) -> bool {
-        matches!(self.picker, Picker::Greedy) && matches!(self.constraint, Constraint::Free)
+    /// What to keep of a step's output row for the next token: its pick
+    /// (greedy, free), its logits (greedy, constrained: masked later), or
+    /// nothing (sampled on the CPU from `Next::Logits`).
+    pub fn spec(
+        &self,
+        picks: &Array,
+        logits: &Array,
+        row: i32,
+    ) -> Option<Result<Spec, EngineError>> {
+        use mlx_rs::ops::indexing::TryIndexOp;
+        if !matches!(self.picker, Picker::Greedy) {
+            return None;
+        }
+        let err = mlx_err("choosing a token");
+        Some(match self.constraint {
+            Constraint::Free => picks.try_index(row..row + 1).map(Spec::Pick).map_err(err),
+            _ => logits
+                .try_index(row..row + 1)
+                .map(Spec::Logits)
+                .map_err(err),
+        })
     }
 
-    /// Whether it has logits to sample but its mask has not arrived.
+    /// Whether it has logits to pick from but its mask has not arrived.
     pub fn awaits_mask(&self) -> bool {
-        matches!(self.next, Next::Logits(_)) && matches!(self.constraint, Constraint::Waiting)
+        matches!(self.next, Next::Logits(_) | Next::Masked(_))
+            && matches!(self.constraint, Constraint::Waiting)
+    }
+
+    /// Turns masked logits into the next step's lazy input once the mask
+    /// is in (the argmax of the allowed tokens, as the CPU sampler would
+    /// pick it).
+    pub fn resolve_mask(&mut self) -> Result<(), EngineError> {
+        let Next::Masked(logits) = &self.next else {
+            return Ok(());
+        };
+        let pick = match &self.constraint {
+            Constraint::Waiting => return Ok(()),
+            Constraint::Free => greedy_pick(logits, None)?,
+            Constraint::Ready(mask) => greedy_pick(logits, Some(mask))?,
+        };
+        self.next = Next::Unread(pick);
+        // Until the run answers on this token, the next is taken to be
+        // constrained too, so the step keeps its logits.
+        self.constraint = Constraint::Waiting;
+        Ok(())
     }
 
     /// The run's mask for the next token (`None`: free after all).
@@ -185,10 +235,11 @@ impl Sequence {
     pub fn produced(&mut self, picks: &Array, logits: &Array, row: i32) -> Result<(), EngineError> {
         use mlx_rs::ops::indexing::TryIndexOp;
         let err = mlx_err("choosing a token");
-        self.next = if self.is_pipelined() {
-            Next::Unread(picks.try_index(row..row + 1).map_err(err)?)
-        } else {
-            Next::Logits(logits.try_index(row..row + 1).map_err(err)?)
+        self.next = match self.spec(picks, logits, row) {
+            Some(Ok(Spec::Pick(pick))) => Next::Unread(pick),
+            Some(Ok(Spec::Logits(row))) => Next::Masked(row),
+            Some(Err(e)) => return Err(e),
+            None => Next::Logits(logits.try_index(row..row + 1).map_err(err)?),
         };
         Ok(())
     }
@@ -214,7 +265,7 @@ impl Sequence {
 
     /// Hands a generated token to the run; `spec` is the step already
     /// queued on it, if any.
-    pub fn deliver(&mut self, token: u32, spec: Option<Array>) {
+    pub fn deliver(&mut self, token: u32, spec: Option<Spec>) {
         let now = Instant::now();
         if self.first_token.is_none() {
             self.first_token = Some(now);
@@ -263,12 +314,17 @@ impl Sequence {
         // before forced tokens: the token is fed again and its logits
         // sampled under the mask.
         let forced = match (forced, &spec) {
-            (None, Some(_)) if constrained => Some(Vec::new()),
+            (None, Some(Spec::Pick(_))) if constrained => Some(Vec::new()),
             (forced, _) => forced,
         };
         let Some(forced) = forced else {
             self.next = match spec {
-                Some(spec) => Next::Unread(spec),
+                Some(Spec::Pick(pick)) => Next::Unread(pick),
+                Some(Spec::Logits(logits)) if constrained => Next::Masked(logits),
+                Some(Spec::Logits(logits)) => match greedy_pick(&logits, None) {
+                    Ok(pick) => Next::Unread(pick),
+                    Err(e) => return self.fail(e),
+                },
                 None if self.offset() >= self.context => return self.finish(Finish::Length),
                 None => Next::Feed(self.history[self.history.len() - 1..].to_vec()),
             };
@@ -348,4 +404,30 @@ impl Sequence {
         self.history.truncate(held);
         (self.history, self.caches)
     }
+}
+
+/// The argmax of `logits` (`[1, vocab]`) among the tokens `mask` allows,
+/// lazily (`[1, 1]` int32). A mask that allows none of them is an error,
+/// not token 0.
+fn greedy_pick(logits: &Array, mask: Option<&TokenMask>) -> Result<Array, EngineError> {
+    use mlx_rs::ops::indexing::argmax_axis;
+    let err = mlx_err("choosing a constrained token");
+    let scores = match mask {
+        None => logits.clone(),
+        Some(mask) => {
+            let vocab = logits.shape().last().copied().unwrap_or(0).max(0) as usize;
+            let allowed: Vec<bool> = (0..vocab as u32).map(|id| mask.allows(id)).collect();
+            if !allowed.iter().any(|&a| a) {
+                return Err(EngineError::InvalidRequest(
+                    "the output constraint allows no token".into(),
+                ));
+            }
+            let allowed = Array::from_slice(&allowed, &[1, vocab as i32]);
+            let floor = Array::from_f32(f32::NEG_INFINITY);
+            mlx_rs::ops::select(&allowed, logits, &floor).map_err(err)?
+        }
+    };
+    argmax_axis(&scores, -1, true)
+        .and_then(|a| a.as_dtype(mlx_rs::Dtype::Int32))
+        .map_err(mlx_err("choosing a constrained token"))
 }
