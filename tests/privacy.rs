@@ -379,6 +379,7 @@ async fn conversations(secrets: &Secrets) -> Vec<String> {
         c.answer_turn(),
         c.tool_turn(),
         c.answer_turn(),
+        c.answer_turn(),
     ];
     let (server_a, observed) = server(&scripts, &secrets.key_text, ReplayFailure::Reject).await;
 
@@ -538,10 +539,26 @@ async fn conversations(secrets: &Secrets) -> Vec<String> {
     assert_eq!(run_error_code(&events), "SEALED_REASONING_REJECTED");
     let (events, _) = ws_send(&mut socket, format!("{{\"messages\": [\"{}\"", c.user)).await;
     assert_eq!(run_error_code(&events), "INVALID_INPUT");
+    // A constrained answer: the scripted one is not JSON, so the grammar
+    // refuses it (logged without the text) and the run says incomplete.
+    let ask =
+        [json!({ "id": "u-json", "role": "user", "content": format!("JSON about {}", c.user) })];
+    let format = json!({"responseFormat": {"type": "json_schema",
+        "schema": {"type": "object", "properties": {"name": {"type": "string"}}}}});
+    let (events, _) = ws_send(
+        &mut socket,
+        run_input("privacy-thread-json", "privacy-json", &ask, format).to_string(),
+    )
+    .await;
+    verify(&events);
+    assert!(events.iter().any(|e| matches!(&e.kind,
+        EventKind::Custom(x) if x.name == "thinkwire.output_incomplete")));
+    secrets.remember_sealed(&events);
+    run_ids.push("privacy-json".into());
     socket.close(None).await.unwrap();
     assert_eq!(
         observed.prompts.lock().unwrap().len(),
-        5,
+        6,
         "refusals never reached the engine"
     );
     server_a.shutdown().await;
