@@ -161,6 +161,10 @@ fn tiny_random_models_match_mlx_lm_greedy() {
         ("tiny-smollm3", Precision::F32),
         ("tiny-gemma3", Precision::F32),
         ("tiny-qwen3-yarn", Precision::F32),
+        ("tiny-gpt-oss", Precision::F32),
+        ("tiny-gpt-oss-4bit", Precision::Keep),
+        ("tiny-gpt-oss-4bit", Precision::Auto),
+        ("tiny-gpt-oss-4bit", Precision::F32),
     ] {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("tests/golden")

@@ -17,7 +17,9 @@ q/k/v and gate/up, half the head rotated, LongRoPE with its scale),
 qwen3_moe (4 experts, top 2, a dense layer after a sparse one; also
 4-bit), gemma3_text (sliding windows of 8 on layers 0 and 2, prompts
 and answers longer than that; global layers with linear RoPE scaling) and
-smollm3 (NoPE layers: no RoPE in layers 1 and 3), and qwen3 with YaRN.
+smollm3 (NoPE layers: no RoPE in layers 1 and 3), qwen3 with YaRN, and
+gpt_oss (attention sinks, alternating sliding and full layers, biased
+experts on top-k logits, clamped SwiGLU, YaRN).
 """
 
 import json
@@ -59,6 +61,30 @@ MOE = dict(
     tie_word_embeddings=False,
 )
 
+# gpt-oss: sinks, sliding (window 8) and full layers in turn, 4 biased
+# experts routed top 2 on their logits, clamped SwiGLU, YaRN.
+GPT_OSS = dict(
+    BASE,
+    model_type="gpt_oss",
+    hidden_size=64,
+    head_dim=16,
+    num_hidden_layers=4,
+    num_local_experts=4,
+    num_experts_per_tok=2,
+    intermediate_size=32,
+    sliding_window=8,
+    layer_types=["sliding_attention", "full_attention"] * 2,
+    rope_theta=150000.0,
+    rope_scaling={
+        "rope_type": "yarn",
+        "factor": 4.0,
+        "beta_fast": 32.0,
+        "beta_slow": 1.0,
+        "original_max_position_embeddings": 32,
+    },
+    tie_word_embeddings=False,
+)
+
 MODELS = {
     "tiny-qwen2": dict(BASE, model_type="qwen2", tie_word_embeddings=True, seed=1, shards=2),
     "tiny-qwen3": dict(BASE, model_type="qwen3", head_dim=16, tie_word_embeddings=True, seed=2),
@@ -66,7 +92,7 @@ MODELS = {
         BASE, model_type="qwen3", head_dim=16, tie_word_embeddings=True, seed=3, quantize=(32, 4)
     ),
     "tiny-llama3-untied": dict(
-        BASE,
+    BASE,
         model_type="llama",
         tie_word_embeddings=False,
         num_key_value_heads=1,
@@ -81,7 +107,7 @@ MODELS = {
     ),
     "tiny-mistral": dict(BASE, model_type="mistral", tie_word_embeddings=False, seed=5),
     "tiny-phi3": dict(
-        BASE,
+    BASE,
         model_type="phi3",
         tie_word_embeddings=False,
         partial_rotary_factor=0.5,
@@ -93,7 +119,7 @@ MODELS = {
     # The router stays 8-bit in groups of 64 (mlx-lm's rule for qwen3_moe).
     "tiny-qwen3-moe-4bit": dict(MOE, seed=9, quantize=(32, 4)),
     "tiny-gemma3": dict(
-        BASE,
+    BASE,
         model_type="gemma3_text",
         num_hidden_layers=4,
         head_dim=16,
@@ -106,15 +132,19 @@ MODELS = {
         seed=10,
     ),
     "tiny-qwen3-yarn": dict(
-        BASE,
+    BASE,
         model_type="qwen3",
         head_dim=16,
         tie_word_embeddings=True,
         rope_scaling={"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32},
         seed=11,
     ),
+    "tiny-gpt-oss": dict(GPT_OSS, seed=12),
+    # The same, MLX-quantized to 4 bits (the router 8-bit in groups of 64,
+    # mlx-lm's rule for gpt_oss).
+    "tiny-gpt-oss-4bit": dict(GPT_OSS, seed=13, quantize=(32, 4)),
     "tiny-smollm3": dict(
-        BASE,
+    BASE,
         model_type="smollm3",
         num_hidden_layers=4,
         no_rope_layers=[1, 0, 1, 0],
@@ -143,6 +173,12 @@ def build(name, spec, out: Path):
     # (few near-ties), which makes the parity check meaningful.
     # Experts ([experts, out, in]) too.
     model.update(tree_map(lambda p: mx.random.normal(p.shape) * 0.5 if p.ndim >= 2 else p, model.parameters()))
+    # gpt-oss's attention sinks start at zero; random ones test that they
+    # join the softmax.
+    for layer in getattr(model, "layers", []):
+        attn = getattr(layer, "self_attn", None)
+        if attn is not None and hasattr(attn, "sinks"):
+            attn.sinks = mx.random.normal(attn.sinks.shape)
     mx.eval(model.parameters())
     if quant:
         model, config = quantize_model(model, config, group_size=quant[0], bits=quant[1])

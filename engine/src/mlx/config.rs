@@ -27,6 +27,10 @@ pub enum Architecture {
     /// norms after attention and MLP too, (1 + w) norm weights, GELU MLP,
     /// embeddings scaled by sqrt(hidden).
     Gemma3Text,
+    /// gpt-oss: biased attention with per-head sinks, sliding and full
+    /// layers in turn, experts routed on their logits' top k with a
+    /// clamped SwiGLU.
+    GptOss,
 }
 
 impl Architecture {
@@ -40,8 +44,9 @@ impl Architecture {
             "phi3" => Ok(Self::Phi3),
             "qwen3_moe" => Ok(Self::Qwen3Moe),
             "gemma3_text" => Ok(Self::Gemma3Text),
+            "gpt_oss" => Ok(Self::GptOss),
             other => Err(EngineError::Load(format!(
-                "unsupported architecture `{other}` in {field} (supported: gemma3_text, llama, mistral, phi3, qwen2, qwen3, qwen3_moe, smollm3)"
+                "unsupported architecture `{other}` in {field} (supported: gemma3_text, gpt_oss, llama, mistral, phi3, qwen2, qwen3, qwen3_moe, smollm3)"
             ))),
         }
     }
@@ -56,6 +61,7 @@ impl Architecture {
             Self::Phi3 => "phi3",
             Self::Qwen3Moe => "qwen3_moe",
             Self::Gemma3Text => "gemma3_text",
+            Self::GptOss => "gpt_oss",
         }
     }
 }
@@ -166,8 +172,13 @@ pub struct ModelConfig {
     /// its rotation by how far `max_position_embeddings` goes past it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub original_max_position_embeddings: Option<usize>,
-    /// Mixture of experts (Qwen3-MoE): experts per MoE layer.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Mixture of experts (Qwen3-MoE; gpt-oss's `num_local_experts`):
+    /// experts per MoE layer.
+    #[serde(
+        default,
+        alias = "num_local_experts",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub num_experts: Option<usize>,
     /// Experts each token is routed to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -187,7 +198,7 @@ pub struct ModelConfig {
     /// Gemma 3: attention scale is this to the power -1/2 (else head_dim).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub query_pre_attn_scalar: Option<f32>,
-    /// Gemma 3: positions a sliding-window layer attends to.
+    /// Gemma 3 and gpt-oss: positions a sliding-window layer attends to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sliding_window: Option<usize>,
     /// Gemma 3: every this-many-th layer is global, the others slide
@@ -197,6 +208,13 @@ pub struct ModelConfig {
     /// Gemma 3: the sliding layers' RoPE base (default 10000).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rope_local_base_freq: Option<f32>,
+    /// gpt-oss: per layer, `sliding_attention` or `full_attention`
+    /// (default: the two in turn, sliding first).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub layer_types: Option<Vec<String>>,
+    /// gpt-oss: the experts' SwiGLU clamps at this (default 7).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub swiglu_limit: Option<f32>,
     /// SmolLM3: per layer, 1 where it applies RoPE and 0 where it does not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub no_rope_layers: Option<Vec<u8>>,
@@ -238,7 +256,8 @@ impl ModelConfig {
 
     /// Whether q/k/v carry biases.
     pub fn qkv_bias(&self) -> bool {
-        self.attention_bias.unwrap_or(self.model_type == "qwen2")
+        self.attention_bias
+            .unwrap_or(matches!(self.model_type.as_str(), "qwen2" | "gpt_oss"))
     }
 
     /// Per layer, whether it rotates queries and keys: all of them but
@@ -267,10 +286,18 @@ impl ModelConfig {
         }
     }
 
+    /// gpt-oss: the window of a `sliding_attention` layer.
     /// Gemma 3: the window of layer `i`, `None` for a global layer (every
     /// `sliding_window_pattern`-th, as mlx-lm decides) and for other
     /// architectures.
     pub fn sliding_window_of(&self, i: usize) -> Option<usize> {
+        if self.model_type == "gpt_oss" {
+            let sliding = match &self.layer_types {
+                Some(types) => types.get(i).is_some_and(|t| t == "sliding_attention"),
+                None => i % 2 == 0,
+            };
+            return sliding.then(|| self.sliding_window.unwrap_or(128).max(1));
+        }
         if self.model_type != "gemma3_text" {
             return None;
         }

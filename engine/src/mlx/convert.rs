@@ -162,6 +162,7 @@ pub fn convert_gguf(
         super::config::Architecture::Phi3 => "Phi3ForCausalLM",
         super::config::Architecture::Qwen3Moe => "Qwen3MoeForCausalLM",
         super::config::Architecture::Gemma3Text => "Gemma3ForCausalLM",
+        super::config::Architecture::GptOss => "GptOssForCausalLM",
     };
     if let Some(obj) = cfg.as_object_mut() {
         obj.insert("architectures".into(), serde_json::json!([class]));

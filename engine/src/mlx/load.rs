@@ -197,6 +197,8 @@ pub(crate) fn load_gguf(path: &Path) -> Result<Loaded, EngineError> {
         sliding_window: None,
         sliding_window_pattern: None,
         rope_local_base_freq: None,
+        layer_types: None,
+        swiglu_limit: None,
     };
     config.validate(&format!("{} metadata", path.display()))?;
     // llama.cpp's converter permutes Q/K rows for llama and for SmolLM3

@@ -126,6 +126,11 @@ impl WeightMap {
         self.tensors.contains_key(&format!("{name}.weight"))
     }
 
+    /// Whether a plain tensor named exactly `name` is there.
+    pub fn has_tensor(&self, name: &str) -> bool {
+        self.tensors.contains_key(name)
+    }
+
     /// Removes and returns a plain tensor (norm weights, biases).
     pub fn take(&mut self, name: &str) -> Result<Array, EngineError> {
         self.tensors.remove(name).ok_or_else(|| self.missing(name))

@@ -25,6 +25,9 @@ pub(super) struct Attention {
     /// A sliding-window layer (Gemma 3): each query sees only the last
     /// `window` positions, itself included.
     pub(super) window: Option<i32>,
+    /// gpt-oss: a learned logit per head that joins every softmax (so a
+    /// head can attend to nothing); taken by MLX's attention.
+    pub(super) sinks: Option<Array>,
     /// On the CPU: the fused split-and-rotate and decode attention
     /// (`fused.rs`) instead of chains of MLX operations.
     pub(super) fused: bool,
@@ -45,7 +48,11 @@ impl Attention {
         let (nq, nkv) = (self.heads, self.kv_heads);
         let qkv = self.qkv.forward(x)?;
         let rows = rows.filter(|_| self.rotate);
-        if self.fused && self.window.is_none() && segments.iter().all(|s| s.len == 1) {
+        if self.fused
+            && self.window.is_none()
+            && self.sinks.is_none()
+            && segments.iter().all(|s| s.len == 1)
+        {
             let qkv_rows = match rows {
                 Some(rows) if self.q_norm.is_none() => {
                     let (cos, sin) = rows.tables();
@@ -104,7 +111,7 @@ impl Attention {
                 _ => (keys, values, None),
             };
             // [1, l, heads * head_dim] per sequence.
-            outs.push(if l == 1 && self.fused {
+            outs.push(if l == 1 && self.fused && self.sinks.is_none() {
                 fused::attend(&qi, &keys, &values, self.scale)?
             } else {
                 let mask = match &window_mask {
@@ -112,7 +119,12 @@ impl Attention {
                     None => (l > 1).then_some(ScaledDotProductAttentionMask::Causal),
                 };
                 mlx_rs::fast::scaled_dot_product_attention(
-                    &qi, &keys, &values, self.scale, mask, None,
+                    &qi,
+                    &keys,
+                    &values,
+                    self.scale,
+                    mask,
+                    self.sinks.as_ref(),
                 )?
                 .transpose_axes(&[0, 2, 1, 3])?
                 .reshape(&[1, l, nq * hd])?

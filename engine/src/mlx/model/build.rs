@@ -5,7 +5,7 @@ use mlx_rs::{Array, Dtype};
 
 use super::attention::Attention;
 use super::mlp::{FeedForward, Mlp};
-use super::moe::Moe;
+use super::moe::{Activation, Moe, Routing};
 use super::{Block, Model};
 use crate::EngineError;
 use crate::mlx::config::{Architecture, ModelConfig};
@@ -39,6 +39,7 @@ impl Model {
             }
         };
         let gemma = architecture == Architecture::Gemma3Text;
+        let gpt_oss = architecture == Architecture::GptOss;
         // Gemma's norms scale by (1 + w): folded in once, the same sum MLX
         // computes on every call.
         let norm_w = |a: Array| -> Result<Array, EngineError> {
@@ -84,11 +85,19 @@ impl Model {
                 };
                 Linear::fused(parts, biases)?
             };
+            let o_bias = match gpt_oss {
+                true => Some(cast(w.take(&format!("{p}.self_attn.o_proj.bias"))?)?),
+                false => None,
+            };
             let o = Linear::new(
                 w.take_weight(&format!("{p}.self_attn.o_proj"))?
                     .with_policy(precision)?,
-                None,
+                o_bias,
             )?;
+            let sinks = match gpt_oss {
+                true => Some(cast(w.take(&format!("{p}.self_attn.sinks"))?)?),
+                false => None,
+            };
             let qk_norms = matches!(
                 architecture,
                 Architecture::Qwen3 | Architecture::Qwen3Moe | Architecture::Gemma3Text
@@ -102,12 +111,26 @@ impl Model {
                 (None, None)
             };
             let mlp = if config.is_moe_layer(i) {
+                let style = if gpt_oss {
+                    let limit = config.swiglu_limit.unwrap_or(7.0);
+                    let clamped = Activation::ClampedSwiglu {
+                        limit,
+                        alpha: 1.702,
+                    };
+                    (Routing::TopLogits, clamped)
+                } else {
+                    let norm_top_k = config.norm_topk_prob.unwrap_or(false);
+                    (Routing::Softmax { norm_top_k }, Activation::Swiglu)
+                };
+                let counts = (
+                    config.num_experts.unwrap_or(0),
+                    config.num_experts_per_tok.unwrap_or(0),
+                );
                 FeedForward::Moe(Moe::load(
                     &mut w,
                     &format!("{p}.mlp"),
-                    config.num_experts.unwrap_or(0),
-                    config.num_experts_per_tok.unwrap_or(0),
-                    config.norm_topk_prob.unwrap_or(false),
+                    counts,
+                    style,
                     precision,
                 )?)
             } else {
@@ -167,6 +190,7 @@ impl Model {
                     eps,
                     rotate,
                     window: window.map(|w| w as i32),
+                    sinks,
                     fused: fused_ops,
                 },
                 mlp_norm,

@@ -1,6 +1,6 @@
-//! The decoder: llama, mistral, phi3, qwen2, qwen3, qwen3_moe, smollm3 and
-//! gemma3_text share one block, whose differences are data (optional
-//! biases, q/k norms, post norms, windows, NoPE layers, experts), so a fix
+//! The decoder: llama, mistral, phi3, qwen2, qwen3, qwen3_moe, smollm3,
+//! gemma3_text and gpt_oss share one block, whose differences are data (optional
+//! biases, q/k norms, post norms, windows, sinks, NoPE layers, experts), so a fix
 //! to attention or the MLP reaches every family at once.
 //!
 //! Order as in mlx-lm's model files: attention → MLP → block → model; the
@@ -118,6 +118,7 @@ impl Model {
                 all.extend([after_attn, after_mlp]);
             }
             all.extend(b.attn.q_norm.iter());
+            all.extend(b.attn.sinks.iter());
             all.extend(b.attn.k_norm.iter());
             all.extend(b.mlp.arrays());
         }

@@ -1,6 +1,9 @@
-//! A sparse mixture-of-experts MLP (Qwen3-MoE): a router picks each
-//! token's top-k experts, each a SwiGLU MLP, and their outputs are summed
-//! weighted by the router's (renormalised) probabilities.
+//! A sparse mixture-of-experts MLP (Qwen3-MoE, gpt-oss): a router picks
+//! each token's top-k experts, each a SwiGLU MLP, and their outputs are
+//! summed weighted by the router's probabilities. Qwen3-MoE takes the top k
+//! of a softmax over all experts (renormalised when asked); gpt-oss takes
+//! the top k logits and a softmax over those, with biased experts and a
+//! clamped SwiGLU.
 //!
 //! The operations are mlx-lm's (`SwitchGLU`): softmax in full precision,
 //! `argpartition` for the top k, and `gather_mm` / `gather_qmm` reading only
@@ -112,7 +115,8 @@ impl Stacked {
         }
     }
 
-    /// `{prefix}.switch_mlp.{name}` as mlx-lm saves it, or Hugging Face's
+    /// `{prefix}.switch_mlp.{name}` (Qwen3-MoE) or `{prefix}.experts.{name}`
+    /// (gpt-oss) as mlx-lm saves them, or Hugging Face's
     /// `{prefix}.experts.{e}.{name}` stacked here. Packed experts stay
     /// packed except under `f32`/`bf16`: on thinkwire's kernels under
     /// `auto`/`int8` on the CPU, else MLX's `gather_qmm`.
@@ -123,9 +127,12 @@ impl Stacked {
         experts: usize,
         precision: Precision,
     ) -> Result<Self, EngineError> {
-        let stacked = format!("{prefix}.switch_mlp.{name}");
-        let weight = if w.has(&stacked) {
-            w.take_stacked(&stacked)?
+        let switch = format!("{prefix}.switch_mlp.{name}");
+        let experts_stacked = format!("{prefix}.experts.{name}");
+        let weight = if w.has(&switch) {
+            w.take_stacked(&switch)?
+        } else if w.has(&experts_stacked) {
+            w.take_stacked(&experts_stacked)?
         } else {
             let mut parts = Vec::with_capacity(experts);
             for e in 0..experts {
@@ -194,23 +201,46 @@ impl Stacked {
     }
 }
 
+/// How a token's experts are chosen and weighted.
+#[derive(Clone, Copy)]
+pub(super) enum Routing {
+    /// Qwen3-MoE: a softmax over every expert, its top k (renormalised to
+    /// sum to one when asked).
+    Softmax { norm_top_k: bool },
+    /// gpt-oss: the top k logits, and a softmax over those.
+    TopLogits,
+}
+
+/// The experts' gated activation.
+#[derive(Clone, Copy)]
+pub(super) enum Activation {
+    /// `silu(gate) * up`.
+    Swiglu,
+    /// gpt-oss: `(clip(up, ±limit) + 1) * g * sigmoid(alpha * g)` with
+    /// `g = min(gate, limit)`.
+    ClampedSwiglu { limit: f32, alpha: f32 },
+}
+
 pub(super) struct Moe {
     router: Linear,
     gate: Stacked,
     up: Stacked,
     down: Stacked,
+    /// Per-expert biases of gate, up and down (`[experts, out]`; gpt-oss).
+    biases: Option<[Array; 3]>,
     top_k: i32,
-    norm_top_k: bool,
+    routing: Routing,
+    activation: Activation,
 }
 
 impl Moe {
-    /// The block's experts and router (`{prefix}.gate`).
+    /// The block's experts and router (`{prefix}.gate`, or gpt-oss's
+    /// `{prefix}.router` with its bias).
     pub(super) fn load(
         w: &mut WeightMap,
         prefix: &str,
-        experts: usize,
-        top_k: usize,
-        norm_top_k: bool,
+        (experts, top_k): (usize, usize),
+        (routing, activation): (Routing, Activation),
         precision: Precision,
     ) -> Result<Self, EngineError> {
         if top_k == 0 || top_k > experts {
@@ -219,18 +249,49 @@ impl Moe {
                 w.source
             )));
         }
+        let dtype = precision.dense_dtype().unwrap_or(Dtype::Float32);
+        let bias = |w: &mut WeightMap, name: &str| -> Result<Option<Array>, EngineError> {
+            let name = format!("{name}.bias");
+            if !w.has_tensor(&name) {
+                return Ok(None);
+            }
+            let b = w.take(&name)?;
+            b.as_dtype(dtype)
+                .map(Some)
+                .map_err(mlx_err("casting a bias"))
+        };
+        let router_name = match w.has(&format!("{prefix}.router")) {
+            true => format!("{prefix}.router"),
+            false => format!("{prefix}.gate"),
+        };
+        let router_bias = bias(w, &router_name)?;
         let router = Linear::new(
-            w.take_weight(&format!("{prefix}.gate"))?
-                .with_policy(precision)?,
-            None,
+            w.take_weight(&router_name)?.with_policy(precision)?,
+            router_bias,
         )?;
+        let biases = match (
+            bias(w, &format!("{prefix}.experts.gate_proj"))?,
+            bias(w, &format!("{prefix}.experts.up_proj"))?,
+            bias(w, &format!("{prefix}.experts.down_proj"))?,
+        ) {
+            (Some(g), Some(u), Some(d)) => Some([g, u, d]),
+            (None, None, None) => None,
+            _ => {
+                return Err(EngineError::Load(format!(
+                    "{}: {prefix}.experts has biases on some projections only",
+                    w.source
+                )));
+            }
+        };
         Ok(Self {
             router,
             gate: Stacked::load(w, prefix, "gate_proj", experts, precision)?,
             up: Stacked::load(w, prefix, "up_proj", experts, precision)?,
             down: Stacked::load(w, prefix, "down_proj", experts, precision)?,
+            biases,
             top_k: top_k as i32,
-            norm_top_k,
+            routing,
+            activation,
         })
     }
 
@@ -246,28 +307,61 @@ impl Moe {
         for s in [&self.gate, &self.up, &self.down] {
             all.extend(s.arrays());
         }
+        all.extend(self.biases.iter().flatten());
         all
+    }
+
+    /// `y` (`[1, T, k, 1, out]`) plus each pick's expert bias.
+    fn biased(&self, y: Array, which: usize, inds: &Array) -> R<Array> {
+        match &self.biases {
+            Some(b) => y.add(mlx_rs::ops::expand_dims_axes(
+                &b[which].take_axis(inds, 0)?,
+                &[-2],
+            )?),
+            None => Ok(y),
+        }
     }
 
     /// `x`: `[1, T, hidden]`.
     pub(super) fn forward(&self, x: &Array) -> R<Array> {
         use mlx_rs::ops::argpartition_axis;
         use mlx_rs::ops::indexing::TryIndexOp;
-        let gates = self.router.forward(x)?;
-        let gates = mlx_rs::ops::softmax_axis(&gates, -1, true)?;
+        let logits = self.router.forward(x)?;
         let k = self.top_k;
-        let experts = gates.shape()[gates.ndim() - 1];
-        let inds = argpartition_axis(&gates, -k, -1)?.try_index((.., .., experts - k..))?;
-        let mut scores = gates.take_along_axis(&inds, -1)?;
-        if self.norm_top_k {
-            scores = scores.divide(scores.sum_axis(-1, true)?)?;
-        }
+        let experts = logits.shape()[logits.ndim() - 1];
+        let top = |a: &Array| argpartition_axis(a, -k, -1)?.try_index((.., .., experts - k..));
+        let (inds, scores) = match self.routing {
+            Routing::Softmax { norm_top_k } => {
+                let gates = mlx_rs::ops::softmax_axis(&logits, -1, true)?;
+                let inds = top(&gates)?;
+                let mut scores = gates.take_along_axis(&inds, -1)?;
+                if norm_top_k {
+                    scores = scores.divide(scores.sum_axis(-1, true)?)?;
+                }
+                (inds, scores)
+            }
+            Routing::TopLogits => {
+                let inds = top(&logits)?;
+                let picked = logits.take_along_axis(&inds, -1)?;
+                (inds, mlx_rs::ops::softmax_axis(&picked, -1, true)?)
+            }
+        };
         // [1, T, 1, 1, hidden] against each token's k experts.
         let xe = mlx_rs::ops::expand_dims_axes(x, &[-2, -3])?;
-        let up = self.up.gather(&xe, &inds)?;
-        let gate = self.gate.gather(&xe, &inds)?;
-        let h = gate.multiply(mlx_rs::ops::sigmoid(&gate)?)?.multiply(&up)?;
-        let y = self.down.gather(&h, &inds)?.squeeze_axes(&[-2])?;
+        let up = self.biased(self.up.gather(&xe, &inds)?, 1, &inds)?;
+        let gate = self.biased(self.gate.gather(&xe, &inds)?, 0, &inds)?;
+        let h = match self.activation {
+            Activation::Swiglu => gate.multiply(mlx_rs::ops::sigmoid(&gate)?)?.multiply(&up)?,
+            Activation::ClampedSwiglu { limit, alpha } => {
+                let g = mlx_rs::ops::minimum(&gate, Array::from_f32(limit))?;
+                let u = mlx_rs::ops::clip(&up, (-limit, limit))?;
+                let s = mlx_rs::ops::sigmoid(&g.multiply(Array::from_f32(alpha))?)?;
+                u.add(Array::from_f32(1.0))?.multiply(g.multiply(s)?)?
+            }
+        };
+        let y = self
+            .biased(self.down.gather(&h, &inds)?, 2, &inds)?
+            .squeeze_axes(&[-2])?;
         let weighted = y.multiply(mlx_rs::ops::expand_dims_axes(&scores, &[-1])?)?;
         let out = weighted.sum_axis(-2, false)?;
         if out.dtype() == y.dtype() {
