@@ -23,10 +23,14 @@ impl Grammar {
     /// Compiles `target` (under a millisecond for a typical schema); a
     /// schema the engine cannot enforce is a [`GrammarError::Schema`].
     pub fn new(vocab: &Vocabulary, target: &Target) -> Result<Self, GrammarError> {
-        let parser = vocab
-            .factory
-            .create_parser(target.grammar()?)
-            .map_err(|e| compile_error(&e.to_string()))?;
+        let grammar = target.grammar()?;
+        // A schema is client input: a panic inside the grammar engine on
+        // some corner of it is a refused schema, not a lost server thread.
+        let parser = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            vocab.factory.create_parser(grammar)
+        }))
+        .map_err(|_| compile_error("the grammar engine failed on this schema"))?
+        .map_err(|e| compile_error(&e.to_string()))?;
         Ok(Self {
             matcher: Matcher::new(Ok(parser)),
             stop_ids: vocab.stop_ids.clone(),

@@ -225,3 +225,52 @@ fn a_required_tool_call_is_tagged_json_and_nothing_else() {
     let mut g = Grammar::new(v, &target).expect("compiles");
     assert_eq!(first_refused(&mut g, t, "Sure, let me check."), Some(0));
 }
+
+/// Hostile or odd schemas are refused (or compiled), never a panic, and
+/// in bounded time: llguidance's own limits stop runaway grammars.
+#[test]
+fn odd_schemas_are_refused_or_compiled_never_a_panic() {
+    let (_, v) = smollm2();
+    let mut deep = json!({"type": "string"});
+    for _ in 0..200 {
+        deep = json!({"type": "array", "items": deep});
+    }
+    let many: serde_json::Map<String, Value> = (0..2000)
+        .map(|i| (format!("p{i}"), json!({"type": "integer"})))
+        .collect();
+    let schemas = [
+        json!({"$ref": "#/$defs/missing"}),
+        json!({"$defs": {"a": {"$ref": "#/$defs/a"}}, "$ref": "#/$defs/a"}),
+        json!({"type": "string", "pattern": "(unclosed"}),
+        json!({"type": "string", "pattern": "^(a+)+$"}),
+        json!({"type": "integer", "minimum": 1e308, "maximum": -1e308}),
+        json!({"type": "number", "multipleOf": 0}),
+        json!({"type": "string", "minLength": 5, "maxLength": 2}),
+        json!({"type": "array", "minItems": 1_000_000_000u64}),
+        json!({"type": "string", "format": "no-such-format"}),
+        json!({"allOf": [{"type": "string"}, {"type": "integer"}]}),
+        json!({"oneOf": [{"type": "object"}, {"type": "object"}]}),
+        json!({"not": {"type": "string"}}),
+        json!({"type": ["string", "null"]}),
+        json!({"enum": []}),
+        json!({"const": {"a": [1, 2, {"b": null}]}}),
+        json!({"type": "object", "properties": many, "required": ["p0", "p1999"]}),
+        json!({"type": "object", "patternProperties": {"^x": {"type": "string"}}}),
+        json!({"if": {"type": "string"}, "then": {"maxLength": 3}}),
+        json!({"$ref": "https://example.com/remote.json"}),
+        json!({"type": "object", "additionalProperties": {"$ref": "#"}}),
+        deep,
+    ];
+    for schema in schemas {
+        let started = std::time::Instant::now();
+        let result = Grammar::new(v, &Target::Schema(schema.clone()));
+        if let Ok(mut g) = result {
+            let _ = g.mask();
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(20),
+            "schema took {:?}",
+            started.elapsed()
+        );
+    }
+}
