@@ -82,6 +82,39 @@ impl Stacked {
         }
     }
 
+    /// `x` (`[N, 1, in]`, rows already grouped by expert) times the
+    /// experts `indices` (`[N]`, sorted) pick, as `[N, 1, out]`: MLX's
+    /// gathers then walk each expert's weights once (a prompt's pass).
+    fn gather_sorted(&self, x: &Array, indices: &Array) -> R<Array> {
+        match self {
+            Stacked::Dense(w) => mlx_rs::ops::gather_mm(x, w, None, indices, true),
+            Stacked::Quantized {
+                w,
+                scales,
+                biases,
+                q,
+            } => mlx_rs::ops::gather_qmm(
+                x,
+                w,
+                scales,
+                biases,
+                None,
+                indices,
+                true,
+                q.group_size,
+                q.bits,
+                true,
+            ),
+            // thinkwire's kernels group rows by expert themselves.
+            Stacked::Kernels { .. } => self.gather(x, indices),
+        }
+    }
+
+    /// Whether MLX gathers this projection (and gains from sorted rows).
+    fn sorts(&self) -> bool {
+        !matches!(self, Stacked::Kernels { .. })
+    }
+
     fn describe(&self) -> String {
         match self {
             Stacked::Dense(w) => format!("{:?} dense experts, gather_mm", w.dtype()).to_lowercase(),
@@ -221,6 +254,20 @@ pub(super) enum Activation {
     ClampedSwiglu { limit: f32, alpha: f32 },
 }
 
+impl Activation {
+    fn apply(self, gate: &Array, up: &Array) -> R<Array> {
+        match self {
+            Activation::Swiglu => gate.multiply(mlx_rs::ops::sigmoid(gate)?)?.multiply(up),
+            Activation::ClampedSwiglu { limit, alpha } => {
+                let g = mlx_rs::ops::minimum(gate, Array::from_f32(limit))?;
+                let u = mlx_rs::ops::clip(up, (-limit, limit))?;
+                let s = mlx_rs::ops::sigmoid(&g.multiply(Array::from_f32(alpha))?)?;
+                u.add(Array::from_f32(1.0))?.multiply(g.multiply(s)?)
+            }
+        }
+    }
+}
+
 pub(super) struct Moe {
     router: Linear,
     gate: Stacked,
@@ -346,28 +393,117 @@ impl Moe {
                 (inds, mlx_rs::ops::softmax_axis(&picked, -1, true)?)
             }
         };
+        if self.gate.sorts() && inds.size() >= 64 {
+            return self.forward_sorted(x, &inds, &scores);
+        }
+        self.forward_gathered(x, &inds, &scores)
+    }
+
+    /// The experts of each token in place: `inds` and `scores` `[1, T, k]`.
+    fn forward_gathered(&self, x: &Array, inds: &Array, scores: &Array) -> R<Array> {
         // [1, T, 1, 1, hidden] against each token's k experts.
         let xe = mlx_rs::ops::expand_dims_axes(x, &[-2, -3])?;
-        let up = self.biased(self.up.gather(&xe, &inds)?, 1, &inds)?;
-        let gate = self.biased(self.gate.gather(&xe, &inds)?, 0, &inds)?;
-        let h = match self.activation {
-            Activation::Swiglu => gate.multiply(mlx_rs::ops::sigmoid(&gate)?)?.multiply(&up)?,
-            Activation::ClampedSwiglu { limit, alpha } => {
-                let g = mlx_rs::ops::minimum(&gate, Array::from_f32(limit))?;
-                let u = mlx_rs::ops::clip(&up, (-limit, limit))?;
-                let s = mlx_rs::ops::sigmoid(&g.multiply(Array::from_f32(alpha))?)?;
-                u.add(Array::from_f32(1.0))?.multiply(g.multiply(s)?)?
-            }
-        };
+        let up = self.biased(self.up.gather(&xe, inds)?, 1, inds)?;
+        let gate = self.biased(self.gate.gather(&xe, inds)?, 0, inds)?;
+        let h = self.activation.apply(&gate, &up)?;
         let y = self
-            .biased(self.down.gather(&h, &inds)?, 2, &inds)?
+            .biased(self.down.gather(&h, inds)?, 2, inds)?
             .squeeze_axes(&[-2])?;
-        let weighted = y.multiply(mlx_rs::ops::expand_dims_axes(&scores, &[-1])?)?;
+        Self::combine(y, scores)
+    }
+
+    /// [`forward`](Self::forward) for many (token, expert) pairs on MLX's
+    /// gathers, as mlx-lm does past 64 of them: the pairs sorted by
+    /// expert, so each expert's weights are walked once, then put back.
+    fn forward_sorted(&self, x: &Array, inds: &Array, scores: &Array) -> R<Array> {
+        use mlx_rs::ops::argsort;
+        let (t, k) = (inds.shape()[1], inds.shape()[2]);
+        let hidden = x.shape()[2];
+        let flat = inds.reshape(&[-1])?;
+        let order = argsort(&flat)?;
+        let back = argsort(&order)?;
+        let rows = order.floor_divide(Array::from_int(k))?;
+        let xs = x.reshape(&[t, 1, hidden])?.take_axis(&rows, 0)?;
+        let idx = flat.take_axis(&order, 0)?;
+        let up = self.biased(self.up.gather_sorted(&xs, &idx)?, 1, &idx)?;
+        let gate = self.biased(self.gate.gather_sorted(&xs, &idx)?, 0, &idx)?;
+        let h = self.activation.apply(&gate, &up)?;
+        let y = self.biased(self.down.gather_sorted(&h, &idx)?, 2, &idx)?;
+        let y = y.take_axis(&back, 0)?.reshape(&[1, t, k, hidden])?;
+        Self::combine(y, scores)
+    }
+
+    /// The experts' outputs (`[1, T, k, hidden]`) weighted by `scores` and
+    /// summed.
+    fn combine(y: Array, scores: &Array) -> R<Array> {
+        let weighted = y.multiply(mlx_rs::ops::expand_dims_axes(scores, &[-1])?)?;
         let out = weighted.sum_axis(-2, false)?;
         if out.dtype() == y.dtype() {
             Ok(out)
         } else {
             out.as_dtype(y.dtype())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn normal(shape: &[i32], key: u64) -> Array {
+        let key = mlx_rs::random::key(key).unwrap();
+        mlx_rs::random::normal::<f32>(shape, None, None, &key).unwrap()
+    }
+
+    /// A prompt's many (token, expert) pairs go through MLX's gathers
+    /// sorted by expert; the result is each token's experts in place.
+    #[test]
+    fn sorted_experts_give_the_tokens_own_results() {
+        let (e, hidden, inter, t) = (4, 8, 6, 40);
+        for (routing, activation) in [
+            (Routing::Softmax { norm_top_k: true }, Activation::Swiglu),
+            (
+                Routing::TopLogits,
+                Activation::ClampedSwiglu {
+                    limit: 7.0,
+                    alpha: 1.702,
+                },
+            ),
+        ] {
+            let dense = |shape: &[i32], key| Stacked::Dense(normal(shape, key));
+            let moe = Moe {
+                router: Linear::new(Weight::Dense(normal(&[e, hidden], 1)), None).unwrap(),
+                gate: dense(&[e, hidden, inter], 2),
+                up: dense(&[e, hidden, inter], 3),
+                down: dense(&[e, inter, hidden], 4),
+                biases: Some([
+                    normal(&[e, inter], 5),
+                    normal(&[e, inter], 6),
+                    normal(&[e, hidden], 7),
+                ]),
+                top_k: 2,
+                routing,
+                activation,
+            };
+            let x = normal(&[1, t, hidden], 8);
+            let (inds, scores) = {
+                let logits = moe.router.forward(&x).unwrap();
+                let inds = mlx_rs::ops::argsort_axis(&logits, -1).unwrap();
+                use mlx_rs::ops::indexing::TryIndexOp;
+                let inds = inds.try_index((.., .., e - 2..)).unwrap();
+                let scores =
+                    mlx_rs::ops::softmax_axis(logits.take_along_axis(&inds, -1).unwrap(), -1, true)
+                        .unwrap();
+                (inds, scores)
+            };
+            let sorted = moe.forward_sorted(&x, &inds, &scores).unwrap();
+            let gathered = moe.forward_gathered(&x, &inds, &scores).unwrap();
+            assert_eq!(sorted.shape(), gathered.shape());
+            let close = sorted.all_close(&gathered, 1e-5, 1e-5, None).unwrap();
+            assert!(close);
+            // And through `forward`, which takes the sorted path here.
+            assert!(inds.size() >= 64);
+            moe.forward(&x).unwrap().eval().unwrap();
         }
     }
 }
