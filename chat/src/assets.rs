@@ -24,3 +24,9 @@ pub fn default_model() -> PathBuf {
 pub fn qwen3_tokenizer_dir() -> PathBuf {
     home().join("tokenizers/qwen3")
 }
+
+/// gpt-oss's tokenizer (o200k_harmony) and chat template, fetched by
+/// `scripts/setup-models`.
+pub fn gpt_oss_tokenizer_dir() -> PathBuf {
+    home().join("tokenizers/gpt-oss")
+}

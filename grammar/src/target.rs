@@ -42,11 +42,12 @@ pub enum Target {
     },
 }
 
-/// How the JSON is laid out: one space after `,` and `:` as most models
-/// write it, and no free whitespace, which small models can otherwise
-/// fill forever.
+/// How the JSON may be laid out: at most one space between tokens, so a
+/// model writes compact (`{"a":1}`, gpt-oss) or spaced (`{"a": 1}`, most
+/// others) JSON as it learned to, but no newlines or runs of spaces, which
+/// small models can otherwise fill forever.
 fn layout() -> Value {
-    json!({"whitespace_flexible": false, "item_separator": ", ", "key_separator": ": "})
+    json!({"whitespace_flexible": true, "whitespace_pattern": "[ ]?"})
 }
 
 impl Target {

@@ -274,3 +274,18 @@ fn odd_schemas_are_refused_or_compiled_never_a_panic() {
         );
     }
 }
+
+#[test]
+fn compact_and_spaced_json_both_fit_but_not_runs_of_whitespace() {
+    let (t, v) = smollm2();
+    for (text, fits) in [
+        (r#"{"name":"Ada","age":3}"#, true),
+        (r#"{"name": "Ada", "age": 3}"#, true),
+        ("{\"name\": \"Ada\",\n\"age\": 3}", false),
+        (r#"{"name":  "Ada", "age": 3}"#, false),
+    ] {
+        let mut g = Grammar::new(v, &Target::Schema(person())).expect("compiles");
+        let ok = first_refused(&mut g, t, text).is_none() && g.is_complete();
+        assert_eq!(ok, fits, "{text:?}");
+    }
+}

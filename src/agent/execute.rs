@@ -23,8 +23,9 @@ use super::events::{RunEvents, SealContext, custom, new_id};
 use super::history::Turn;
 use super::model::{Model, ModelError};
 use super::output::RunOutput;
-use super::pass::{Forwarded, Pass, Stopped, ToolCalls, Usage};
+use super::pass::{Forwarded, Pass, Stopped, Usage};
 use super::prepare::{Plan, PreparedRun, answer_turns};
+use super::tool_grammar::{Opener, ToolCalls};
 
 impl PreparedRun {
     /// Runs to completion on this thread, emitting into `out`.
@@ -267,18 +268,23 @@ impl Execution<'_, '_> {
             .map_err(|e| Stopped::Engine(EngineError::InvalidRequest(e.to_string())))
     }
 
-    /// The constraint on the run's tool calls, where the format writes them
-    /// as JSON after an open tag.
+    /// The constraint on the run's tool calls: tagged JSON (Hermes) or
+    /// Harmony's `commentary` recipients.
     fn tool_calls(&self, model: &Model) -> Option<ToolCalls> {
-        let thinkwire_reasoning::ToolSyntax::TaggedJson(tags) = &model.format().tools else {
+        let opener = match &model.format().tools {
+            thinkwire_reasoning::ToolSyntax::TaggedJson(tags) if !tags.list => {
+                Opener::Tag(tags.open.clone())
+            }
+            thinkwire_reasoning::ToolSyntax::Harmony(_) => Opener::Harmony,
+            _ => return None,
+        };
+        let Some(thinkwire_grammar::Target::ToolCall(tools)) =
+            super::constraint::tool_target(&self.run.tools)
+        else {
             return None;
         };
-        if tags.list {
-            return None;
-        }
-        let target = super::constraint::tool_target(&self.run.tools)?;
         let vocab = model.grammar_vocabulary().ok()?.clone();
-        Some(ToolCalls::new(vocab, target, tags.open.clone()))
+        Some(ToolCalls::new(vocab, tools, opener))
     }
 
     /// A constrained answer that did not reach its end (the token limit or

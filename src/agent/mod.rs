@@ -30,6 +30,7 @@ mod prepare;
 mod prompt;
 mod rejection;
 mod sampling;
+mod tool_grammar;
 mod upstream_pass;
 
 use std::sync::Arc;

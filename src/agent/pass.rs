@@ -20,6 +20,7 @@ pub(super) use super::forward::Forwarded;
 use super::forward::Forwarder;
 use super::model::{Detokenizer, Model};
 use super::output::Disconnected;
+use super::tool_grammar::ToolCalls;
 use crate::metrics::Metrics;
 
 /// Token accounting over all passes of a run, and the metrics that see
@@ -86,59 +87,8 @@ pub(super) struct Pass<'m> {
     /// The answer's grammar (`responseFormat`): every token the pass
     /// generates or forces is committed to it, and it masks the next.
     grammar: Option<Grammar>,
-    /// Tool-call arguments under the tools' schemas, from each call's open
-    /// tag to the end of its JSON.
+    /// Tool-call arguments under the tools' schemas, while a call is open.
     tools: Option<ToolCalls>,
-}
-
-/// The constraint on tool calls: the tools' target, the call open now.
-pub(super) struct ToolCalls {
-    vocab: thinkwire_grammar::Vocabulary,
-    target: thinkwire_grammar::Target,
-    /// The tag that opens a call (Hermes `<tool_call>`).
-    open: String,
-    /// The end of the output so far, to see the tag complete.
-    tail: String,
-    call: Option<Grammar>,
-}
-
-impl ToolCalls {
-    /// Constrains calls opened by `open` to `target`.
-    pub fn new(
-        vocab: thinkwire_grammar::Vocabulary,
-        target: thinkwire_grammar::Target,
-        open: String,
-    ) -> Self {
-        Self {
-            vocab,
-            target,
-            open,
-            tail: String::new(),
-            call: None,
-        }
-    }
-
-    /// Follows one generated token: advances the open call (ending it with
-    /// its JSON), or opens one when the tag just completed. A call the
-    /// grammar cannot follow is left free (the splitter still checks it).
-    fn token(&mut self, id: u32, piece: &str, in_call: bool) {
-        if let Some(call) = &mut self.call {
-            if call.commit(id).is_err() || call.is_complete() {
-                self.call = None;
-            }
-            return;
-        }
-        self.tail.push_str(piece);
-        let keep = self.tail.len().saturating_sub(self.open.len() + 8);
-        let cut = (keep..=self.tail.len())
-            .find(|&i| self.tail.is_char_boundary(i))
-            .unwrap_or(0);
-        self.tail.drain(..cut);
-        if in_call && self.tail.ends_with(&self.open) {
-            self.call = Grammar::new(&self.vocab, &self.target).ok();
-            self.tail.clear();
-        }
-    }
 }
 
 impl<'m> Pass<'m> {
@@ -410,7 +360,7 @@ impl TokenSink for PassSink<'_, '_, '_, '_> {
         let chunks = splitter.push_token(id, &piece);
         let in_call = splitter.in_tool_call();
         if let Some(tools) = &mut self.pass.tools {
-            tools.token(id, &piece, in_call);
+            tools.token(id, &piece, in_call, &chunks);
         }
         if !self.forward(chunks) || self.held {
             return Directive::Stop;
@@ -446,14 +396,14 @@ impl TokenSink for PassSink<'_, '_, '_, '_> {
 
     fn constrains_next(&self) -> bool {
         let answer = self.pass.grammar.is_some() && !self.lifted;
-        answer || self.pass.tools.as_ref().is_some_and(|t| t.call.is_some())
+        answer || self.pass.tools.as_ref().is_some_and(ToolCalls::in_call)
     }
 
     fn next_mask(&mut self) -> Option<TokenMask> {
         if self.pass.grammar.is_none()
-            && let Some(call) = self.pass.tools.as_mut().and_then(|t| t.call.as_mut())
+            && let Some(tools) = &mut self.pass.tools
         {
-            return call.mask().ok().map(TokenMask::from_words);
+            return tools.mask().map(TokenMask::from_words);
         }
         let grammar = self.pass.grammar.as_mut()?;
         match grammar.mask() {

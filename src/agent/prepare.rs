@@ -318,10 +318,11 @@ pub(super) fn prepare(
     ))
 }
 
-/// Whether the format's tool calls are JSON objects after an open tag,
-/// which the tools' schemas then constrain.
+/// Whether the format's tool calls (JSON after an open tag, or Harmony
+/// recipients) are constrained by the tools' schemas.
 pub(super) fn constrains_tools(spec: &thinkwire_reasoning::FormatSpec) -> bool {
     matches!(&spec.tools, thinkwire_reasoning::ToolSyntax::TaggedJson(t) if !t.list)
+        || matches!(&spec.tools, thinkwire_reasoning::ToolSyntax::Harmony(_))
 }
 
 #[allow(clippy::too_many_arguments)]

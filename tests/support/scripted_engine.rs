@@ -3,8 +3,11 @@
 //!
 //! It honours the engine contract exactly as the MLX engine does — stop
 //! tokens, `max_tokens`, `Directive::Stop` and `Directive::Force`, context
-//! checks — so the agent loop and transports are tested against the same
-//! behaviour they get in production. Tests only: it never ships.
+//! checks, and asking a constrained sink for its mask before each token —
+//! so the agent loop and transports are tested against the same behaviour
+//! they get in production. A replay cannot pick another token, so a
+//! scripted token a mask refuses is recorded instead. Tests only: it never
+//! ships.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -29,6 +32,10 @@ pub struct Observed {
     pub finished: AtomicUsize,
     /// Every `Directive::Force` the engine obeyed, in order.
     pub forced: Mutex<Vec<Forced>>,
+    /// Masks the sinks gave (constrained tokens).
+    pub masks: AtomicUsize,
+    /// Scripted tokens a mask did not allow: (generation, token index).
+    pub refused: Mutex<Vec<(usize, usize)>>,
 }
 
 /// One forced injection (a reasoning budget closing reasoning).
@@ -137,10 +144,18 @@ impl Engine for ScriptedEngine {
         // next `with_after_force` script if there is one, else the rest of
         // this script (written as the continuation after the forced tokens).
         let mut tokens = script.into_iter();
+        let mut mask = sink.constrains_next().then(|| sink.next_mask()).flatten();
         while produced < request.max_tokens {
             let Some(id) = tokens.next() else {
                 break;
             };
+            if let Some(m) = mask.take() {
+                self.observed.masks.fetch_add(1, Ordering::SeqCst);
+                if !m.allows(id) {
+                    let mut refused = self.observed.refused.lock().expect("refused lock");
+                    refused.push((generation, produced));
+                }
+            }
             if !self.step_delay.is_zero() {
                 std::thread::sleep(self.step_delay);
             }
@@ -164,7 +179,11 @@ impl Engine for ScriptedEngine {
             if let Some((_, message)) = panic_now {
                 panic!("{message}");
             }
-            match sink.on_token(id) {
+            let directive = sink.on_token(id);
+            if directive != Directive::Stop && sink.constrains_next() {
+                mask = sink.next_mask();
+            }
+            match directive {
                 Directive::Continue => {}
                 Directive::Stop => {
                     finish = Finish::Cancelled;

@@ -40,6 +40,10 @@ const END_OF_TURN_TOKENS: &[&str] = &[
     "<|eom_id|>",
     "<|end_of_text|>",
     "<end_of_turn>",
+    // Harmony (gpt-oss): the final answer and a tool call each end the
+    // turn (`<|end|>` only ends a message within it).
+    "<|return|>",
+    "<|call|>",
 ];
 
 /// A token named by the configuration.

