@@ -111,3 +111,58 @@ async fn a_budget_under_summary_visibility_resumes_after_the_close_marker() {
     assert_eq!(usage(&events).reasoning_tokens, Some(budget as u64));
     rig.shutdown().await;
 }
+
+/// A constrained answer (`responseFormat`) on a thinking model: the
+/// reasoning is free, the budget's forced close marker is committed to the
+/// grammar, and from there every token is masked to the schema — the
+/// scripted continuation after the cut fits it, prose would not.
+#[tokio::test]
+async fn a_budget_cut_then_the_answer_under_its_schema() {
+    let script = long_reasoning(200);
+    let answer = r#"{"city": "Paris", "days": 3}"#;
+    let rig = Rig::start(
+        scripted_model(
+            "Qwen3-0.6B-scripted",
+            4096,
+            &Registry::builtin(),
+            &[script.clone(), script],
+            &[
+                format!("{answer}{END}"),
+                format!("Sure! Paris, 3 days.{END}"),
+            ],
+        ),
+        AgentConfig::default(),
+    )
+    .await;
+    let schema = json!({"type": "object", "properties": {
+        "city": {"type": "string"}, "days": {"type": "integer", "minimum": 1}},
+        "required": ["city", "days"], "additionalProperties": false});
+    let forwarded = json!({"reasoning": {"visibility": "full", "budgetTokens": 24},
+        "responseFormat": {"type": "json_schema", "schema": schema}});
+    let events = post_run(
+        &rig.server,
+        &input("t-json", "r1", "Plan a trip", forwarded.clone()),
+    )
+    .await;
+    assert_eq!(rig.forced().len(), 1);
+    assert_eq!(answer_text(&events), answer);
+    let masks = rig.observed.masks.load(std::sync::atomic::Ordering::SeqCst);
+    assert!(
+        masks > 24,
+        "every token was masked, reasoning included: {masks}"
+    );
+    assert!(rig.observed.refused.lock().unwrap().is_empty());
+
+    // The same cut followed by prose: the mask refuses its first token.
+    post_run(
+        &rig.server,
+        &input("t-json", "r2", "Plan a trip", forwarded),
+    )
+    .await;
+    let refused = rig.observed.refused.lock().unwrap().clone();
+    assert!(
+        refused.iter().any(|&(generation, _)| generation == 1),
+        "{refused:?}"
+    );
+    rig.shutdown().await;
+}
