@@ -17,7 +17,6 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use thinkwire::agent::{Agent, AgentConfig};
-use thinkwire::cli::ModelArgs;
 use thinkwire::server::ServerConfig;
 use thinkwire_protocol::{EventKind, EventType};
 use thinkwire_seal::{Key, KeyRing};
@@ -88,20 +87,8 @@ const PROMPTS: [&str; 20] = [
     "JSON product entry for a used mountain bike, please.",
 ];
 
-fn args() -> ModelArgs {
-    ModelArgs {
-        model: None,
-        precision: "auto".into(),
-        formats: None,
-        prefix_cache: false,
-        prefix_cache_mb: 512,
-        max_batch: 8,
-        kv_cache_mb: None,
-    }
-}
-
 async fn server() -> TestServer {
-    let model = args()
+    let model = support::default_model_args()
         .load()
         .expect("loading the default model (run scripts/setup)");
     let keys = KeyRing::new(Key::generate().unwrap());
@@ -141,26 +128,18 @@ async fn answers(server: &TestServer, constrained: bool) -> Vec<(String, Vec<Eve
     out
 }
 
-/// The SDK's Python (the venv `scripts/setup` makes).
-async fn run_sdk(args: Vec<String>) -> Value {
-    let python = thinkwire_chat::assets::home().join("venv/bin/python");
-    let script =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/sdk/openai_client.py");
-    let output = tokio::task::spawn_blocking(move || {
-        std::process::Command::new(python)
-            .arg(script)
-            .args(args)
-            .output()
-            .unwrap()
-    })
-    .await
-    .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "openai_client.py failed:\n{stderr}"
-    );
-    serde_json::from_slice(&output.stdout).unwrap()
+/// Posts `body` to `/agent`, expecting a refusal before the run: the
+/// error object (`code`, `message`, `path`).
+async fn refused(server: &TestServer, body: &Value) -> Value {
+    let response = reqwest::Client::new()
+        .post(server.url("/agent"))
+        .json(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 422);
+    let body: Value = response.json().await.unwrap();
+    body["error"].clone()
 }
 
 fn validates(schema: &Value, text: &str) -> bool {
@@ -208,19 +187,10 @@ async fn bad_schemas_are_refused_before_the_run_at_their_path() {
     // before the run starts, naming the path inside it.
     let bad = json!({"responseFormat": {"type": "json_schema",
         "schema": {"type": "object", "properties": {"n": {"type": "integr"}}}}});
-    let response = reqwest::Client::new()
-        .post(server.url("/agent"))
-        .json(&input("t", "bad", "hi", bad))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 422);
-    let body: Value = response.json().await.unwrap();
-    assert_eq!(body["error"]["code"], "INVALID_RESPONSE_FORMAT", "{body}");
-    assert_eq!(
-        body["error"]["path"], "forwardedProps.responseFormat.schema/properties/n/type",
-        "{body}"
-    );
+    let error = refused(&server, &input("t", "bad", "hi", bad)).await;
+    assert_eq!(error["code"], "INVALID_RESPONSE_FORMAT", "{error}");
+    let path = "forwardedProps.responseFormat.schema/properties/n/type";
+    assert_eq!(error["path"], path, "{error}");
 
     server.shutdown().await;
 }
@@ -233,13 +203,16 @@ async fn the_openai_sdk_gets_constrained_answers() {
     // `text.format` on responses constrain the same way; a bad schema is a
     // 400 naming the wire parameter.
     let schema = serde_json::to_string(&schemas[2]).unwrap();
-    let said = run_sdk(vec![
-        server.url("/v1"),
-        "--schema".into(),
-        schema,
-        "--prompt".into(),
-        PROMPTS[9].into(),
-    ])
+    let said = support::run_sdk(
+        "openai_client.py",
+        vec![
+            server.url("/v1"),
+            "--schema".into(),
+            schema,
+            "--prompt".into(),
+            PROMPTS[9].into(),
+        ],
+    )
     .await;
     for api in ["chat", "responses"] {
         let text = said[api].as_str().unwrap();
@@ -308,18 +281,11 @@ async fn a_required_tool_call_meets_the_tools_schema_over_the_official_client() 
     let mut body = input("t", "tool", "hi", json!({}));
     body["tools"] = json!([{"name": "get_weather", "description": "",
         "parameters": {"type": "object", "properties": {"city": {"type": 7}}}}]);
-    let response = reqwest::Client::new()
-        .post(server.url("/agent"))
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 422);
-    let body: Value = response.json().await.unwrap();
-    assert_eq!(body["error"]["code"], "INVALID_TOOL_SCHEMA", "{body}");
+    let error = refused(&server, &body).await;
+    assert_eq!(error["code"], "INVALID_TOOL_SCHEMA", "{error}");
     assert_eq!(
-        body["error"]["path"], "tools[0].parameters/properties/city/type",
-        "{body}"
+        error["path"], "tools[0].parameters/properties/city/type",
+        "{error}"
     );
 
     server.shutdown().await;
@@ -378,13 +344,12 @@ async fn structured_reasoning_streams_reasoning_then_answer_and_replays() {
         json!({"reasoning": {"strategy": "structured"}}),
     );
     body["tools"] = json!([{"name": "t", "description": ""}]);
-    let response = reqwest::Client::new()
-        .post(server.url("/agent"))
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 422);
+    let error = refused(&server, &body).await;
+    assert_eq!(error["code"], "INVALID_REASONING_CONTROL", "{error}");
+    assert_eq!(
+        error["path"], "forwardedProps.reasoning.strategy",
+        "{error}"
+    );
 
     server.shutdown().await;
 }

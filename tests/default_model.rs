@@ -12,7 +12,6 @@ use std::process::Command;
 use std::sync::{Arc, OnceLock};
 
 use thinkwire::agent::{Agent, AgentConfig, ReasoningPolicy};
-use thinkwire::cli::ModelArgs;
 use thinkwire::server::ServerConfig;
 use thinkwire_seal::{Key, KeyRing};
 
@@ -21,18 +20,6 @@ use support::recording::Recording;
 
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn default_args() -> ModelArgs {
-    ModelArgs {
-        model: None,
-        precision: "auto".into(),
-        formats: None,
-        prefix_cache: false,
-        prefix_cache_mb: 512,
-        max_batch: 8,
-        kv_cache_mb: None,
-    }
 }
 
 /// Short passes keep a CPU test quick; the behaviour is the same.
@@ -53,7 +40,7 @@ fn agent() -> Arc<Agent> {
     static AGENT: OnceLock<Arc<Agent>> = OnceLock::new();
     AGENT
         .get_or_init(|| {
-            let model = default_args()
+            let model = support::default_model_args()
                 .load()
                 .expect("loading the default model (run scripts/setup)");
             let keys = KeyRing::new(Key::generate().unwrap());
@@ -67,7 +54,7 @@ fn agent() -> Arc<Agent> {
 /// tests at the same time).
 fn recording_agent() -> (Arc<Agent>, Arc<Recording>) {
     use thinkwire_engine::mlx::{LoadOptions, MlxEngine};
-    let path = default_args().path().unwrap();
+    let path = support::default_model_args().path().unwrap();
     let engine = MlxEngine::load(&path, &LoadOptions::default()).expect("the default model");
     let recording = Arc::new(Recording::new(Arc::new(engine)));
     let model = thinkwire::agent::Model::new(
@@ -213,30 +200,6 @@ async fn the_web_demo_passes_its_browser_tests() {
     server.shutdown().await;
 }
 
-/// The venv setup made, with the OpenAI and Anthropic SDKs in it.
-fn sdk_python() -> std::path::PathBuf {
-    let home = std::env::var_os("THINKWIRE_HOME").map_or_else(
-        || std::path::PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache/thinkwire"),
-        std::path::PathBuf::from,
-    );
-    home.join("venv/bin/python")
-}
-
-async fn run_sdk(script: &'static str, args: Vec<String>) -> serde_json::Value {
-    let output = tokio::task::spawn_blocking(move || {
-        Command::new(sdk_python())
-            .arg(root().join("tests/sdk").join(script))
-            .args(args)
-            .output()
-            .unwrap()
-    })
-    .await
-    .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "{script} failed:\n{stderr}");
-    serde_json::from_slice(&output.stdout).unwrap()
-}
-
 /// Issue #12: the same conversation through AG-UI, chat completions,
 /// responses and messages, greedy, gives the same answer and reasoning.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -262,7 +225,7 @@ async fn the_python_sdks_keep_sealed_reasoning_on_the_default_model() {
     let (agent, recording) = recording_agent();
     let server = TestServer::start_shared(Arc::clone(&agent), ServerConfig::default()).await;
     let v1 = server.url("/v1");
-    let chat = run_sdk("openai_client.py", vec![v1.clone()]).await;
+    let chat = support::run_sdk("openai_client.py", vec![v1.clone()]).await;
     let reasoning = chat["turn1"]["reasoning"].as_str().unwrap();
     assert!(!reasoning.is_empty(), "{chat}");
     assert!(
@@ -283,7 +246,7 @@ async fn the_python_sdks_keep_sealed_reasoning_on_the_default_model() {
         "SEALED_REASONING_REJECTED"
     );
 
-    let responses = run_sdk(
+    let responses = support::run_sdk(
         "openai_client.py",
         vec![v1, "--api".into(), "responses".into()],
     )
@@ -298,7 +261,7 @@ async fn the_python_sdks_keep_sealed_reasoning_on_the_default_model() {
     second_turn_saw(&agent, &recording, tool_called, reasoning, "responses");
     assert_eq!(responses["tampered"]["status"], 400, "{responses}");
 
-    let messages = run_sdk("anthropic_client.py", vec![server.url("")]).await;
+    let messages = support::run_sdk("anthropic_client.py", vec![server.url("")]).await;
     assert!(
         !messages["turn2"]["content"].as_array().unwrap().is_empty(),
         "{messages}"

@@ -264,3 +264,49 @@ pub fn run_official_client(url: &str, args: &[&str]) -> serde_json::Value {
     serde_json::from_slice(&output.stdout)
         .unwrap_or_else(|e| panic!("bad client output ({e}): {stderr}"))
 }
+
+/// The Python of the venv `scripts/setup` makes, where the official
+/// `openai` and `anthropic` SDKs are installed.
+pub fn sdk_python() -> std::path::PathBuf {
+    let python = thinkwire_chat::assets::home().join("venv/bin/python");
+    assert!(
+        python.is_file(),
+        "{} is missing — run scripts/setup",
+        python.display()
+    );
+    python
+}
+
+/// Runs `tests/sdk/<script>` (an official SDK against a live server) with
+/// `args`; what it printed, as JSON.
+pub async fn run_sdk(script: &str, args: Vec<String>) -> serde_json::Value {
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/sdk")
+        .join(script);
+    let output = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(sdk_python())
+            .arg(&script)
+            .args(args)
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "the SDK script failed:\n{stderr}");
+    serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|e| panic!("bad SDK script output ({e}): {stderr}"))
+}
+
+/// The model flags `serve` uses by default: the default model, `auto`.
+pub fn default_model_args() -> thinkwire::cli::ModelArgs {
+    thinkwire::cli::ModelArgs {
+        model: None,
+        precision: "auto".into(),
+        formats: None,
+        prefix_cache: false,
+        prefix_cache_mb: 512,
+        max_batch: 8,
+        kv_cache_mb: None,
+    }
+}

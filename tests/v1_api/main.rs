@@ -19,7 +19,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use serde_json::{Value, json};
-use support::{Observed, TestServer, qwen3_turn};
+use support::{Observed, TestServer, qwen3_turn, run_sdk};
 
 const REASONING_1: &str = "The user wants the weather in Paris. I should call the weather tool.";
 const REASONING_2: &str = "The tool says 18 degrees and sunny, so I can answer now.";
@@ -65,40 +65,6 @@ async fn post(server: &TestServer, path: &str, body: &Value) -> (u16, Value) {
         .unwrap();
     let status = response.status().as_u16();
     (status, response.json().await.unwrap())
-}
-
-/// The venv setup made (`$THINKWIRE_HOME/venv`), with the SDKs in it.
-fn python() -> PathBuf {
-    let home = std::env::var_os("THINKWIRE_HOME").map_or_else(
-        || PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache/thinkwire"),
-        PathBuf::from,
-    );
-    let python = home.join("venv/bin/python");
-    assert!(
-        python.is_file(),
-        "{} is missing — run scripts/setup",
-        python.display()
-    );
-    python
-}
-
-async fn run_sdk(script: &str, args: Vec<String>) -> Value {
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/sdk")
-        .join(script);
-    let output = tokio::task::spawn_blocking(move || {
-        Command::new(python())
-            .arg(script)
-            .args(args)
-            .output()
-            .unwrap()
-    })
-    .await
-    .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "the SDK script failed:\n{stderr}");
-    serde_json::from_slice(&output.stdout)
-        .unwrap_or_else(|e| panic!("bad SDK output ({e}): {stderr}"))
 }
 
 #[tokio::test]

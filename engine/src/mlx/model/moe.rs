@@ -61,7 +61,14 @@ impl Stacked {
                 let out = y.shape()[2];
                 y.reshape(&[1, t, k, 1, out])
             }
-            Stacked::Dense(w) => mlx_rs::ops::gather_mm(x, w, None, indices, false),
+            _ => self.mlx_gather(x, indices, false),
+        }
+    }
+
+    /// MLX's gathers (`sorted`: the rows come grouped by expert).
+    fn mlx_gather(&self, x: &Array, indices: &Array, sorted: bool) -> R<Array> {
+        match self {
+            Stacked::Dense(w) => mlx_rs::ops::gather_mm(x, w, None, indices, sorted),
             Stacked::Quantized {
                 w,
                 scales,
@@ -77,8 +84,9 @@ impl Stacked {
                 true,
                 q.group_size,
                 q.bits,
-                false,
+                sorted,
             ),
+            Stacked::Kernels { .. } => self.gather(x, indices),
         }
     }
 
@@ -86,28 +94,7 @@ impl Stacked {
     /// experts `indices` (`[N]`, sorted) pick, as `[N, 1, out]`: MLX's
     /// gathers then walk each expert's weights once (a prompt's pass).
     fn gather_sorted(&self, x: &Array, indices: &Array) -> R<Array> {
-        match self {
-            Stacked::Dense(w) => mlx_rs::ops::gather_mm(x, w, None, indices, true),
-            Stacked::Quantized {
-                w,
-                scales,
-                biases,
-                q,
-            } => mlx_rs::ops::gather_qmm(
-                x,
-                w,
-                scales,
-                biases,
-                None,
-                indices,
-                true,
-                q.group_size,
-                q.bits,
-                true,
-            ),
-            // thinkwire's kernels group rows by expert themselves.
-            Stacked::Kernels { .. } => self.gather(x, indices),
-        }
+        self.mlx_gather(x, indices, true)
     }
 
     /// Whether MLX gathers this projection (and gains from sorted rows).
