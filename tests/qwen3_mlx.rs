@@ -173,12 +173,7 @@ fn tiny_qwen3() -> PathBuf {
 async fn a_qwen3_model_on_mlx_streams_reasoning_then_text_to_the_official_client() {
     let args = ModelArgs {
         model: Some(tiny_qwen3()),
-        precision: "auto".into(),
-        formats: None,
-        prefix_cache: false,
-        prefix_cache_mb: 512,
-        max_batch: 8,
-        kv_cache_mb: None,
+        ..support::default_model_args()
     };
     let model = args.load().expect("loading the tiny Qwen3 model");
     assert_eq!(model.format().family, "qwen3");
