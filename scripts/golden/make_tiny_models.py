@@ -92,7 +92,7 @@ MODELS = {
         BASE, model_type="qwen3", head_dim=16, tie_word_embeddings=True, seed=3, quantize=(32, 4)
     ),
     "tiny-llama3-untied": dict(
-    BASE,
+        BASE,
         model_type="llama",
         tie_word_embeddings=False,
         num_key_value_heads=1,
@@ -107,7 +107,7 @@ MODELS = {
     ),
     "tiny-mistral": dict(BASE, model_type="mistral", tie_word_embeddings=False, seed=5),
     "tiny-phi3": dict(
-    BASE,
+        BASE,
         model_type="phi3",
         tie_word_embeddings=False,
         partial_rotary_factor=0.5,
@@ -119,7 +119,7 @@ MODELS = {
     # The router stays 8-bit in groups of 64 (mlx-lm's rule for qwen3_moe).
     "tiny-qwen3-moe-4bit": dict(MOE, seed=9, quantize=(32, 4)),
     "tiny-gemma3": dict(
-    BASE,
+        BASE,
         model_type="gemma3_text",
         num_hidden_layers=4,
         head_dim=16,
@@ -132,7 +132,7 @@ MODELS = {
         seed=10,
     ),
     "tiny-qwen3-yarn": dict(
-    BASE,
+        BASE,
         model_type="qwen3",
         head_dim=16,
         tie_word_embeddings=True,
@@ -144,7 +144,7 @@ MODELS = {
     # mlx-lm's rule for gpt_oss).
     "tiny-gpt-oss-4bit": dict(GPT_OSS, seed=13, quantize=(32, 4)),
     "tiny-smollm3": dict(
-    BASE,
+        BASE,
         model_type="smollm3",
         num_hidden_layers=4,
         no_rope_layers=[1, 0, 1, 0],

@@ -114,13 +114,30 @@ pub(crate) fn inline_target(
 /// Compiles `target` once over the model's vocabulary, so what the grammar
 /// engine cannot enforce is refused before the run starts (under a
 /// millisecond for a typical schema).
-pub(crate) fn check_compiles(model: &Model, target: &Target) -> Result<(), RunRejected> {
+/// A refusal names `field`, with the path inside the schema after it.
+pub(crate) fn check_compiles(
+    model: &Model,
+    target: &Target,
+    field: &str,
+) -> Result<(), RunRejected> {
     let vocab = model
         .grammar_vocabulary()
         .map_err(|e| RunRejected::internal(&format!("constrained decoding is unavailable: {e}")))?;
     Grammar::new(vocab, target)
         .map(drop)
-        .map_err(|e| schema_rejection(e, &format!("{FIELD}.schema")))
+        .map_err(|e| schema_rejection(e, field))
+}
+
+/// Where `forwardedProps.responseFormat`'s schema sits: `.schema`, or
+/// OpenAI's nested `.json_schema.schema`.
+pub(crate) fn schema_field(forwarded: Option<&Value>) -> String {
+    let nested = forwarded
+        .and_then(|f| f.get("responseFormat"))
+        .is_some_and(|r| r.get("schema").is_none() && r.get("json_schema").is_some());
+    match nested {
+        true => format!("{FIELD}.json_schema.schema"),
+        false => format!("{FIELD}.schema"),
+    }
 }
 
 /// The structured strategy's object: reasoning (about four characters a
@@ -290,6 +307,21 @@ mod tests {
         assert_eq!(err.path.as_deref(), Some("forwardedProps.toolChoice.name"));
         assert!(choice(json!(3)).is_err());
         assert!(tool_choice(Some(&json!({"toolChoice": "required"})), &[]).is_err());
+    }
+
+    #[test]
+    fn a_refusal_points_where_the_schema_sits() {
+        let flat = json!({"responseFormat": {"type": "json_schema", "schema": {}}});
+        let nested =
+            json!({"responseFormat": {"type": "json_schema", "json_schema": {"schema": {}}}});
+        assert_eq!(
+            schema_field(Some(&flat)),
+            "forwardedProps.responseFormat.schema"
+        );
+        assert_eq!(
+            schema_field(Some(&nested)),
+            "forwardedProps.responseFormat.json_schema.schema"
+        );
     }
 
     #[test]

@@ -134,6 +134,8 @@ pub(super) fn prepare(
     let (sampling, max_new_tokens) =
         sampling::from_forwarded(forwarded, &config.sampling, config.max_new_tokens)?;
     let mut answer_format = constraint::from_forwarded(forwarded)?;
+    // Where a refusal of the answer's grammar points.
+    let mut answer_field = constraint::schema_field(forwarded);
     let tool_choice = constraint::tool_choice(forwarded, &input.tools)?;
     let spec = shared.backend.format();
     match tool_choice {
@@ -149,6 +151,7 @@ pub(super) fn prepare(
                 .at("forwardedProps.toolChoice"));
             }
             answer_format = Some(constraint::required_call(&tools, &spec.tools)?);
+            answer_field = "forwardedProps.toolChoice".into();
         }
     }
     let history = history::build(
@@ -233,6 +236,7 @@ pub(super) fn prepare(
             None,
         )?;
         answer_format = Some(constraint::structured_reasoning(budget));
+        answer_field = "forwardedProps.reasoning.strategy".into();
         Plan::Structured { prompt: prompt.ids }
     } else if let Some(pass) = spec.separate_pass() {
         let earlier_notes = take_replayed_reasoning(&mut turns);
@@ -297,7 +301,7 @@ pub(super) fn prepare(
         (Some(format), _) => Some(format),
     };
     if let Some(target) = &answer {
-        constraint::check_compiles(model, target)?;
+        constraint::check_compiles(model, target, &answer_field)?;
     }
     if let (Some(target), true) = (
         constraint::tool_target(&input.tools),
