@@ -1,6 +1,7 @@
 //! Batching changes no token: greedy generations run concurrently (4 and 8
-//! different prompts decoded together by the scheduler) give the same ids
-//! as the same prompts generated alone, on the default model as users run
+//! different prompts decoded together by the scheduler, also with their
+//! common prompt start shared) give the same ids as the same prompts
+//! generated alone, on the default model as users run
 //! it (packed Q4_1 on thinkwire's kernels) and on the tiny Qwen3 (f32,
 //! BLAS).
 //!
@@ -63,10 +64,14 @@ fn cases(file: &str, n: usize) -> (usize, Vec<Case>) {
     (reference.max_tokens, cases)
 }
 
-struct Collect(Vec<u32>);
+struct Collect(Vec<u32>, Option<std::sync::mpsc::Sender<()>>);
 impl TokenSink for Collect {
     fn on_token(&mut self, id: u32) -> Directive {
         self.0.push(id);
+        // The first token is out: the prompt is in the cache.
+        if let Some(tx) = self.1.take() {
+            let _ = tx.send(());
+        }
         Directive::Continue
     }
 }
@@ -80,30 +85,46 @@ fn request(engine: &MlxEngine, case: &Case, max_tokens: usize) -> GenerationRequ
     }
 }
 
-/// Every case at once, each on its own thread.
-fn together(engine: &MlxEngine, cases: &[Case], max_tokens: usize) -> Vec<Vec<u32>> {
+/// Every case at once, each on its own thread; `staggered`: the others
+/// start once the first has its first token (they join a running batch,
+/// whose first sequence holds their common prompt start by then).
+fn together(
+    engine: &MlxEngine,
+    cases: &[Case],
+    max_tokens: usize,
+    staggered: bool,
+) -> Vec<Vec<u32>> {
+    let (first_out, started) = std::sync::mpsc::channel();
+    let mut first_out = staggered.then_some(first_out);
     std::thread::scope(|s| {
-        let handles: Vec<_> = cases
-            .iter()
-            .map(|case| {
-                let req = request(engine, case, max_tokens);
-                s.spawn(move || {
-                    let mut sink = Collect(Vec::new());
-                    engine.generate(&req, &mut sink).unwrap();
-                    sink.0
-                })
-            })
-            .collect();
+        let mut handles = Vec::new();
+        for (i, case) in cases.iter().enumerate() {
+            if i == 1 && staggered {
+                started.recv().unwrap();
+            }
+            let req = request(engine, case, max_tokens);
+            let signal = first_out.take();
+            handles.push(s.spawn(move || {
+                let mut sink = Collect(Vec::new(), signal);
+                engine.generate(&req, &mut sink).unwrap();
+                sink.0
+            }));
+        }
         handles.into_iter().map(|h| h.join().unwrap()).collect()
     })
 }
 
-fn check(model: &Path, file: &str, min_compared: usize) {
+/// Checks `model` on `file`'s prompts; with `share_prefixes`, sequences
+/// admitted together take the common start of their prompts (the chat
+/// template's system prompt) from the first one's cache, and that must
+/// change no token either.
+fn check(model: &Path, file: &str, min_compared: usize, share_prefixes: bool) {
     let (max_tokens, cases) = cases(file, 8);
     let engine = MlxEngine::load(
         model,
         &LoadOptions {
             max_batch: 8,
+            share_prefixes,
             ..LoadOptions::default()
         },
     )
@@ -111,22 +132,26 @@ fn check(model: &Path, file: &str, min_compared: usize) {
     let alone: Vec<Vec<u32>> = cases
         .iter()
         .map(|case| {
-            let mut sink = Collect(Vec::new());
+            let mut sink = Collect(Vec::new(), None);
             engine
                 .generate(&request(&engine, case, max_tokens), &mut sink)
                 .unwrap();
             sink.0
         })
         .collect();
-    for n in [4, 8] {
-        let batched = together(&engine, &cases[..n], max_tokens);
+    let rounds: &[(usize, bool)] = match share_prefixes {
+        true => &[(4, false), (8, false), (4, true)],
+        false => &[(4, false), (8, false)],
+    };
+    for &(n, staggered) in rounds {
+        let batched = together(&engine, &cases[..n], max_tokens, staggered);
         let mut compared = 0;
         for ((case, a), b) in cases.iter().zip(&alone).zip(&batched) {
             let limit = case.tie_free().min(a.len());
             assert_eq!(
                 &b[..limit.min(b.len())],
                 &a[..limit],
-                "{file}, {} in a batch of {n}: ids differ before the first near-tie (step {limit})",
+                "{file}, {} in a batch of {n} (staggered: {staggered}): ids differ before the first near-tie (step {limit})",
                 case.name
             );
             assert!(b.len() >= limit, "{}: batched run ended early", case.name);
@@ -145,6 +170,13 @@ fn check(model: &Path, file: &str, min_compared: usize) {
         load.batched_tokens > load.steps,
         "steps decoded several tokens"
     );
+    // Seven followers in the batch of 8 at least (and three in the
+    // batch of 4) took a prefix of at least 16 tokens.
+    let shared = load.shared_prompt_tokens;
+    match share_prefixes {
+        true => assert!(shared >= 10 * 16, "only {shared} prompt tokens shared"),
+        false => assert_eq!(shared, 0, "sharing is off by default"),
+    }
 }
 
 #[test]
@@ -153,11 +185,22 @@ fn default_model_batched_gives_the_ids_it_gives_alone() {
         &thinkwire_chat::assets::default_model(),
         "smollm2-135m.json",
         150,
+        false,
+    );
+}
+
+#[test]
+fn default_model_sharing_prompt_prefixes_gives_the_ids_it_gives_alone() {
+    check(
+        &thinkwire_chat::assets::default_model(),
+        "smollm2-135m.json",
+        150,
+        true,
     );
 }
 
 #[test]
 fn tiny_qwen3_batched_gives_the_ids_it_gives_alone() {
     let dir: PathBuf = thinkwire_chat::assets::home().join("models/tiny-qwen3-chat");
-    check(&dir, "tiny-qwen3-chat-thinking-off.json", 150);
+    check(&dir, "tiny-qwen3-chat-thinking-off.json", 150, false);
 }

@@ -147,6 +147,9 @@ pub struct EngineLoad {
     pub steps: u64,
     /// Tokens decoded in those steps (their ratio is the mean batch size).
     pub batched_tokens: u64,
+    /// Prompt tokens taken from a concurrent sequence's cache instead of
+    /// computed (`--share-prefixes`).
+    pub shared_prompt_tokens: u64,
 }
 
 /// Errors an engine reports. Messages name the file, tensor or limit at

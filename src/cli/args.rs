@@ -45,6 +45,18 @@ pub struct ModelArgs {
     /// fit waits). Default: a quarter of the machine's memory.
     #[arg(long)]
     pub kv_cache_mb: Option<usize>,
+    /// When nothing is generating, how many milliseconds a new request
+    /// waits at most for others arriving with it, so a burst is prefilled
+    /// in one pass (a lone request waits a quarter of it; 0: never waits).
+    #[arg(long, default_value_t = 2)]
+    pub batch_window_ms: u64,
+    /// Generations whose prompts start alike (a shared system prompt or
+    /// document, at least 16 tokens) compute the common part once while
+    /// they run together. Nothing is kept after the runs, but time to
+    /// first token then reveals to one client that a concurrent request
+    /// shared its prefix: for servers whose clients trust each other.
+    #[arg(long)]
+    pub share_prefixes: bool,
 }
 
 impl ModelArgs {
@@ -114,6 +126,8 @@ fn load_engine(path: &Path, args: &ModelArgs) -> Result<Arc<dyn thinkwire_engine
         prefix_cache_bytes: args.prefix_cache_mb << 20,
         max_batch: args.max_batch,
         kv_cache_bytes: args.kv_cache_mb.map(|mb| mb << 20),
+        batch_window: std::time::Duration::from_millis(args.batch_window_ms),
+        share_prefixes: args.share_prefixes,
         ..LoadOptions::default()
     };
     let engine =

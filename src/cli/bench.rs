@@ -265,6 +265,8 @@ fn concurrency(
     let options = LoadOptions {
         precision,
         max_batch: most,
+        batch_window: std::time::Duration::from_millis(args.model.batch_window_ms),
+        share_prefixes: args.model.share_prefixes,
         ..LoadOptions::default()
     };
     let engine =

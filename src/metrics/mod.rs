@@ -47,7 +47,9 @@ pub struct Metrics {
     prefix_cache: Gauge<i64>,
     steps: Counter<u64, AtomicU64>,
     batched: Counter<u64, AtomicU64>,
-    steps_seen: std::sync::Mutex<(u64, u64)>,
+    shared: Counter<u64, AtomicU64>,
+    /// The engine's steps, batched and shared tokens as last rendered.
+    steps_seen: std::sync::Mutex<(u64, u64, u64)>,
     connections: Family<Labels, Gauge<i64>>,
     runs_in_flight: Gauge<i64>,
     process: ProcessGauges,
@@ -188,6 +190,12 @@ impl Metrics {
             "Tokens decoded in those steps (their ratio is the mean batch size)",
             batched.clone(),
         );
+        let shared = Counter::<u64, AtomicU64>::default();
+        registry.register(
+            "engine_shared_prompt_tokens",
+            "Prompt tokens taken from a concurrent generation's cache instead of computed",
+            shared.clone(),
+        );
         let connections = Family::<Labels, Gauge<i64>>::default();
         registry.register(
             "open_connections",
@@ -242,7 +250,8 @@ impl Metrics {
             prefix_cache,
             steps,
             batched,
-            steps_seen: std::sync::Mutex::new((0, 0)),
+            shared,
+            steps_seen: std::sync::Mutex::new((0, 0, 0)),
             connections,
             runs_in_flight,
             process,
@@ -324,7 +333,13 @@ impl Metrics {
             self.steps.inc_by(load.steps.saturating_sub(seen.0));
             self.batched
                 .inc_by(load.batched_tokens.saturating_sub(seen.1));
-            *seen = (seen.0.max(load.steps), seen.1.max(load.batched_tokens));
+            self.shared
+                .inc_by(load.shared_prompt_tokens.saturating_sub(seen.2));
+            *seen = (
+                seen.0.max(load.steps),
+                seen.1.max(load.batched_tokens),
+                seen.2.max(load.shared_prompt_tokens),
+            );
         }
         let mut text = String::new();
         // Writing into a String cannot fail.
@@ -350,6 +365,7 @@ mod tests {
             queued_sequences: 2,
             steps: 10,
             batched_tokens: 25,
+            shared_prompt_tokens: 48,
             ..EngineLoad::default()
         });
         for want in [
@@ -363,6 +379,7 @@ mod tests {
             "thinkwire_queued_sequences 2",
             "thinkwire_engine_steps_total 10",
             "thinkwire_engine_batched_tokens_total 25",
+            "thinkwire_engine_shared_prompt_tokens_total 48",
             "thinkwire_runs_in_flight 0",
             "thinkwire_process_resident_memory_bytes ",
             "thinkwire_process_open_sockets ",

@@ -83,6 +83,26 @@ impl KvCache {
         }
     }
 
+    /// Another sequence's cache holding this one's first `upto` positions
+    /// (a shared prompt prefix). Its buffers are views of this cache's,
+    /// exactly `upto` long, so its first write grows them into buffers of
+    /// its own (see `reserve`): this cache's later in-place writes land at
+    /// positions past `upto` and never reach the copy.
+    pub fn fork(&self, upto: i32) -> mlx_rs::error::Result<KvCache> {
+        let upto = upto.clamp(0, self.offset);
+        let (Some(keys), Some(values)) = (&self.keys, &self.values) else {
+            return Ok(KvCache::default());
+        };
+        if upto == 0 {
+            return Ok(KvCache::default());
+        }
+        Ok(KvCache {
+            keys: Some(keys.try_index((.., .., ..upto, ..))?),
+            values: Some(values.try_index((.., .., ..upto, ..))?),
+            offset: upto,
+        })
+    }
+
     /// The whole key and value buffers, if any.
     pub fn buffers(&self) -> Option<(&Array, &Array)> {
         self.keys.as_ref().zip(self.values.as_ref())
@@ -132,5 +152,24 @@ mod tests {
         let (keys, _) = c.update_and_fetch(&big, &big).unwrap();
         assert_eq!(keys.shape(), &[1, 1, 303, 2]);
         assert_eq!(&contents(&keys)[..4], &[1.0, 2.0, 3.0, 4.0]);
+    }
+
+    #[test]
+    fn a_fork_keeps_the_prefix_and_writes_apart() {
+        let mut a = KvCache::default();
+        let k = Array::from_slice(&[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], &[1, 1, 3, 2]);
+        a.update_and_fetch(&k, &k).unwrap();
+        let mut b = a.fork(2).unwrap();
+        assert_eq!(b.offset(), 2);
+        // Each writes its own third position.
+        let ka = Array::from_slice(&[7.0f32, 8.0], &[1, 1, 1, 2]);
+        let kb = Array::from_slice(&[9.0f32, 10.0], &[1, 1, 1, 2]);
+        let (from_a, _) = a.update_and_fetch(&ka, &ka).unwrap();
+        let (from_b, _) = b.update_and_fetch(&kb, &kb).unwrap();
+        assert_eq!(contents(&from_a), &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]);
+        assert_eq!(contents(&from_b), &[1.0, 2.0, 3.0, 4.0, 9.0, 10.0]);
+        // Past the source's length, or of an empty cache: what there is.
+        assert_eq!(a.fork(99).unwrap().offset(), 4);
+        assert_eq!(KvCache::default().fork(3).unwrap().offset(), 0);
     }
 }

@@ -84,6 +84,17 @@ pub struct LoadOptions {
     /// Bytes of attention cache running sequences may reserve together;
     /// `None`: a quarter of the machine's memory.
     pub kv_cache_bytes: Option<usize>,
+    /// When nothing runs, how long a new request waits at most for others
+    /// arriving with it, so a burst is prefilled in one pass (a lone
+    /// request waits a quarter of it).
+    pub batch_window: Duration,
+    /// A request admitted while another's prompt starts like its own (at
+    /// least 16 tokens) takes that running sequence's cache for the common
+    /// part instead of computing it again. Nothing outlives the runs, but
+    /// time to first token then tells one client that a concurrent
+    /// request shared its prefix: off by default, for servers whose
+    /// clients trust each other.
+    pub share_prefixes: bool,
 }
 
 impl Default for LoadOptions {
@@ -95,6 +106,8 @@ impl Default for LoadOptions {
             prefix_cache_bytes: 512 << 20,
             max_batch: 8,
             kv_cache_bytes: None,
+            batch_window: Duration::from_millis(2),
+            share_prefixes: false,
         }
     }
 }
@@ -178,6 +191,8 @@ impl MlxEngine {
                     0
                 },
                 reply_wait: Duration::from_millis(50),
+                gather: options.batch_window,
+                share_prefixes: options.share_prefixes,
             },
         )?;
         Ok(Self {

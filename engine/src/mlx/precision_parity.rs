@@ -72,6 +72,7 @@ fn teacher_forced(model: &Model, prompt: &[u32], forced: &[u32]) -> Vec<Vec<f32>
             ids: feed,
             len,
             caches: &mut caches,
+            fork: None,
         }];
         let logits = model.forward(&mut seg, true).unwrap().unwrap();
         logits.eval().unwrap();

@@ -51,7 +51,7 @@ impl Attention {
         if self.fused
             && self.window.is_none()
             && self.sinks.is_none()
-            && segments.iter().all(|s| s.len == 1)
+            && segments.iter().all(|s| s.len == 1 && s.fork.is_none())
         {
             let qkv_rows = match rows {
                 Some(rows) if self.q_norm.is_none() => {
@@ -78,7 +78,17 @@ impl Attention {
         let single = segments.len() == 1;
         let mut outs = Vec::with_capacity(segments.len());
         let mut r0 = 0;
-        for seg in segments.iter_mut() {
+        for i in 0..segments.len() {
+            if let Some(fork) = segments[i].fork {
+                let (before, rest) = segments.split_at_mut(i);
+                let Some(from) = before.get(fork.from) else {
+                    return Err(mlx_rs::error::Exception::custom(
+                        "a segment forks a later one",
+                    ));
+                };
+                rest[0].caches[layer] = from.caches[layer].fork(fork.at)?;
+            }
+            let seg = &mut segments[i];
             let l = seg.len;
             let part = |a: &Array| -> R<Array> {
                 if single {

@@ -172,7 +172,10 @@ impl Model {
         let mut positions = Vec::new();
         let mut last_rows = Vec::with_capacity(segments.len());
         for seg in segments.iter() {
-            let offset = seg.caches.first().map_or(0, KvCache::offset);
+            let offset = match seg.fork {
+                Some(f) => f.at,
+                None => seg.caches.first().map_or(0, KvCache::offset),
+            };
             positions.extend(offset..offset + seg.len);
             last_rows.push(positions.len() as i32 - 1);
         }
@@ -259,4 +262,17 @@ pub(crate) struct Segment<'a> {
     pub len: i32,
     /// The sequence's cache, one per layer.
     pub caches: &'a mut [KvCache],
+    /// Its cache starts as an earlier segment's prefix, taken layer by
+    /// layer in this pass.
+    pub fork: Option<Fork>,
+}
+
+/// A prompt prefix one segment shares with an earlier one in the same
+/// pass: at each layer, once segment `from` has written its rows, the
+/// first `at` positions of its cache become this segment's cache, so the
+/// shared rows are computed once for both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Fork {
+    pub from: usize,
+    pub at: i32,
 }

@@ -18,6 +18,7 @@
 mod link;
 mod pool;
 mod sequence;
+mod shared;
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -31,7 +32,7 @@ use mlx_rs::Array;
 use self::link::{Inbox, Reply, Submission};
 use self::pool::PrefixPool;
 use self::sequence::{Next, Sequence, Spec};
-use super::model::{Model, Segment};
+use super::model::{Fork, Model, Segment};
 use super::weights::mlx_err;
 use crate::{EngineError, EngineLoad, GenerationRequest, GenerationStats, TokenSink};
 
@@ -56,6 +57,14 @@ pub struct SchedulerOptions {
     pub prefix_pool: usize,
     /// How long a step waits for the runs' answers on its tokens.
     pub reply_wait: Duration,
+    /// When nothing runs, how long the first request waits for others
+    /// arriving with it (each arrival within `gather / 4` of the last
+    /// extends the wait, up to `gather`), so a burst is prefilled in one
+    /// pass instead of one prompt after another.
+    pub gather: Duration,
+    /// Sequences admitted while another's prompt starts like theirs take
+    /// its cache for the common part (`shared.rs`).
+    pub share_prefixes: bool,
 }
 
 /// Figures shared with [`crate::Engine::load`] readers.
@@ -67,6 +76,7 @@ struct Gauges {
     pool_bytes: AtomicUsize,
     steps: AtomicU64,
     batched_tokens: AtomicU64,
+    shared_prompt_tokens: AtomicU64,
 }
 
 /// The handle runs use; dropping it finishes what runs and stops the
@@ -172,6 +182,7 @@ impl Scheduler {
             prefix_cache_bytes: g.pool_bytes.load(Ordering::Relaxed),
             steps: g.steps.load(Ordering::Relaxed),
             batched_tokens: g.batched_tokens.load(Ordering::Relaxed),
+            shared_prompt_tokens: g.shared_prompt_tokens.load(Ordering::Relaxed),
         }
     }
 }
@@ -220,6 +231,11 @@ struct Part {
     len: usize,
     ends_feed: bool,
     prompt: bool,
+    /// Its first `at` prompt tokens come from the cache of the sequence at
+    /// index `from` in `active`, which writes them in this pass.
+    fork: Option<(usize, usize)>,
+    /// The cache length after the pass.
+    reach: usize,
 }
 
 impl Worker {
@@ -232,6 +248,9 @@ impl Worker {
                 match self.inbox.recv() {
                     Ok(msg) => self.handle(msg),
                     Err(_) => self.closing = true,
+                }
+                if self.active.is_empty() {
+                    self.gather();
                 }
             }
             loop {
@@ -252,6 +271,37 @@ impl Worker {
             self.reap();
             self.publish();
         }
+    }
+
+    /// Waits for requests arriving together with the first one into an
+    /// idle batch (see `SchedulerOptions::gather`).
+    fn gather(&mut self) {
+        if self.waiting.is_empty() || self.options.gather.is_zero() {
+            return;
+        }
+        let end = Instant::now() + self.options.gather;
+        let quiet = self.options.gather / 4;
+        while self.waiting.len() < self.options.max_batch && !self.closing {
+            let now = Instant::now();
+            let left = end.saturating_duration_since(now).min(quiet);
+            if left.is_zero() {
+                break;
+            }
+            match self.inbox.recv_timeout(left) {
+                Ok(msg) => self.handle(msg),
+                Err(RecvTimeoutError::Timeout) => break,
+                Err(RecvTimeoutError::Disconnected) => self.closing = true,
+            }
+        }
+        tracing::trace!(
+            arrived = self.waiting.len(),
+            waited_us = (self
+                .options
+                .gather
+                .saturating_sub(end.saturating_duration_since(Instant::now())))
+            .as_micros() as u64,
+            "gathered"
+        );
     }
 
     /// Whether a step could do anything now.
@@ -318,9 +368,22 @@ impl Worker {
                 }
                 None => (self.model.new_cache(), 0),
             };
+            let follows = match reused {
+                0 if self.options.share_prefixes => {
+                    shared::leader_for(&self.active, &sub.request.prompt)
+                }
+                _ => None,
+            };
+            if let Some(f) = follows {
+                tracing::debug!(
+                    common = f.common,
+                    "shares a running sequence's prompt prefix"
+                );
+            }
             self.reserved += need;
-            self.active
-                .push(Sequence::new(sub, caches, reused, self.context, need));
+            let mut seq = Sequence::new(sub, caches, reused, self.context, need);
+            seq.follows = follows;
+            self.active.push(seq);
         }
     }
 
@@ -401,7 +464,8 @@ impl Worker {
     /// token each) and the prefill pass (chunks, as a lone prompt would be
     /// cut, under the step's prompt budget).
     fn plan(&mut self) -> (Vec<Part>, Vec<Part>) {
-        let (mut decode, mut prefill) = (Vec::new(), Vec::new());
+        self.share_prefixes();
+        let (mut decode, mut prefill): (Vec<Part>, Vec<Part>) = (Vec::new(), Vec::new());
         let chunk = self.options.prefill_chunk.max(1);
         let mut budget = self.options.step_prompt_tokens.max(chunk);
         for (i, seq) in self.active.iter().enumerate() {
@@ -412,6 +476,8 @@ impl Worker {
                     len: 1,
                     ends_feed: true,
                     prompt: false,
+                    fork: None,
+                    reach: seq.offset() + 1,
                 }),
                 Next::Feed(ids) if ids.len() == 1 && !seq.in_prompt() => decode.push(Part {
                     seq: i,
@@ -419,8 +485,23 @@ impl Worker {
                     len: 1,
                     ends_feed: true,
                     prompt: false,
+                    fork: None,
+                    reach: seq.offset() + 1,
                 }),
                 Next::Feed(ids) => {
+                    // A follower whose leader has not written the shared
+                    // prefix yet joins the pass that writes it, or waits.
+                    let (skip, fork) = match seq.follows {
+                        None => (0, None),
+                        Some(f) => match prefill.iter().find(|p| self.active[p.seq].id == f.leader)
+                        {
+                            Some(lead) if lead.reach >= f.common => {
+                                (f.common, Some((lead.seq, f.common)))
+                            }
+                            _ => continue,
+                        },
+                    };
+                    let ids = &ids[skip.min(ids.len())..];
                     // A prompt is cut where it would be cut alone, so a
                     // batched prefill computes the same numbers.
                     let take = if seq.in_prompt() && ids.len() > chunk {
@@ -438,12 +519,48 @@ impl Worker {
                         len: take,
                         ends_feed: take == ids.len(),
                         prompt: seq.in_prompt(),
+                        fork,
+                        reach: fork.map_or(seq.offset(), |f| f.1) + take,
                     });
                 }
                 _ => {}
             }
         }
         (decode, prefill)
+    }
+
+    /// Followers whose leader already holds the shared prefix take a copy
+    /// of it; those whose leader is gone (or failed) feed their whole
+    /// prompt. The others wait for a pass that writes it (`plan`).
+    fn share_prefixes(&mut self) {
+        for i in 0..self.active.len() {
+            let Some(f) = self.active[i].follows else {
+                continue;
+            };
+            let (before, rest) = self.active.split_at_mut(i);
+            let seq = &mut rest[0];
+            let leader = before.iter().find(|s| s.id == f.leader && !s.failed());
+            match leader {
+                Some(lead) if lead.offset() >= f.common => {
+                    let at = f.common as i32;
+                    match lead.caches.iter().map(|c| c.fork(at)).collect() {
+                        Ok(caches) => {
+                            seq.caches = caches;
+                            seq.skip_prompt(f.common);
+                            self.gauges
+                                .shared_prompt_tokens
+                                .fetch_add(f.common as u64, Ordering::Relaxed);
+                        }
+                        Err(e) => {
+                            tracing::warn!(error = %e, "copying a shared prefix failed");
+                            seq.follows = None;
+                        }
+                    }
+                }
+                Some(lead) if !lead.is_done() => {}
+                _ => seq.follows = None,
+            }
+        }
     }
 
     /// Runs one pass and queues it; returns each sequence's next-token
@@ -467,6 +584,12 @@ impl Worker {
         let mut out = Vec::new();
         for (row, p) in parts.iter().enumerate() {
             let seq = &mut self.active[p.seq];
+            if let Some((_, at)) = p.fork {
+                seq.skip_prompt(at);
+                self.gauges
+                    .shared_prompt_tokens
+                    .fetch_add(at as u64, Ordering::Relaxed);
+            }
             if let Next::Feed(ids) = &mut seq.next {
                 ids.drain(..p.len);
             }
@@ -529,10 +652,21 @@ impl Worker {
             let Some(c) = caches[p.seq].take() else {
                 return Err(EngineError::Backend("a sequence twice in one pass".into()));
             };
+            // The leader's part comes earlier in the same pass (`plan`).
+            let fork = match p.fork {
+                Some((from, at)) => Some(Fork {
+                    from: parts.iter().position(|q| q.seq == from).ok_or_else(|| {
+                        EngineError::Backend("a shared prefix without its leader".into())
+                    })?,
+                    at: at as i32,
+                }),
+                None => None,
+            };
             segments.push(Segment {
                 ids: p.ids.clone(),
                 len: p.len as i32,
                 caches: c.as_mut_slice(),
+                fork,
             });
         }
         let out = self

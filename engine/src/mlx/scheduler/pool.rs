@@ -4,6 +4,7 @@
 //! takes the entry sharing its longest prefix and only prefills the rest.
 //! Process memory only; off by default (see `LoadOptions::prefix_cache`).
 
+use super::shared::common_prefix;
 use crate::mlx::cache::KvCache;
 
 struct Entry {
@@ -81,15 +82,11 @@ impl PrefixPool {
     /// cache, how many prompt tokens it holds and the bytes it had in the
     /// pool.
     pub fn take(&mut self, prompt: &[u32]) -> Option<(Vec<KvCache>, usize, usize)> {
-        let limit = prompt.len().saturating_sub(1);
         let (best, common) = self
             .entries
             .iter()
             .enumerate()
-            .map(|(i, e)| {
-                let n = e.tokens.iter().zip(prompt).take_while(|(a, b)| a == b);
-                (i, n.count().min(limit))
-            })
+            .map(|(i, e)| (i, common_prefix(&e.tokens, prompt)))
             .max_by_key(|&(i, n)| (n, self.entries[i].used))?;
         if common == 0 {
             return None;

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use mlx_rs::Array;
 
 use super::link::{SeqId, Submission, ToRun};
+use super::shared::Follow;
 use crate::mlx::cache::KvCache;
 use crate::mlx::sampler::Sampler;
 use crate::mlx::weights::mlx_err;
@@ -89,6 +90,9 @@ pub(crate) struct Sequence {
     pub laggard: bool,
     /// Cache bytes reserved for this sequence at admission.
     pub reserved: usize,
+    /// A running sequence whose cache will give this one its prompt's
+    /// first tokens (`shared.rs`); until then it feeds nothing.
+    pub follows: Option<Follow>,
     result: Option<Result<(), EngineError>>,
 }
 
@@ -140,6 +144,7 @@ impl Sequence {
             context,
             laggard: false,
             reserved,
+            follows: None,
             result: None,
         }
     }
@@ -206,6 +211,20 @@ impl Sequence {
 
     pub fn in_prompt(&self) -> bool {
         self.prompt_done < self.request.prompt.len()
+    }
+
+    pub fn prompt(&self) -> &[u32] {
+        &self.request.prompt
+    }
+
+    /// Its first `n` prompt tokens are in the cache already (forked from
+    /// the sequence it follows): they are not fed.
+    pub fn skip_prompt(&mut self, n: usize) {
+        if let Next::Feed(ids) = &mut self.next {
+            ids.drain(..n.min(ids.len()));
+        }
+        self.fed_prompt(n);
+        self.follows = None;
     }
 
     pub fn prompt_len(&self) -> usize {

@@ -1,0 +1,59 @@
+//! Prompt prefixes shared by running sequences. Requests that arrive
+//! together often open alike (a system prompt, a tool list, one document
+//! asked several questions); a new sequence whose prompt starts like a
+//! running one's takes that sequence's cache for the common part instead
+//! of computing it again: forked in the pass where the leader writes it
+//! (`model::Fork`), or copied once the leader holds it. Only the prompt
+//! positions are shared, which no later step rewrites. Nothing outlives
+//! the sequences (the opt-in prefix pool is what keeps caches after a run).
+
+use super::link::SeqId;
+use super::sequence::Sequence;
+
+/// Fewer common tokens than this are computed again rather than shared.
+pub(super) const MIN_SHARED: usize = 16;
+
+/// A sequence's first `common` prompt tokens are `leader`'s.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Follow {
+    pub leader: SeqId,
+    pub common: usize,
+}
+
+/// The running sequence whose prompt shares the longest prefix with
+/// `prompt` (the earliest on a tie), if that is worth sharing.
+pub(super) fn leader_for(active: &[Sequence], prompt: &[u32]) -> Option<Follow> {
+    let mut best: Option<Follow> = None;
+    for seq in active.iter().filter(|s| !s.is_done()) {
+        let common = common_prefix(seq.prompt(), prompt);
+        if common >= MIN_SHARED && best.is_none_or(|b| common > b.common) {
+            best = Some(Follow {
+                leader: seq.id,
+                common,
+            });
+        }
+    }
+    best
+}
+
+/// How many leading tokens of `prompt` can come from a cache that holds
+/// `held`: their common prefix, short of `prompt`'s last token (its logits
+/// pick the first new token, so it always runs).
+pub(super) fn common_prefix(held: &[u32], prompt: &[u32]) -> usize {
+    let common = held.iter().zip(prompt).take_while(|(a, b)| a == b).count();
+    common.min(prompt.len().saturating_sub(1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_common_prefix_leaves_the_last_prompt_token_to_run() {
+        assert_eq!(common_prefix(&[1, 2, 3, 4], &[1, 2, 3, 9]), 3);
+        assert_eq!(common_prefix(&[1, 2, 3, 4], &[1, 2, 3]), 2);
+        assert_eq!(common_prefix(&[1, 2], &[1, 2, 3, 4]), 2);
+        assert_eq!(common_prefix(&[5], &[1, 2]), 0);
+        assert_eq!(common_prefix(&[], &[]), 0);
+    }
+}
