@@ -19,7 +19,7 @@
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
-use thinkwire_engine::mlx::{LoadOptions, MlxEngine};
+use thinkwire_engine::mlx::{LoadOptions, MlxEngine, Precision};
 use thinkwire_engine::{Directive, Engine, GenerationRequest, SamplingParams, TokenSink};
 
 const NEAR_TIE: f64 = 0.02;
@@ -118,14 +118,14 @@ fn together(
 /// admitted together take the common start of their prompts (the chat
 /// template's system prompt) from the first one's cache, and that must
 /// change no token either.
-fn check(model: &Path, file: &str, min_compared: usize, share_prefixes: bool) {
+fn check(model: &Path, file: &str, min_compared: usize, options: LoadOptions) {
     let (max_tokens, cases) = cases(file, 8);
+    let share_prefixes = options.share_prefixes;
     let engine = MlxEngine::load(
         model,
         &LoadOptions {
             max_batch: 8,
-            share_prefixes,
-            ..LoadOptions::default()
+            ..options
         },
     )
     .unwrap();
@@ -185,7 +185,7 @@ fn default_model_batched_gives_the_ids_it_gives_alone() {
         &thinkwire_chat::assets::default_model(),
         "smollm2-135m.json",
         150,
-        false,
+        LoadOptions::default(),
     );
 }
 
@@ -195,12 +195,35 @@ fn default_model_sharing_prompt_prefixes_gives_the_ids_it_gives_alone() {
         &thinkwire_chat::assets::default_model(),
         "smollm2-135m.json",
         150,
-        true,
+        LoadOptions {
+            share_prefixes: true,
+            ..LoadOptions::default()
+        },
+    );
+}
+
+/// `--precision int8` (16-row panels where the CPU has AVX-512 VNNI):
+/// each row of a batch is still computed as if alone.
+#[test]
+fn default_model_int8_batched_gives_the_ids_it_gives_alone() {
+    check(
+        &thinkwire_chat::assets::default_model(),
+        "smollm2-135m.json",
+        150,
+        LoadOptions {
+            precision: Precision::Int8,
+            ..LoadOptions::default()
+        },
     );
 }
 
 #[test]
 fn tiny_qwen3_batched_gives_the_ids_it_gives_alone() {
     let dir: PathBuf = thinkwire_chat::assets::home().join("models/tiny-qwen3-chat");
-    check(&dir, "tiny-qwen3-chat-thinking-off.json", 150, false);
+    check(
+        &dir,
+        "tiny-qwen3-chat-thinking-off.json",
+        150,
+        LoadOptions::default(),
+    );
 }

@@ -13,6 +13,7 @@
 #include "quantized_avx512.h"
 #include "quantized_mxfp4.h"
 #include "quantized_int8.h"
+#include "quantized_panels.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -412,6 +413,36 @@ void product_int8(const float* x, int m, int k, const uint8_t* w, const float* s
   Pool::get().run(rows_part<int8::Product, int8::rows>, &p, parts_for(n, k, bits));
 }
 
+// Panels [part * np / parts, ...) of a panel product, for the pool.
+void panels_part(const void* ctx, int part, int parts) {
+  const panels::Product& p = *static_cast<const panels::Product*>(ctx);
+  const int np = p.n / panels::kRows;
+  panels::rows(p, static_cast<int>(static_cast<int64_t>(np) * part / parts),
+               static_cast<int>(static_cast<int64_t>(np) * (part + 1) / parts));
+}
+
+// product_int8 for weights in panels (quantized_panels.h).
+void product_panels(const float* x, int m, int k, const uint8_t* w, const float* scales,
+                    const float* biases, int n, int group_size, int bits, float* y) {
+  if (n % panels::kRows != 0) {
+    throw std::invalid_argument("thinkwire int8 panels: " + std::to_string(n) +
+                                " rows are not whole panels of 16");
+  }
+  const int groups = k / group_size;
+  const size_t table = static_cast<size_t>(groups) * m;
+  thread_local std::vector<float> scratch;
+  thread_local std::vector<int8_t> q;
+  scratch.assign(table + static_cast<size_t>(m) * (k / 32), 0.0f);
+  q.resize(static_cast<size_t>(m) * k);
+  float* xsum = scratch.data();
+  float* d = xsum + table;
+  int8::quantize_rows(x, m, k, bits, q.data(), d);
+  const int8::Activations xa{q.data(), d};
+  int8::group_sums(xa, m, k, group_size, m, xsum);
+  panels::Product p{xa, xsum, m, w, scales, biases, y, m, n, k, group_size, bits};
+  Pool::get().run(panels_part, &p, parts_for(n, k, bits));
+}
+
 using SgemmFn = void (*)(int, int, int, int, int, int, float, const float*, int, const float*,
                          int, float, float*, int);
 
@@ -478,6 +509,7 @@ struct Dequant {
   int r0, r1, k, group_size, bits;
   float* out;
   const uint8_t* e8m0 = nullptr; // MXFP4 scales instead of scales/biases
+  bool panels = false;           // w, scales and biases in int8 panels
 };
 
 void dequantize_portable(const Dequant& d, int r0, int r1) {
@@ -534,6 +566,14 @@ __attribute__((target("avx2,fma"))) void dequantize_avx2(const Dequant& d, int r
 }
 #endif
 
+// Rows [a, b) of d in MLX's layout.
+void dequantize_rows(const Dequant& d, int a, int b) {
+#if defined(__x86_64__)
+  if (have_avx2()) return dequantize_avx2(d, a, b);
+#endif
+  dequantize_portable(d, a, b);
+}
+
 void dequantize_part(const void* ctx, int part, int parts) {
   const Dequant& d = *static_cast<const Dequant*>(ctx);
   const int rows = d.r1 - d.r0;
@@ -542,10 +582,23 @@ void dequantize_part(const void* ctx, int part, int parts) {
   if (d.e8m0 != nullptr) {
     return mxfp4::dequantize_rows(d.w, d.e8m0, d.k, a, b, d.out + static_cast<size_t>(a - d.r0) * d.k);
   }
-#if defined(__x86_64__)
-  if (have_avx2()) return dequantize_avx2(d, a, b);
-#endif
-  dequantize_portable(d, a, b);
+  if (d.panels) {
+    // Each row back in MLX's layout first, then as below.
+    const int groups = d.k / d.group_size;
+    thread_local std::vector<uint8_t> row_w;
+    thread_local std::vector<float> row_sb;
+    row_w.resize(static_cast<size_t>(d.k) * d.bits / 8);
+    row_sb.resize(2 * static_cast<size_t>(groups));
+    for (int r = a; r < b; r++) {
+      panels::unpack_row(d.w, d.scales, d.biases, d.k, d.group_size, d.bits, r, row_w.data(),
+                         row_sb.data(), row_sb.data() + groups);
+      const Dequant one{row_w.data(), row_sb.data(), row_sb.data() + groups, 0, 1, d.k,
+                        d.group_size, d.bits, d.out + static_cast<size_t>(r - d.r0) * d.k};
+      dequantize_rows(one, 0, 1);
+    }
+    return;
+  }
+  dequantize_rows(d, a, b);
 }
 
 // Prefill: dequantize a tile of rows (on every thread) and let BLAS
@@ -625,7 +678,9 @@ void quantized_matmul_f32(const float* x, int m, int k, const uint8_t* w, const 
   }
   BlasThreads::get().quiet();
   kernels_in_use.store(true, std::memory_order_relaxed);
-  const auto kernels = activations == Activations::int8 ? product_int8 : product;
+  const auto kernels = activations == Activations::int8_panels ? product_panels
+                       : activations == Activations::int8     ? product_int8
+                                                              : product;
   if (path == QuantizedPath::row_by_row) {
     for (int i = 0; i < m; i++) {
       kernels(x + static_cast<size_t>(i) * k, 1, k, w, scales, biases, n, group_size, bits,
@@ -646,7 +701,9 @@ void quantized_matmul_f32(const float* x, int m, int k, const uint8_t* w, const 
     kernels(x, m, k, w, scales, biases, n, group_size, bits, y);
     return;
   }
-  blas_tiles(sgemm, x, m, k, n, y, Dequant{w, scales, biases, 0, 0, k, group_size, bits, nullptr});
+  Dequant d{w, scales, biases, 0, 0, k, group_size, bits, nullptr};
+  d.panels = activations == Activations::int8_panels;
+  blas_tiles(sgemm, x, m, k, n, y, d);
 }
 
 void mxfp4_matmul_f32(const float* x, int m, int k, const uint8_t* w, const uint8_t* scales, int n,

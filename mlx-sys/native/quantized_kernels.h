@@ -42,6 +42,8 @@ enum class QuantizedPath {
 enum class Activations {
   f32,   // x as it is: the product of the dequantized weights, up to rounding
   int8,  // x quantized to 8 bits per block of 32, integer dot products
+  int8_panels,  // as int8, the weights repacked in panels of 16 rows
+                // (quantized_panels.h; scales and biases too)
 };
 
 /** y[m, n] = x[m, k] . W^T for the quantized W described above; every

@@ -22,6 +22,7 @@
 #include "mlx/ops.h"
 #include "mlx/primitives.h"
 #include "quantized_kernels.h"
+#include "quantized_panels.h"
 
 namespace {
 
@@ -358,7 +359,8 @@ thinkwire::Activations to_activations(int activations) {
   switch (activations) {
     case 0: return thinkwire::Activations::f32;
     case 1: return thinkwire::Activations::int8;
-    default: throw std::invalid_argument("activations must be 0 (f32) or 1 (int8)");
+    case 2: return thinkwire::Activations::int8_panels;
+    default: throw std::invalid_argument("activations must be 0 (f32), 1 (int8) or 2 (int8 panels)");
   }
 }
 
@@ -422,6 +424,18 @@ extern "C" int thinkwire_gather_quantized_matmul(mlx_array* res, const mlx_array
                              mlx_array_get_(x), mlx_array_get_(indices), mlx_array_get_(w),
                              mlx_array_get_(scales), &mlx_array_get_(biases), group_size, bits,
                              to_activations(activations), mlx_stream_get_(s)));
+  });
+}
+
+extern "C" bool thinkwire_int8_panels_available(void) {
+  return thinkwire::panels::available(); // cannot throw
+}
+
+extern "C" int thinkwire_int8_panels_repack(const uint8_t* w, const float* scales,
+                                            const float* biases, int n, int k, int group_size,
+                                            int bits, uint8_t* pw, float* ps, float* pb) {
+  return guarded([&] {
+    thinkwire::panels::repack(w, scales, biases, n, k, group_size, bits, pw, ps, pb);
   });
 }
 

@@ -24,8 +24,9 @@ bool thinkwire_quantized_supported(int group_size, int bits);
  * [n, k / group_size]. activations: 0 multiplies x as it is (exact up to
  * rounding), 1 quantizes it to 8 bits per block of 32 for integer dot
  * products (quantized_int8.h; faster, ~0.5 % relative error) where the
- * kernels run; inputs longer than thinkwire_kernel_max_rows go through
- * BLAS in f32 either way. */
+ * kernels run, 2 does the same for weights, scales and biases repacked by
+ * thinkwire_int8_panels_repack (quantized_panels.h); inputs longer than
+ * thinkwire_kernel_max_rows go through BLAS in f32 either way. */
 int thinkwire_quantized_matmul(
     mlx_array* res,
     const mlx_array x,
@@ -36,6 +37,25 @@ int thinkwire_quantized_matmul(
     int bits,
     int activations,
     const mlx_stream s);
+
+/* Whether this CPU runs the int8 panel kernels (AVX-512 VNNI), which
+ * multiply batches of 8-bit activations 16 weight rows per instruction. */
+bool thinkwire_int8_panels_available(void);
+
+/* Repacks 4- or 8-bit weights w [n, k * bits / 8] bytes, scales and biases
+ * [n, k / group_size] f32 into the panel layout of the same sizes (pw, ps,
+ * pb), for activations 2. n must be a multiple of 16 and group_size of 32. */
+int thinkwire_int8_panels_repack(
+    const uint8_t* w,
+    const float* scales,
+    const float* biases,
+    int n,
+    int k,
+    int group_size,
+    int bits,
+    uint8_t* pw,
+    float* ps,
+    float* pb);
 
 /* Up to this many rows of x, thinkwire_quantized_matmul reads the packed
  * weights once for all rows and each output row is bit-identical to what

@@ -36,6 +36,8 @@ mod model;
 // FFI into thinkwire's MXFP4 kernels and MLX's own MXFP4 operations.
 #[allow(unsafe_code)]
 mod mxfp4;
+#[allow(unsafe_code)]
+mod panels;
 #[cfg(test)]
 mod precision_parity;
 // FFI into thinkwire's kernels (mlx-sys/native): the engine's only unsafe code.

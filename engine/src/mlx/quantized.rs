@@ -58,6 +58,9 @@ pub enum Activations {
     /// integer dot products (AVX2, VNNI where the CPU has it): ~1.5x the
     /// kernels' speed, ~0.5 % relative error per product.
     Int8 = 1,
+    /// As `Int8`, the weights repacked in panels of 16 rows at load
+    /// (`panels.rs`): batches take 16 rows per integer instruction.
+    Int8Panels = 2,
 }
 
 /// The instruction set the int8 kernels use on this CPU (`avx512-vnni`,
@@ -284,6 +287,31 @@ pub(crate) fn run_under_narrower_isas(tests: &[&str]) {
     }
 }
 
+/// A random matrix quantized by MLX, as arrays and as plain buffers.
+#[cfg(test)]
+pub(crate) fn random_packed(n: i32, k: i32, q: Quant) -> (Array, Array, Array, Packed) {
+    let wf = mlx_rs::random::normal::<f32>(&[n, k], None, None, None).unwrap();
+    let (w, s, b) = mlx_rs::ops::quantize(&wf, q.group_size, q.bits).unwrap();
+    let (s, b) = (
+        s.as_dtype(Dtype::Float32).unwrap(),
+        b.as_dtype(Dtype::Float32).unwrap(),
+    );
+    let bytes = w
+        .as_slice::<u32>()
+        .iter()
+        .flat_map(|word| word.to_le_bytes())
+        .collect();
+    let packed = Packed {
+        w: bytes,
+        scales: s.as_slice::<f32>().to_vec(),
+        biases: b.as_slice::<f32>().to_vec(),
+        n: n as usize,
+        k: k as usize,
+        q,
+    };
+    (w, s, b, packed)
+}
+
 #[cfg(test)]
 mod bench;
 
@@ -401,30 +429,6 @@ mod tests {
                 close(&got, &want, 1e-5);
             }
         }
-    }
-
-    /// A random matrix quantized by MLX, as arrays and as plain buffers.
-    fn random_packed(n: i32, k: i32, q: Quant) -> (Array, Array, Array, Packed) {
-        let wf = mlx_rs::random::normal::<f32>(&[n, k], None, None, None).unwrap();
-        let (w, s, b) = quantize(&wf, q.group_size, q.bits).unwrap();
-        let (s, b) = (
-            s.as_dtype(Dtype::Float32).unwrap(),
-            b.as_dtype(Dtype::Float32).unwrap(),
-        );
-        let bytes = w
-            .as_slice::<u32>()
-            .iter()
-            .flat_map(|word| word.to_le_bytes())
-            .collect();
-        let packed = Packed {
-            w: bytes,
-            scales: s.as_slice::<f32>().to_vec(),
-            biases: b.as_slice::<f32>().to_vec(),
-            n: n as usize,
-            k: k as usize,
-            q,
-        };
-        (w, s, b, packed)
     }
 
     fn bits_of(v: &[f32]) -> Vec<u32> {

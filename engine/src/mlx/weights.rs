@@ -503,12 +503,35 @@ impl Linear {
                         bs.push(biases);
                     }
                 }
-                LinearWeight::Quantized {
-                    w: concat_rows(ws).map_err(&err)?,
-                    scales: concat_rows(ss).map_err(&err)?,
-                    biases: concat_rows(bs).map_err(&err)?,
-                    q,
-                    kernel,
+                let (w, scales, biases) = (
+                    concat_rows(ws).map_err(&err)?,
+                    concat_rows(ss).map_err(&err)?,
+                    concat_rows(bs).map_err(&err)?,
+                );
+                let rows = w.shape().first().map_or(0, |&n| n as usize);
+                match kernel {
+                    // Batches of int8 activations take 16 weight rows per
+                    // instruction once the weights are in panels.
+                    Kernel::Thinkwire(Activations::Int8)
+                        if super::panels::available() && super::panels::fits(rows, q) =>
+                    {
+                        let (w, scales, biases) =
+                            super::panels::repack(&w, &scales, &biases, q).map_err(&err)?;
+                        LinearWeight::Quantized {
+                            w,
+                            scales,
+                            biases,
+                            q,
+                            kernel: Kernel::Thinkwire(Activations::Int8Panels),
+                        }
+                    }
+                    _ => LinearWeight::Quantized {
+                        w,
+                        scales,
+                        biases,
+                        q,
+                        kernel,
+                    },
                 }
             }
             // Dense, or parts quantized differently: one dense matrix.
@@ -551,6 +574,9 @@ impl Linear {
                     Kernel::Thinkwire(super::quantized::Activations::F32) => "thinkwire's kernels",
                     Kernel::Thinkwire(super::quantized::Activations::Int8) => {
                         "thinkwire's kernels, int8 activations"
+                    }
+                    Kernel::Thinkwire(super::quantized::Activations::Int8Panels) => {
+                        "thinkwire's kernels, int8 activations, 16-row panels"
                     }
                 };
                 format!("{}-bit/{} on {who}", q.bits, q.group_size)

@@ -147,7 +147,7 @@ impl Stacked {
                 q.group_size,
                 match act {
                     Activations::F32 => "",
-                    Activations::Int8 => ", int8 activations",
+                    Activations::Int8 | Activations::Int8Panels => ", int8 activations",
                 }
             ),
             Stacked::Mxfp4 { kernels: true, .. } => "mxfp4 experts on thinkwire's kernels".into(),

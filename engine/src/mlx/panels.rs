@@ -1,0 +1,282 @@
+//! Int8 panels (`--precision int8` on CPUs with AVX-512 VNNI): a quantized
+//! weight repacked at load so that the lanes of a vector run over 16 weight
+//! rows (`mlx-sys/native/quantized_panels.h`). The int8 kernels on MLX's
+//! layout give each (weight row, x row) pair its own dot product and float
+//! steps, so a batch of 8 costs about what the f32 kernels cost; in panels
+//! one `vpdpbusd` makes 64 products for 16 rows and the float steps serve
+//! 16 rows at once: a batched step's products take 3-5x less time (the
+//! arithmetic is `Int8`'s, the sums in another fixed order).
+
+use mlx_rs::error::Exception;
+use mlx_rs::{Array, Dtype};
+
+use super::weights::Quant;
+
+/// Weight rows per panel.
+const ROWS: usize = 16;
+
+/// Whether this CPU runs the panel kernels.
+pub(crate) fn available() -> bool {
+    // SAFETY: reads a CPU feature check.
+    unsafe { mlx_sys::thinkwire_int8_panels_available() }
+}
+
+/// Whether a weight of `n` rows in format `q` can be held in panels.
+pub(crate) fn fits(n: usize, q: Quant) -> bool {
+    n > 0 && n % ROWS == 0 && matches!(q.bits, 4 | 8) && q.group_size % 32 == 0
+}
+
+/// A weight's buffers in panels.
+#[derive(Debug)]
+pub(crate) struct PanelBuffers {
+    pub w: Vec<u8>,
+    pub scales: Vec<f32>,
+    pub biases: Vec<f32>,
+}
+
+/// Panel buffers of MLX's layout (`w` `[n, k * bits / 8]` bytes, `scales`
+/// and `biases` `[n, k / group_size]`), the same sizes.
+pub(crate) fn repack_raw(
+    w: &[u8],
+    scales: &[f32],
+    biases: &[f32],
+    n: usize,
+    k: usize,
+    q: Quant,
+) -> Result<PanelBuffers, String> {
+    let bits = usize::try_from(q.bits).map_err(|e| e.to_string())?;
+    let group = usize::try_from(q.group_size).map_err(|e| e.to_string())?;
+    if group == 0
+        || w.len() != n * k * bits / 8
+        || scales.len() != n * (k / group)
+        || biases.len() != scales.len()
+    {
+        return Err(format!(
+            "buffer sizes do not match n={n}, k={k}: w {}, scales {}, biases {}",
+            w.len(),
+            scales.len(),
+            biases.len()
+        ));
+    }
+    let int = |v: usize| i32::try_from(v).map_err(|_| format!("{v} is too large"));
+    let (mut pw, mut ps, mut pb) = (
+        vec![0u8; w.len()],
+        vec![0f32; scales.len()],
+        vec![0f32; biases.len()],
+    );
+    // SAFETY: the sizes were checked above against n, k and the format; the
+    // call reads w, scales and biases and writes the three outputs.
+    let rc = unsafe {
+        mlx_sys::thinkwire_int8_panels_repack(
+            w.as_ptr(),
+            scales.as_ptr(),
+            biases.as_ptr(),
+            int(n)?,
+            int(k)?,
+            q.group_size,
+            q.bits,
+            pw.as_mut_ptr(),
+            ps.as_mut_ptr(),
+            pb.as_mut_ptr(),
+        )
+    };
+    if rc != 0 {
+        // SAFETY: a NUL-terminated string owned by this thread.
+        let msg = unsafe { std::ffi::CStr::from_ptr(mlx_sys::thinkwire_last_error()) };
+        return Err(msg.to_string_lossy().into_owned());
+    }
+    Ok(PanelBuffers {
+        w: pw,
+        scales: ps,
+        biases: pb,
+    })
+}
+
+/// `w` (uint32 `[n, k * bits / 32]`), `scales` and `biases` (f32 `[n, k /
+/// group_size]`) repacked into panels, shaped as before; evaluated now
+/// (load time).
+pub(crate) fn repack(
+    w: &Array,
+    scales: &Array,
+    biases: &Array,
+    q: Quant,
+) -> Result<(Array, Array, Array), Exception> {
+    let (scales, biases) = (
+        scales.as_dtype(Dtype::Float32)?,
+        biases.as_dtype(Dtype::Float32)?,
+    );
+    mlx_rs::transforms::eval([w, &scales, &biases])?;
+    let shape = w.shape().to_vec();
+    let (n, words) = match shape.as_slice() {
+        [n, words] => (*n as usize, *words as usize),
+        _ => {
+            return Err(Exception::custom(format!(
+                "a weight of shape {shape:?} is not a matrix"
+            )));
+        }
+    };
+    let k = words * 32 / q.bits.max(1) as usize;
+    let bytes: Vec<u8> = w
+        .try_as_slice::<u32>()
+        .map_err(|e| Exception::custom(e.to_string()))?
+        .iter()
+        .flat_map(|word| word.to_le_bytes())
+        .collect();
+    let as_f32 = |a: &Array| -> Result<Vec<f32>, Exception> {
+        Ok(a.try_as_slice::<f32>()
+            .map_err(|e| Exception::custom(e.to_string()))?
+            .to_vec())
+    };
+    let panels = repack_raw(&bytes, &as_f32(&scales)?, &as_f32(&biases)?, n, k, q)
+        .map_err(Exception::custom)?;
+    let words: Vec<u32> = panels
+        .w
+        .chunks_exact(4)
+        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect();
+    Ok((
+        Array::from_slice(&words, &shape),
+        Array::from_slice(&panels.scales, scales.shape()),
+        Array::from_slice(&panels.biases, biases.shape()),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mlx::quantized::{Activations, Path, random_packed, run_under_narrower_isas};
+
+    fn bits_of(v: &[f32]) -> Vec<u32> {
+        v.iter().map(|f| f.to_bits()).collect()
+    }
+
+    /// Panels compute `Int8`'s arithmetic: within float rounding of the
+    /// int8 kernels on MLX's layout for every format, 1 to 17 rows of x,
+    /// and every row of a batch bit-identical to that row alone; prefill
+    /// (BLAS over tiles dequantized from panels) equals prefill from MLX's
+    /// layout bit for bit.
+    #[test]
+    fn panels_compute_the_int8_product_and_rows_stay_their_own() {
+        for (bits, group_size) in [(4, 32), (4, 64), (8, 32), (8, 128)] {
+            let q = Quant { group_size, bits };
+            let (n, k) = (48usize, 256usize);
+            let (_, _, _, packed) = random_packed(n as i32, k as i32, q);
+            let p = repack_raw(&packed.w, &packed.scales, &packed.biases, n, k, q).unwrap();
+            let panels = crate::mlx::quantized::Packed {
+                w: p.w,
+                scales: p.scales,
+                biases: p.biases,
+                n,
+                k,
+                q,
+            };
+            for m in [1usize, 2, 3, 5, 8, 9, 16, 17] {
+                let x: Vec<f32> = (0..m * k)
+                    .map(|i| ((i * 37 % 101) as f32 - 50.0) / 25.0)
+                    .collect();
+                let int8 = packed
+                    .matmul_now_with(&x, m, Path::Kernel, Activations::Int8)
+                    .unwrap();
+                let ours = panels
+                    .matmul_now_with(&x, m, Path::Kernel, Activations::Int8Panels)
+                    .unwrap();
+                let top = int8.iter().fold(1.0f32, |a, v| a.max(v.abs()));
+                for (a, b) in ours.iter().zip(&int8) {
+                    assert!(
+                        (a - b).abs() <= 1e-5 * top,
+                        "{bits}-bit/{group_size}, m={m}: {a} vs {b}"
+                    );
+                }
+                let alone = panels
+                    .matmul_now_with(&x, m, Path::RowByRow, Activations::Int8Panels)
+                    .unwrap();
+                assert_eq!(
+                    bits_of(&ours),
+                    bits_of(&alone),
+                    "{bits}-bit/{group_size}, m={m}"
+                );
+            }
+            let m = 20;
+            let x: Vec<f32> = (0..m * k)
+                .map(|i| ((i * 13 % 97) as f32 - 48.0) / 30.0)
+                .collect();
+            let dense = packed
+                .matmul_now_with(&x, m, Path::Blas, Activations::F32)
+                .unwrap();
+            let from_panels = panels
+                .matmul_now_with(&x, m, Path::Blas, Activations::Int8Panels)
+                .unwrap();
+            assert_eq!(
+                bits_of(&from_panels),
+                bits_of(&dense),
+                "{bits}-bit/{group_size} prefill"
+            );
+        }
+    }
+
+    /// The MLX operation on repacked arrays gives the raw kernels' numbers.
+    #[test]
+    fn the_repacked_arrays_run_as_an_mlx_operation() {
+        let q = Quant {
+            group_size: 32,
+            bits: 4,
+        };
+        let (w, s, b, packed) = random_packed(32, 128, q);
+        let (pw, ps, pb) = repack(&w, &s, &b, q).unwrap();
+        let x = mlx_rs::random::normal::<f32>(&[3, 128], None, None, None).unwrap();
+        let y =
+            crate::mlx::quantized::matmul(&x, &pw, &ps, &pb, q, Activations::Int8Panels).unwrap();
+        y.eval().unwrap();
+        let p = repack_raw(&packed.w, &packed.scales, &packed.biases, 32, 128, q).unwrap();
+        let raw = crate::mlx::quantized::Packed {
+            w: p.w,
+            scales: p.scales,
+            biases: p.biases,
+            n: 32,
+            k: 128,
+            q,
+        };
+        let want = raw
+            .matmul_now_with(
+                x.as_slice::<f32>(),
+                3,
+                Path::Kernel,
+                Activations::Int8Panels,
+            )
+            .unwrap();
+        assert_eq!(bits_of(y.as_slice::<f32>()), bits_of(&want));
+    }
+
+    /// Rows that are not whole panels, or a format without panels, are
+    /// refused by name.
+    #[test]
+    fn refuses_what_panels_cannot_hold() {
+        let q = Quant {
+            group_size: 32,
+            bits: 4,
+        };
+        assert!(
+            !fits(40, q)
+                && fits(48, q)
+                && !fits(
+                    48,
+                    Quant {
+                        group_size: 32,
+                        bits: 3
+                    }
+                )
+        );
+        let err = repack_raw(&[0; 40 * 16], &[0.0; 40], &[0.0; 40], 40, 32, q).unwrap_err();
+        assert!(err.contains("sixteens"), "{err}");
+    }
+
+    /// The portable loops (what a process capped below AVX-512 runs on
+    /// panels) pass the same checks, in child processes.
+    #[test]
+    fn portable_panels_match_too() {
+        run_under_narrower_isas(&[
+            "mlx::panels::tests::panels_compute_the_int8_product_and_rows_stay_their_own",
+            "mlx::panels::tests::the_repacked_arrays_run_as_an_mlx_operation",
+        ]);
+    }
+}

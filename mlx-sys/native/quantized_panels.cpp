@@ -1,0 +1,238 @@
+// The panel kernels; see quantized_panels.h for the layout and why.
+
+#include "quantized_panels.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+namespace thinkwire::panels {
+namespace {
+
+// 64-byte vectors per panel and block of 32 columns.
+inline int vectors(int bits) {
+  return bits == 4 ? 4 : 8;
+}
+
+// Byte offset of panel `panel`, block `block`, vector `v`.
+inline size_t at(int panel, int blocks, int block, int bits, int v) {
+  return ((static_cast<size_t>(panel) * blocks + block) * vectors(bits) + v) * 64;
+}
+
+// Weight j (0..7) of a row's 4-byte slice pair: for 4 bits, slices 0..3 are
+// the low nibbles of vectors 0..3 and slices 4..7 their high nibbles; for 8
+// bits, vector j. Slice j meets x's bytes [4j, 4j + 4) either way.
+inline int weight(const uint8_t* block, int bits, int lane, int j, int t) {
+  if (bits == 8) return block[j * 64 + lane * 4 + t];
+  const uint8_t byte = block[(j % 4) * 64 + lane * 4 + t];
+  return j < 4 ? byte & 15 : byte >> 4;
+}
+
+void rows_portable(const Product& p, int p0, int p1) {
+  const int groups = p.k / p.group_size;
+  const int blocks = p.k / 32;
+  const int per = p.group_size / 32;
+  for (int panel = p0; panel < p1; panel++) {
+    for (int lane = 0; lane < kRows; lane++) {
+      const int r = panel * kRows + lane;
+      for (int i = 0; i < p.m; i++) {
+        const int8_t* xq = p.x.q + static_cast<size_t>(i) * p.k;
+        const float* xd = p.x.d + static_cast<size_t>(i) * blocks;
+        float total = 0.0f;
+        for (int g = 0; g < groups; g++) {
+          float acc = 0.0f;
+          for (int c = 0; c < per; c++) {
+            const int blk = g * per + c;
+            const uint8_t* wb = p.w + at(panel, blocks, blk, p.bits, 0);
+            int32_t isum = 0;
+            for (int j = 0; j < 8; j++) {
+              for (int t = 0; t < 4; t++) {
+                isum += weight(wb, p.bits, lane, j, t) * xq[blk * 32 + 4 * j + t];
+              }
+            }
+            acc = std::fma(static_cast<float>(isum), xd[blk], acc);
+          }
+          const size_t sg = (static_cast<size_t>(panel) * groups + g) * kRows + lane;
+          total = std::fma(p.scales[sg], acc, total);
+          total = std::fma(p.biases[sg], p.xsum[static_cast<size_t>(g) * p.xsum_stride + i], total);
+        }
+        p.y[static_cast<size_t>(i) * p.n + r] = total;
+      }
+    }
+  }
+}
+
+#if defined(__x86_64__)
+
+#define TW_VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
+
+// One panel against R rows of x from i0; the same operations per row as
+// rows_portable, 16 rows a vector.
+template <int Bits, int R>
+TW_VNNI void tile(const Product& p, int panel, int i0) {
+  const int groups = p.k / p.group_size;
+  const int blocks = p.k / 32;
+  const int per = p.group_size / 32;
+  const __m512i low = _mm512_set1_epi8(0x0f);
+  __m512 total[R];
+  #pragma GCC unroll 8
+  for (int b = 0; b < R; b++) total[b] = _mm512_setzero_ps();
+  for (int g = 0; g < groups; g++) {
+    __m512 acc[R];
+    #pragma GCC unroll 8
+    for (int b = 0; b < R; b++) acc[b] = _mm512_setzero_ps();
+    for (int c = 0; c < per; c++) {
+      const int blk = g * per + c;
+      const uint8_t* wb = p.w + at(panel, blocks, blk, Bits, 0);
+      __m512i wv[8];
+      if constexpr (Bits == 4) {
+        #pragma GCC unroll 4
+        for (int v = 0; v < 4; v++) {
+          const __m512i bytes = _mm512_loadu_si512(wb + v * 64);
+          wv[v] = _mm512_and_si512(bytes, low);
+          wv[v + 4] = _mm512_and_si512(_mm512_srli_epi16(bytes, 4), low);
+        }
+      } else {
+        #pragma GCC unroll 8
+        for (int v = 0; v < 8; v++) wv[v] = _mm512_loadu_si512(wb + v * 64);
+      }
+      #pragma GCC unroll 8
+      for (int b = 0; b < R; b++) {
+        const int8_t* xq = p.x.q + static_cast<size_t>(i0 + b) * p.k + blk * 32;
+        __m512i isum = _mm512_setzero_si512();
+        #pragma GCC unroll 8
+        for (int j = 0; j < 8; j++) {
+          int32_t four;
+          std::memcpy(&four, xq + 4 * j, 4);
+          isum = _mm512_dpbusd_epi32(isum, wv[j], _mm512_set1_epi32(four));
+        }
+        const float d = p.x.d[static_cast<size_t>(i0 + b) * blocks + blk];
+        acc[b] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_set1_ps(d), acc[b]);
+      }
+    }
+    const size_t sg = (static_cast<size_t>(panel) * groups + g) * kRows;
+    const __m512 scale = _mm512_loadu_ps(p.scales + sg);
+    const __m512 bias = _mm512_loadu_ps(p.biases + sg);
+    #pragma GCC unroll 8
+    for (int b = 0; b < R; b++) {
+      const float xs = p.xsum[static_cast<size_t>(g) * p.xsum_stride + i0 + b];
+      total[b] = _mm512_fmadd_ps(scale, acc[b], total[b]);
+      total[b] = _mm512_fmadd_ps(bias, _mm512_set1_ps(xs), total[b]);
+    }
+  }
+  #pragma GCC unroll 8
+  for (int b = 0; b < R; b++) {
+    _mm512_storeu_ps(p.y + static_cast<size_t>(i0 + b) * p.n + panel * kRows, total[b]);
+  }
+}
+
+// Every row of x against panels [p0, p1): x's rows in eights, then the
+// rest in a four, a two and a one.
+template <int Bits>
+TW_VNNI void rows_bits(const Product& p, int p0, int p1) {
+  for (int panel = p0; panel < p1; panel++) {
+    int i = 0;
+    for (; i + 8 <= p.m; i += 8) tile<Bits, 8>(p, panel, i);
+    if (p.m - i >= 4) {
+      tile<Bits, 4>(p, panel, i);
+      i += 4;
+    }
+    if (p.m - i >= 2) {
+      tile<Bits, 2>(p, panel, i);
+      i += 2;
+    }
+    if (p.m - i >= 1) tile<Bits, 1>(p, panel, i);
+  }
+}
+
+#endif
+
+} // namespace
+
+bool available() {
+#if defined(__x86_64__)
+  static const bool yes = [] {
+    const char* cap = std::getenv("THINKWIRE_KERNEL_ISA");
+    if (cap != nullptr && (std::string(cap) == "portable" || std::string(cap) == "avx2")) {
+      return false;
+    }
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
+  }();
+  return yes;
+#else
+  return false;
+#endif
+}
+
+void repack(const uint8_t* w, const float* scales, const float* biases, int n, int k,
+            int group_size, int bits, uint8_t* pw, float* ps, float* pb) {
+  if (n % kRows != 0 || (bits != 4 && bits != 8) || group_size <= 0 || group_size % 32 != 0 ||
+      k <= 0 || k % group_size != 0) {
+    throw std::invalid_argument(
+        "thinkwire int8 panels: need rows in sixteens, 4 or 8 bits and groups of 32s (got " +
+        std::to_string(n) + " rows, " + std::to_string(bits) + " bits, groups of " +
+        std::to_string(group_size) + ", " + std::to_string(k) + " columns)");
+  }
+  const int groups = k / group_size;
+  const int blocks = k / 32;
+  const size_t row_bytes = static_cast<size_t>(k) * bits / 8;
+  const int block_bytes = 32 * bits / 8;
+  for (int panel = 0; panel < n / kRows; panel++) {
+    for (int blk = 0; blk < blocks; blk++) {
+      for (int v = 0; v < vectors(bits); v++) {
+        uint8_t* dst = pw + at(panel, blocks, blk, bits, v);
+        for (int lane = 0; lane < kRows; lane++) {
+          const uint8_t* src = w + (static_cast<size_t>(panel) * kRows + lane) * row_bytes +
+                               static_cast<size_t>(blk) * block_bytes + 4 * v;
+          std::memcpy(dst + lane * 4, src, 4);
+        }
+      }
+    }
+    for (int g = 0; g < groups; g++) {
+      for (int lane = 0; lane < kRows; lane++) {
+        const size_t from = (static_cast<size_t>(panel) * kRows + lane) * groups + g;
+        const size_t to = (static_cast<size_t>(panel) * groups + g) * kRows + lane;
+        ps[to] = scales[from];
+        pb[to] = biases[from];
+      }
+    }
+  }
+}
+
+void unpack_row(const uint8_t* w, const float* scales, const float* biases, int k, int group_size,
+                int bits, int r, uint8_t* row_w, float* row_scales, float* row_biases) {
+  const int groups = k / group_size;
+  const int blocks = k / 32;
+  const int panel = r / kRows, lane = r % kRows;
+  const int block_bytes = 32 * bits / 8;
+  for (int blk = 0; blk < blocks; blk++) {
+    for (int v = 0; v < vectors(bits); v++) {
+      std::memcpy(row_w + static_cast<size_t>(blk) * block_bytes + 4 * v,
+                  w + at(panel, blocks, blk, bits, v) + lane * 4, 4);
+    }
+  }
+  for (int g = 0; g < groups; g++) {
+    const size_t sg = (static_cast<size_t>(panel) * groups + g) * kRows + lane;
+    row_scales[g] = scales[sg];
+    row_biases[g] = biases[sg];
+  }
+}
+
+void rows(const Product& p, int p0, int p1) {
+#if defined(__x86_64__)
+  if (available()) {
+    if (p.bits == 4) return rows_bits<4>(p, p0, p1);
+    return rows_bits<8>(p, p0, p1);
+  }
+#endif
+  rows_portable(p, p0, p1);
+}
+
+} // namespace thinkwire::panels
