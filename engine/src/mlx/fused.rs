@@ -266,6 +266,71 @@ mod tests {
                 .unwrap();
             assert_eq!(bits(&swiglu(&view).unwrap()), bits(&want));
         }
+        // Every float pattern class the sigmoid meets (vector lanes and the
+        // scalar tail): a dense sweep over its whole range, the points
+        // where exp's rounding to the nearest power of two ties, and the
+        // non-finite values.
+        let mut gates: Vec<f32> = (0..6000).map(|i| (i as f32 - 3000.0) * 0.0337).collect();
+        for k in -130..130 {
+            let tie = (k as f32 + 0.5) / 1.442_695;
+            gates.extend([
+                tie,
+                f32::from_bits(tie.to_bits() + 1),
+                f32::from_bits(tie.to_bits() - 1),
+            ]);
+        }
+        gates.extend([
+            0.0,
+            -0.0,
+            88.0,
+            -88.0,
+            1e30,
+            -1e30,
+            f32::MIN_POSITIVE,
+            -f32::MIN_POSITIVE,
+        ]);
+        gates.extend([
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            f32::NAN,
+            -f32::NAN,
+            f32::MAX,
+            f32::MIN,
+        ]);
+        let f = gates.len() as i32;
+        let mut gu = gates.clone();
+        gu.extend(gates.iter().map(|g| 1.0 + g.abs().min(3.0)));
+        let gu = Array::from_slice(&gu, &[1, 1, 2 * f]);
+        let g = gu.try_index((.., .., ..f)).unwrap();
+        let u = gu.try_index((.., .., f..)).unwrap();
+        let want = g
+            .multiply(mlx_rs::ops::sigmoid(&g).unwrap())
+            .unwrap()
+            .multiply(&u)
+            .unwrap();
+        // A NaN's sign follows the order the compiler gave a product's
+        // operands: any NaN is the same NaN here.
+        let canonical = |a: &Array| -> Vec<u32> {
+            a.as_slice::<f32>()
+                .iter()
+                .map(|v| {
+                    if v.is_nan() {
+                        f32::NAN.to_bits()
+                    } else {
+                        v.to_bits()
+                    }
+                })
+                .collect()
+        };
+        let got = canonical(&swiglu(&gu).unwrap());
+        want.eval().unwrap();
+        let want = canonical(&want);
+        let differ: Vec<String> = (0..gates.len())
+            .filter(|&i| got[i] != want[i])
+            .take(8)
+            .map(|i| format!("g={:e}: {:#x} vs {:#x}", gates[i], got[i], want[i]))
+            .collect();
+        assert!(differ.is_empty(), "the sweep differs at {differ:?}");
         let err = swiglu(&normal(&[3, 5])).unwrap_err();
         assert!(err.what().contains("[B, T, 2 ffn]"), "{}", err.what());
     }
