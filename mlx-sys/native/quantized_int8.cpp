@@ -137,6 +137,17 @@ TW_AVX2 float quantize_block_avx2(const float* x, int bits, int8_t* q) {
   return a / 127.0f;
 }
 
+// The sum of a block's 32 quantized values (exact in 32 bits).
+TW_AVX2 int32_t block_sum_avx2(const int8_t* q) {
+  const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q));
+  const __m256i pairs = _mm256_maddubs_epi16(_mm256_set1_epi8(1), v);
+  const __m256i quads = _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
+  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(quads), _mm256_extracti128_si256(quads, 1));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
+  return _mm_cvtsi128_si32(s);
+}
+
 // The kernels, once per instruction set: the same source compiled under
 // each target, so the AVX2 build never holds an AVX-512 instruction.
 #pragma GCC push_options
@@ -201,7 +212,15 @@ void group_sums(const Activations& x, int m, int k, int group_size, int stride, 
       for (int b = g * per_group; b < (g + 1) * per_group; b++) {
         const int8_t* q = x.q + static_cast<size_t>(i) * k + static_cast<size_t>(b) * 32;
         int32_t sum = 0;
+#if defined(__x86_64__)
+        if (have_avx2()) {
+          sum = block_sum_avx2(q);
+        } else {
+          for (int j = 0; j < 32; j++) sum += q[j];
+        }
+#else
         for (int j = 0; j < 32; j++) sum += q[j];
+#endif
         c += x.d[static_cast<size_t>(i) * blocks + b] * static_cast<float>(sum);
       }
       sums[static_cast<size_t>(g) * stride + i] = c;

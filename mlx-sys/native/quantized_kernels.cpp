@@ -421,7 +421,29 @@ void panels_part(const void* ctx, int part, int parts) {
                static_cast<int>(static_cast<int64_t>(np) * (part + 1) / parts));
 }
 
-// product_int8 for weights in panels (quantized_panels.h).
+// x's rows quantized for the int8 kernels, with their group sums.
+struct Quantize {
+  const float* x;
+  int m, k, bits, group_size;
+  int8_t* q;
+  float* d;
+  float* xsum; // [groups, m]
+};
+
+// Rows [part * m / parts, ...) of a Quantize, for the pool.
+void quantize_part(const void* ctx, int part, int parts) {
+  const Quantize& t = *static_cast<const Quantize*>(ctx);
+  const int i0 = static_cast<int>(static_cast<int64_t>(t.m) * part / parts);
+  const int i1 = static_cast<int>(static_cast<int64_t>(t.m) * (part + 1) / parts);
+  if (i0 == i1) return;
+  const size_t q0 = static_cast<size_t>(i0) * t.k, d0 = static_cast<size_t>(i0) * (t.k / 32);
+  int8::quantize_rows(t.x + q0, i1 - i0, t.k, t.bits, t.q + q0, t.d + d0);
+  int8::group_sums(int8::Activations{t.q + q0, t.d + d0}, i1 - i0, t.k, t.group_size, t.m,
+                   t.xsum + i0);
+}
+
+// product_int8 for weights in panels (quantized_panels.h); x's rows are
+// quantized on the pool's threads too.
 void product_panels(const float* x, int m, int k, const uint8_t* w, const float* scales,
                     const float* biases, int n, int group_size, int bits, float* y) {
   if (n % panels::kRows != 0) {
@@ -432,13 +454,13 @@ void product_panels(const float* x, int m, int k, const uint8_t* w, const float*
   const size_t table = static_cast<size_t>(groups) * m;
   thread_local std::vector<float> scratch;
   thread_local std::vector<int8_t> q;
-  scratch.assign(table + static_cast<size_t>(m) * (k / 32), 0.0f);
+  scratch.resize(table + static_cast<size_t>(m) * (k / 32));
   q.resize(static_cast<size_t>(m) * k);
   float* xsum = scratch.data();
   float* d = xsum + table;
-  int8::quantize_rows(x, m, k, bits, q.data(), d);
+  const Quantize prep{x, m, k, bits, group_size, q.data(), d, xsum};
+  Pool::get().run(quantize_part, &prep, m);
   const int8::Activations xa{q.data(), d};
-  int8::group_sums(xa, m, k, group_size, m, xsum);
   panels::Product p{xa, xsum, m, w, scales, biases, y, m, n, k, group_size, bits};
   Pool::get().run(panels_part, &p, parts_for(n, k, bits));
 }
