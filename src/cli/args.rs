@@ -48,7 +48,7 @@ pub struct ModelArgs {
     /// When nothing is generating, how many milliseconds a new request
     /// waits at most for others arriving with it, so a burst is prefilled
     /// in one pass (a lone request waits a quarter of it; 0: never waits).
-    #[arg(long, default_value_t = 2)]
+    #[arg(long, default_value_t = 4)]
     pub batch_window_ms: u64,
     /// Generations whose prompts start alike (a shared system prompt or
     /// document, at least 16 tokens) compute the common part once while

@@ -308,7 +308,7 @@ pub fn default_model_args() -> thinkwire::cli::ModelArgs {
         prefix_cache_mb: 512,
         max_batch: 8,
         kv_cache_mb: None,
-        batch_window_ms: 2,
+        batch_window_ms: 4,
         share_prefixes: false,
     }
 }

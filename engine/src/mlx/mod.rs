@@ -40,6 +40,8 @@ mod mxfp4;
 mod panels;
 #[cfg(test)]
 mod precision_parity;
+#[cfg(test)]
+mod step_bench;
 // FFI into thinkwire's kernels (mlx-sys/native): the engine's only unsafe code.
 #[allow(unsafe_code)]
 mod quantized;
@@ -108,7 +110,7 @@ impl Default for LoadOptions {
             prefix_cache_bytes: 512 << 20,
             max_batch: 8,
             kv_cache_bytes: None,
-            batch_window: Duration::from_millis(2),
+            batch_window: Duration::from_millis(4),
             share_prefixes: false,
         }
     }

@@ -48,7 +48,7 @@ struct Case {
     output_ids: Vec<u32>,
 }
 
-fn default_model() -> PathBuf {
+pub(super) fn default_model() -> PathBuf {
     let home = match std::env::var_os("THINKWIRE_HOME").filter(|v| !v.is_empty()) {
         Some(h) => PathBuf::from(h),
         None => PathBuf::from(std::env::var_os("HOME").expect("HOME")).join(".cache/thinkwire"),

@@ -1,0 +1,93 @@
+//! Time of one batched decode step of the default model with nothing
+//! around it (no scheduler, no runs): `Model::forward` over N sequences of
+//! one token each against caches of ~100 positions, evaluated and waited
+//! for, N = 1, 2, 4, 8, under `auto` and `int8`; the kernels' share from
+//! their own clock. Set beside `thinkwire bench --concurrency`'s per-step
+//! figures, the difference is what the scheduler and the runs add. Run with
+//!
+//! ```text
+//! cargo test --release -p thinkwire-engine --lib mlx::step_bench -- --ignored --nocapture
+//! ```
+
+use std::time::Instant;
+
+use mlx_rs::Array;
+
+use super::load::load_gguf;
+use super::model::{Model, Segment};
+use super::weights::Precision;
+
+fn ids(v: &[i32]) -> Array {
+    Array::from_slice(v, &[1, v.len() as i32])
+}
+
+/// Median milliseconds of `reps` steps of `n` sequences, and of those in
+/// the kernels.
+fn step_ms(model: &Model, n: usize, reps: usize) -> (f64, f64) {
+    let mut caches: Vec<_> = (0..n).map(|_| model.new_cache()).collect();
+    // Different prompts of 100 tokens.
+    for (i, c) in caches.iter_mut().enumerate() {
+        let prompt: Vec<i32> = (0..100)
+            .map(|j| (17 + 31 * i as i32 + 7 * j) % 4000)
+            .collect();
+        let mut seg = [Segment {
+            ids: ids(&prompt),
+            len: 100,
+            caches: c,
+            fork: None,
+        }];
+        model.forward(&mut seg, false).unwrap();
+        let arrays: Vec<&Array> = c.iter().flat_map(|k| k.arrays()).collect();
+        mlx_rs::transforms::eval(arrays).unwrap();
+    }
+    let mut times = Vec::new();
+    let mut kernel_times = Vec::new();
+    for r in 0..reps {
+        let start = Instant::now();
+        let kernels = super::kernel_time().0;
+        let mut segments: Vec<Segment<'_>> = caches
+            .iter_mut()
+            .enumerate()
+            .map(|(i, c)| Segment {
+                ids: ids(&[((r * 13 + i * 101) % 4000) as i32]),
+                len: 1,
+                caches: c,
+                fork: None,
+            })
+            .collect();
+        let logits = model.forward(&mut segments, true).unwrap().unwrap();
+        let picks = mlx_rs::ops::indexing::argmax_axis(&logits, -1, true).unwrap();
+        let mut eval = vec![&picks];
+        for s in &segments {
+            eval.extend(s.caches.iter().flat_map(|k| k.arrays()));
+        }
+        mlx_rs::transforms::eval(eval).unwrap();
+        times.push(start.elapsed().as_secs_f64() * 1e3);
+        kernel_times.push((super::kernel_time().0 - kernels).as_secs_f64() * 1e3);
+    }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    (median(&mut times), median(&mut kernel_times))
+}
+
+#[test]
+#[ignore = "a benchmark: run it in release, see the module doc"]
+fn batched_step_time() {
+    let path = super::precision_parity::default_model();
+    for precision in [Precision::Auto, Precision::Int8] {
+        let loaded = load_gguf(&path).unwrap();
+        let model = Model::build(&loaded.config, loaded.weights, precision).unwrap();
+        step_ms(&model, 8, 5); // warm-up
+        let one = step_ms(&model, 1, 60).0;
+        for n in [1, 2, 4, 8] {
+            let (ms, kernels) = step_ms(&model, n, 60);
+            eprintln!(
+                "{precision:?} N={n}: {ms:.2} ms per step ({kernels:.2} in the kernels), {:.0} tok/s, {:.2}x N=1",
+                n as f64 * 1e3 / ms,
+                n as f64 * one / ms
+            );
+        }
+    }
+}
