@@ -386,8 +386,18 @@ mod tests {
     fn attend_matches_mlx_attention_to_rounding() {
         mlx_rs::random::seed(3).unwrap();
         let (nq, nkv) = (6, 2);
-        // A head size of 20 takes the portable loops.
-        for (t, len, hd) in [(1, 1, 24), (1, 37, 24), (4, 9, 24), (1, 37, 20), (3, 9, 20)] {
+        // Head sizes that are multiples of 16 take 16-float vectors on
+        // AVX-512 CPUs (64: four per row, 48: one at a time), 24 the
+        // 8-float ones, 20 the portable loops.
+        let cases = [(1, 1, 24), (1, 37, 24), (4, 9, 24), (1, 37, 20), (3, 9, 20)];
+        let wide = [
+            (1, 1, 64),
+            (1, 37, 64),
+            (4, 9, 64),
+            (1, 61, 48),
+            (1, 23, 128),
+        ];
+        for (t, len, hd) in cases.into_iter().chain(wide) {
             let q = normal(&[1, nq, t, hd]);
             // Views of a larger cache, as the model passes them.
             let cache_k = normal(&[1, nkv, 64, hd]);
@@ -422,6 +432,14 @@ mod tests {
         let kv = normal(&[1, 2, 3, 24]);
         let err = attend(&q, &kv, &kv, 1.0).unwrap_err();
         assert!(err.what().contains("multiple"), "{}", err.what());
+    }
+
+    /// The 8-float and portable attention loops on a CPU with AVX-512.
+    #[test]
+    fn narrower_attention_loops_match_too() {
+        crate::mlx::quantized::run_under_narrower_isas(&[
+            "mlx::fused::tests::attend_matches_mlx_attention_to_rounding",
+        ]);
     }
 
     #[test]
