@@ -7,11 +7,10 @@
 // 16-float vectors on AVX-512 CPUs when the head sizes are multiples of 16.
 
 #include "attention_kernels.h"
+#include "quantized_avx512.h"
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
-#include <string>
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -257,17 +256,6 @@ TW_AVX512 void attend_heads_avx512(const AttendHeads& a) {
   if (a.heads - h == 1) weighted_values512<1>(a, h);
 }
 
-bool have_avx512() {
-  static const bool yes = [] {
-    const char* cap = std::getenv("THINKWIRE_KERNEL_ISA");
-    if (cap != nullptr && (std::string(cap) == "portable" || std::string(cap) == "avx2")) {
-      return false;
-    }
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
-           __builtin_cpu_supports("avx512vl");
-  }();
-  return yes;
-}
 
 #endif
 
@@ -275,7 +263,7 @@ bool have_avx512() {
 
 void attend_heads(const AttendHeads& a) {
 #if defined(__x86_64__)
-  if (a.hd % 16 == 0 && a.vd % 16 == 0 && have_avx512()) return attend_heads_avx512(a);
+  if (a.hd % 16 == 0 && a.vd % 16 == 0 && avx512::available()) return attend_heads_avx512(a);
   if (a.hd % 8 == 0 && a.vd % 8 == 0 && have_avx2_fma()) return attend_heads_avx2(a);
 #endif
   attend_heads_portable(a);

@@ -238,6 +238,16 @@ mod tests {
         assert!(err.what().contains("weight must be [n]"), "{}", err.what());
     }
 
+    /// `g * sigmoid(g) * u` in MLX's operations for `[.., .., 2 f]`.
+    fn mlx_swiglu(gu: &Array, f: i32) -> Array {
+        let g = gu.try_index((.., .., ..f)).unwrap();
+        let u = gu.try_index((.., .., f..)).unwrap();
+        g.multiply(mlx_rs::ops::sigmoid(&g).unwrap())
+            .unwrap()
+            .multiply(&u)
+            .unwrap()
+    }
+
     #[test]
     fn swiglu_matches_the_operations_it_replaces_bit_for_bit() {
         mlx_rs::random::seed(1).unwrap();
@@ -246,24 +256,12 @@ mod tests {
             let gu = normal(&[1, t, 2 * f])
                 .multiply(Array::from_f32(4.0))
                 .unwrap();
-            let g = gu.try_index((.., .., ..f)).unwrap();
-            let u = gu.try_index((.., .., f..)).unwrap();
-            let want = g
-                .multiply(mlx_rs::ops::sigmoid(&g).unwrap())
-                .unwrap()
-                .multiply(&u)
-                .unwrap();
+            let want = mlx_swiglu(&gu, f);
             assert_eq!(bits(&swiglu(&gu).unwrap()), bits(&want), "{t} x {f}");
             // A strided view as input.
             let wide = normal(&[1, t, 2 * 96]);
             let view = wide.try_index((.., .., ..96)).unwrap();
-            let g = view.try_index((.., .., ..48)).unwrap();
-            let u = view.try_index((.., .., 48..)).unwrap();
-            let want = g
-                .multiply(mlx_rs::ops::sigmoid(&g).unwrap())
-                .unwrap()
-                .multiply(&u)
-                .unwrap();
+            let want = mlx_swiglu(&view, 48);
             assert_eq!(bits(&swiglu(&view).unwrap()), bits(&want));
         }
         // Every float pattern class the sigmoid meets (vector lanes and the
@@ -301,13 +299,7 @@ mod tests {
         let mut gu = gates.clone();
         gu.extend(gates.iter().map(|g| 1.0 + g.abs().min(3.0)));
         let gu = Array::from_slice(&gu, &[1, 1, 2 * f]);
-        let g = gu.try_index((.., .., ..f)).unwrap();
-        let u = gu.try_index((.., .., f..)).unwrap();
-        let want = g
-            .multiply(mlx_rs::ops::sigmoid(&g).unwrap())
-            .unwrap()
-            .multiply(&u)
-            .unwrap();
+        let want = mlx_swiglu(&gu, f);
         // A NaN's sign follows the order the compiler gave a product's
         // operands: any NaN is the same NaN here.
         let canonical = |a: &Array| -> Vec<u32> {

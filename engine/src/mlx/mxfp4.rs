@@ -137,9 +137,7 @@ pub(crate) fn matmul_raw(
         )
     };
     if rc != 0 {
-        // SAFETY: a NUL-terminated string owned by this thread.
-        let msg = unsafe { std::ffi::CStr::from_ptr(mlx_sys::thinkwire_last_error()) };
-        return Err(msg.to_string_lossy().into_owned());
+        return Err(super::quantized::last_error());
     }
     Ok(y)
 }

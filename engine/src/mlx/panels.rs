@@ -81,9 +81,7 @@ pub(crate) fn repack_raw(
         )
     };
     if rc != 0 {
-        // SAFETY: a NUL-terminated string owned by this thread.
-        let msg = unsafe { std::ffi::CStr::from_ptr(mlx_sys::thinkwire_last_error()) };
-        return Err(msg.to_string_lossy().into_owned());
+        return Err(super::quantized::last_error());
     }
     Ok(PanelBuffers {
         w: pw,
@@ -144,10 +142,26 @@ pub(crate) fn repack(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mlx::quantized::{Activations, Path, random_packed, run_under_narrower_isas};
+    use crate::mlx::quantized::{
+        Activations, Packed, Path, random_packed, run_under_narrower_isas,
+    };
 
     fn bits_of(v: &[f32]) -> Vec<u32> {
         v.iter().map(|f| f.to_bits()).collect()
+    }
+
+    /// `packed` repacked, as plain buffers for the kernels' raw entry.
+    fn in_panels(packed: &Packed) -> Packed {
+        let (n, k, q) = (packed.n, packed.k, packed.q);
+        let p = repack_raw(&packed.w, &packed.scales, &packed.biases, n, k, q).unwrap();
+        Packed {
+            w: p.w,
+            scales: p.scales,
+            biases: p.biases,
+            n,
+            k,
+            q,
+        }
     }
 
     /// Panels compute `Int8`'s arithmetic: within float rounding of the
@@ -161,15 +175,7 @@ mod tests {
             let q = Quant { group_size, bits };
             let (n, k) = (48usize, 256usize);
             let (_, _, _, packed) = random_packed(n as i32, k as i32, q);
-            let p = repack_raw(&packed.w, &packed.scales, &packed.biases, n, k, q).unwrap();
-            let panels = crate::mlx::quantized::Packed {
-                w: p.w,
-                scales: p.scales,
-                biases: p.biases,
-                n,
-                k,
-                q,
-            };
+            let panels = in_panels(&packed);
             for m in [1usize, 2, 3, 5, 8, 9, 16, 17] {
                 let x: Vec<f32> = (0..m * k)
                     .map(|i| ((i * 37 % 101) as f32 - 50.0) / 25.0)
@@ -227,16 +233,7 @@ mod tests {
         let y =
             crate::mlx::quantized::matmul(&x, &pw, &ps, &pb, q, Activations::Int8Panels).unwrap();
         y.eval().unwrap();
-        let p = repack_raw(&packed.w, &packed.scales, &packed.biases, 32, 128, q).unwrap();
-        let raw = crate::mlx::quantized::Packed {
-            w: p.w,
-            scales: p.scales,
-            biases: p.biases,
-            n: 32,
-            k: 128,
-            q,
-        };
-        let want = raw
+        let want = in_panels(&packed)
             .matmul_now_with(
                 x.as_slice::<f32>(),
                 3,

@@ -161,9 +161,7 @@ impl Packed {
             )
         };
         if rc != 0 {
-            // SAFETY: a NUL-terminated string owned by this thread.
-            let msg = unsafe { CStr::from_ptr(mlx_sys::thinkwire_last_error()) };
-            return Err(msg.to_string_lossy().into_owned());
+            return Err(last_error());
         }
         Ok(y)
     }
@@ -236,6 +234,13 @@ pub(crate) fn gather_matmul(
     }
 }
 
+/// The message of this thread's last failed call into the native code.
+pub(super) fn last_error() -> String {
+    // SAFETY: a NUL-terminated string owned by this thread, copied at once.
+    let msg = unsafe { CStr::from_ptr(mlx_sys::thinkwire_last_error()) };
+    msg.to_string_lossy().into_owned()
+}
+
 /// Builds one lazy operation through `build`, which fills a fresh result
 /// handle on the default stream and returns non-zero (with
 /// `thinkwire_last_error` set) on failure.
@@ -253,10 +258,7 @@ pub(super) unsafe fn lazy_op(
         let mut res = mlx_sys::mlx_array_new();
         if build(&mut res, stream.as_ref().as_ptr()) != 0 {
             mlx_sys::mlx_array_free(res);
-            let msg = CStr::from_ptr(mlx_sys::thinkwire_last_error())
-                .to_string_lossy()
-                .into_owned();
-            return Err(Exception::custom(msg));
+            return Err(Exception::custom(last_error()));
         }
         Ok(Array::from_ptr(res))
     }
