@@ -227,3 +227,25 @@ fn tiny_qwen3_batched_gives_the_ids_it_gives_alone() {
         LoadOptions::default(),
     );
 }
+
+/// Requests arriving together into an idle batch are prefilled in one pass
+/// (`LoadOptions::batch_window`): four one-token generations started at
+/// once take a single model step. (With no window the first prompt starts
+/// alone and the others follow it in a second pass.)
+#[test]
+fn a_burst_is_prefilled_in_one_pass() {
+    let dir: PathBuf = thinkwire_chat::assets::home().join("models/tiny-qwen3-chat");
+    let (_, cases) = cases("tiny-qwen3-chat-thinking-off.json", 4);
+    let engine = MlxEngine::load(
+        &dir,
+        &LoadOptions {
+            // Generous, so a slow machine's thread start still falls inside.
+            batch_window: std::time::Duration::from_millis(400),
+            ..LoadOptions::default()
+        },
+    )
+    .unwrap();
+    let firsts = together(&engine, &cases, 1, false);
+    assert!(firsts.iter().all(|ids| ids.len() == 1), "{firsts:?}");
+    assert_eq!(engine.load().steps, 1, "one pass for the four prompts");
+}
