@@ -529,40 +529,6 @@ impl Worker {
         (decode, prefill)
     }
 
-    /// Followers whose leader already holds the shared prefix take a copy
-    /// of it; those whose leader is gone (or failed) feed their whole
-    /// prompt. The others wait for a pass that writes it (`plan`).
-    fn share_prefixes(&mut self) {
-        for i in 0..self.active.len() {
-            let Some(f) = self.active[i].follows else {
-                continue;
-            };
-            let (before, rest) = self.active.split_at_mut(i);
-            let seq = &mut rest[0];
-            let leader = before.iter().find(|s| s.id == f.leader && !s.failed());
-            match leader {
-                Some(lead) if lead.offset() >= f.common => {
-                    let at = f.common as i32;
-                    match lead.caches.iter().map(|c| c.fork(at)).collect() {
-                        Ok(caches) => {
-                            seq.caches = caches;
-                            seq.skip_prompt(f.common);
-                            self.gauges
-                                .shared_prompt_tokens
-                                .fetch_add(f.common as u64, Ordering::Relaxed);
-                        }
-                        Err(e) => {
-                            tracing::warn!(error = %e, "copying a shared prefix failed");
-                            seq.follows = None;
-                        }
-                    }
-                }
-                Some(lead) if !lead.is_done() => {}
-                _ => seq.follows = None,
-            }
-        }
-    }
-
     /// Runs one pass and queues it; returns each sequence's next-token
     /// source (a lazy pick for greedy ones) by index in `active`.
     fn run_pass(&mut self, parts: &[Part], pass: Pass) -> Option<Vec<(usize, Spec)>> {

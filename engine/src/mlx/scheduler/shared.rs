@@ -7,6 +7,8 @@
 //! positions are shared, which no later step rewrites. Nothing outlives
 //! the sequences (the opt-in prefix pool is what keeps caches after a run).
 
+use std::sync::atomic::Ordering;
+
 use super::link::SeqId;
 use super::sequence::Sequence;
 
@@ -42,6 +44,42 @@ pub(super) fn leader_for(active: &[Sequence], prompt: &[u32]) -> Option<Follow> 
 pub(super) fn common_prefix(held: &[u32], prompt: &[u32]) -> usize {
     let common = held.iter().zip(prompt).take_while(|(a, b)| a == b).count();
     common.min(prompt.len().saturating_sub(1))
+}
+
+impl super::Worker {
+    /// Followers whose leader already holds the shared prefix take a copy
+    /// of it; those whose leader is gone (or failed) feed their whole
+    /// prompt. The others wait for a pass that writes it (`plan`).
+    pub(super) fn share_prefixes(&mut self) {
+        for i in 0..self.active.len() {
+            let Some(f) = self.active[i].follows else {
+                continue;
+            };
+            let (before, rest) = self.active.split_at_mut(i);
+            let seq = &mut rest[0];
+            let leader = before.iter().find(|s| s.id == f.leader && !s.failed());
+            match leader {
+                Some(lead) if lead.offset() >= f.common => {
+                    let at = f.common as i32;
+                    match lead.caches.iter().map(|c| c.fork(at)).collect() {
+                        Ok(caches) => {
+                            seq.caches = caches;
+                            seq.skip_prompt(f.common);
+                            self.gauges
+                                .shared_prompt_tokens
+                                .fetch_add(f.common as u64, Ordering::Relaxed);
+                        }
+                        Err(e) => {
+                            tracing::warn!(error = %e, "copying a shared prefix failed");
+                            seq.follows = None;
+                        }
+                    }
+                }
+                Some(lead) if !lead.is_done() => {}
+                _ => seq.follows = None,
+            }
+        }
+    }
 }
 
 #[cfg(test)]
