@@ -413,12 +413,24 @@ void product_int8(const float* x, int m, int k, const uint8_t* w, const float* s
   Pool::get().run(rows_part<int8::Product, int8::rows>, &p, parts_for(n, k, bits));
 }
 
-// Panels [part * np / parts, ...) of a panel product, for the pool.
-void panels_part(const void* ctx, int part, int parts) {
-  const panels::Product& p = *static_cast<const panels::Product*>(ctx);
-  const int np = p.n / panels::kRows;
-  panels::rows(p, static_cast<int>(static_cast<int64_t>(np) * part / parts),
-               static_cast<int>(static_cast<int64_t>(np) * (part + 1) / parts));
+// A panel product shared out in chunks of panels: each thread takes the
+// next chunk until none is left, so a worker that starts late (or a core
+// another process holds) does less and nobody waits for it.
+struct PanelChunks {
+  panels::Product p;
+  int chunk; // panels per chunk
+  std::atomic<int> next{0};
+};
+
+void panels_part(const void* ctx, int, int) {
+  auto& t = *static_cast<PanelChunks*>(const_cast<void*>(ctx));
+  const int np = t.p.n / panels::kRows;
+  for (;;) {
+    const int c = t.next.fetch_add(1, std::memory_order_relaxed);
+    const int p0 = c * t.chunk;
+    if (p0 >= np) return;
+    panels::rows(t.p, p0, std::min(np, p0 + t.chunk));
+  }
 }
 
 // x's rows quantized for the int8 kernels, with their group sums.
@@ -461,8 +473,9 @@ void product_panels(const float* x, int m, int k, const uint8_t* w, const float*
   const Quantize prep{x, m, k, bits, group_size, q.data(), d, xsum};
   Pool::get().run(quantize_part, &prep, m);
   const int8::Activations xa{q.data(), d};
-  panels::Product p{xa, xsum, m, w, scales, biases, y, m, n, k, group_size, bits};
-  Pool::get().run(panels_part, &p, parts_for(n, k, bits));
+  PanelChunks chunks{{xa, xsum, m, w, scales, biases, y, m, n, k, group_size, bits},
+                     std::max(1, n / panels::kRows / 16)};
+  Pool::get().run(panels_part, &chunks, parts_for(n, k, bits));
 }
 
 using SgemmFn = void (*)(int, int, int, int, int, int, float, const float*, int, const float*,
