@@ -296,6 +296,36 @@ const float* row_of(const Strided& a, bool contiguous, int64_t r, int n, float* 
 }
 
 // With one input, its RMS norm; with two, their sum and its RMS norm.
+// Rows of an RMS norm (with the residual add first when `add`); rows are
+// independent, so they are shared out over the kernels' threads.
+struct RmsNormTask {
+  Strided x, y;
+  bool xc, yc;
+  const float* w;
+  float* sum;
+  float* normed;
+  int n;
+  int64_t rows;
+  bool add;
+  float eps;
+};
+
+void rms_norm_part(const void* ctx, int part, int parts) {
+  const RmsNormTask& t = *static_cast<const RmsNormTask*>(ctx);
+  const int64_t r0 = t.rows * part / parts, r1 = t.rows * (part + 1) / parts;
+  std::vector<float> xrow(t.n), yrow(t.n);
+  for (int64_t r = r0; r < r1; r++) {
+    const float* xr = row_of(t.x, t.xc, r, t.n, xrow.data());
+    if (t.add) {
+      const float* yr = row_of(t.y, t.yc, r, t.n, yrow.data());
+      float* s = t.sum + r * t.n;
+      for (int j = 0; j < t.n; j++) s[j] = xr[j] + yr[j];
+      xr = s;
+    }
+    rms_norm_row(xr, t.w, t.n, t.eps, t.normed + r * t.n);
+  }
+}
+
 class RmsNorm : public FusedPrimitive {
  public:
   RmsNorm(mlx::core::Stream s, float eps, bool add) : FusedPrimitive(s), eps_(eps), add_(add) {}
@@ -309,23 +339,21 @@ class RmsNorm : public FusedPrimitive {
     const int n = x.shape(-1);
     const int64_t rows = static_cast<int64_t>(x.size() / n);
     const bool add = add_;
-    encoder.dispatch([x = Strided(x), y = Strided(inputs[add ? 1 : 0]),
-                      xc = x.flags().row_contiguous,
-                      yc = inputs[add ? 1 : 0].flags().row_contiguous,
-                      w = inputs.back().data<float>(), sum = outputs[0].data<float>(),
-                      normed = outputs[add ? 1 : 0].data<float>(), n, rows, add,
-                      eps = eps_]() {
-      std::vector<float> xrow(n), yrow(n);
-      for (int64_t r = 0; r < rows; r++) {
-        const float* xr = row_of(x, xc, r, n, xrow.data());
-        if (add) {
-          const float* yr = row_of(y, yc, r, n, yrow.data());
-          float* s = sum + r * n;
-          for (int j = 0; j < n; j++) s[j] = xr[j] + yr[j];
-          xr = s;
-        }
-        rms_norm_row(xr, w, n, eps, normed + r * n);
-      }
+    const RmsNormTask task{Strided(x),
+                           Strided(inputs[add ? 1 : 0]),
+                           x.flags().row_contiguous,
+                           inputs[add ? 1 : 0].flags().row_contiguous,
+                           inputs.back().data<float>(),
+                           outputs[0].data<float>(),
+                           outputs[add ? 1 : 0].data<float>(),
+                           n,
+                           rows,
+                           add,
+                           eps_};
+    encoder.dispatch([task]() {
+      // A lone row (a single sequence's step) stays on this thread.
+      const int parts = task.rows < 2 || task.rows * task.n < 2048 ? 1 : static_cast<int>(task.rows);
+      thinkwire::parallel_parts(rms_norm_part, &task, parts);
     });
   }
   const char* name() const override {
