@@ -270,7 +270,8 @@ mod tests {
         // non-finite values.
         let mut gates: Vec<f32> = (0..6000).map(|i| (i as f32 - 3000.0) * 0.0337).collect();
         for k in -130..130 {
-            let tie = (k as f32 + 0.5) / 1.442_695;
+            // MLX's 1.442695f is log2(e) as an f32.
+            let tie = (k as f32 + 0.5) / std::f32::consts::LOG2_E;
             gates.extend([
                 tie,
                 f32::from_bits(tie.to_bits() + 1),
