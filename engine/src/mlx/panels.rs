@@ -27,6 +27,7 @@ pub(crate) fn fits(n: usize, q: Quant) -> bool {
 }
 
 /// A weight's buffers in panels.
+#[cfg(test)]
 #[derive(Debug)]
 pub(crate) struct PanelBuffers {
     pub w: Vec<u8>,
@@ -36,6 +37,7 @@ pub(crate) struct PanelBuffers {
 
 /// Panel buffers of MLX's layout (`w` `[n, k * bits / 8]` bytes, `scales`
 /// and `biases` `[n, k / group_size]`), the same sizes.
+#[cfg(test)]
 pub(crate) fn repack_raw(
     w: &[u8],
     scales: &[f32],
@@ -44,12 +46,36 @@ pub(crate) fn repack_raw(
     k: usize,
     q: Quant,
 ) -> Result<PanelBuffers, String> {
+    let mut out = PanelBuffers {
+        w: vec![0u8; w.len()],
+        scales: vec![0f32; scales.len()],
+        biases: vec![0f32; biases.len()],
+    };
+    let (pw, ps, pb) = (&mut out.w, &mut out.scales, &mut out.biases);
+    repack_into(w, scales, biases, n, k, q, pw, ps, pb)?;
+    Ok(out)
+}
+
+/// [`repack_raw`] into buffers of the same sizes as the inputs.
+#[allow(clippy::too_many_arguments)]
+fn repack_into(
+    w: &[u8],
+    scales: &[f32],
+    biases: &[f32],
+    n: usize,
+    k: usize,
+    q: Quant,
+    pw: &mut [u8],
+    ps: &mut [f32],
+    pb: &mut [f32],
+) -> Result<(), String> {
     let bits = usize::try_from(q.bits).map_err(|e| e.to_string())?;
     let group = usize::try_from(q.group_size).map_err(|e| e.to_string())?;
     if group == 0
         || w.len() != n * k * bits / 8
         || scales.len() != n * (k / group)
         || biases.len() != scales.len()
+        || (pw.len(), ps.len(), pb.len()) != (w.len(), scales.len(), biases.len())
     {
         return Err(format!(
             "buffer sizes do not match n={n}, k={k}: w {}, scales {}, biases {}",
@@ -59,11 +85,6 @@ pub(crate) fn repack_raw(
         ));
     }
     let int = |v: usize| i32::try_from(v).map_err(|_| format!("{v} is too large"));
-    let (mut pw, mut ps, mut pb) = (
-        vec![0u8; w.len()],
-        vec![0f32; scales.len()],
-        vec![0f32; biases.len()],
-    );
     // SAFETY: the sizes were checked above against n, k and the format; the
     // call reads w, scales and biases and writes the three outputs.
     let rc = unsafe {
@@ -83,16 +104,13 @@ pub(crate) fn repack_raw(
     if rc != 0 {
         return Err(super::quantized::last_error());
     }
-    Ok(PanelBuffers {
-        w: pw,
-        scales: ps,
-        biases: pb,
-    })
+    Ok(())
 }
 
 /// `w` (uint32 `[n, k * bits / 32]`), `scales` and `biases` (f32 `[n, k /
 /// group_size]`) repacked into panels, shaped as before; evaluated now
-/// (load time).
+/// (load time). The inputs are read in place and the output written once
+/// before MLX copies it, so a weight is held at most three times over.
 pub(crate) fn repack(
     w: &Array,
     scales: &Array,
@@ -114,28 +132,38 @@ pub(crate) fn repack(
         }
     };
     let k = words * 32 / q.bits.max(1) as usize;
-    let bytes: Vec<u8> = w
-        .try_as_slice::<u32>()
-        .map_err(|e| Exception::custom(e.to_string()))?
-        .iter()
-        .flat_map(|word| word.to_le_bytes())
-        .collect();
-    let as_f32 = |a: &Array| -> Result<Vec<f32>, Exception> {
-        Ok(a.try_as_slice::<f32>()
-            .map_err(|e| Exception::custom(e.to_string()))?
-            .to_vec())
+    let err = |e: mlx_rs::error::AsSliceError| Exception::custom(e.to_string());
+    let words_in = w.try_as_slice::<u32>().map_err(err)?;
+    let mut words_out = vec![0u32; words_in.len()];
+    let mut ps = vec![0f32; scales.size()];
+    let mut pb = vec![0f32; biases.size()];
+    // SAFETY: u32 buffers viewed as their bytes, lengths times 4; MLX packs
+    // the words little-endian and so do the kernels (x86-64, AArch64).
+    let (bytes_in, bytes_out) = unsafe {
+        (
+            std::slice::from_raw_parts(words_in.as_ptr().cast::<u8>(), words_in.len() * 4),
+            std::slice::from_raw_parts_mut(
+                words_out.as_mut_ptr().cast::<u8>(),
+                words_out.len() * 4,
+            ),
+        )
     };
-    let panels = repack_raw(&bytes, &as_f32(&scales)?, &as_f32(&biases)?, n, k, q)
-        .map_err(Exception::custom)?;
-    let words: Vec<u32> = panels
-        .w
-        .chunks_exact(4)
-        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect();
+    repack_into(
+        bytes_in,
+        scales.try_as_slice::<f32>().map_err(err)?,
+        biases.try_as_slice::<f32>().map_err(err)?,
+        n,
+        k,
+        q,
+        bytes_out,
+        &mut ps,
+        &mut pb,
+    )
+    .map_err(Exception::custom)?;
     Ok((
-        Array::from_slice(&words, &shape),
-        Array::from_slice(&panels.scales, scales.shape()),
-        Array::from_slice(&panels.biases, biases.shape()),
+        Array::from_slice(&words_out, &shape),
+        Array::from_slice(&ps, scales.shape()),
+        Array::from_slice(&pb, biases.shape()),
     ))
 }
 
