@@ -279,7 +279,8 @@ impl Worker {
         if self.waiting.is_empty() || self.options.gather.is_zero() {
             return;
         }
-        let end = Instant::now() + self.options.gather;
+        let start = Instant::now();
+        let end = start + self.options.gather;
         let quiet = self.options.gather / 4;
         while self.waiting.len() < self.options.max_batch && !self.closing {
             let now = Instant::now();
@@ -295,11 +296,7 @@ impl Worker {
         }
         tracing::trace!(
             arrived = self.waiting.len(),
-            waited_us = (self
-                .options
-                .gather
-                .saturating_sub(end.saturating_duration_since(Instant::now())))
-            .as_micros() as u64,
+            waited_us = start.elapsed().as_micros() as u64,
             "gathered"
         );
     }
