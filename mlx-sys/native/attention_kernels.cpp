@@ -5,12 +5,16 @@
 // softmax with a vector exp, then the value rows weighted by the
 // probabilities, up to three heads sharing each loaded value vector; with
 // 16-float vectors on AVX-512 CPUs when the head sizes are multiples of 16.
+// Keys and values are floats or IEEE halves (a cache kept at half the
+// bytes: attention over a long cache is bound by its reads), widened as
+// they are loaded.
 
 #include "attention_kernels.h"
 #include "quantized_avx512.h"
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -19,15 +23,35 @@
 namespace thinkwire {
 namespace {
 
+// An IEEE half's exact value as a float.
+float widen(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  const uint32_t exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu;
+  if (exp == 0) {
+    // Zero or subnormal: mant * 2^-24, exact in a float.
+    const float m = std::ldexp(static_cast<float>(mant), -24);
+    return sign ? -m : m;
+  }
+  uint32_t bits = sign | (exp == 0x1f ? (0xffu << 23) | (mant << 13)
+                                      : ((exp + 112) << 23) | (mant << 13));
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+inline float widen(float f) { return f; }
+
+template <typename T>
 void attend_heads_portable(const AttendHeads& a) {
+  const T* keys = static_cast<const T*>(a.k);
+  const T* values = static_cast<const T*>(a.v);
   for (int h = 0; h < a.heads; h++) {
     const float* q = a.q + static_cast<int64_t>(h) * a.hd;
     float* p = a.scratch + static_cast<int64_t>(h) * (a.seen + 8);
     float top = -INFINITY;
     for (int j = 0; j < a.seen; j++) {
-      const float* k = a.k + j * a.k_stride;
+      const T* k = keys + j * a.k_stride;
       float s = 0.0f;
-      for (int d = 0; d < a.hd; d++) s += q[d] * k[d];
+      for (int d = 0; d < a.hd; d++) s += q[d] * widen(k[d]);
       p[j] = s;
       top = std::max(top, s);
     }
@@ -41,15 +65,29 @@ void attend_heads_portable(const AttendHeads& a) {
     const float inv = 1.0f / sum;
     for (int j = 0; j < a.seen; j++) {
       const float w = p[j] * inv;
-      const float* v = a.v + j * a.v_stride;
-      for (int d = 0; d < a.vd; d++) out[d] += w * v[d];
+      const T* v = values + j * a.v_stride;
+      for (int d = 0; d < a.vd; d++) out[d] += w * widen(v[d]);
     }
   }
 }
 
 #if defined(__x86_64__)
 
-#define TW_AVX2 __attribute__((target("avx2,fma")))
+#define TW_AVX2 __attribute__((target("avx2,fma,f16c")))
+// The vector loops over rows, heads and columns have constant trip counts
+// and must be unrolled for their accumulators to stay in registers; the
+// native files build at -O2, where GCC would otherwise keep them in memory
+// (half the speed, measured).
+#define TW_PRAGMA(x) _Pragma(#x)
+#define TW_UNROLL(n) TW_PRAGMA(GCC unroll n)
+
+// Eight keys or values from p, widened.
+TW_AVX2 inline __m256 load8(const float* p) {
+  return _mm256_loadu_ps(p);
+}
+TW_AVX2 inline __m256 load8(const uint16_t* p) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
 
 // The sums of eight vectors, lane i holding the sum of v[i].
 TW_AVX2 inline __m256 sum8(const __m256 (&v)[8]) {
@@ -89,15 +127,19 @@ TW_AVX2 inline __m256 exp_nonpositive(__m256 in) {
 }
 
 // Head h's scores q . k_j for every row j it sees, into p (padded to 8).
+template <typename T>
 TW_AVX2 void scores(const AttendHeads& a, const float* q, float* p) {
+  const T* keys = static_cast<const T*>(a.k);
   int j = 0;
   for (; j + 8 <= a.seen; j += 8) {
     __m256 acc[8];
+    TW_UNROLL(8)
     for (int r = 0; r < 8; r++) acc[r] = _mm256_setzero_ps();
     for (int d = 0; d < a.hd; d += 8) {
       const __m256 qv = _mm256_loadu_ps(q + d);
+      TW_UNROLL(8)
       for (int r = 0; r < 8; r++) {
-        acc[r] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(a.k + (j + r) * a.k_stride + d), acc[r]);
+        acc[r] = _mm256_fmadd_ps(qv, load8(keys + (j + r) * a.k_stride + d), acc[r]);
       }
     }
     _mm256_storeu_ps(p + j, sum8(acc));
@@ -105,7 +147,7 @@ TW_AVX2 void scores(const AttendHeads& a, const float* q, float* p) {
   for (; j < a.seen; j++) {
     __m256 acc = _mm256_setzero_ps();
     for (int d = 0; d < a.hd; d += 8) {
-      acc = _mm256_fmadd_ps(_mm256_loadu_ps(q + d), _mm256_loadu_ps(a.k + j * a.k_stride + d), acc);
+      acc = _mm256_fmadd_ps(_mm256_loadu_ps(q + d), load8(keys + j * a.k_stride + d), acc);
     }
     p[j] = hsum(acc);
   }
@@ -132,20 +174,26 @@ TW_AVX2 void softmax(float* p, int seen) {
 }
 
 // out_h = sum_j p_h[j] v_j for H heads (H <= 3) over C * 8 columns from d0.
-template <int H, int C>
+template <typename T, int H, int C>
 TW_AVX2 void weighted_columns(const AttendHeads& a, int h0, int d0) {
+  const T* values = static_cast<const T*>(a.v);
   const float* p[H];
   for (int h = 0; h < H; h++) p[h] = a.scratch + static_cast<int64_t>(h0 + h) * (a.seen + 8);
   __m256 acc[H][C];
+  TW_UNROLL(3)
   for (int h = 0; h < H; h++) {
+    TW_UNROLL(4)
     for (int c = 0; c < C; c++) acc[h][c] = _mm256_setzero_ps();
   }
   for (int j = 0; j < a.seen; j++) {
-    const float* v = a.v + j * a.v_stride + d0;
+    const T* v = values + j * a.v_stride + d0;
     __m256 vv[C];
-    for (int c = 0; c < C; c++) vv[c] = _mm256_loadu_ps(v + 8 * c);
+    TW_UNROLL(4)
+    for (int c = 0; c < C; c++) vv[c] = load8(v + 8 * c);
+    TW_UNROLL(3)
     for (int h = 0; h < H; h++) {
       const __m256 w = _mm256_broadcast_ss(p[h] + j);
+      TW_UNROLL(4)
       for (int c = 0; c < C; c++) acc[h][c] = _mm256_fmadd_ps(w, vv[c], acc[h][c]);
     }
   }
@@ -156,78 +204,124 @@ TW_AVX2 void weighted_columns(const AttendHeads& a, int h0, int d0) {
 }
 
 // Every value column for heads [h0, h0 + H): 32 at a time, then 8.
-template <int H>
+template <typename T, int H>
 TW_AVX2 void weighted_values(const AttendHeads& a, int h0) {
   int d0 = 0;
-  for (; d0 + 32 <= a.vd; d0 += 32) weighted_columns<H, 4>(a, h0, d0);
-  for (; d0 < a.vd; d0 += 8) weighted_columns<H, 1>(a, h0, d0);
+  for (; d0 + 32 <= a.vd; d0 += 32) weighted_columns<T, H, 4>(a, h0, d0);
+  for (; d0 < a.vd; d0 += 8) weighted_columns<T, H, 1>(a, h0, d0);
 }
 
+template <typename T>
 TW_AVX2 void attend_heads_avx2(const AttendHeads& a) {
   for (int h = 0; h < a.heads; h++) {
     float* p = a.scratch + static_cast<int64_t>(h) * (a.seen + 8);
-    scores(a, a.q + static_cast<int64_t>(h) * a.hd, p);
+    scores<T>(a, a.q + static_cast<int64_t>(h) * a.hd, p);
     softmax(p, a.seen);
   }
   int h = 0;
-  for (; h + 3 <= a.heads; h += 3) weighted_values<3>(a, h);
-  if (a.heads - h == 2) weighted_values<2>(a, h);
-  if (a.heads - h == 1) weighted_values<1>(a, h);
+  for (; h + 3 <= a.heads; h += 3) weighted_values<T, 3>(a, h);
+  if (a.heads - h == 2) weighted_values<T, 2>(a, h);
+  if (a.heads - h == 1) weighted_values<T, 1>(a, h);
 }
 
 bool have_avx2_fma() {
-  static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                          __builtin_cpu_supports("f16c");
   return yes;
 }
 
 // The same steps with 16-float vectors where the head sizes allow: half the
 // FMAs per score and per weighted value (THINKWIRE_KERNEL_ISA=avx2 or
 // portable keeps them off).
-#define TW_AVX512 __attribute__((target("avx512f,avx512dq,avx512vl,avx2,fma")))
+#define TW_AVX512 __attribute__((target("avx512f,avx512dq,avx512vl,avx2,fma,f16c")))
 
-// Head h's scores q . k_j, eight key rows at a time: each row's 16-lane
-// sums are folded to 8 lanes, then summed as the AVX2 path sums them.
-TW_AVX512 void scores512(const AttendHeads& a, const float* q, float* p) {
+TW_AVX512 inline __m512 load16(const float* p) {
+  return _mm512_loadu_ps(p);
+}
+TW_AVX512 inline __m512 load16(const uint16_t* p) {
+  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
+
+// The 8-lane sums of a 16-lane vector's halves.
+TW_AVX512 inline __m256 fold(__m512 v) {
+  return _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
+}
+
+// Scores q_h . k_j of heads [h0, h0 + H) for every row j, into their rows
+// of scratch, with each key vector loaded once for all H heads; eight rows
+// at a time, each row's 16-lane sums folded to 8 lanes and summed as the
+// AVX2 path sums them. A head's arithmetic is the same for every H.
+template <typename T, int H>
+TW_AVX512 void scores512(const AttendHeads& a, int h0) {
+  const T* keys = static_cast<const T*>(a.k);
+  const float* q[H];
+  float* p[H];
+  for (int h = 0; h < H; h++) {
+    q[h] = a.q + static_cast<int64_t>(h0 + h) * a.hd;
+    p[h] = a.scratch + static_cast<int64_t>(h0 + h) * (a.seen + 8);
+  }
   int j = 0;
   for (; j + 8 <= a.seen; j += 8) {
-    __m512 acc[8];
-    for (int r = 0; r < 8; r++) acc[r] = _mm512_setzero_ps();
+    __m512 acc[H][8];
+    TW_UNROLL(3)
+    for (int h = 0; h < H; h++) {
+      TW_UNROLL(8)
+      for (int r = 0; r < 8; r++) acc[h][r] = _mm512_setzero_ps();
+    }
     for (int d = 0; d < a.hd; d += 16) {
-      const __m512 qv = _mm512_loadu_ps(q + d);
+      __m512 qv[H];
+      TW_UNROLL(3)
+      for (int h = 0; h < H; h++) qv[h] = _mm512_loadu_ps(q[h] + d);
+      TW_UNROLL(8)
       for (int r = 0; r < 8; r++) {
-        acc[r] = _mm512_fmadd_ps(qv, _mm512_loadu_ps(a.k + (j + r) * a.k_stride + d), acc[r]);
+        const __m512 kv = load16(keys + (j + r) * a.k_stride + d);
+        TW_UNROLL(3)
+        for (int h = 0; h < H; h++) acc[h][r] = _mm512_fmadd_ps(qv[h], kv, acc[h][r]);
       }
     }
-    __m256 half[8];
-    for (int r = 0; r < 8; r++) {
-      half[r] = _mm256_add_ps(_mm512_castps512_ps256(acc[r]), _mm512_extractf32x8_ps(acc[r], 1));
+    TW_UNROLL(3)
+    for (int h = 0; h < H; h++) {
+      __m256 half[8];
+      TW_UNROLL(8)
+      for (int r = 0; r < 8; r++) half[r] = fold(acc[h][r]);
+      _mm256_storeu_ps(p[h] + j, sum8(half));
     }
-    _mm256_storeu_ps(p + j, sum8(half));
   }
   for (; j < a.seen; j++) {
-    __m512 acc = _mm512_setzero_ps();
+    __m512 acc[H];
+    TW_UNROLL(3)
+    for (int h = 0; h < H; h++) acc[h] = _mm512_setzero_ps();
     for (int d = 0; d < a.hd; d += 16) {
-      acc = _mm512_fmadd_ps(_mm512_loadu_ps(q + d), _mm512_loadu_ps(a.k + j * a.k_stride + d), acc);
+      const __m512 kv = load16(keys + j * a.k_stride + d);
+      TW_UNROLL(3)
+      for (int h = 0; h < H; h++) acc[h] = _mm512_fmadd_ps(_mm512_loadu_ps(q[h] + d), kv, acc[h]);
     }
-    p[j] = hsum(_mm256_add_ps(_mm512_castps512_ps256(acc), _mm512_extractf32x8_ps(acc, 1)));
+    TW_UNROLL(3)
+    for (int h = 0; h < H; h++) p[h][j] = hsum(fold(acc[h]));
   }
 }
 
 // weighted_columns with C 16-float vectors.
-template <int H, int C>
+template <typename T, int H, int C>
 TW_AVX512 void weighted_columns512(const AttendHeads& a, int h0, int d0) {
+  const T* values = static_cast<const T*>(a.v);
   const float* p[H];
   for (int h = 0; h < H; h++) p[h] = a.scratch + static_cast<int64_t>(h0 + h) * (a.seen + 8);
   __m512 acc[H][C];
+  TW_UNROLL(3)
   for (int h = 0; h < H; h++) {
+    TW_UNROLL(4)
     for (int c = 0; c < C; c++) acc[h][c] = _mm512_setzero_ps();
   }
   for (int j = 0; j < a.seen; j++) {
-    const float* v = a.v + j * a.v_stride + d0;
+    const T* v = values + j * a.v_stride + d0;
     __m512 vv[C];
-    for (int c = 0; c < C; c++) vv[c] = _mm512_loadu_ps(v + 16 * c);
+    TW_UNROLL(4)
+    for (int c = 0; c < C; c++) vv[c] = load16(v + 16 * c);
+    TW_UNROLL(3)
     for (int h = 0; h < H; h++) {
       const __m512 w = _mm512_set1_ps(p[h][j]);
+      TW_UNROLL(4)
       for (int c = 0; c < C; c++) acc[h][c] = _mm512_fmadd_ps(w, vv[c], acc[h][c]);
     }
   }
@@ -237,23 +331,24 @@ TW_AVX512 void weighted_columns512(const AttendHeads& a, int h0, int d0) {
   }
 }
 
-template <int H>
+template <typename T, int H>
 TW_AVX512 void weighted_values512(const AttendHeads& a, int h0) {
   int d0 = 0;
-  for (; d0 + 64 <= a.vd; d0 += 64) weighted_columns512<H, 4>(a, h0, d0);
-  for (; d0 < a.vd; d0 += 16) weighted_columns512<H, 1>(a, h0, d0);
+  for (; d0 + 64 <= a.vd; d0 += 64) weighted_columns512<T, H, 4>(a, h0, d0);
+  for (; d0 < a.vd; d0 += 16) weighted_columns512<T, H, 1>(a, h0, d0);
 }
 
+template <typename T>
 TW_AVX512 void attend_heads_avx512(const AttendHeads& a) {
-  for (int h = 0; h < a.heads; h++) {
-    float* p = a.scratch + static_cast<int64_t>(h) * (a.seen + 8);
-    scores512(a, a.q + static_cast<int64_t>(h) * a.hd, p);
-    softmax(p, a.seen);
-  }
   int h = 0;
-  for (; h + 3 <= a.heads; h += 3) weighted_values512<3>(a, h);
-  if (a.heads - h == 2) weighted_values512<2>(a, h);
-  if (a.heads - h == 1) weighted_values512<1>(a, h);
+  for (; h + 3 <= a.heads; h += 3) scores512<T, 3>(a, h);
+  if (a.heads - h == 2) scores512<T, 2>(a, h);
+  if (a.heads - h == 1) scores512<T, 1>(a, h);
+  for (h = 0; h < a.heads; h++) softmax(a.scratch + static_cast<int64_t>(h) * (a.seen + 8), a.seen);
+  h = 0;
+  for (; h + 3 <= a.heads; h += 3) weighted_values512<T, 3>(a, h);
+  if (a.heads - h == 2) weighted_values512<T, 2>(a, h);
+  if (a.heads - h == 1) weighted_values512<T, 1>(a, h);
 }
 
 
@@ -261,12 +356,22 @@ TW_AVX512 void attend_heads_avx512(const AttendHeads& a) {
 
 } // namespace
 
-void attend_heads(const AttendHeads& a) {
+namespace {
+
+template <typename T>
+void attend_heads_as(const AttendHeads& a) {
 #if defined(__x86_64__)
-  if (a.hd % 16 == 0 && a.vd % 16 == 0 && avx512::available()) return attend_heads_avx512(a);
-  if (a.hd % 8 == 0 && a.vd % 8 == 0 && have_avx2_fma()) return attend_heads_avx2(a);
+  if (a.hd % 16 == 0 && a.vd % 16 == 0 && avx512::available()) return attend_heads_avx512<T>(a);
+  if (a.hd % 8 == 0 && a.vd % 8 == 0 && have_avx2_fma()) return attend_heads_avx2<T>(a);
 #endif
-  attend_heads_portable(a);
+  attend_heads_portable<T>(a);
+}
+
+} // namespace
+
+void attend_heads(const AttendHeads& a) {
+  if (a.f16) return attend_heads_as<uint16_t>(a);
+  attend_heads_as<float>(a);
 }
 
 } // namespace thinkwire

@@ -15,20 +15,22 @@ namespace thinkwire {
 struct AttendHeads {
   const float* q;      // [heads, hd], already scaled
   int heads;
-  const float* k;      // key row j at k + j * k_stride
+  const void* k;       // key row j at k + j * k_stride elements
   int64_t k_stride;
-  const float* v;      // value row j at v + j * v_stride
+  const void* v;       // value row j at v + j * v_stride elements
   int64_t v_stride;
   int seen, hd, vd;
   float* out;          // head h's [vd] at out + h * out_stride
   int64_t out_stride;
   float* scratch;      // room for heads * (seen + 8) floats
+  bool f16 = false;    // keys and values are IEEE halves, else floats
 };
 
 /** A head's result depends only on its own query, the rows it sees and
  * the dimensions (never on `heads` or the other heads), so one sequence's
- * attention is the same alone or batched. With AVX2 and FMA on a CPU that
- * has them. */
+ * attention is the same alone or batched. With AVX2 and FMA (and F16C for
+ * halves) on a CPU that has them. Halves are widened exactly, so a cache
+ * of halves gives the result its widened floats would. */
 void attend_heads(const AttendHeads& a);
 
 } // namespace thinkwire

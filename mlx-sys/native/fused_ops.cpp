@@ -22,7 +22,8 @@
 //   each row's key/value written into its sequence's cache (in place when
 //   MLX can donate the buffer) and its query attended against that cache,
 //   in the order attend uses. One operation per layer instead of ~8 per
-//   sequence (slices, cache updates, views, attend).
+//   sequence (slices, cache updates, views, attend). The caches may hold
+//   halves (rows rounded as MLX rounds them, read back exactly).
 
 // The products and sums below must stay separately rounded, as MLX's
 // element-wise operations round them, not be contracted into FMAs.
@@ -79,6 +80,21 @@ struct Strided {
     return data + off;
   }
 };
+
+// A 4-d array's elements in row order into dense `out` (of its dtype).
+template <typename T>
+void copy_dense(const array& a, T* out) {
+  const T* data = a.data<T>();
+  const auto& st = a.strides();
+  for (int i = 0; i < a.shape(0); i++) {
+    for (int h = 0; h < a.shape(1); h++) {
+      for (int j = 0; j < a.shape(2); j++) {
+        const T* row = data + i * st[0] + h * st[1] + j * st[2];
+        for (int d = 0; d < a.shape(3); d++) *out++ = row[d * st[3]];
+      }
+    }
+  }
+}
 
 void need(bool ok, const char* op, const std::string& what) {
   if (!ok) throw std::invalid_argument(std::string(op) + ": " + what);
@@ -460,8 +476,9 @@ class Attend : public FusedPrimitive {
 
 struct AttendCachedTask {
   Strided q, k, v;
-  std::vector<float*> dst;        // the caches written (keys, values per sequence)
-  std::vector<std::pair<int, Strided>> views;  // caches to copy into dst first
+  std::vector<void*> dst;         // the caches written (keys, values per sequence)
+  std::vector<std::pair<int, array>> views;  // caches to copy into dst first
+  bool f16;                       // the caches hold halves, else floats
   std::vector<int> capacity;      // per sequence
   std::vector<int> offsets;       // per sequence
   float* out;
@@ -487,10 +504,11 @@ void attend_cached_part(const void* ctx, int part, int parts) {
     for (int h = 0; h < group; h++) {
       for (int d = 0; d < hd; d++) qs[h * hd + d] = a.scale * a.q.at(0, g * group + h, t, d);
     }
+    const size_t bytes = a.f16 ? 2 : 4;
     thinkwire::attend_heads(thinkwire::AttendHeads{
-        qs.data(), group, a.dst[2 * t] + g * cap * hd, hd, a.dst[2 * t + 1] + g * cap * vd, vd,
-        seen, hd, vd, a.out + (static_cast<int64_t>(t) * nq + g * group) * vd, vd,
-        scratch.data()});
+        qs.data(), group, static_cast<char*>(a.dst[2 * t]) + g * cap * hd * bytes, hd,
+        static_cast<char*>(a.dst[2 * t + 1]) + g * cap * vd * bytes, vd, seen, hd, vd,
+        a.out + (static_cast<int64_t>(t) * nq + g * group) * vd, vd, scratch.data(), a.f16});
   }
 }
 
@@ -503,8 +521,8 @@ class AttendCached : public FusedPrimitive {
     auto& encoder = mlx::core::cpu::get_command_encoder(stream());
     for (const auto& a : inputs) encoder.set_input_array(a);
     const int seqs = static_cast<int>(offsets_.size());
-    AttendCachedTask task{Strided(inputs[0]), Strided(inputs[1]), Strided(inputs[2]), {}, {}, {},
-                          offsets_, nullptr, scale_};
+    AttendCachedTask task{Strided(inputs[0]), Strided(inputs[1]), Strided(inputs[2]), {}, {},
+                          inputs[3].dtype() == mlx::core::float16, {}, offsets_, nullptr, scale_};
     outputs[0].set_data(mlx::core::allocator::malloc(outputs[0].nbytes()));
     encoder.set_output_array(outputs[0]);
     task.out = outputs[0].data<float>();
@@ -520,30 +538,39 @@ class AttendCached : public FusedPrimitive {
         o.copy_shared_buffer(in);
       } else {
         o.set_data(mlx::core::allocator::malloc(o.nbytes()));
-        task.views.emplace_back(c, Strided(in));
+        task.views.emplace_back(c, in);
       }
       encoder.set_output_array(o);
-      task.dst.push_back(o.data<float>());
+      task.dst.push_back(o.data<void>());
       if (c % 2 == 0) task.capacity.push_back(in.shape(2));
     }
     encoder.dispatch([task = std::move(task)]() {
       const int nq = task.q.shape[1], seqs = task.q.shape[2], hd = task.q.shape[3];
       const int nkv = task.k.shape[1], vd = task.v.shape[3];
       for (const auto& [c, view] : task.views) {
-        float* o = task.dst[c];
-        for (int h = 0; h < view.shape[1]; h++) {
-          for (int j = 0; j < view.shape[2]; j++) {
-            for (int d = 0; d < view.shape[3]; d++) *o++ = view.at(0, h, j, d);
-          }
+        if (task.f16) {
+          copy_dense(view, static_cast<mlx::core::float16_t*>(task.dst[c]));
+        } else {
+          copy_dense(view, static_cast<float*>(task.dst[c]));
         }
       }
+      // Each row into its sequence's cache; halves round to nearest even,
+      // as MLX's own conversion (a prompt's rows) rounds them.
       for (int t = 0; t < seqs; t++) {
         const int64_t cap = task.capacity[t], pos = task.offsets[t];
         for (int h = 0; h < nkv; h++) {
-          float* kr = task.dst[2 * t] + (h * cap + pos) * hd;
-          float* vr = task.dst[2 * t + 1] + (h * cap + pos) * vd;
-          for (int d = 0; d < hd; d++) kr[d] = task.k.at(0, h, t, d);
-          for (int d = 0; d < vd; d++) vr[d] = task.v.at(0, h, t, d);
+          const int64_t kr = (h * cap + pos) * hd, vr = (h * cap + pos) * vd;
+          if (task.f16) {
+            auto* keys = static_cast<mlx::core::float16_t*>(task.dst[2 * t]) + kr;
+            auto* values = static_cast<mlx::core::float16_t*>(task.dst[2 * t + 1]) + vr;
+            for (int d = 0; d < hd; d++) keys[d] = mlx::core::float16_t(task.k.at(0, h, t, d));
+            for (int d = 0; d < vd; d++) values[d] = mlx::core::float16_t(task.v.at(0, h, t, d));
+          } else {
+            float* keys = static_cast<float*>(task.dst[2 * t]) + kr;
+            float* values = static_cast<float*>(task.dst[2 * t + 1]) + vr;
+            for (int d = 0; d < hd; d++) keys[d] = task.k.at(0, h, t, d);
+            for (int d = 0; d < vd; d++) values[d] = task.v.at(0, h, t, d);
+          }
         }
       }
       int64_t work = 0;
@@ -728,10 +755,14 @@ extern "C" int thinkwire_attend_cached(mlx_array* res, mlx_array* caches_out, co
     std::vector<array> inputs{qa, ka, va};
     std::vector<mlx::core::Shape> shapes{{1, seqs, qa.shape(1) * va.shape(3)}};
     std::vector<int> offs(offsets, offsets + seqs);
+    const auto cache_dtype = mlx_array_get_(caches[0]).dtype();
+    need(cache_dtype == float32 || cache_dtype == mlx::core::float16, op,
+         "caches must be float32 or float16");
     for (int t = 0; t < seqs; t++) {
       const array& kc = mlx_array_get_(caches[2 * t]);
       const array& vc = mlx_array_get_(caches[2 * t + 1]);
-      need(kc.dtype() == float32 && vc.dtype() == float32, op, "caches must be float32");
+      need(kc.dtype() == cache_dtype && vc.dtype() == cache_dtype, op,
+           "every cache must have the first one's dtype");
       need(kc.ndim() == 4 && vc.ndim() == 4 && kc.shape(0) == 1 && vc.shape(0) == 1 &&
                kc.shape(1) == ka.shape(1) && vc.shape(1) == ka.shape(1) &&
                kc.shape(3) == ka.shape(3) && vc.shape(3) == va.shape(3) &&
@@ -748,7 +779,8 @@ extern "C" int thinkwire_attend_cached(mlx_array* res, mlx_array* caches_out, co
     }
     auto stream = mlx_stream_get_(s);
     need(stream.device == mlx::core::Device::cpu, op, "the stream must be a CPU stream");
-    std::vector<mlx::core::Dtype> dtypes(shapes.size(), float32);
+    std::vector<mlx::core::Dtype> dtypes(shapes.size(), cache_dtype);
+    dtypes[0] = float32;
     auto outs = array::make_arrays(std::move(shapes), dtypes,
                                    std::make_shared<AttendCached>(stream, scale, std::move(offs)),
                                    std::move(inputs));

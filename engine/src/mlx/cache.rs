@@ -1,9 +1,11 @@
 //! The key/value cache of one attention layer: `offset()` and
 //! `update_and_fetch(k, v)`, growing in steps so that decoding writes in
-//! place instead of concatenating every token.
+//! place instead of concatenating every token. It may keep its rows in a
+//! narrower type than it is given (f16 under `--precision int8`): a decode
+//! step's attention over a long cache is bound by reading it.
 
-use mlx_rs::Array;
 use mlx_rs::ops::indexing::{TryIndexMutOp, TryIndexOp};
+use mlx_rs::{Array, Dtype};
 
 /// Keys/values grow by this many positions at a time.
 const STEP: i32 = 256;
@@ -14,9 +16,19 @@ pub struct KvCache {
     keys: Option<Array>,
     values: Option<Array>,
     offset: i32,
+    /// The type the buffers hold; `None`: that of the rows written.
+    dtype: Option<Dtype>,
 }
 
 impl KvCache {
+    /// An empty cache whose buffers hold `dtype` (`None`: the rows' own).
+    pub fn with_dtype(dtype: Option<Dtype>) -> KvCache {
+        KvCache {
+            dtype,
+            ..KvCache::default()
+        }
+    }
+
     /// Positions stored so far (the RoPE offset of the next token).
     pub fn offset(&self) -> i32 {
         self.offset
@@ -27,7 +39,8 @@ impl KvCache {
         self.offset = self.offset.min(offset.max(0));
     }
 
-    /// Appends `k`, `v` (`[B, H, L, D]`) and returns all keys and values.
+    /// Appends `k`, `v` (`[B, H, L, D]`) and returns all keys and values,
+    /// typed as `k` and `v` are.
     pub fn update_and_fetch(
         &mut self,
         k: &Array,
@@ -36,20 +49,30 @@ impl KvCache {
         let prev = self.offset;
         let l = k.shape()[2];
         let end = prev + l;
-        let (keys, values) = self.reserve(l, k, v)?;
-        keys.try_index_mut((.., .., prev..end, ..), k)?;
-        values.try_index_mut((.., .., prev..end, ..), v)?;
-        let fetched = (
-            keys.try_index((.., .., ..end, ..))?,
-            values.try_index((.., .., ..end, ..))?,
-        );
+        let stored = |a: &Array| match self.dtype {
+            Some(d) if a.dtype() != d => a.as_dtype(d),
+            _ => Ok(a.clone()),
+        };
+        let (ks, vs) = (stored(k)?, stored(v)?);
+        let (keys, values) = self.reserve(l, &ks, &vs)?;
+        keys.try_index_mut((.., .., prev..end, ..), &ks)?;
+        values.try_index_mut((.., .., prev..end, ..), &vs)?;
+        let fetched = |a: &Array, like: &Array| {
+            let all = a.try_index((.., .., ..end, ..))?;
+            if all.dtype() == like.dtype() {
+                Ok(all)
+            } else {
+                all.as_dtype(like.dtype())
+            }
+        };
+        let fetched = (fetched(keys, k)?, fetched(values, v)?);
         self.offset = end;
         Ok(fetched)
     }
 
     /// The whole key and value buffers, with room for `l` positions from
-    /// `offset()` on (grown if needed) shaped and typed like `k` and `v`
-    /// (`[B, H, _, D]`).
+    /// `offset()` on (grown if needed), shaped like `k` and `v` (`[B, H,
+    /// _, D]`) and typed as the cache keeps them.
     pub fn reserve(
         &mut self,
         l: i32,
@@ -65,8 +88,10 @@ impl KvCache {
             // The old buffer is cut to its `prev` filled positions, so the
             // new part must hold all `l` new ones.
             let grow = (l + STEP - 1) / STEP * STEP;
-            let new_k = mlx_rs::ops::zeros_dtype(&[b, h, grow, d], k.dtype())?;
-            let new_v = mlx_rs::ops::zeros_dtype(&[b, h, grow, vd], v.dtype())?;
+            let new_k =
+                mlx_rs::ops::zeros_dtype(&[b, h, grow, d], self.dtype.unwrap_or(k.dtype()))?;
+            let new_v =
+                mlx_rs::ops::zeros_dtype(&[b, h, grow, vd], self.dtype.unwrap_or(v.dtype()))?;
             let (keys, values) = match (self.keys.take(), self.values.take()) {
                 (Some(ok), Some(ov)) => (
                     mlx_rs::ops::concatenate(&[ok.try_index((.., .., ..prev, ..))?, new_k], 2)?,
@@ -91,15 +116,16 @@ impl KvCache {
     pub fn fork(&self, upto: i32) -> mlx_rs::error::Result<KvCache> {
         let upto = upto.clamp(0, self.offset);
         let (Some(keys), Some(values)) = (&self.keys, &self.values) else {
-            return Ok(KvCache::default());
+            return Ok(KvCache::with_dtype(self.dtype));
         };
         if upto == 0 {
-            return Ok(KvCache::default());
+            return Ok(KvCache::with_dtype(self.dtype));
         }
         Ok(KvCache {
             keys: Some(keys.try_index((.., .., ..upto, ..))?),
             values: Some(values.try_index((.., .., ..upto, ..))?),
             offset: upto,
+            dtype: self.dtype,
         })
     }
 
@@ -171,5 +197,27 @@ mod tests {
         // Past the source's length, or of an empty cache: what there is.
         assert_eq!(a.fork(99).unwrap().offset(), 4);
         assert_eq!(KvCache::default().fork(3).unwrap().offset(), 0);
+    }
+
+    #[test]
+    fn a_cache_of_halves_rounds_rows_and_returns_the_callers_type() {
+        let mut c = KvCache::with_dtype(Some(Dtype::Float16));
+        // 1 + 2^-12 is not a half: it rounds to 1 (ties to even).
+        let k = Array::from_slice(&[1.0f32 + 1.0 / 4096.0, -2.5, 65504.0, 1e-3], &[1, 1, 2, 2]);
+        let (keys, values) = c.update_and_fetch(&k, &k).unwrap();
+        assert_eq!(keys.dtype(), Dtype::Float32);
+        assert_eq!(contents(&values), &[1.0, -2.5, 65504.0, 0.001_000_404_4]);
+        let (kb, _) = c.buffers().unwrap();
+        assert_eq!(kb.dtype(), Dtype::Float16);
+        // A decode step's buffers (`reserve`) and a fork keep halves too.
+        let (kr, _) = c.reserve(300, &k, &k).unwrap();
+        assert_eq!(kr.dtype(), Dtype::Float16);
+        let mut f = c.fork(1).unwrap();
+        let (fk, _) = f.update_and_fetch(&k, &k).unwrap();
+        assert_eq!(
+            contents(&fk),
+            &[1.0, -2.5, 1.0, -2.5, 65504.0, 0.001_000_404_4]
+        );
+        assert_eq!(f.buffers().unwrap().0.dtype(), Dtype::Float16);
     }
 }

@@ -432,7 +432,70 @@ mod tests {
     fn narrower_attention_loops_match_too() {
         crate::mlx::quantized::run_under_narrower_isas(&[
             "mlx::fused::tests::attend_matches_mlx_attention_to_rounding",
+            "mlx::fused::tests::attend_cached_over_halves_is_attend_over_their_floats",
         ]);
+    }
+
+    /// Caches of halves (`--precision int8`): each new row is rounded as
+    /// MLX rounds it and every half is read exactly, so the result is
+    /// `attend`'s over the widened cache, bit for bit; at head sizes for
+    /// every loop (48: 16-float vectors, 24: 8-float, 20: portable).
+    #[test]
+    fn attend_cached_over_halves_is_attend_over_their_floats() {
+        use mlx_rs::Dtype;
+        use mlx_rs::ops::indexing::TryIndexMutOp;
+        mlx_rs::random::seed(6).unwrap();
+        let half = |a: &Array| a.as_dtype(Dtype::Float16).unwrap();
+        let float = |a: &Array| a.as_dtype(Dtype::Float32).unwrap();
+        for hd in [48, 24, 20] {
+            let (nq, nkv) = (6, 2);
+            let (capacities, offsets) = ([16, 48], [3, 37]);
+            let q = normal(&[1, nq, 2, hd]);
+            let k = normal(&[1, nkv, 2, hd])
+                .multiply(Array::from_f32(3.0))
+                .unwrap();
+            let v = normal(&[1, nkv, 2, hd]);
+            let caches: Vec<(Array, Array)> = capacities
+                .iter()
+                .map(|&c| {
+                    (
+                        half(&normal(&[1, nkv, c, hd])),
+                        half(&normal(&[1, nkv, c, hd])),
+                    )
+                })
+                .collect();
+            let mut want = Vec::new();
+            for (t, (kc, vc)) in caches.iter().enumerate() {
+                let (t, off) = (t as i32, offsets[t]);
+                let (mut kc, mut vc) = (float(kc), float(vc));
+                let row = |a: &Array| a.try_index((.., .., t..t + 1, ..)).unwrap();
+                kc.try_index_mut((.., .., off..off + 1, ..), float(&half(&row(&k))))
+                    .unwrap();
+                vc.try_index_mut((.., .., off..off + 1, ..), float(&half(&row(&v))))
+                    .unwrap();
+                let seen = |a: &Array| a.try_index((.., .., ..off + 1, ..)).unwrap();
+                let out = attend(&row(&q), &seen(&kc), &seen(&vc), 0.2).unwrap();
+                want.push((bits(&out), bits(&kc), bits(&vc)));
+            }
+            for (kc, vc) in &caches {
+                mlx_rs::transforms::eval([kc, vc]).unwrap();
+            }
+            let refs: Vec<(&Array, &Array)> = caches.iter().map(|(k, v)| (k, v)).collect();
+            let (out, written) = attend_cached(&q, &k, &v, &refs, &offsets, 0.2).unwrap();
+            let (out, per_seq) = (bits(&out), (nq * hd) as usize);
+            for (t, (w_out, w_k, w_v)) in want.iter().enumerate() {
+                let got = &out[t * per_seq..(t + 1) * per_seq];
+                assert_eq!(got, &w_out[..], "head size {hd}, sequence {t}");
+                assert_eq!(written[t].0.dtype(), Dtype::Float16);
+                assert_eq!(&bits(&float(&written[t].0)), w_k, "sequence {t}'s keys");
+                assert_eq!(&bits(&float(&written[t].1)), w_v, "sequence {t}'s values");
+            }
+        }
+        // Caches of different types in one step are refused.
+        let (k, v) = (normal(&[1, 1, 2, 16]), normal(&[1, 1, 2, 16]));
+        let (a, b) = (normal(&[1, 1, 8, 16]), half(&normal(&[1, 1, 8, 16])));
+        let err = attend_cached(&k, &k, &v, &[(&a, &a), (&b, &b)], &[0, 0], 0.2).unwrap_err();
+        assert!(err.what().contains("dtype"), "{}", err.what());
     }
 
     #[test]

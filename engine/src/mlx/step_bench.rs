@@ -76,7 +76,18 @@ fn step_ms(model: &Model, n: usize, reps: usize) -> (f64, f64) {
 #[ignore = "a benchmark: run it in release, see the module doc"]
 fn batched_step_time() {
     let path = super::precision_parity::default_model();
+    let only = std::env::var("STEP_ONLY").ok();
     for precision in [Precision::Auto, Precision::Int8] {
+        if let Some(o) = &only {
+            if !format!("{precision:?}").eq_ignore_ascii_case(o) {
+                continue;
+            }
+            let loaded = load_gguf(&path).unwrap();
+            let model = Model::build(&loaded.config, loaded.weights, precision).unwrap();
+            let (ms, k) = step_ms(&model, 8, 400);
+            eprintln!("{ms} {k}");
+            continue;
+        }
         let loaded = load_gguf(&path).unwrap();
         let model = Model::build(&loaded.config, loaded.weights, precision).unwrap();
         step_ms(&model, 8, 5); // warm-up

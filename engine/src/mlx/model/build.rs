@@ -238,6 +238,12 @@ impl Model {
             local_rope,
             embed_scale,
             eps,
+            // Under int8 the cache keeps halves: a decode step reads the
+            // whole cache of every sequence, and at a few hundred positions
+            // that read costs as much as the weights' at a batch of 8. A
+            // half holds a key to 11 bits, finer than the 8-bit activations
+            // int8 already accepts (its tolerance: precision_parity.rs).
+            cache_dtype: (fused_ops && precision == Precision::Int8).then_some(Dtype::Float16),
             architecture,
             vocab: config.vocab_size,
         };

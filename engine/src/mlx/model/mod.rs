@@ -94,6 +94,8 @@ pub(crate) struct Model {
     /// Gemma 3 multiplies the embeddings by sqrt(hidden), rounded to bf16.
     embed_scale: Option<f32>,
     eps: f32,
+    /// What the attention caches hold (`None`: the f32 rows as they are).
+    cache_dtype: Option<mlx_rs::Dtype>,
     pub architecture: Architecture,
     pub vocab: usize,
 }
@@ -150,7 +152,9 @@ impl Model {
 
     /// A fresh cache for one sequence.
     pub fn new_cache(&self) -> Vec<KvCache> {
-        (0..self.blocks.len()).map(|_| KvCache::default()).collect()
+        (0..self.blocks.len())
+            .map(|_| KvCache::with_dtype(self.cache_dtype))
+            .collect()
     }
 
     /// Bytes the cache of one sequence holds per position.
@@ -159,7 +163,10 @@ impl Model {
             return 0;
         };
         let per_layer = 2 * b.attn.kv_heads as usize * b.attn.head_dim as usize;
-        let bytes = self.norm.item_size();
+        let bytes = match self.cache_dtype {
+            Some(mlx_rs::Dtype::Float16 | mlx_rs::Dtype::Bfloat16) => 2,
+            _ => self.norm.item_size(),
+        };
         self.blocks.len() * per_layer * bytes
     }
 
