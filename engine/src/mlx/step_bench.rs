@@ -8,6 +8,9 @@
 //! ```text
 //! cargo test --release -p thinkwire-engine --lib mlx::step_bench -- --ignored --nocapture
 //! ```
+//!
+//! (`STEP_BENCH_PROFILE=int8` or `auto`: only 400 steps of 8 under that
+//! precision, for `perf record`.)
 
 use std::time::Instant;
 
@@ -76,16 +79,18 @@ fn step_ms(model: &Model, n: usize, reps: usize) -> (f64, f64) {
 #[ignore = "a benchmark: run it in release, see the module doc"]
 fn batched_step_time() {
     let path = super::precision_parity::default_model();
-    let only = std::env::var("STEP_ONLY").ok();
+    // For a profiler: only 400 steps of 8 (caches from 100 to 500
+    // positions) under the named precision.
+    let profile = std::env::var("STEP_BENCH_PROFILE").ok();
     for precision in [Precision::Auto, Precision::Int8] {
-        if let Some(o) = &only {
-            if !format!("{precision:?}").eq_ignore_ascii_case(o) {
+        if let Some(name) = &profile {
+            if !format!("{precision:?}").eq_ignore_ascii_case(name) {
                 continue;
             }
             let loaded = load_gguf(&path).unwrap();
             let model = Model::build(&loaded.config, loaded.weights, precision).unwrap();
-            let (ms, k) = step_ms(&model, 8, 400);
-            eprintln!("{ms} {k}");
+            let (ms, kernels) = step_ms(&model, 8, 400);
+            eprintln!("{precision:?} N=8: {ms:.2} ms per step ({kernels:.2} in the kernels)");
             continue;
         }
         let loaded = load_gguf(&path).unwrap();
