@@ -724,7 +724,8 @@ void quantized_matmul_f32(const float* x, int m, int k, const uint8_t* w, const 
     return;
   }
   SgemmFn sgemm = nullptr;
-  if (path == QuantizedPath::blas || (path == QuantizedPath::automatic && m > kMaxKernelRows)) {
+  if (path == QuantizedPath::blas || (path == QuantizedPath::automatic && m > kMaxKernelRows &&
+                                       activations != Activations::int8_panels)) {
     sgemm = blas_sgemm();
     if (sgemm == nullptr && path == QuantizedPath::blas) {
       throw std::runtime_error("thinkwire quantized matmul: no cblas_sgemm in this process");

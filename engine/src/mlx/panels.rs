@@ -194,9 +194,9 @@ mod tests {
 
     /// Panels compute `Int8`'s arithmetic: within float rounding of the
     /// int8 kernels on MLX's layout for every format, 1 to 17 rows of x,
-    /// and every row of a batch bit-identical to that row alone; prefill
-    /// (BLAS over tiles dequantized from panels) equals prefill from MLX's
-    /// layout bit for bit.
+    /// and every row of a batch bit-identical to that row alone; BLAS over
+    /// tiles dequantized from panels equals BLAS from MLX's layout bit for
+    /// bit, though a prompt's rows take the panels themselves.
     #[test]
     fn panels_compute_the_int8_product_and_rows_stay_their_own() {
         for (bits, group_size) in [(4, 32), (4, 64), (8, 32), (8, 128)] {
@@ -244,6 +244,24 @@ mod tests {
                 bits_of(&from_panels),
                 bits_of(&dense),
                 "{bits}-bit/{group_size} prefill"
+            );
+            // A prompt's rows past the kernels' usual limit stay on panels
+            // (no BLAS), each row still its own.
+            let auto = panels
+                .matmul_now_with(&x, m, Path::Auto, Activations::Int8Panels)
+                .unwrap();
+            let alone = panels
+                .matmul_now_with(&x, m, Path::RowByRow, Activations::Int8Panels)
+                .unwrap();
+            assert_eq!(
+                bits_of(&auto),
+                bits_of(&alone),
+                "{bits}-bit/{group_size} prompt"
+            );
+            assert_ne!(
+                bits_of(&auto),
+                bits_of(&dense),
+                "{bits}-bit/{group_size} prompt"
             );
         }
     }

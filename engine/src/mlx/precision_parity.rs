@@ -8,8 +8,10 @@
 //! logits by more than such a gap: the measured case is in
 //! engine/README.md).
 //!
-//! Teacher-forced: both precisions read the same prompt (prefill runs in
-//! f32 through BLAS for either) and then the same tokens one step at a time
+//! Teacher-forced: both precisions read the same prompt (`auto` prefills
+//! in f32 through BLAS, `int8` on its integer kernels, so the prompt's
+//! cached keys and values carry int8's error too) and then the same tokens
+//! one step at a time
 //! (mlx-lm's greedy answers from `tests/golden/smollm2-135m.json`), so
 //! every step compares the logits of identical inputs and an early
 //! difference cannot compound into a different text.
@@ -25,13 +27,13 @@ use super::weights::Precision;
 /// Root mean square of int8 logit - exact logit over the vocabulary, at
 /// any decode step (this model's logits span about 30; the measured worst
 /// is in engine/README.md).
-const INT8_LOGIT_RMS: f32 = 0.75;
+const INT8_LOGIT_RMS: f32 = 1.25;
 /// Largest |int8 logit - exact logit| at any decode step.
-const INT8_LOGIT_MAX: f32 = 2.0;
+const INT8_LOGIT_MAX: f32 = 2.5;
 /// A gap between the exact top-two logits under which int8 may pick the
 /// other token (`engine/tests/golden_parity.rs` uses it for whole texts).
 const INT8_NEAR_TIE: f32 = 0.25;
-/// A gap int8's error never closes (about twice the worst rms measured).
+/// A gap int8's error never closes (the widest it has closed measured 0.42).
 const INT8_CLEAR_GAP: f32 = 1.0;
 /// Steps with a gap of at least [`INT8_NEAR_TIE`] where int8 may pick the
 /// other token, per 100 such steps.
@@ -114,8 +116,7 @@ fn int8_logits_stay_within_the_stated_tolerance() {
     let (mut steps, mut compared, mut near_ties, mut flips) = (0, 0, 0, 0);
     for (c, case) in golden.cases.iter().enumerate() {
         // 32 decode steps per case keep the test short. Row 0 is the
-        // prompt's last position: prefilled in f32 by both, but the head
-        // multiplies that one row on the kernels, int8 or not.
+        // prompt's last position.
         let forced = &case.output_ids[..case.output_ids.len().min(32)];
         let a = teacher_forced(&exact, &case.prompt_ids, forced);
         let b = teacher_forced(&int8, &case.prompt_ids, forced);

@@ -85,7 +85,8 @@ pub fn kernel_time() -> (std::time::Duration, u64) {
 #[cfg(test)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Path {
-    /// What [`matmul`] does: the kernels up to [`max_kernel_rows`] rows.
+    /// What [`matmul`] does: the kernels up to [`max_kernel_rows`] rows
+    /// (int8 panels: any number).
     Auto = 0,
     /// The kernels, one pass over the weights for all rows of x.
     Kernel = 1,
