@@ -81,6 +81,20 @@ void attend_heads_portable(const AttendHeads& a) {
 #define TW_PRAGMA(x) _Pragma(#x)
 #define TW_UNROLL(n) TW_PRAGMA(GCC unroll n)
 
+// How many rows ahead the loops ask for a key or value row's cache lines:
+// a long cache comes from memory, and the hardware prefetcher alone left a
+// third of the time waiting on it (8 rows measured best of 8, 16, 32:
+// 2000 positions in f16, 1.37x).
+constexpr int kAhead = 8;
+
+// Asks for `bytes` of row min(j, last) (never past the cache); the key
+// loops ask for each row's part as they load the part of the row 8 before.
+template <typename T>
+inline void prefetch_row(const T* base, int64_t stride, int j, int last, int bytes) {
+  const char* p = reinterpret_cast<const char*>(base + std::min(j, last) * stride);
+  for (int b = 0; b < bytes; b += 64) _mm_prefetch(p + b, _MM_HINT_T0);
+}
+
 // Eight keys or values from p, widened.
 TW_AVX2 inline __m256 load8(const float* p) {
   return _mm256_loadu_ps(p);
@@ -135,10 +149,12 @@ TW_AVX2 void scores(const AttendHeads& a, const float* q, float* p) {
     __m256 acc[8];
     TW_UNROLL(8)
     for (int r = 0; r < 8; r++) acc[r] = _mm256_setzero_ps();
+    const T* ahead = keys + std::min(j + kAhead, a.seen - 8) * a.k_stride;
     for (int d = 0; d < a.hd; d += 8) {
       const __m256 qv = _mm256_loadu_ps(q + d);
       TW_UNROLL(8)
       for (int r = 0; r < 8; r++) {
+        _mm_prefetch(reinterpret_cast<const char*>(ahead + r * a.k_stride + d), _MM_HINT_T0);
         acc[r] = _mm256_fmadd_ps(qv, load8(keys + (j + r) * a.k_stride + d), acc[r]);
       }
     }
@@ -187,6 +203,7 @@ TW_AVX2 void weighted_columns(const AttendHeads& a, int h0, int d0) {
   }
   for (int j = 0; j < a.seen; j++) {
     const T* v = values + j * a.v_stride + d0;
+    prefetch_row(values + d0, a.v_stride, j + kAhead, a.seen - 1, C * 8 * sizeof(T));
     __m256 vv[C];
     TW_UNROLL(4)
     for (int c = 0; c < C; c++) vv[c] = load8(v + 8 * c);
@@ -268,12 +285,14 @@ TW_AVX512 void scores512(const AttendHeads& a, int h0) {
       TW_UNROLL(8)
       for (int r = 0; r < 8; r++) acc[h][r] = _mm512_setzero_ps();
     }
+    const T* ahead = keys + std::min(j + kAhead, a.seen - 8) * a.k_stride;
     for (int d = 0; d < a.hd; d += 16) {
       __m512 qv[H];
       TW_UNROLL(3)
       for (int h = 0; h < H; h++) qv[h] = _mm512_loadu_ps(q[h] + d);
       TW_UNROLL(8)
       for (int r = 0; r < 8; r++) {
+        _mm_prefetch(reinterpret_cast<const char*>(ahead + r * a.k_stride + d), _MM_HINT_T0);
         const __m512 kv = load16(keys + (j + r) * a.k_stride + d);
         TW_UNROLL(3)
         for (int h = 0; h < H; h++) acc[h][r] = _mm512_fmadd_ps(qv[h], kv, acc[h][r]);
@@ -315,6 +334,7 @@ TW_AVX512 void weighted_columns512(const AttendHeads& a, int h0, int d0) {
   }
   for (int j = 0; j < a.seen; j++) {
     const T* v = values + j * a.v_stride + d0;
+    prefetch_row(values + d0, a.v_stride, j + kAhead, a.seen - 1, C * 16 * sizeof(T));
     __m512 vv[C];
     TW_UNROLL(4)
     for (int c = 0; c < C; c++) vv[c] = load16(v + 16 * c);

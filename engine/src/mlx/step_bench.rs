@@ -9,8 +9,8 @@
 //! cargo test --release -p thinkwire-engine --lib mlx::step_bench -- --ignored --nocapture
 //! ```
 //!
-//! (`STEP_BENCH_PROFILE=int8` or `auto`: only 400 steps of 8 under that
-//! precision, for `perf record`.)
+//! (`STEP_BENCH_PROFILE=int8` or `auto`, optionally `:N`: only 400 steps
+//! of a batch of N, 8 by default, under that precision, for `perf record`.)
 
 use std::time::Instant;
 
@@ -83,14 +83,16 @@ fn batched_step_time() {
     // positions) under the named precision.
     let profile = std::env::var("STEP_BENCH_PROFILE").ok();
     for precision in [Precision::Auto, Precision::Int8] {
-        if let Some(name) = &profile {
+        if let Some(spec) = &profile {
+            let (name, n) = spec.split_once(':').unwrap_or((spec, "8"));
             if !format!("{precision:?}").eq_ignore_ascii_case(name) {
                 continue;
             }
+            let n: usize = n.parse().expect("STEP_BENCH_PROFILE=precision[:batch]");
             let loaded = load_gguf(&path).unwrap();
             let model = Model::build(&loaded.config, loaded.weights, precision).unwrap();
-            let (ms, kernels) = step_ms(&model, 8, 400);
-            eprintln!("{precision:?} N=8: {ms:.2} ms per step ({kernels:.2} in the kernels)");
+            let (ms, kernels) = step_ms(&model, n, 400);
+            eprintln!("{precision:?} N={n}: {ms:.2} ms per step ({kernels:.2} in the kernels)");
             continue;
         }
         let loaded = load_gguf(&path).unwrap();
