@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Whether two golden-id files agree: every id, string and count exactly,
-every float to a relative 1e-4 (the last printed digits of a logit depend on
-the CPU's vector units). Exit status 0 when they agree; the first difference
+every float to 1e-3 of its size (at least 1e-3: the last digits of a logit
+depend on the CPU's vector units, and a gap between two logits of ~10 carries
+their noise; a Xeon with AVX-512 FP16 once gave a gap of 0.343002 against the
+recorded 0.3429). Exit status 0 when they agree; the first difference
 is printed otherwise."""
 import json
 import sys
@@ -26,7 +28,7 @@ def differ(a, b, path="$"):
         return None
     if isinstance(a, float) or isinstance(b, float):
         if isinstance(a, (int, float)) and isinstance(b, (int, float)):
-            if abs(a - b) <= 1e-4 * max(1.0, abs(a), abs(b)):
+            if abs(a - b) <= 1e-3 * max(1.0, abs(a), abs(b)):
                 return None
         return f"{path}: {a} vs {b}"
     return None if a == b else f"{path}: {a!r} vs {b!r}"
