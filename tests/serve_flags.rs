@@ -82,6 +82,12 @@ fn bad_tokens_files_and_origins_are_refused_without_quoting_tokens() {
         "the error quotes the token: {err}"
     );
 
+    let err = refused(&["--kv-cache-dtype", "int4"]);
+    assert!(
+        err.contains("--kv-cache-dtype: expected auto, f32 or f16, not \"int4\""),
+        "{err}"
+    );
+
     let err = refused(&["--allowed-origins", "app.example.com"]);
     assert!(
         err.contains("\"app.example.com\" is not an origin"),

@@ -57,6 +57,11 @@ pub struct ModelArgs {
     /// shared its prefix: for servers whose clients trust each other.
     #[arg(long)]
     pub share_prefixes: bool,
+    /// What the attention caches hold: `auto` (f16 under `--precision
+    /// int8`, else f32), `f32`, or `f16` (half the memory and reads;
+    /// keys and values rounded to 11 significant bits).
+    #[arg(long, default_value = "auto")]
+    pub kv_cache_dtype: String,
 }
 
 impl ModelArgs {
@@ -102,6 +107,18 @@ impl ModelArgs {
     }
 }
 
+/// A `--kv-cache-dtype` value, likewise.
+#[cfg(feature = "mlx")]
+pub(super) fn parse_kv_cache_dtype(name: &str) -> Result<thinkwire_engine::mlx::KvCacheDtype> {
+    match thinkwire_engine::mlx::KvCacheDtype::parse(name) {
+        Some(dtype) => Ok(dtype),
+        None => bail!(
+            "--kv-cache-dtype: expected {}, not {name:?}",
+            thinkwire_engine::mlx::KvCacheDtype::NAMES
+        ),
+    }
+}
+
 /// A `--precision` value; shared so every subcommand rejects a bad one alike.
 #[cfg(feature = "mlx")]
 pub(super) fn parse_precision(name: &str) -> Result<thinkwire_engine::mlx::Precision> {
@@ -128,6 +145,7 @@ fn load_engine(path: &Path, args: &ModelArgs) -> Result<Arc<dyn thinkwire_engine
         kv_cache_bytes: args.kv_cache_mb.map(|mb| mb << 20),
         batch_window: std::time::Duration::from_millis(args.batch_window_ms),
         share_prefixes: args.share_prefixes,
+        kv_cache_dtype: parse_kv_cache_dtype(&args.kv_cache_dtype)?,
         ..LoadOptions::default()
     };
     let engine =

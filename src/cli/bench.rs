@@ -97,6 +97,7 @@ pub fn bench(args: &BenchArgs) -> Result<()> {
         runs: args.runs,
         load: LoadOptions {
             precision,
+            kv_cache_dtype: super::args::parse_kv_cache_dtype(&args.model.kv_cache_dtype)?,
             ..LoadOptions::default()
         },
     };
@@ -177,9 +178,13 @@ pub fn bench(args: &BenchArgs) -> Result<()> {
         path.display(),
         precision.name(),
         if precision == Precision::Int8 {
-            format!(" ({})", thinkwire_engine::mlx::int8_isa())
+            format!(
+                " ({}){}",
+                thinkwire_engine::mlx::int8_isa(),
+                kv_cache_note(args)
+            )
         } else {
-            String::new()
+            kv_cache_note(args)
         },
         ours.prompt_tokens,
         args.max_tokens,
@@ -267,6 +272,7 @@ fn concurrency(
         max_batch: most,
         batch_window: std::time::Duration::from_millis(args.model.batch_window_ms),
         share_prefixes: args.model.share_prefixes,
+        kv_cache_dtype: super::args::parse_kv_cache_dtype(&args.model.kv_cache_dtype)?,
         ..LoadOptions::default()
     };
     let engine =
@@ -325,9 +331,10 @@ fn concurrency(
         return Ok(());
     }
     println!(
-        "model {} · precision {} · {} tokens per generation · different prompts · best of {} runs",
+        "model {} · precision {}{} · {} tokens per generation · different prompts · best of {} runs",
         path.display(),
         precision.name(),
+        kv_cache_note(args),
         args.max_tokens,
         args.runs
     );
@@ -448,4 +455,14 @@ pub fn bench(_args: &BenchArgs) -> Result<()> {
     anyhow::bail!(
         "this thinkwire was built without the `mlx` feature, so it has no engine to measure"
     )
+}
+
+/// " · kv cache f16" when `--kv-cache-dtype` is not `auto`, for the
+/// figures' header line.
+#[cfg(feature = "mlx")]
+fn kv_cache_note(args: &BenchArgs) -> String {
+    match args.model.kv_cache_dtype.as_str() {
+        "auto" => String::new(),
+        other => format!(" · kv cache {other}"),
+    }
 }

@@ -310,5 +310,6 @@ pub fn default_model_args() -> thinkwire::cli::ModelArgs {
         kv_cache_mb: None,
         batch_window_ms: 4,
         share_prefixes: false,
+        kv_cache_dtype: "auto".into(),
     }
 }

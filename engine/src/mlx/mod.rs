@@ -99,6 +99,40 @@ pub struct LoadOptions {
     /// request shared its prefix: off by default, for servers whose
     /// clients trust each other.
     pub share_prefixes: bool,
+    /// What the attention caches hold.
+    pub kv_cache_dtype: KvCacheDtype,
+}
+
+/// What the attention caches hold (`--kv-cache-dtype`). A decode step reads
+/// every cached key and value of every sequence, so at a few hundred
+/// positions halves cost as much less as the weights' reads would.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum KvCacheDtype {
+    /// f16 under `--precision int8` (within its stated tolerance), else the
+    /// type the model computes in (f32 on a CPU).
+    #[default]
+    Auto,
+    /// Floats, whatever the precision.
+    F32,
+    /// Halves (llama.cpp's default cache type): half the memory, so
+    /// `--kv-cache-mb` holds twice the positions; keys and values keep 11
+    /// significant bits.
+    F16,
+}
+
+impl KvCacheDtype {
+    /// The spellings `parse` takes, for error messages.
+    pub const NAMES: &'static str = "auto, f32 or f16";
+
+    /// Parses `auto`, `f32` or `f16`.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "auto" => Some(Self::Auto),
+            "f32" | "float32" => Some(Self::F32),
+            "f16" | "float16" => Some(Self::F16),
+            _ => None,
+        }
+    }
 }
 
 impl Default for LoadOptions {
@@ -112,6 +146,7 @@ impl Default for LoadOptions {
             kv_cache_bytes: None,
             batch_window: Duration::from_millis(4),
             share_prefixes: false,
+            kv_cache_dtype: KvCacheDtype::Auto,
         }
     }
 }
@@ -160,7 +195,12 @@ impl MlxEngine {
             )));
         };
         let config = loaded.config;
-        let model = Model::build(&config, loaded.weights, options.precision)?;
+        let mut model = Model::build(&config, loaded.weights, options.precision)?;
+        match options.kv_cache_dtype {
+            KvCacheDtype::Auto => {}
+            KvCacheDtype::F32 => model.set_cache_dtype(Some(mlx_rs::Dtype::Float32)),
+            KvCacheDtype::F16 => model.set_cache_dtype(Some(mlx_rs::Dtype::Float16)),
+        }
         let id = path
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
@@ -169,6 +209,7 @@ impl MlxEngine {
             model = %id,
             architecture = model.architecture.name(),
             precision = options.precision.name(),
+            kv_cache = model.cache_dtype_name(),
             max_batch = options.max_batch,
             "model loaded"
         );

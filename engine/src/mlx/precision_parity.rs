@@ -161,3 +161,53 @@ fn int8_logits_stay_within_the_stated_tolerance() {
         "{flips} of {compared} picks differ"
     );
 }
+
+/// Largest root mean square logit error of `--kv-cache-dtype f16` under
+/// `auto` (measured 0.0086: keys and values rounded to halves move the
+/// logits a hundredth of what int8's activations do).
+const F16_CACHE_LOGIT_RMS: f32 = 0.05;
+/// Largest |logit error| of f16 caches (measured 0.024).
+const F16_CACHE_LOGIT_MAX: f32 = 0.15;
+
+/// `--kv-cache-dtype f16` under `auto`, teacher-forced as above: within
+/// [`F16_CACHE_LOGIT_RMS`] and [`F16_CACHE_LOGIT_MAX`], and the same pick
+/// wherever the exact gap is at least [`INT8_NEAR_TIE`].
+#[test]
+fn f16_caches_stay_close_to_f32_ones() {
+    let path = default_model();
+    let golden_path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/smollm2-135m.json");
+    let golden: Golden =
+        serde_json::from_str(&std::fs::read_to_string(golden_path).unwrap()).unwrap();
+    let build = || {
+        let loaded = load_gguf(&path).unwrap();
+        Model::build(&loaded.config, loaded.weights, Precision::Auto).unwrap()
+    };
+    let exact = build();
+    let mut half = build();
+    half.set_cache_dtype(Some(mlx_rs::Dtype::Float16));
+    let (mut worst_rms, mut worst_max) = (0.0f32, 0.0f32);
+    for (c, case) in golden.cases.iter().enumerate() {
+        let forced = &case.output_ids[..case.output_ids.len().min(32)];
+        let a = teacher_forced(&exact, &case.prompt_ids, forced);
+        let b = teacher_forced(&half, &case.prompt_ids, forced);
+        for (step, (ra, rb)) in a.iter().zip(&b).enumerate() {
+            let (mut max, mut sq) = (0.0f32, 0.0f32);
+            for (x, y) in ra.iter().zip(rb) {
+                max = max.max((x - y).abs());
+                sq += (x - y) * (x - y);
+            }
+            let rms = (sq / ra.len() as f32).sqrt();
+            (worst_rms, worst_max) = (worst_rms.max(rms), worst_max.max(max));
+            let what = format!("case {c}, step {step}");
+            assert!(max > 0.0, "{what}: the halves changed nothing");
+            let (pick, gap) = top2(ra);
+            if gap >= INT8_NEAR_TIE {
+                assert_eq!(top2(rb).0, pick, "{what}: gap {gap} yet another token");
+            }
+        }
+    }
+    eprintln!("f16 caches vs f32: worst rms {worst_rms:.4}, worst max {worst_max:.4}");
+    assert!(worst_rms <= F16_CACHE_LOGIT_RMS, "rms {worst_rms}");
+    assert!(worst_max <= F16_CACHE_LOGIT_MAX, "max {worst_max}");
+}

@@ -1,7 +1,8 @@
 //! Time of one batched decode step of the default model with nothing
 //! around it (no scheduler, no runs): `Model::forward` over N sequences of
 //! one token each against caches of ~100 positions, evaluated and waited
-//! for, N = 1, 2, 4, 8, under `auto` and `int8`; the kernels' share from
+//! for, N = 1, 2, 4, 8, under `auto` (with f32 caches, then f16 ones) and
+//! `int8`; the kernels' share from
 //! their own clock. Set beside `thinkwire bench --concurrency`'s per-step
 //! figures, the difference is what the scheduler and the runs add. Run with
 //!
@@ -9,8 +10,9 @@
 //! cargo test --release -p thinkwire-engine --lib mlx::step_bench -- --ignored --nocapture
 //! ```
 //!
-//! (`STEP_BENCH_PROFILE=int8` or `auto`, optionally `:N`: only 400 steps
-//! of a batch of N, 8 by default, under that precision, for `perf record`.)
+//! (`STEP_BENCH_PROFILE=int8`, `auto` or `auto+f16`, optionally `:N`: only
+//! 400 steps of a batch of N, 8 by default, of that configuration, for
+//! `perf record`.)
 
 use std::time::Instant;
 
@@ -24,9 +26,19 @@ fn ids(v: &[i32]) -> Array {
     Array::from_slice(v, &[1, v.len() as i32])
 }
 
-/// Median milliseconds of `reps` steps of `n` sequences, and of those in
-/// the kernels.
-fn step_ms(model: &Model, n: usize, reps: usize) -> (f64, f64) {
+/// Median milliseconds of a step.
+struct Step {
+    /// The whole step: built, evaluated and waited for.
+    ms: f64,
+    /// Of it in the quantized kernels.
+    kernels: f64,
+    /// Of it building the graph (`Model::forward` and the argmax, before
+    /// anything is evaluated).
+    build: f64,
+}
+
+/// Medians of `reps` steps of `n` sequences.
+fn step_ms(model: &Model, n: usize, reps: usize) -> Step {
     let mut caches: Vec<_> = (0..n).map(|_| model.new_cache()).collect();
     // Different prompts of 100 tokens.
     for (i, c) in caches.iter_mut().enumerate() {
@@ -45,6 +57,7 @@ fn step_ms(model: &Model, n: usize, reps: usize) -> (f64, f64) {
     }
     let mut times = Vec::new();
     let mut kernel_times = Vec::new();
+    let mut build_times = Vec::new();
     for r in 0..reps {
         let start = Instant::now();
         let kernels = super::kernel_time().0;
@@ -60,6 +73,7 @@ fn step_ms(model: &Model, n: usize, reps: usize) -> (f64, f64) {
             .collect();
         let logits = model.forward(&mut segments, true).unwrap().unwrap();
         let picks = mlx_rs::ops::indexing::argmax_axis(&logits, -1, true).unwrap();
+        build_times.push(start.elapsed().as_secs_f64() * 1e3);
         let mut eval = vec![&picks];
         for s in &segments {
             eval.extend(s.caches.iter().flat_map(|k| k.arrays()));
@@ -72,7 +86,11 @@ fn step_ms(model: &Model, n: usize, reps: usize) -> (f64, f64) {
         v.sort_by(f64::total_cmp);
         v[v.len() / 2]
     };
-    (median(&mut times), median(&mut kernel_times))
+    Step {
+        ms: median(&mut times),
+        kernels: median(&mut kernel_times),
+        build: median(&mut build_times),
+    }
 }
 
 #[test]
@@ -82,29 +100,47 @@ fn batched_step_time() {
     // For a profiler: only 400 steps of 8 (caches from 100 to 500
     // positions) under the named precision.
     let profile = std::env::var("STEP_BENCH_PROFILE").ok();
-    for precision in [Precision::Auto, Precision::Int8] {
+    // `auto` with its f32 caches and with `--kv-cache-dtype f16`; `int8`
+    // keeps halves already.
+    let configs = [
+        ("auto", Precision::Auto, None),
+        ("auto+f16", Precision::Auto, Some(mlx_rs::Dtype::Float16)),
+        ("int8", Precision::Int8, None),
+    ];
+    for (label, precision, cache) in configs {
+        let build = || {
+            let loaded = load_gguf(&path).unwrap();
+            let mut model = Model::build(&loaded.config, loaded.weights, precision).unwrap();
+            if cache.is_some() {
+                model.set_cache_dtype(cache);
+            }
+            model
+        };
         if let Some(spec) = &profile {
             let (name, n) = spec.split_once(':').unwrap_or((spec, "8"));
-            if !format!("{precision:?}").eq_ignore_ascii_case(name) {
+            if !label.eq_ignore_ascii_case(name) {
                 continue;
             }
-            let n: usize = n.parse().expect("STEP_BENCH_PROFILE=precision[:batch]");
-            let loaded = load_gguf(&path).unwrap();
-            let model = Model::build(&loaded.config, loaded.weights, precision).unwrap();
-            let (ms, kernels) = step_ms(&model, n, 400);
-            eprintln!("{precision:?} N={n}: {ms:.2} ms per step ({kernels:.2} in the kernels)");
+            let n: usize = n.parse().expect("STEP_BENCH_PROFILE=config[:batch]");
+            let s = step_ms(&build(), n, 400);
+            eprintln!(
+                "{label} N={n}: {:.2} ms per step ({:.2} in the kernels)",
+                s.ms, s.kernels
+            );
             continue;
         }
-        let loaded = load_gguf(&path).unwrap();
-        let model = Model::build(&loaded.config, loaded.weights, precision).unwrap();
+        let model = build();
         step_ms(&model, 8, 5); // warm-up
-        let one = step_ms(&model, 1, 60).0;
+        let one = step_ms(&model, 1, 60).ms;
         for n in [1, 2, 4, 8] {
-            let (ms, kernels) = step_ms(&model, n, 60);
+            let s = step_ms(&model, n, 60);
             eprintln!(
-                "{precision:?} N={n}: {ms:.2} ms per step ({kernels:.2} in the kernels), {:.0} tok/s, {:.2}x N=1",
-                n as f64 * 1e3 / ms,
-                n as f64 * one / ms
+                "{label} N={n}: {:.2} ms per step ({:.2} in the kernels, {:.2} building the graph), {:.0} tok/s, {:.2}x N=1",
+                s.ms,
+                s.kernels,
+                s.build,
+                n as f64 * 1e3 / s.ms,
+                n as f64 * one / s.ms
             );
         }
     }

@@ -157,6 +157,23 @@ impl Model {
             .collect()
     }
 
+    /// Makes the caches hold `dtype` (`None`: the rows' own type).
+    pub fn set_cache_dtype(&mut self, dtype: Option<mlx_rs::Dtype>) {
+        self.cache_dtype = dtype;
+    }
+
+    /// What the caches hold, for logs and benchmarks.
+    pub fn cache_dtype_name(&self) -> &'static str {
+        match self.cache_dtype {
+            Some(mlx_rs::Dtype::Float16) => "f16",
+            Some(mlx_rs::Dtype::Bfloat16) => "bf16",
+            Some(_) => "f32",
+            None if self.norm.dtype() == mlx_rs::Dtype::Bfloat16 => "bf16",
+            None if self.norm.dtype() == mlx_rs::Dtype::Float16 => "f16",
+            None => "f32",
+        }
+    }
+
     /// Bytes the cache of one sequence holds per position.
     pub fn cache_bytes_per_token(&self) -> usize {
         let Some(b) = self.blocks.first() else {
