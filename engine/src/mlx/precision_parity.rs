@@ -186,6 +186,11 @@ fn f16_caches_stay_close_to_f32_ones() {
     let exact = build();
     let mut half = build();
     half.set_cache_dtype(Some(mlx_rs::Dtype::Float16));
+    // The KV budget counts halves as what they are.
+    assert_eq!(
+        2 * half.cache_bytes_per_token(),
+        exact.cache_bytes_per_token()
+    );
     let (mut worst_rms, mut worst_max) = (0.0f32, 0.0f32);
     for (c, case) in golden.cases.iter().enumerate() {
         let forced = &case.output_ids[..case.output_ids.len().min(32)];

@@ -182,6 +182,8 @@ impl Model {
         let per_layer = 2 * b.attn.kv_heads as usize * b.attn.head_dim as usize;
         let bytes = match self.cache_dtype {
             Some(mlx_rs::Dtype::Float16 | mlx_rs::Dtype::Bfloat16) => 2,
+            // f32 caches of a bf16 model: wider than its rows.
+            Some(mlx_rs::Dtype::Float32) => 4,
             _ => self.norm.item_size(),
         };
         self.blocks.len() * per_layer * bytes
