@@ -72,6 +72,19 @@ void rows_portable(const Product& p, int p0, int p1) {
 
 #define TW_VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
 
+// Slice j of a block (16 weight rows' 4 bytes each) against x's bytes
+// [4j, 4j + 4) of R rows (row b at xq + b * k), into each row's sum.
+template <int R>
+TW_VNNI __attribute__((always_inline)) inline void dot_rows(__m512i (&isum)[R], __m512i wj,
+                                                           const int8_t* xq, int k, int j) {
+  #pragma GCC unroll 8
+  for (int b = 0; b < R; b++) {
+    int32_t four;
+    std::memcpy(&four, xq + static_cast<size_t>(b) * k + 4 * j, 4);
+    isum[b] = _mm512_dpbusd_epi32(isum[b], wj, _mm512_set1_epi32(four));
+  }
+}
+
 // One panel against R rows of x from i0; the same operations per row as
 // rows_portable, 16 rows a vector.
 template <int Bits, int R>
@@ -90,30 +103,29 @@ TW_VNNI void tile(const Product& p, int panel, int i0) {
     for (int c = 0; c < per; c++) {
       const int blk = g * per + c;
       const uint8_t* wb = p.w + at(panel, blocks, blk, Bits, 0);
-      __m512i wv[8];
+      // x's four bytes j of the block for every row, broadcast as needed;
+      // the rows' integer sums are taken side by side, so no row waits on
+      // its own previous dot product (a chain per row left the unit idle
+      // most cycles). Integer sums: the order changes no bit.
+      const int8_t* xq = p.x.q + static_cast<size_t>(i0) * p.k + blk * 32;
+      __m512i isum[R];
+      #pragma GCC unroll 8
+      for (int b = 0; b < R; b++) isum[b] = _mm512_setzero_si512();
       if constexpr (Bits == 4) {
         #pragma GCC unroll 4
         for (int v = 0; v < 4; v++) {
           const __m512i bytes = _mm512_loadu_si512(wb + v * 64);
-          wv[v] = _mm512_and_si512(bytes, low);
-          wv[v + 4] = _mm512_and_si512(_mm512_srli_epi16(bytes, 4), low);
+          dot_rows<R>(isum, _mm512_and_si512(bytes, low), xq, p.k, v);
+          dot_rows<R>(isum, _mm512_and_si512(_mm512_srli_epi16(bytes, 4), low), xq, p.k, v + 4);
         }
       } else {
         #pragma GCC unroll 8
-        for (int v = 0; v < 8; v++) wv[v] = _mm512_loadu_si512(wb + v * 64);
+        for (int v = 0; v < 8; v++) dot_rows<R>(isum, _mm512_loadu_si512(wb + v * 64), xq, p.k, v);
       }
       #pragma GCC unroll 8
       for (int b = 0; b < R; b++) {
-        const int8_t* xq = p.x.q + static_cast<size_t>(i0 + b) * p.k + blk * 32;
-        __m512i isum = _mm512_setzero_si512();
-        #pragma GCC unroll 8
-        for (int j = 0; j < 8; j++) {
-          int32_t four;
-          std::memcpy(&four, xq + 4 * j, 4);
-          isum = _mm512_dpbusd_epi32(isum, wv[j], _mm512_set1_epi32(four));
-        }
         const float d = p.x.d[static_cast<size_t>(i0 + b) * blocks + blk];
-        acc[b] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_set1_ps(d), acc[b]);
+        acc[b] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[b]), _mm512_set1_ps(d), acc[b]);
       }
     }
     const size_t sg = (static_cast<size_t>(panel) * groups + g) * kRows;
