@@ -213,6 +213,37 @@ mod tests {
         mlx_rs::random::normal::<f32>(shape, None, None, None).unwrap()
     }
 
+    /// What `attend_cached` should give, from f32 copies of the caches (the
+    /// operation writes in place): each sequence's row stored as `stored`
+    /// leaves it, then `attend` over the positions seen; per sequence the
+    /// output's and the caches' bits.
+    #[allow(clippy::type_complexity)]
+    fn expected(
+        q: &Array,
+        k: &Array,
+        v: &Array,
+        caches: &[(Array, Array)],
+        offsets: &[i32],
+        stored: impl Fn(&Array) -> Array,
+    ) -> Vec<(Vec<u32>, Vec<u32>, Vec<u32>)> {
+        use mlx_rs::ops::indexing::TryIndexMutOp;
+        let float = |a: &Array| a.as_dtype(mlx_rs::Dtype::Float32).unwrap();
+        let mut want = Vec::new();
+        for (t, (kc, vc)) in caches.iter().enumerate() {
+            let (t, off) = (t as i32, offsets[t]);
+            let (mut kc, mut vc) = (float(kc), float(vc));
+            let row = |a: &Array| a.try_index((.., .., t..t + 1, ..)).unwrap();
+            kc.try_index_mut((.., .., off..off + 1, ..), stored(&row(k)))
+                .unwrap();
+            vc.try_index_mut((.., .., off..off + 1, ..), stored(&row(v)))
+                .unwrap();
+            let seen = |a: &Array| a.try_index((.., .., ..off + 1, ..)).unwrap();
+            let out = attend(&row(q), &seen(&kc), &seen(&vc), 0.2).unwrap();
+            want.push((bits(&out), bits(&kc), bits(&vc)));
+        }
+        want
+    }
+
     #[test]
     fn rms_norms_match_mlx_bit_for_bit() {
         mlx_rs::random::seed(9).unwrap();
@@ -443,7 +474,6 @@ mod tests {
     #[test]
     fn attend_cached_over_halves_is_attend_over_their_floats() {
         use mlx_rs::Dtype;
-        use mlx_rs::ops::indexing::TryIndexMutOp;
         mlx_rs::random::seed(6).unwrap();
         let half = |a: &Array| a.as_dtype(Dtype::Float16).unwrap();
         let float = |a: &Array| a.as_dtype(Dtype::Float32).unwrap();
@@ -464,19 +494,7 @@ mod tests {
                     )
                 })
                 .collect();
-            let mut want = Vec::new();
-            for (t, (kc, vc)) in caches.iter().enumerate() {
-                let (t, off) = (t as i32, offsets[t]);
-                let (mut kc, mut vc) = (float(kc), float(vc));
-                let row = |a: &Array| a.try_index((.., .., t..t + 1, ..)).unwrap();
-                kc.try_index_mut((.., .., off..off + 1, ..), float(&half(&row(&k))))
-                    .unwrap();
-                vc.try_index_mut((.., .., off..off + 1, ..), float(&half(&row(&v))))
-                    .unwrap();
-                let seen = |a: &Array| a.try_index((.., .., ..off + 1, ..)).unwrap();
-                let out = attend(&row(&q), &seen(&kc), &seen(&vc), 0.2).unwrap();
-                want.push((bits(&out), bits(&kc), bits(&vc)));
-            }
+            let want = expected(&q, &k, &v, &caches, &offsets, |a| float(&half(a)));
             for (kc, vc) in &caches {
                 mlx_rs::transforms::eval([kc, vc]).unwrap();
             }
@@ -500,7 +518,6 @@ mod tests {
 
     #[test]
     fn attend_cached_writes_each_row_and_attends_as_attend_does() {
-        use mlx_rs::ops::indexing::TryIndexMutOp;
         mlx_rs::random::seed(5).unwrap();
         let (nq, nkv, hd) = (6, 2, 24);
         let capacities = [16, 32, 16];
@@ -517,21 +534,7 @@ mod tests {
         caches[2].1 = normal(&[1, nkv, 40, hd])
             .try_index((.., .., ..16, ..))
             .unwrap();
-        // Expected results from copies (the operation writes in place).
-        let mut want = Vec::new();
-        for (t, (kc, vc)) in caches.iter().enumerate() {
-            let (t, off) = (t as i32, offsets[t]);
-            let mut kc = kc.multiply(Array::from_f32(1.0)).unwrap();
-            let mut vc = vc.multiply(Array::from_f32(1.0)).unwrap();
-            let row = |a: &Array| a.try_index((.., .., t..t + 1, ..)).unwrap();
-            kc.try_index_mut((.., .., off..off + 1, ..), row(&k))
-                .unwrap();
-            vc.try_index_mut((.., .., off..off + 1, ..), row(&v))
-                .unwrap();
-            let seen = |a: &Array| a.try_index((.., .., ..off + 1, ..)).unwrap();
-            let out = attend(&row(&q), &seen(&kc), &seen(&vc), 0.2).unwrap();
-            want.push((bits(&out), bits(&kc), bits(&vc)));
-        }
+        let want = expected(&q, &k, &v, &caches, &offsets, |a| a.clone());
         for (kc, vc) in &caches {
             mlx_rs::transforms::eval([kc, vc]).unwrap();
         }
