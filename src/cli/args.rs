@@ -107,28 +107,30 @@ impl ModelArgs {
     }
 }
 
-/// A `--kv-cache-dtype` value, likewise.
+/// A flag's value through its type's `parse`; every such flag is refused
+/// alike, naming itself and what it takes.
+#[cfg(feature = "mlx")]
+fn flag_value<T>(flag: &str, name: &str, parse: fn(&str) -> Option<T>, names: &str) -> Result<T> {
+    parse(name).ok_or_else(|| anyhow::anyhow!("{flag}: expected {names}, not {name:?}"))
+}
+
+/// A `--kv-cache-dtype` value.
 #[cfg(feature = "mlx")]
 pub(super) fn parse_kv_cache_dtype(name: &str) -> Result<thinkwire_engine::mlx::KvCacheDtype> {
-    match thinkwire_engine::mlx::KvCacheDtype::parse(name) {
-        Some(dtype) => Ok(dtype),
-        None => bail!(
-            "--kv-cache-dtype: expected {}, not {name:?}",
-            thinkwire_engine::mlx::KvCacheDtype::NAMES
-        ),
-    }
+    use thinkwire_engine::mlx::KvCacheDtype;
+    flag_value(
+        "--kv-cache-dtype",
+        name,
+        KvCacheDtype::parse,
+        KvCacheDtype::NAMES,
+    )
 }
 
 /// A `--precision` value; shared so every subcommand rejects a bad one alike.
 #[cfg(feature = "mlx")]
 pub(super) fn parse_precision(name: &str) -> Result<thinkwire_engine::mlx::Precision> {
-    match thinkwire_engine::mlx::Precision::parse(name) {
-        Some(precision) => Ok(precision),
-        None => bail!(
-            "--precision: expected {}, not {name:?}",
-            thinkwire_engine::mlx::Precision::NAMES
-        ),
-    }
+    use thinkwire_engine::mlx::Precision;
+    flag_value("--precision", name, Precision::parse, Precision::NAMES)
 }
 
 #[cfg(feature = "mlx")]

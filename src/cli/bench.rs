@@ -458,11 +458,13 @@ pub fn bench(_args: &BenchArgs) -> Result<()> {
 }
 
 /// " · kv cache f16" when `--kv-cache-dtype` is not `auto`, for the
-/// figures' header line.
+/// figures' header line (the flag was parsed before anything ran).
 #[cfg(feature = "mlx")]
 fn kv_cache_note(args: &BenchArgs) -> String {
-    match args.model.kv_cache_dtype.as_str() {
-        "auto" => String::new(),
-        other => format!(" · kv cache {other}"),
+    use thinkwire_engine::mlx::KvCacheDtype;
+    match super::args::parse_kv_cache_dtype(&args.model.kv_cache_dtype) {
+        Ok(KvCacheDtype::F32) => " · kv cache f32".into(),
+        Ok(KvCacheDtype::F16) => " · kv cache f16".into(),
+        Ok(KvCacheDtype::Auto) | Err(_) => String::new(),
     }
 }
