@@ -15,9 +15,10 @@
 //   q and k rotated by the step's rows of the cos/sin tables; the same
 //   products and sum as `x * cos + rotate_half(x) * sin`.
 // - attend: softmax(q k^T * scale) v per head against a sequence's cache
-//   (grouped-query heads share a key/value head), causal within the step;
-//   its sums run in another order than MLX's BLAS-backed fallback, so it
-//   matches that to float rounding, not bit for bit.
+//   (grouped-query heads share a key/value head), causal within the step,
+//   for a decode row or a prompt's rows; keys and values floats or halves
+//   (read exactly). Its sums run in another order than MLX's BLAS-backed
+//   fallback, so it matches that to float rounding, not bit for bit.
 // - attend_cached: a decode step's attention for every sequence at once:
 //   each row's key/value written into its sequence's cache (in place when
 //   MLX can donate the buffer) and its query attended against that cache,
@@ -404,12 +405,15 @@ class RopeSplit : public FusedPrimitive {
 
 // ------------------------------------------------------------------ attend
 
-// Every query row of one Attend task; parts take ranges of (row, key/value
-// head) items, each with the query heads that share that key/value head.
+// Every query row of one Attend task: (row, key/value head) items, each
+// with the query heads that share that key/value head. Parts take every
+// `parts`-th item, so under a causal prompt's triangle (later rows see more)
+// they get even shares.
 struct AttendTask {
   Strided q, keys, values;
   float* out;
   float scale;
+  bool f16;  // keys and values are halves (a cache kept at half the bytes)
 };
 
 void attend_part(const void* ctx, int part, int parts) {
@@ -418,11 +422,13 @@ void attend_part(const void* ctx, int part, int parts) {
   const int nkv = a.keys.shape[1], len = a.keys.shape[2], vd = a.values.shape[3];
   const int group = nq / nkv;
   const int items = t_len * nkv;
-  const int i0 = static_cast<int>(static_cast<int64_t>(items) * part / parts);
-  const int i1 = static_cast<int>(static_cast<int64_t>(items) * (part + 1) / parts);
   std::vector<float> qs(static_cast<size_t>(group) * hd),
       scratch(static_cast<size_t>(group) * (len + 8));
-  for (int item = i0; item < i1; item++) {
+  // Strided's pointers are typed as floats; halves are addressed by bytes.
+  const int64_t bytes = a.f16 ? 2 : 4;
+  const char* keys = reinterpret_cast<const char*>(a.keys.data);
+  const char* values = reinterpret_cast<const char*>(a.values.data);
+  for (int item = part; item < items; item += parts) {
     const int t = item / nkv, g = item % nkv;
     for (int h = 0; h < group; h++) {
       for (int d = 0; d < hd; d++) qs[h * hd + d] = a.scale * a.q.at(0, g * group + h, t, d);
@@ -430,9 +436,9 @@ void attend_part(const void* ctx, int part, int parts) {
     // Query t sees the cache up to its own position. Output
     // [1, T, heads * vd]: the layout the output projection takes.
     thinkwire::attend_heads(thinkwire::AttendHeads{
-        qs.data(), group, a.keys.data + g * a.keys.strides[1], a.keys.strides[2],
-        a.values.data + g * a.values.strides[1], a.values.strides[2], len - t_len + t + 1, hd, vd,
-        a.out + (static_cast<int64_t>(t) * nq + g * group) * vd, vd, scratch.data()});
+        qs.data(), group, keys + g * a.keys.strides[1] * bytes, a.keys.strides[2],
+        values + g * a.values.strides[1] * bytes, a.values.strides[2], len - t_len + t + 1, hd,
+        vd, a.out + (static_cast<int64_t>(t) * nq + g * group) * vd, vd, scratch.data(), a.f16});
   }
 }
 
@@ -448,7 +454,8 @@ class Attend : public FusedPrimitive {
     }
     auto& encoder = encoder_for(inputs, outputs);
     encoder.dispatch([task = AttendTask{Strided(inputs[0]), Strided(inputs[1]), Strided(inputs[2]),
-                                        outputs[0].data<float>(), scale_}]() {
+                                        outputs[0].data<float>(), scale_,
+                                        inputs[1].dtype() == mlx::core::float16}]() {
       // Heads over the kernels' threads once there is enough to share
       // (below ~32 K multiply-adds a hand-off costs more than it saves).
       const int64_t work = static_cast<int64_t>(task.q.shape[1]) * task.q.shape[2] *
@@ -713,8 +720,9 @@ extern "C" int thinkwire_attend(mlx_array* res, const mlx_array q, const mlx_arr
     const array& ka = mlx_array_get_(keys);
     const array& va = mlx_array_get_(values);
     const char* op = "thinkwire_attend";
-    need(qa.dtype() == float32 && ka.dtype() == float32 && va.dtype() == float32, op,
-         "q, keys and values must be float32");
+    need(qa.dtype() == float32 && ka.dtype() == va.dtype() &&
+             (ka.dtype() == float32 || ka.dtype() == mlx::core::float16),
+         op, "q must be float32, keys and values both float32 or both float16");
     need(qa.ndim() == 4 && ka.ndim() == 4 && va.ndim() == 4 && qa.shape(0) == 1 &&
              ka.shape(0) == 1 && va.shape(0) == 1,
          op, "q, keys and values must be [1, heads, T, dim]");

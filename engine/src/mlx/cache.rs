@@ -46,6 +46,25 @@ impl KvCache {
         k: &Array,
         v: &Array,
     ) -> mlx_rs::error::Result<(Array, Array)> {
+        let (keys, values) = self.update_and_view(k, v)?;
+        let like = |a: Array, like: &Array| {
+            if a.dtype() == like.dtype() {
+                Ok(a)
+            } else {
+                a.as_dtype(like.dtype())
+            }
+        };
+        Ok((like(keys, k)?, like(values, v)?))
+    }
+
+    /// As [`update_and_fetch`](Self::update_and_fetch), but the keys and
+    /// values come back as the cache holds them (halves stay halves, for
+    /// an attention that widens them as it reads: no widened copy).
+    pub fn update_and_view(
+        &mut self,
+        k: &Array,
+        v: &Array,
+    ) -> mlx_rs::error::Result<(Array, Array)> {
         let prev = self.offset;
         let l = k.shape()[2];
         let end = prev + l;
@@ -57,15 +76,10 @@ impl KvCache {
         let (keys, values) = self.reserve(l, &ks, &vs)?;
         keys.try_index_mut((.., .., prev..end, ..), &ks)?;
         values.try_index_mut((.., .., prev..end, ..), &vs)?;
-        let fetched = |a: &Array, like: &Array| {
-            let all = a.try_index((.., .., ..end, ..))?;
-            if all.dtype() == like.dtype() {
-                Ok(all)
-            } else {
-                all.as_dtype(like.dtype())
-            }
-        };
-        let fetched = (fetched(keys, k)?, fetched(values, v)?);
+        let fetched = (
+            keys.try_index((.., .., ..end, ..))?,
+            values.try_index((.., .., ..end, ..))?,
+        );
         self.offset = end;
         Ok(fetched)
     }

@@ -464,7 +464,42 @@ mod tests {
         crate::mlx::quantized::run_under_narrower_isas(&[
             "mlx::fused::tests::attend_matches_mlx_attention_to_rounding",
             "mlx::fused::tests::attend_cached_over_halves_is_attend_over_their_floats",
+            "mlx::fused::tests::a_prompt_over_halves_is_attended_as_over_their_floats",
         ]);
+    }
+
+    /// A prompt's rows (causal within the step) against views of a cache
+    /// of halves, as the prefill pass passes them: the same bits as over
+    /// the widened floats, at head sizes for every loop (48, 24, 20).
+    #[test]
+    fn a_prompt_over_halves_is_attended_as_over_their_floats() {
+        use mlx_rs::Dtype;
+        mlx_rs::random::seed(7).unwrap();
+        for hd in [48, 24, 20] {
+            let (nq, nkv, t, len) = (6, 2, 11, 29);
+            let q = normal(&[1, nq, t, hd]);
+            let cache = |_| {
+                normal(&[1, nkv, 64, hd])
+                    .as_dtype(Dtype::Float16)
+                    .unwrap()
+                    .try_index((.., .., ..len, ..))
+                    .unwrap()
+            };
+            let (keys, values) = (cache(0), cache(1));
+            let float = |a: &Array| a.as_dtype(Dtype::Float32).unwrap();
+            let got = attend(&q, &keys, &values, 0.3).unwrap();
+            let want = attend(&q, &float(&keys), &float(&values), 0.3).unwrap();
+            assert_eq!(got.shape(), &[1, t, nq * hd]);
+            assert_eq!(bits(&got), bits(&want), "head size {hd}");
+        }
+        let q = normal(&[1, 2, 3, 16]);
+        let keys = normal(&[1, 1, 5, 16]);
+        let err = attend(&q, &keys, &keys.as_dtype(Dtype::Float16).unwrap(), 1.0).unwrap_err();
+        assert!(
+            err.what().contains("both float32 or both float16"),
+            "{}",
+            err.what()
+        );
     }
 
     /// Caches of halves (`--precision int8`): each new row is rounded as

@@ -107,7 +107,13 @@ impl Attention {
                     (rope.apply(&qi, offset)?, rope.apply(&ki, offset)?)
                 }
             };
-            let (keys, values) = seg.caches[layer].update_and_fetch(&ki, &vi)?;
+            // The fused attention reads halves itself; MLX's takes floats.
+            let own_attention = self.fused && self.sinks.is_none();
+            let (keys, values) = if own_attention {
+                seg.caches[layer].update_and_view(&ki, &vi)?
+            } else {
+                seg.caches[layer].update_and_fetch(&ki, &vi)?
+            };
             let total = keys.shape()[2];
             let (keys, values, window_mask) = match self.window {
                 // A lone query sees the last `window` positions.
@@ -120,10 +126,17 @@ impl Attention {
                 }
                 _ => (keys, values, None),
             };
-            // [1, l, heads * head_dim] per sequence.
-            outs.push(if l == 1 && self.fused && self.sinks.is_none() {
+            // [1, l, heads * head_dim] per sequence: a prompt's rows on the
+            // fused attention too (MLX's CPU attention builds the whole
+            // score matrix and takes its exponentials one at a time).
+            outs.push(if own_attention && window_mask.is_none() {
                 fused::attend(&qi, &keys, &values, self.scale)?
             } else {
+                let widen = |a: Array| match a.dtype() {
+                    d if d == qi.dtype() => Ok(a),
+                    _ => a.as_dtype(qi.dtype()),
+                };
+                let (keys, values) = (widen(keys)?, widen(values)?);
                 let mask = match &window_mask {
                     Some(m) => Some(ScaledDotProductAttentionMask::Array(m)),
                     None => (l > 1).then_some(ScaledDotProductAttentionMask::Causal),
