@@ -2,11 +2,14 @@
 
 #include "quantized_panels.h"
 
+#include "amx_tiles.h"
+
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -144,12 +147,124 @@ TW_VNNI void tile(const Product& p, int panel, int i0) {
   }
 }
 
-// Every row of x against panels [p0, p1): x's rows in eights, then the
-// rest in a four, a two and a one.
+#define TW_AMX __attribute__((target("amx-tile,amx-int8,avx512f,avx512bw,avx512vl")))
+
+// The AMX tiles rows_bits loads, two sets so that one block's product runs
+// while the previous one's sums are read: 0 and 3 the int32 sums (16 rows of
+// x by the panel's 16 weight rows), 1 and 4 a block of x (16 rows of 32
+// bytes), 2 and 5 the block's 8 slices (one 64-byte row each, as a vector of
+// the panel holds them).
+amx::Config amx_config() {
+  amx::Config c;
+  for (int set = 0; set < 2; set++) {
+    c.shape(3 * set, 16, 64);
+    c.shape(3 * set + 1, 16, 32);
+    c.shape(3 * set + 2, 8, 64);
+  }
+  return c;
+}
+
+// One block's sums into `sums` on tiles C, A, B (TDPBSUD: x's signed bytes
+// by the weights' unsigned ones, 16 x 16 x 32 products). The intrinsics
+// name their tiles in the instruction, so the numbers must be literals.
+#define TW_BLOCK_SUMS(C, A, B, x, k, slices, sums) \
+  do {                                              \
+    _tile_zero(C);                                  \
+    _tile_loadd(A, x, k);                           \
+    _tile_loadd(B, slices, 64);                     \
+    _tile_dpbsud(C, A, B);                          \
+    _tile_stored(C, sums, 64);                      \
+  } while (0)
+
+// A panel's 4-bit blocks as the tiles take them: per block its 8 slices
+// (0..3 the vectors' low nibbles, 4..7 their high ones), 512 bytes.
+TW_AMX void unpack_slices(const Product& p, int panel, uint8_t* out) {
+  const int blocks = p.k / 32;
+  const __m512i low = _mm512_set1_epi8(0x0f);
+  for (int blk = 0; blk < blocks; blk++) {
+    const uint8_t* wb = p.w + at(panel, blocks, blk, 4, 0);
+    uint8_t* o = out + static_cast<size_t>(blk) * 512;
+    #pragma GCC unroll 4
+    for (int v = 0; v < 4; v++) {
+      const __m512i bytes = _mm512_loadu_si512(wb + v * 64);
+      _mm512_storeu_si512(o + v * 64, _mm512_and_si512(bytes, low));
+      _mm512_storeu_si512(o + (v + 4) * 64, _mm512_and_si512(_mm512_srli_epi16(bytes, 4), low));
+    }
+  }
+}
+
+// One panel against 16 rows of x from i0 on the AMX tiles; block b's
+// slices at slices + b * 512. The float steps are tile()'s in tile()'s
+// order, so each row is bit-identical to its VNNI result.
+TW_AMX void tile_amx(const Product& p, int panel, int i0, const uint8_t* slices) {
+  const int groups = p.k / p.group_size;
+  const int blocks = p.k / 32;
+  const int per = p.group_size / 32;
+  const int8_t* xq = p.x.q + static_cast<size_t>(i0) * p.k;
+  const float* xd = p.x.d + static_cast<size_t>(i0) * blocks;
+  alignas(64) int32_t sums[2][16 * 16];
+  __m512 total[16], acc[16];
+  #pragma GCC unroll 16
+  for (int b = 0; b < 16; b++) total[b] = acc[b] = _mm512_setzero_ps();
+  TW_BLOCK_SUMS(0, 1, 2, xq, p.k, slices, sums[0]);
+  for (int blk = 0; blk < blocks; blk++) {
+    // The next block's product goes ahead of this one's float steps.
+    const int next = blk + 1;
+    if (next < blocks) {
+      const uint8_t* ns = slices + static_cast<size_t>(next) * 512;
+      if (next & 1) {
+        TW_BLOCK_SUMS(3, 4, 5, xq + next * 32, p.k, ns, sums[1]);
+      } else {
+        TW_BLOCK_SUMS(0, 1, 2, xq + next * 32, p.k, ns, sums[0]);
+      }
+    }
+    const int32_t* s = sums[blk & 1];
+    #pragma GCC unroll 16
+    for (int b = 0; b < 16; b++) {
+      const __m512 d = _mm512_set1_ps(xd[static_cast<size_t>(b) * blocks + blk]);
+      acc[b] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(s + 16 * b)), d, acc[b]);
+    }
+    if (blk % per != per - 1) continue;
+    const int g = blk / per;
+    const size_t sg = (static_cast<size_t>(panel) * groups + g) * kRows;
+    const __m512 scale = _mm512_loadu_ps(p.scales + sg);
+    const __m512 bias = _mm512_loadu_ps(p.biases + sg);
+    #pragma GCC unroll 16
+    for (int b = 0; b < 16; b++) {
+      const float xs = p.xsum[static_cast<size_t>(g) * p.xsum_stride + i0 + b];
+      total[b] = _mm512_fmadd_ps(scale, acc[b], total[b]);
+      total[b] = _mm512_fmadd_ps(bias, _mm512_set1_ps(xs), total[b]);
+      acc[b] = _mm512_setzero_ps();
+    }
+  }
+  #pragma GCC unroll 16
+  for (int b = 0; b < 16; b++) {
+    _mm512_storeu_ps(p.y + static_cast<size_t>(i0 + b) * p.n + panel * kRows, total[b]);
+  }
+}
+
+// Every row of x against panels [p0, p1): x's rows in sixteens on the AMX
+// tiles where the CPU has them, then in eights, then the rest in a four, a
+// two and a one.
 template <int Bits>
 TW_VNNI void rows_bits(const Product& p, int p0, int p1) {
+  const bool tiles = p.m >= 16 && amx::available();
+  thread_local std::vector<uint8_t> slices;
+  if (tiles) {
+    amx_config().load();
+    if (Bits == 4) slices.resize(static_cast<size_t>(p.k / 32) * 512);
+  }
   for (int panel = p0; panel < p1; panel++) {
     int i = 0;
+    if (tiles) {
+      // 8-bit panels hold their slices as the tiles take them.
+      const uint8_t* sl = p.w + at(panel, p.k / 32, 0, Bits, 0);
+      if (Bits == 4) {
+        unpack_slices(p, panel, slices.data());
+        sl = slices.data();
+      }
+      for (; i + 16 <= p.m; i += 16) tile_amx(p, panel, i, sl);
+    }
     for (; i + 8 <= p.m; i += 8) tile<Bits, 8>(p, panel, i);
     if (p.m - i >= 4) {
       tile<Bits, 4>(p, panel, i);
@@ -161,6 +276,7 @@ TW_VNNI void rows_bits(const Product& p, int p0, int p1) {
     }
     if (p.m - i >= 1) tile<Bits, 1>(p, panel, i);
   }
+  if (tiles) amx::release();
 }
 
 #endif

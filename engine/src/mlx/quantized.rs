@@ -266,11 +266,12 @@ pub(super) unsafe fn lazy_op(
 }
 
 /// Runs `tests` (full names) in child processes whose kernels are capped
-/// at the portable loops and at AVX2 (`THINKWIRE_KERNEL_ISA`), so a machine
-/// with AVX-512 checks the paths other CPUs take; every test must pass.
+/// at the portable loops, at AVX2 and at AVX-512 without AMX tiles
+/// (`THINKWIRE_KERNEL_ISA`), so a machine with AVX-512 or AMX checks the
+/// paths other CPUs take; every test must pass.
 #[cfg(test)]
 pub(crate) fn run_under_narrower_isas(tests: &[&str]) {
-    for isa in ["portable", "avx2"] {
+    for isa in ["portable", "avx2", "avx512"] {
         let out = std::process::Command::new(std::env::current_exe().unwrap())
             .args(tests)
             .args(["--exact", "--test-threads=1"])
