@@ -112,12 +112,22 @@ fn inspect_names_architecture_weights_and_reasoning_format() {
     );
     for line in [
         "architecture:   llama",
-        "weights:        120 × 4-bit/32 on thinkwire's kernels, 1 × 8-bit/32 on thinkwire's kernels (output layer)",
         "chat templates: default",
         "reasoning:      separate-pass",
     ] {
         assert!(stdout.contains(line), "no {line:?} in {stdout}");
     }
+    // The 4-bit layers run on AMX tiles where the CPU has AMX-BF16.
+    let tiles = std::fs::read_to_string("/proc/cpuinfo").is_ok_and(|c| c.contains(" amx_bf16"));
+    let weights = format!(
+        "weights:        120 × 4-bit/32 on thinkwire's kernels{}, 1 × 8-bit/32 on thinkwire's kernels (output layer)",
+        if tiles {
+            ", 16-row panels on AMX tiles"
+        } else {
+            ""
+        }
+    );
+    assert!(stdout.contains(&weights), "no {weights:?} in {stdout}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

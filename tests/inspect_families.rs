@@ -76,7 +76,8 @@ const CASES: &[Case] = &[
         tiny: "tiny-qwen3-4bit",
         template: Template::None,
         architecture: "qwen3",
-        weights: "4-bit/32 on thinkwire's kernels (output layer)",
+        // (", 16-row panels on AMX tiles" follows where the CPU has them.)
+        weights: "1 × 4-bit/32 on thinkwire's kernels",
         family: "qwen3",
         because: "architecture is `qwen3`",
     },

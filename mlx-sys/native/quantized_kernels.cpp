@@ -14,6 +14,7 @@
 #include "quantized_mxfp4.h"
 #include "quantized_int8.h"
 #include "quantized_panels.h"
+#include "quantized_tiles.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -433,6 +434,61 @@ void panels_part(const void* ctx, int, int) {
   }
 }
 
+// x prepared for the AMX tiles, a share of its rows per thread.
+struct PrepareTiles {
+  const float* x;
+  tiles::Prepared out;
+};
+
+void prepare_tiles_part(const void* ctx, int part, int parts) {
+  const PrepareTiles& t = *static_cast<const PrepareTiles*>(ctx);
+  const int i0 = static_cast<int>(static_cast<int64_t>(t.out.m) * part / parts);
+  const int i1 = static_cast<int>(static_cast<int64_t>(t.out.m) * (part + 1) / parts);
+  tiles::prepare(t.x, t.out, i0, i1);
+}
+
+// A tiles product shared out in chunks of panels, as PanelChunks.
+struct TileChunks {
+  tiles::Product p;
+  int chunk;
+  std::atomic<int> next{0};
+};
+
+void tiles_part(const void* ctx, int, int) {
+  auto& t = *static_cast<TileChunks*>(const_cast<void*>(ctx));
+  const int np = t.p.n / panels::kRows;
+  for (;;) {
+    const int c = t.next.fetch_add(1, std::memory_order_relaxed);
+    const int p0 = c * t.chunk;
+    if (p0 >= np) return;
+    tiles::rows(t.p, p0, std::min(np, p0 + t.chunk));
+  }
+}
+
+// f32 x against 4-bit panels on the AMX tiles (quantized_tiles.h).
+void product_tiles(const float* x, int m, int k, const uint8_t* w, const float* scales,
+                   const float* biases, int n, int group_size, int bits, float* y) {
+  if (n % panels::kRows != 0 || bits != 4 || group_size % 32 != 0) {
+    throw std::invalid_argument("thinkwire f32 tiles: need 4-bit weights in whole panels of 16 "
+                                "rows and groups of 32s (got " + std::to_string(n) + " rows, " +
+                                std::to_string(bits) + " bits, groups of " +
+                                std::to_string(group_size) + ")");
+  }
+  if (!tiles::available()) {
+    throw std::runtime_error("thinkwire f32 tiles: this CPU or process has no AMX-BF16 tiles");
+  }
+  const int rows = tiles::padded_rows(m);
+  thread_local std::vector<uint16_t> parts;
+  thread_local std::vector<float> sums;
+  parts.assign(static_cast<size_t>(rows) * k, 0);
+  sums.resize(static_cast<size_t>(k / group_size) * m);
+  const tiles::Prepared prepared{parts.data(), sums.data(), m, rows, k, group_size};
+  const PrepareTiles prep{x, prepared};
+  Pool::get().run(prepare_tiles_part, &prep, m >= 32 ? Pool::get().size() : 1);
+  TileChunks chunks{{prepared, w, scales, biases, y, n}, std::max(1, n / panels::kRows / 16)};
+  Pool::get().run(tiles_part, &chunks, parts_for(n, k, bits));
+}
+
 // x's rows quantized for the int8 kernels, with their group sums.
 struct Quantize {
   const float* x;
@@ -715,7 +771,10 @@ void quantized_matmul_f32(const float* x, int m, int k, const uint8_t* w, const 
   kernels_in_use.store(true, std::memory_order_relaxed);
   const auto kernels = activations == Activations::int8_panels ? product_panels
                        : activations == Activations::int8     ? product_int8
+                       : activations == Activations::f32_tiles ? product_tiles
                                                               : product;
+  const bool panels = activations == Activations::int8_panels ||
+                      activations == Activations::f32_tiles;
   if (path == QuantizedPath::row_by_row) {
     for (int i = 0; i < m; i++) {
       kernels(x + static_cast<size_t>(i) * k, 1, k, w, scales, biases, n, group_size, bits,
@@ -724,8 +783,8 @@ void quantized_matmul_f32(const float* x, int m, int k, const uint8_t* w, const 
     return;
   }
   SgemmFn sgemm = nullptr;
-  if (path == QuantizedPath::blas || (path == QuantizedPath::automatic && m > kMaxKernelRows &&
-                                       activations != Activations::int8_panels)) {
+  if (path == QuantizedPath::blas ||
+      (path == QuantizedPath::automatic && m > kMaxKernelRows && !panels)) {
     sgemm = blas_sgemm();
     if (sgemm == nullptr && path == QuantizedPath::blas) {
       throw std::runtime_error("thinkwire quantized matmul: no cblas_sgemm in this process");
@@ -738,7 +797,7 @@ void quantized_matmul_f32(const float* x, int m, int k, const uint8_t* w, const 
     return;
   }
   Dequant d{w, scales, biases, 0, 0, k, group_size, bits, nullptr};
-  d.panels = activations == Activations::int8_panels;
+  d.panels = panels;
   blas_tiles(sgemm, x, m, k, n, y, d);
 }
 

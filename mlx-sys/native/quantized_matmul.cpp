@@ -23,6 +23,7 @@
 #include "mlx/primitives.h"
 #include "quantized_kernels.h"
 #include "quantized_panels.h"
+#include "quantized_tiles.h"
 
 namespace {
 
@@ -360,7 +361,10 @@ thinkwire::Activations to_activations(int activations) {
     case 0: return thinkwire::Activations::f32;
     case 1: return thinkwire::Activations::int8;
     case 2: return thinkwire::Activations::int8_panels;
-    default: throw std::invalid_argument("activations must be 0 (f32), 1 (int8) or 2 (int8 panels)");
+    case 3: return thinkwire::Activations::f32_tiles;
+    default:
+      throw std::invalid_argument(
+          "activations must be 0 (f32), 1 (int8), 2 (int8 panels) or 3 (f32 tiles)");
   }
 }
 
@@ -425,6 +429,10 @@ extern "C" int thinkwire_gather_quantized_matmul(mlx_array* res, const mlx_array
                              mlx_array_get_(scales), &mlx_array_get_(biases), group_size, bits,
                              to_activations(activations), mlx_stream_get_(s)));
   });
+}
+
+extern "C" bool thinkwire_f32_tiles_available(void) {
+  return thinkwire::tiles::available(); // cannot throw
 }
 
 extern "C" bool thinkwire_int8_panels_available(void) {

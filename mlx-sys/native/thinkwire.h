@@ -25,8 +25,10 @@ bool thinkwire_quantized_supported(int group_size, int bits);
  * rounding), 1 quantizes it to 8 bits per block of 32 for integer dot
  * products (quantized_int8.h; faster, ~0.5 % relative error) where the
  * kernels run, 2 does the same for weights, scales and biases repacked by
- * thinkwire_int8_panels_repack (quantized_panels.h); inputs longer than
- * thinkwire_kernel_max_rows go through BLAS in f32 either way. */
+ * thinkwire_int8_panels_repack (quantized_panels.h); 3 multiplies x as it
+ * is against 4-bit weights so repacked, on AMX-BF16 tiles (quantized_tiles.h;
+ * exact products, f32 sums). Inputs longer than thinkwire_kernel_max_rows
+ * go through BLAS in f32 for 0 and 1; 2 and 3 take any length. */
 int thinkwire_quantized_matmul(
     mlx_array* res,
     const mlx_array x,
@@ -37,6 +39,10 @@ int thinkwire_quantized_matmul(
     int bits,
     int activations,
     const mlx_stream s);
+
+/* Whether this CPU and process run the f32 tiles (activations 3: AMX-BF16
+ * and AVX512-BF16, the tile state granted by Linux). */
+bool thinkwire_f32_tiles_available(void);
 
 /* Whether this CPU runs the int8 panel kernels (AVX-512 VNNI), which
  * multiply batches of 8-bit activations 16 weight rows per instruction. */

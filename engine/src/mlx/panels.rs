@@ -266,6 +266,71 @@ mod tests {
         }
     }
 
+    /// On AMX tiles, f32 activations against 4-bit panels give the f32
+    /// kernels' product to float rounding (exact products, f32 sums), for
+    /// 1 to 20 rows (stacked parts in one tile, in several, a prompt past
+    /// the kernels' usual limit), every row bit-identical to that row
+    /// alone. Without tiles (a CPU or cap below AMX) the call is refused by
+    /// name, and weights stay off them at load.
+    #[test]
+    fn tiles_compute_the_f32_product_and_rows_stay_their_own() {
+        use crate::mlx::quantized::tiles_available;
+        mlx_rs::random::seed(11).unwrap();
+        for group_size in [32, 64, 128] {
+            let q = Quant {
+                group_size,
+                bits: 4,
+            };
+            let (n, k) = (48usize, 256usize);
+            let (_, _, _, packed) = random_packed(n as i32, k as i32, q);
+            let panels = in_panels(&packed);
+            for m in [1usize, 2, 3, 5, 6, 8, 11, 16, 20] {
+                // Values whose last 8 of 24 bits (x's low bf16 part) are
+                // all alike, so losing them would add up across a row.
+                let x: Vec<f32> = (0..m * k)
+                    .map(|i| 1.0 + (i * 37 % 101) as f32 / 256.0 + 3.0 / (1 << 21) as f32)
+                    .collect();
+                let got = panels.matmul_now_with(&x, m, Path::Auto, Activations::F32Tiles);
+                if !tiles_available() {
+                    let err = got.unwrap_err();
+                    assert!(err.contains("AMX-BF16"), "{err}");
+                    continue;
+                }
+                let got = got.unwrap();
+                let want = packed
+                    .matmul_now_with(&x, m, Path::Kernel, Activations::F32)
+                    .unwrap();
+                // Each output within f32 rounding of the size of its terms
+                // (both are f32 sums of k products): measured 3.3e-8 of
+                // it; dropping x's low part (8 of its 24 bits) gives 2e-7.
+                let groups = k / group_size as usize;
+                for (i, (a, b)) in got.iter().zip(&want).enumerate() {
+                    let (row, col) = (i / n, i % n);
+                    let largest_weight = (0..groups)
+                        .map(|g| {
+                            let at = col * groups + g;
+                            15.0 * packed.scales[at].abs() + packed.biases[at].abs()
+                        })
+                        .fold(0.0f32, f32::max);
+                    let terms: f32 =
+                        (0..k).map(|c| x[row * k + c].abs()).sum::<f32>() * largest_weight;
+                    assert!(
+                        (a - b).abs() <= 1e-7 * terms,
+                        "groups of {group_size}, m={m}, [{row}, {col}]: {a} vs {b}"
+                    );
+                }
+                let alone = panels
+                    .matmul_now_with(&x, m, Path::RowByRow, Activations::F32Tiles)
+                    .unwrap();
+                assert_eq!(
+                    bits_of(&got),
+                    bits_of(&alone),
+                    "groups of {group_size}, m={m}"
+                );
+            }
+        }
+    }
+
     /// The MLX operation on repacked arrays gives the raw kernels' numbers.
     #[test]
     fn the_repacked_arrays_run_as_an_mlx_operation() {
@@ -320,6 +385,7 @@ mod tests {
         run_under_narrower_isas(&[
             "mlx::panels::tests::panels_compute_the_int8_product_and_rows_stay_their_own",
             "mlx::panels::tests::the_repacked_arrays_run_as_an_mlx_operation",
+            "mlx::panels::tests::tiles_compute_the_f32_product_and_rows_stay_their_own",
         ]);
     }
 }

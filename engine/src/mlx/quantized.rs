@@ -61,6 +61,19 @@ pub enum Activations {
     /// As `Int8`, the weights repacked in panels of 16 rows at load
     /// (`panels.rs`): batches take 16 rows per integer instruction.
     Int8Panels = 2,
+    /// x as it is against 4-bit weights in those panels, on AMX-BF16 tiles
+    /// (`mlx-sys/native/quantized_tiles.h`): x split exactly into three
+    /// bf16 parts, exact products, f32 sums (`F32`'s accuracy, its
+    /// rounding in another order); a batch of 8 costs ~2x one row, not
+    /// ~3.5x, and prompts skip BLAS.
+    F32Tiles = 3,
+}
+
+/// Whether this CPU and process run [`Activations::F32Tiles`] (AMX-BF16,
+/// granted by the kernel; `THINKWIRE_KERNEL_ISA=avx512` or below says no).
+pub(crate) fn tiles_available() -> bool {
+    // SAFETY: reads a CPU feature check.
+    unsafe { mlx_sys::thinkwire_f32_tiles_available() }
 }
 
 /// The instruction set the int8 kernels use on this CPU (`avx512-vnni`,

@@ -525,6 +525,23 @@ impl Linear {
                             kernel: Kernel::Thinkwire(Activations::Int8Panels),
                         }
                     }
+                    // f32 activations take AMX tiles over the same panels
+                    // where the CPU has them (4-bit weights).
+                    Kernel::Thinkwire(Activations::F32)
+                        if q.bits == 4
+                            && super::quantized::tiles_available()
+                            && super::panels::fits(rows, q) =>
+                    {
+                        let (w, scales, biases) =
+                            super::panels::repack(&w, &scales, &biases, q).map_err(&err)?;
+                        LinearWeight::Quantized {
+                            w,
+                            scales,
+                            biases,
+                            q,
+                            kernel: Kernel::Thinkwire(Activations::F32Tiles),
+                        }
+                    }
                     _ => LinearWeight::Quantized {
                         w,
                         scales,
@@ -577,6 +594,9 @@ impl Linear {
                     }
                     Kernel::Thinkwire(super::quantized::Activations::Int8Panels) => {
                         "thinkwire's kernels, int8 activations, 16-row panels"
+                    }
+                    Kernel::Thinkwire(super::quantized::Activations::F32Tiles) => {
+                        "thinkwire's kernels, 16-row panels on AMX tiles"
                     }
                 };
                 format!("{}-bit/{} on {who}", q.bits, q.group_size)

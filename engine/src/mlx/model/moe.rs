@@ -146,7 +146,7 @@ impl Stacked {
                 q.bits,
                 q.group_size,
                 match act {
-                    Activations::F32 => "",
+                    Activations::F32 | Activations::F32Tiles => "",
                     Activations::Int8 | Activations::Int8Panels => ", int8 activations",
                 }
             ),
