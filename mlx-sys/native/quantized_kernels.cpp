@@ -480,7 +480,9 @@ void product_tiles(const float* x, int m, int k, const uint8_t* w, const float* 
   const int rows = tiles::padded_rows(m);
   thread_local std::vector<uint16_t> parts;
   thread_local std::vector<float> sums;
-  parts.assign(static_cast<size_t>(rows) * k, 0);
+  // Every row is written but the padding after the 3m stacked ones.
+  parts.resize(static_cast<size_t>(rows) * k);
+  std::fill(parts.begin() + static_cast<size_t>(3 * m) * k, parts.end(), 0);
   sums.resize(static_cast<size_t>(k / group_size) * m);
   const tiles::Prepared prepared{parts.data(), sums.data(), m, rows, k, group_size};
   const PrepareTiles prep{x, prepared};
