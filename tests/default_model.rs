@@ -117,15 +117,15 @@ fn inspect_names_architecture_weights_and_reasoning_format() {
     ] {
         assert!(stdout.contains(line), "no {line:?} in {stdout}");
     }
-    // The quantized layers run on AMX tiles where the CPU has AMX-BF16.
+    // The 4-bit layers run on AMX tiles where the CPU has AMX-BF16.
     let tiles = std::fs::read_to_string("/proc/cpuinfo").is_ok_and(|c| c.contains(" amx_bf16"));
-    let on = if tiles {
-        ", 16-row panels on AMX tiles"
-    } else {
-        ""
-    };
     let weights = format!(
-        "weights:        120 × 4-bit/32 on thinkwire's kernels{on}, 1 × 8-bit/32 on thinkwire's kernels{on} (output layer)"
+        "weights:        120 × 4-bit/32 on thinkwire's kernels{}, 1 × 8-bit/32 on thinkwire's kernels (output layer)",
+        if tiles {
+            ", 16-row panels on AMX tiles"
+        } else {
+            ""
+        }
     );
     assert!(stdout.contains(&weights), "no {weights:?} in {stdout}");
 }

@@ -468,9 +468,9 @@ void tiles_part(const void* ctx, int, int) {
 // f32 x against 4-bit panels on the AMX tiles (quantized_tiles.h).
 void product_tiles(const float* x, int m, int k, const uint8_t* w, const float* scales,
                    const float* biases, int n, int group_size, int bits, float* y) {
-  if (n % panels::kRows != 0 || (bits != 4 && bits != 8) || group_size % 32 != 0) {
-    throw std::invalid_argument("thinkwire f32 tiles: need 4- or 8-bit weights in whole panels "
-                                "of 16 rows and groups of 32s (got " + std::to_string(n) + " rows, " +
+  if (n % panels::kRows != 0 || bits != 4 || group_size % 32 != 0) {
+    throw std::invalid_argument("thinkwire f32 tiles: need 4-bit weights in whole panels of 16 "
+                                "rows and groups of 32s (got " + std::to_string(n) + " rows, " +
                                 std::to_string(bits) + " bits, groups of " +
                                 std::to_string(group_size) + ")");
   }
@@ -484,7 +484,7 @@ void product_tiles(const float* x, int m, int k, const uint8_t* w, const float* 
   parts.resize(static_cast<size_t>(rows) * k);
   std::fill(parts.begin() + static_cast<size_t>(3 * m) * k, parts.end(), 0);
   sums.resize(static_cast<size_t>(k / group_size) * m);
-  const tiles::Prepared prepared{parts.data(), sums.data(), m, rows, k, group_size, bits};
+  const tiles::Prepared prepared{parts.data(), sums.data(), m, rows, k, group_size};
   const PrepareTiles prep{x, prepared};
   Pool::get().run(prepare_tiles_part, &prep, m >= 32 ? Pool::get().size() : 1);
   TileChunks chunks{{prepared, w, scales, biases, y, n}, std::max(1, n / panels::kRows / 16)};

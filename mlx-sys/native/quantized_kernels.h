@@ -46,7 +46,7 @@ enum class Activations {
   int8,  // x quantized to 8 bits per block of 32, integer dot products
   int8_panels,  // as int8, the weights repacked in panels of 16 rows
                 // (quantized_panels.h; scales and biases too)
-  f32_tiles,    // x as it is, 4/8-bit weights in those panels, on AMX-BF16
+  f32_tiles,    // x as it is, 4-bit weights in those panels, on AMX-BF16
                 // tiles (quantized_tiles.h); any number of rows
 };
 

@@ -55,13 +55,10 @@ TW_TILES inline __m256i to_bf16(__m512 v) {
 }
 
 // Rows [i0, i1): each 16 values of a block reordered as the panels pair
-// them (4 bits: [0, 4, 2, 6, 1, 5, 3, 7] per eight; 8 bits: as they are),
-// split hi, mid, lo; then the group sums, 16 lanes at a time and the lanes
-// in a fixed tree.
+// them ([0, 4, 2, 6, 1, 5, 3, 7] per eight), split hi, mid, lo; then the
+// group sums, 16 lanes at a time and the lanes in a fixed tree.
 TW_TILES void prepare_rows(const float* x, const Prepared& out, int i0, int i1) {
-  const __m512i order =
-      out.bits == 4 ? _mm512_setr_epi32(0, 4, 2, 6, 1, 5, 3, 7, 8, 12, 10, 14, 9, 13, 11, 15)
-                    : _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  const __m512i order = _mm512_setr_epi32(0, 4, 2, 6, 1, 5, 3, 7, 8, 12, 10, 14, 9, 13, 11, 15);
   const int k = out.k, groups = k / out.group_size;
   for (int i = i0; i < i1; i++) {
     const float* xi = x + static_cast<size_t>(i) * k;
@@ -87,40 +84,12 @@ TW_TILES void prepare_rows(const float* x, const Prepared& out, int i0, int i1) 
   }
 }
 
-// A panel's 8-bit blocks as bf16 tiles: vector v (x's bytes 4v..4v+3 for
-// each of the 16 lanes) gives rows 2v (bytes 0 and 1 of each lane) and
-// 2v + 1 (bytes 2 and 3), every byte exact as a float, its bf16 the top
-// half.
-TW_TILES void unpack_panel_8bit(const Product& p, int panel, uint16_t* out) {
-  const int blocks = p.x.k / 32;
-  const __m512i byte = _mm512_set1_epi32(0xff);
-  const __m512i top = _mm512_set1_epi32(static_cast<int>(0xffff0000u));
-  for (int blk = 0; blk < blocks; blk++) {
-    const uint8_t* wb = p.w + (static_cast<size_t>(panel) * blocks + blk) * 8 * 64;
-    uint16_t* o = out + static_cast<size_t>(blk) * 512;
-    for (int v = 0; v < 8; v++) {
-      const __m512i d = _mm512_loadu_si512(wb + v * 64);
-      __m512i f[4];
-      for (int t = 0; t < 4; t++) {
-        const __m512i b = _mm512_and_si512(_mm512_srli_epi32(d, 8 * t), byte);
-        f[t] = _mm512_castps_si512(_mm512_cvtepi32_ps(b));
-      }
-      // Low half the first of the pair, high half the second.
-      const __m512i r0 = _mm512_or_si512(_mm512_srli_epi32(f[0], 16), _mm512_and_si512(f[1], top));
-      const __m512i r1 = _mm512_or_si512(_mm512_srli_epi32(f[2], 16), _mm512_and_si512(f[3], top));
-      _mm512_store_si512(o + (2 * v) * 32, r0);
-      _mm512_store_si512(o + (2 * v + 1) * 32, r1);
-    }
-  }
-}
-
 // A panel's 4-bit blocks as bf16 tiles: per block 16 rows of 16 pairs, row
 // 4v + s from slice vector v (quantized_panels.h), each lane's pair two of
 // its nibbles: s = 0 the low nibbles of bytes 0 and 2, 1 of bytes 1 and 3,
 // 2 and 3 the high nibbles of the same. A vpermw looks each nibble up in a
 // table of bf16(0..15) (twice over: it reads 5 bits of the index).
 TW_TILES void unpack_panel(const Product& p, int panel, uint16_t* out) {
-  if (p.x.bits == 8) return unpack_panel_8bit(p, panel, out);
   alignas(64) uint16_t table[32];
   for (int e = 0; e < 32; e++) {
     const float f = static_cast<float>(e & 15);

@@ -1,4 +1,4 @@
-/* f32 activations against 4- and 8-bit panels on AMX-BF16 tiles (the default
+/* f32 activations against 4-bit panels on AMX-BF16 tiles (the default
  * precision on CPUs with AMX).
  *
  * The f32 kernels (quantized_avx512.h) make one FMA per weight and row of
@@ -6,7 +6,7 @@
  * weights' bytes, bound it. A TDPBF16PS makes 16 x 16 x 32 products in
  * about the time of ten FMAs, whatever the rows up to 16. For it the weights
  * stay in int8's panels of 16 rows (quantized_panels.h), unpacked block by
- * block into bf16 pairs (a 4- or 8-bit value is exact in bf16), and x is split
+ * block into bf16 pairs (a 4-bit value is exact in bf16), and x is split
  * into three bf16 parts, x = hi + mid + lo exactly (8 significant bits
  * each, 24 in all), so every product q * part is exact in f32 and a row's
  * result is the f32 sum
@@ -37,7 +37,6 @@ struct Prepared {
   uint16_t* parts;
   float* sums;
   int m, rows, k, group_size;
-  int bits;  // of the weights (4 or 8), which set the pairs' order
 };
 
 /** The tile height for m rows of x (3m in tiles of at most 16, as even as
@@ -49,7 +48,7 @@ int padded_rows(int m);
 /** Rows [i0, i1) of x (row-major [m, k]) into `out`. */
 void prepare(const float* x, const Prepared& out, int i0, int i1);
 
-/** y = x . W^T for prepared x and 4- or 8-bit panel weights. */
+/** y = x . W^T for prepared x and 4-bit panel weights. */
 struct Product {
   Prepared x;
   const uint8_t* w;  // panels (quantized_panels.h)

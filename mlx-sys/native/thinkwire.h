@@ -26,7 +26,7 @@ bool thinkwire_quantized_supported(int group_size, int bits);
  * products (quantized_int8.h; faster, ~0.5 % relative error) where the
  * kernels run, 2 does the same for weights, scales and biases repacked by
  * thinkwire_int8_panels_repack (quantized_panels.h); 3 multiplies x as it
- * is against 4- or 8-bit weights so repacked, on AMX-BF16 tiles (quantized_tiles.h;
+ * is against 4-bit weights so repacked, on AMX-BF16 tiles (quantized_tiles.h;
  * exact products, f32 sums). Inputs longer than thinkwire_kernel_max_rows
  * go through BLAS in f32 for 0 and 1; 2 and 3 take any length. */
 int thinkwire_quantized_matmul(

@@ -61,7 +61,7 @@ pub enum Activations {
     /// As `Int8`, the weights repacked in panels of 16 rows at load
     /// (`panels.rs`): batches take 16 rows per integer instruction.
     Int8Panels = 2,
-    /// x as it is against 4/8-bit weights in those panels, on AMX-BF16 tiles
+    /// x as it is against 4-bit weights in those panels, on AMX-BF16 tiles
     /// (`mlx-sys/native/quantized_tiles.h`): x split exactly into three
     /// bf16 parts, exact products, f32 sums (`F32`'s accuracy, its
     /// rounding in another order); a batch of 8 costs ~2x one row, not

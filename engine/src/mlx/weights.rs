@@ -526,9 +526,11 @@ impl Linear {
                         }
                     }
                     // f32 activations take AMX tiles over the same panels
-                    // where the CPU has them.
+                    // where the CPU has them (4-bit weights).
                     Kernel::Thinkwire(Activations::F32)
-                        if super::quantized::tiles_available() && super::panels::fits(rows, q) =>
+                        if q.bits == 4
+                            && super::quantized::tiles_available()
+                            && super::panels::fits(rows, q) =>
                     {
                         let (w, scales, biases) =
                             super::panels::repack(&w, &scales, &biases, q).map_err(&err)?;
