@@ -1,6 +1,6 @@
 /* Attention of a few query rows against one key/value head's cache, the
  * arithmetic behind thinkwire_attend and thinkwire_attend_cached
- * (fused_ops.cpp). The query heads that share a key/value head (grouped
+ * (attention_ops.cpp). The query heads that share a key/value head (grouped
  * query attention) go together, so each key and value row is read once
  * for all of them. */
 #ifndef THINKWIRE_ATTENTION_KERNELS_H

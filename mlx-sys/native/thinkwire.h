@@ -170,7 +170,8 @@ const char* thinkwire_int8_isa(void);
  * the per-step breakdown of `thinkwire bench`). */
 void thinkwire_kernel_time(uint64_t* ns, uint64_t* calls);
 
-/* Fused operations for a decode step on the CPU (fused_ops.cpp); each is
+/* Fused operations for a decode step on the CPU (fused_ops.cpp,
+ * attention_ops.cpp); each is
  * one lazy MLX operation. On failure they return 1 and
  * thinkwire_fused_last_error() tells why. */
 

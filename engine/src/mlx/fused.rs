@@ -1,5 +1,5 @@
 //! Fused operations for a decode step on the CPU (`mlx-sys/native/
-//! fused_ops.cpp`): each is one MLX operation where the model would
+//! fused_ops.cpp`, `attention_ops.cpp`): each is one MLX operation where the model would
 //! otherwise build a chain of small ones. At one token per sequence, a
 //! step's time went more to building, scheduling and allocating ~40 graph
 //! nodes per layer than to their arithmetic (engine/README.md has the
