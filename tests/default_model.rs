@@ -117,8 +117,8 @@ fn inspect_names_architecture_weights_and_reasoning_format() {
     ] {
         assert!(stdout.contains(line), "no {line:?} in {stdout}");
     }
-    // The 4-bit layers run on AMX tiles where the CPU has AMX-BF16.
-    let tiles = std::fs::read_to_string("/proc/cpuinfo").is_ok_and(|c| c.contains(" amx_bf16"));
+    // The 4-bit layers run on AMX tiles where the CPU (and Linux) give them.
+    let tiles = thinkwire_engine::mlx::tiles_available();
     let weights = format!(
         "weights:        120 × 4-bit/32 on thinkwire's kernels{}, 1 × 8-bit/32 on thinkwire's kernels (output layer)",
         if tiles {

@@ -55,7 +55,7 @@ use std::time::Duration;
 
 pub use self::convert::{ConvertOptions, ConvertReport, convert_gguf};
 use self::model::Model;
-pub use self::quantized::{int8_isa, kernel_threads, kernel_time};
+pub use self::quantized::{int8_isa, kernel_threads, kernel_time, tiles_available};
 use self::scheduler::Scheduler;
 pub use self::scheduler::SchedulerOptions;
 pub use self::weights::Precision;

@@ -71,7 +71,7 @@ pub enum Activations {
 
 /// Whether this CPU and process run [`Activations::F32Tiles`] (AMX-BF16,
 /// granted by the kernel; `THINKWIRE_KERNEL_ISA=avx512` or below says no).
-pub(crate) fn tiles_available() -> bool {
+pub fn tiles_available() -> bool {
     // SAFETY: reads a CPU feature check.
     unsafe { mlx_sys::thinkwire_f32_tiles_available() }
 }
