@@ -509,29 +509,22 @@ impl Linear {
                     concat_rows(bs).map_err(&err)?,
                 );
                 let rows = w.shape().first().map_or(0, |&n| n as usize);
-                match kernel {
-                    // Batches of int8 activations take 16 weight rows per
-                    // instruction once the weights are in panels.
-                    Kernel::Thinkwire(Activations::Int8)
-                        if super::panels::available() && super::panels::fits(rows, q) =>
-                    {
-                        let (w, scales, biases) =
-                            super::panels::repack(&w, &scales, &biases, q).map_err(&err)?;
-                        LinearWeight::Quantized {
-                            w,
-                            scales,
-                            biases,
-                            q,
-                            kernel: Kernel::Thinkwire(Activations::Int8Panels),
-                        }
+                // Weights in 16-row panels: batches of int8 activations take
+                // 16 weight rows per instruction, f32 ones AMX tiles (4-bit
+                // weights, where the CPU has them).
+                let in_panels = match kernel {
+                    Kernel::Thinkwire(Activations::Int8) if super::panels::available() => {
+                        Some(Activations::Int8Panels)
                     }
-                    // f32 activations take AMX tiles over the same panels
-                    // where the CPU has them (4-bit weights).
                     Kernel::Thinkwire(Activations::F32)
-                        if q.bits == 4
-                            && super::quantized::tiles_available()
-                            && super::panels::fits(rows, q) =>
+                        if q.bits == 4 && super::quantized::tiles_available() =>
                     {
+                        Some(Activations::F32Tiles)
+                    }
+                    _ => None,
+                };
+                match in_panels {
+                    Some(act) if super::panels::fits(rows, q) => {
                         let (w, scales, biases) =
                             super::panels::repack(&w, &scales, &biases, q).map_err(&err)?;
                         LinearWeight::Quantized {
@@ -539,7 +532,7 @@ impl Linear {
                             scales,
                             biases,
                             q,
-                            kernel: Kernel::Thinkwire(Activations::F32Tiles),
+                            kernel: Kernel::Thinkwire(act),
                         }
                     }
                     _ => LinearWeight::Quantized {
