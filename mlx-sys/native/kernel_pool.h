@@ -166,6 +166,13 @@ class Pool {
   int parts_ = 0;
 };
 
+// Parts for a product over n x k weights of `bits`: below ~64 KB of
+// weights a second thread costs more than it saves.
+inline int parts_for(int n, int k, int bits) {
+  const size_t bytes = static_cast<size_t>(n) * k * bits / 8;
+  return bytes < (64u << 10) ? 1 : Pool::get().size();
+}
+
 } // namespace thinkwire
 
 #endif
