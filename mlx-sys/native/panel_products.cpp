@@ -4,6 +4,7 @@
 #include "panel_products.h"
 
 #include "kernel_pool.h"
+#include "panel_fma.h"
 #include "quantized_int8.h"
 #include "quantized_panels.h"
 #include "quantized_tiles.h"
@@ -64,6 +65,17 @@ void product_tiles(const float* x, int m, int k, const uint8_t* w, const float* 
   }
   if (!tiles::available()) {
     throw std::runtime_error("thinkwire f32 tiles: this CPU or process has no AMX-BF16 tiles");
+  }
+  // One or two rows: FMAs over the panels (panel_fma.h); more: the tiles.
+  if (m <= panel_fma::kMaxRows) {
+    thread_local std::vector<float> xsum;
+    xsum.resize(static_cast<size_t>(k / group_size) * m);
+    panel_fma::group_sums(x, m, k, group_size, xsum.data());
+    Chunks<panel_fma::Product, panel_fma::rows> chunks{
+        {x, xsum.data(), w, scales, biases, y, m, n, k, group_size, m},
+        std::max(1, n / panels::kRows / 16)};
+    Pool::get().run(decltype(chunks)::part, &chunks, parts_for(n, k, bits));
+    return;
   }
   const int rows = tiles::padded_rows(m);
   thread_local std::vector<uint16_t> parts;

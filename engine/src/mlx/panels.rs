@@ -268,9 +268,10 @@ mod tests {
 
     /// On AMX tiles, f32 activations against 4-bit panels give the f32
     /// kernels' product to float rounding (exact products, f32 sums), for
-    /// 1 to 20 rows (stacked parts in one tile, in several, a prompt past
-    /// the kernels' usual limit), every row bit-identical to that row
-    /// alone. Without tiles (a CPU or cap below AMX) the call is refused by
+    /// 1 to 20 rows (one or two on FMAs over the panels; stacked parts in
+    /// one tile, in several, a prompt past the kernels' usual limit), every
+    /// row bit-identical to that row alone (one or two rows) or in another
+    /// batch of three or more. Without tiles (a CPU or cap below AMX) the call is refused by
     /// name, and weights stay off them at load.
     #[test]
     fn tiles_compute_the_f32_product_and_rows_stay_their_own() {
@@ -319,9 +320,26 @@ mod tests {
                         "groups of {group_size}, m={m}, [{row}, {col}]: {a} vs {b}"
                     );
                 }
-                let alone = panels
-                    .matmul_now_with(&x, m, Path::RowByRow, Activations::F32Tiles)
-                    .unwrap();
+                // One or two rows run on FMAs over the panels, three and
+                // more on the tiles: within each, a row's bits are its own.
+                let alone: Vec<f32> = if m <= 2 {
+                    panels
+                        .matmul_now_with(&x, m, Path::RowByRow, Activations::F32Tiles)
+                        .unwrap()
+                } else {
+                    (0..m)
+                        .flat_map(|i| {
+                            let three: Vec<f32> = [i, (i + 1) % m, (i + 2) % m]
+                                .iter()
+                                .flat_map(|&r| x[r * k..(r + 1) * k].iter().copied())
+                                .collect();
+                            let y = panels
+                                .matmul_now_with(&three, 3, Path::Auto, Activations::F32Tiles)
+                                .unwrap();
+                            y[..n].to_vec()
+                        })
+                        .collect()
+                };
                 assert_eq!(
                     bits_of(&got),
                     bits_of(&alone),

@@ -145,3 +145,86 @@ fn batched_step_time() {
         }
     }
 }
+
+/// Median milliseconds (whole pass, in the kernels) of one prefill pass
+/// over `n` different prompts of `len` tokens, each in a fresh cache, with
+/// the last row's logits of each: what the scheduler runs when a burst of
+/// `n` runs arrives together.
+fn prefill_ms(model: &Model, n: usize, len: usize, reps: usize) -> (f64, f64) {
+    let mut times = Vec::new();
+    let mut kernel_times = Vec::new();
+    for r in 0..reps {
+        let mut caches: Vec<_> = (0..n).map(|_| model.new_cache()).collect();
+        let start = Instant::now();
+        let kernels = super::kernel_time().0;
+        let mut segments: Vec<Segment<'_>> = caches
+            .iter_mut()
+            .enumerate()
+            .map(|(i, c)| {
+                let prompt: Vec<i32> = (0..len)
+                    .map(|j| ((17 + 31 * (i + r) + 7 * j) % 4000) as i32)
+                    .collect();
+                Segment {
+                    ids: ids(&prompt),
+                    len: len as i32,
+                    caches: c,
+                    fork: None,
+                }
+            })
+            .collect();
+        let logits = model.forward(&mut segments, true).unwrap().unwrap();
+        let picks = mlx_rs::ops::indexing::argmax_axis(&logits, -1, true).unwrap();
+        let mut eval = vec![&picks];
+        for s in &segments {
+            eval.extend(s.caches.iter().flat_map(|k| k.arrays()));
+        }
+        mlx_rs::transforms::eval(eval).unwrap();
+        times.push(start.elapsed().as_secs_f64() * 1e3);
+        kernel_times.push((super::kernel_time().0 - kernels).as_secs_f64() * 1e3);
+    }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    (median(&mut times), median(&mut kernel_times))
+}
+
+/// One prefill pass of N = 1, 4, 8 prompts of 50 tokens under `auto` and
+/// `int8`: the time to first token of a burst, less the scheduler
+/// (`PREFILL_BENCH_PROFILE=auto:4` runs only 100 passes of that, for
+/// `perf record`).
+#[test]
+#[ignore = "a benchmark: run it in release, see the module doc"]
+fn prefill_pass_time() {
+    let path = super::precision_parity::default_model();
+    let profile = std::env::var("PREFILL_BENCH_PROFILE").ok();
+    for (label, precision) in [("auto", Precision::Auto), ("int8", Precision::Int8)] {
+        if let Some(spec) = &profile {
+            let (name, _) = spec.split_once(':').unwrap_or((spec, "4"));
+            if !label.eq_ignore_ascii_case(name) {
+                continue;
+            }
+        }
+        let loaded = load_gguf(&path).unwrap();
+        let model = Model::build(&loaded.config, loaded.weights, precision).unwrap();
+        if let Some(spec) = &profile {
+            let n: usize = spec
+                .split_once(':')
+                .map_or("4", |(_, n)| n)
+                .parse()
+                .expect("PREFILL_BENCH_PROFILE=config[:prompts]");
+            let (ms, kernels) = prefill_ms(&model, n, 50, 100);
+            eprintln!("{label} {n}x50: {ms:.2} ms per pass ({kernels:.2} in the kernels)");
+            continue;
+        }
+        prefill_ms(&model, 8, 50, 3); // warm-up
+        let one = prefill_ms(&model, 1, 50, 20).0;
+        for n in [1, 2, 4, 8] {
+            let (ms, kernels) = prefill_ms(&model, n, 50, 20);
+            eprintln!(
+                "{label} {n}x50 tokens: {ms:.2} ms per pass ({kernels:.2} in the kernels), {:.2}x one prompt",
+                ms / one
+            );
+        }
+    }
+}

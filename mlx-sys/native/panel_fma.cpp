@@ -1,0 +1,161 @@
+// f32 x against 4-bit panels with AVX-512 FMAs; see panel_fma.h.
+
+#include "panel_fma.h"
+
+#include "quantized_panels.h"
+
+#include <cstddef>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+namespace thinkwire::panel_fma {
+
+#if defined(__x86_64__)
+
+namespace {
+
+#define TW_FMA __attribute__((target("avx512f,avx512bw,avx512vl,fma")))
+
+// P panels from pn against R rows of x. A 4-bit panel block is four
+// 64-byte slices; lane j of slice i holds weight row j's bytes 4i..4i+3 of
+// the block, whose low nibbles are its elements 8i + 2t and high nibbles
+// 8i + 2t + 1 (t the byte). Per row and panel two accumulators (low and
+// high nibbles) take a block's products, the blocks add up to the group's
+// sum, then the group's float step.
+template <int R, int P>
+TW_FMA void panels(const Product& p, int pn) {
+  const int k = p.k, groups = k / p.group_size, per = p.group_size / 32, blocks = k / 32;
+  const __m512i nibble = _mm512_set1_epi32(15);
+  __m512 y[P][R];
+  #pragma GCC unroll 2
+  for (int a = 0; a < P; a++) {
+    #pragma GCC unroll 2
+    for (int r = 0; r < R; r++) y[a][r] = _mm512_setzero_ps();
+  }
+  for (int g = 0; g < groups; g++) {
+    __m512 dot[P][R];
+    #pragma GCC unroll 2
+    for (int a = 0; a < P; a++) {
+      #pragma GCC unroll 2
+      for (int r = 0; r < R; r++) dot[a][r] = _mm512_setzero_ps();
+    }
+    for (int blk = g * per; blk < (g + 1) * per; blk++) {
+      __m512 acc[P][R][2];
+      #pragma GCC unroll 2
+      for (int a = 0; a < P; a++) {
+        #pragma GCC unroll 2
+        for (int r = 0; r < R; r++) acc[a][r][0] = acc[a][r][1] = _mm512_setzero_ps();
+      }
+      #pragma GCC unroll 4
+      for (int i = 0; i < 4; i++) {
+        __m512i v[P];
+        #pragma GCC unroll 2
+        for (int a = 0; a < P; a++) {
+          v[a] = _mm512_loadu_si512(p.w + ((static_cast<size_t>(pn + a) * blocks + blk) * 4 + i) * 64);
+        }
+        #pragma GCC unroll 4
+        for (int t = 0; t < 4; t++) {
+          const int c = blk * 32 + 8 * i + 2 * t;
+          #pragma GCC unroll 2
+          for (int a = 0; a < P; a++) {
+            const __m512 lo = _mm512_cvtepi32_ps(_mm512_and_si512(_mm512_srli_epi32(v[a], 8 * t), nibble));
+            const __m512 hi = _mm512_cvtepi32_ps(_mm512_and_si512(_mm512_srli_epi32(v[a], 8 * t + 4), nibble));
+            #pragma GCC unroll 2
+            for (int r = 0; r < R; r++) {
+              const float* x = p.x + static_cast<size_t>(r) * k + c;
+              acc[a][r][0] = _mm512_fmadd_ps(lo, _mm512_set1_ps(x[0]), acc[a][r][0]);
+              acc[a][r][1] = _mm512_fmadd_ps(hi, _mm512_set1_ps(x[1]), acc[a][r][1]);
+            }
+          }
+        }
+      }
+      // A block's 16 + 16 products into the group's sum: no accumulator
+      // takes more than 16 in a row (a group of 128 in one would round
+      // ~4x more than the tiles do).
+      #pragma GCC unroll 2
+      for (int a = 0; a < P; a++) {
+        #pragma GCC unroll 2
+        for (int r = 0; r < R; r++) {
+          dot[a][r] = _mm512_add_ps(dot[a][r], _mm512_add_ps(acc[a][r][0], acc[a][r][1]));
+        }
+      }
+    }
+    #pragma GCC unroll 2
+    for (int a = 0; a < P; a++) {
+      const size_t sg = (static_cast<size_t>(pn + a) * groups + g) * panels::kRows;
+      const __m512 scale = _mm512_loadu_ps(p.scales + sg);
+      const __m512 bias = _mm512_loadu_ps(p.biases + sg);
+      #pragma GCC unroll 2
+      for (int r = 0; r < R; r++) {
+        y[a][r] = _mm512_fmadd_ps(scale, dot[a][r], y[a][r]);
+        y[a][r] = _mm512_fmadd_ps(bias, _mm512_set1_ps(p.xsum[static_cast<size_t>(g) * p.xsum_stride + r]),
+                                  y[a][r]);
+      }
+    }
+  }
+  #pragma GCC unroll 2
+  for (int a = 0; a < P; a++) {
+    #pragma GCC unroll 2
+    for (int r = 0; r < R; r++) {
+      _mm512_storeu_ps(p.y + static_cast<size_t>(r) * p.n + (pn + a) * panels::kRows, y[a][r]);
+    }
+  }
+}
+
+template <int R>
+TW_FMA void rows_of(const Product& p, int p0, int p1) {
+  int pn = p0;
+  for (; pn + 2 <= p1; pn += 2) panels<R, 2>(p, pn);
+  if (pn < p1) panels<R, 1>(p, pn);
+}
+
+TW_FMA void sums(const float* x, int m, int k, int group_size, float* out) {
+  const int groups = k / group_size;
+  for (int i = 0; i < m; i++) {
+    const float* xi = x + static_cast<size_t>(i) * k;
+    for (int g = 0; g < groups; g++) {
+      __m512 s = _mm512_setzero_ps();
+      for (int c = g * group_size; c < (g + 1) * group_size; c += 16) {
+        s = _mm512_add_ps(s, _mm512_loadu_ps(xi + c));
+      }
+      out[static_cast<size_t>(g) * m + i] = _mm512_reduce_add_ps(s);
+    }
+  }
+}
+
+} // namespace
+
+void group_sums(const float* x, int m, int k, int group_size, float* out) {
+  sums(x, m, k, group_size, out);
+}
+
+void rows(const Product& p, int p0, int p1) {
+  // Rows in pairs, then a lone one: the same operations per row either way.
+  int r = 0;
+  for (; r + 2 <= p.m; r += 2) {
+    Product two = p;
+    two.x = p.x + static_cast<size_t>(r) * p.k;
+    two.xsum = p.xsum + r;
+    two.y = p.y + static_cast<size_t>(r) * p.n;
+    rows_of<2>(two, p0, p1);
+  }
+  if (r < p.m) {
+    Product one = p;
+    one.x = p.x + static_cast<size_t>(r) * p.k;
+    one.xsum = p.xsum + r;
+    one.y = p.y + static_cast<size_t>(r) * p.n;
+    rows_of<1>(one, p0, p1);
+  }
+}
+
+#else
+
+void group_sums(const float*, int, int, int, float*) {}
+
+void rows(const Product&, int, int) {}
+
+#endif
+
+} // namespace thinkwire::panel_fma

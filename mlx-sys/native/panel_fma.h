@@ -1,0 +1,49 @@
+/* f32 activations against 4-bit panels (quantized_panels.h) with AVX-512
+ * FMAs: the default precision's arm for one or two rows of x (decoding one
+ * or two sequences) when the weights are in panels for the AMX tiles.
+ *
+ * A tile product costs the same for 3 stacked rows as for 16, so a lone
+ * decode step leaves most of each TDPBF16PS empty and pays the 4-bit to
+ * bf16 unpack and a tile store per group for it: measured here ~1.25x the
+ * FMA kernels' time at one row, even at four, 0.8x at eight. These FMAs run
+ * over the panel's 16 weight rows in the lanes (as the int8 panels' VNNI
+ * does), so each nibble becomes a float once for every row of x and no
+ * horizontal sum is left at the end:
+ *     y = sum_groups(scale * sum(q * x) + bias * sum(x)),
+ * the sums in one fixed order per row whatever m is (1 or 2): each row of
+ * y is bit-identical to that x row alone. Its rounding differs from the
+ * tiles' (up to f32 rounding, as the tiles' differs from BLAS's), so a
+ * batch that grows from two rows to three changes the last bits of the
+ * others' logits, not their meaning (the batch parity tests' near-ties). */
+#ifndef THINKWIRE_PANEL_FMA_H
+#define THINKWIRE_PANEL_FMA_H
+
+#include <cstdint>
+
+namespace thinkwire::panel_fma {
+
+/** Rows of x this arm takes; more go to the tiles. */
+constexpr int kMaxRows = 2;
+
+/** y = x . W^T for m <= kMaxRows rows of f32 x and 4-bit panel weights. */
+struct Product {
+  const float* x;     // [m, k]
+  const float* xsum;  // [groups, m]: group_sums
+  const uint8_t* w;   // panels
+  const float* scales;
+  const float* biases;
+  float* y;  // [m, n]
+  int m, n, k, group_size;
+  int xsum_stride;  // m of the whole product
+};
+
+/** x's f32 group sums into out ([groups, m]). */
+void group_sums(const float* x, int m, int k, int group_size, float* out);
+
+/** Panels [p0, p1) against every row of x. Needs AVX-512 (every CPU with
+ * the tiles has it). */
+void rows(const Product& p, int p0, int p1);
+
+} // namespace thinkwire::panel_fma
+
+#endif
