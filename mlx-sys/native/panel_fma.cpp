@@ -27,7 +27,9 @@ namespace {
 template <int R, int P>
 TW_FMA void panels(const Product& p, int pn) {
   const int k = p.k, groups = k / p.group_size, per = p.group_size / 32, blocks = k / 32;
-  const __m512i nibble = _mm512_set1_epi32(15);
+  // vpermps reads the low 4 bits of each lane: a shifted slice looks its
+  // nibble up in 0..15 as floats without a mask or a conversion.
+  const __m512 values = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
   __m512 y[P][R];
   #pragma GCC unroll 2
   for (int a = 0; a < P; a++) {
@@ -60,8 +62,8 @@ TW_FMA void panels(const Product& p, int pn) {
           const int c = blk * 32 + 8 * i + 2 * t;
           #pragma GCC unroll 2
           for (int a = 0; a < P; a++) {
-            const __m512 lo = _mm512_cvtepi32_ps(_mm512_and_si512(_mm512_srli_epi32(v[a], 8 * t), nibble));
-            const __m512 hi = _mm512_cvtepi32_ps(_mm512_and_si512(_mm512_srli_epi32(v[a], 8 * t + 4), nibble));
+            const __m512 lo = _mm512_permutexvar_ps(_mm512_srli_epi32(v[a], 8 * t), values);
+            const __m512 hi = _mm512_permutexvar_ps(_mm512_srli_epi32(v[a], 8 * t + 4), values);
             #pragma GCC unroll 2
             for (int r = 0; r < R; r++) {
               const float* x = p.x + static_cast<size_t>(r) * k + c;
