@@ -1,20 +1,21 @@
 /* f32 activations against 4-bit panels (quantized_panels.h) with AVX-512
- * FMAs: the default precision's arm for one or two rows of x (decoding one
- * or two sequences) when the weights are in panels for the AMX tiles.
+ * FMAs: the default precision's kernel for decode steps (up to 8 rows of
+ * x, one per sequence) when the weights are in panels for the AMX tiles,
+ * which keep prompts.
  *
- * A tile product costs the same for 3 stacked rows as for 16, so a lone
- * decode step leaves most of each TDPBF16PS empty and pays the 4-bit to
- * bf16 unpack and a tile store per group for it: measured here ~1.25x the
- * FMA kernels' time at one row, even at four, 0.8x at eight. These FMAs run
- * over the panel's 16 weight rows in the lanes (as the int8 panels' VNNI
- * does), so each nibble becomes a float once for every row of x and no
- * horizontal sum is left at the end:
+ * A tile product costs the same for 3 stacked rows as for 16, so a decode
+ * step leaves most of each TDPBF16PS empty and pays the 4-bit to bf16
+ * unpack and a tile store per group for it: measured here ~1.25x the FMA
+ * kernels' time at one row. These FMAs run over the panel's 16 weight rows
+ * in the lanes (as the int8 panels' VNNI does), so each nibble becomes a
+ * float once for every row of x (a vpermps lookup) and no horizontal sum is
+ * left at the end:
  *     y = sum_groups(scale * sum(q * x) + bias * sum(x)),
- * the sums in one fixed order per row whatever m is (1 or 2): each row of
- * y is bit-identical to that x row alone. Its rounding differs from the
- * tiles' (up to f32 rounding, as the tiles' differs from BLAS's), so a
- * batch that grows from two rows to three changes the last bits of the
- * others' logits, not their meaning (the batch parity tests' near-ties). */
+ * the sums in one fixed order per row whatever m is: each row of y is
+ * bit-identical to that x row alone. Measured against the tiles: faster
+ * up to 5 rows, even at 6 to 8. Its rounding differs from the tiles' (up
+ * to f32 rounding, as the tiles' differs from BLAS's), so a prompt's rows
+ * round alike whenever they are 9 or more, alone or batched. */
 #ifndef THINKWIRE_PANEL_FMA_H
 #define THINKWIRE_PANEL_FMA_H
 
@@ -22,8 +23,9 @@
 
 namespace thinkwire::panel_fma {
 
-/** Rows of x this arm takes; more go to the tiles. */
-constexpr int kMaxRows = 2;
+/** Rows of x this kernel takes (the default --max-batch); more go to the
+ * tiles. */
+constexpr int kMaxRows = 8;
 
 /** y = x . W^T for m <= kMaxRows rows of f32 x and 4-bit panel weights. */
 struct Product {

@@ -66,7 +66,8 @@ void product_tiles(const float* x, int m, int k, const uint8_t* w, const float* 
   if (!tiles::available()) {
     throw std::runtime_error("thinkwire f32 tiles: this CPU or process has no AMX-BF16 tiles");
   }
-  // One or two rows: FMAs over the panels (panel_fma.h); more: the tiles.
+  // Decode steps (up to 8 rows): FMAs over the panels (panel_fma.h);
+  // prompts: the tiles.
   if (m <= panel_fma::kMaxRows) {
     thread_local std::vector<float> xsum;
     xsum.resize(static_cast<size_t>(k / group_size) * m);

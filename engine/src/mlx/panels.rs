@@ -268,10 +268,10 @@ mod tests {
 
     /// On AMX tiles, f32 activations against 4-bit panels give the f32
     /// kernels' product to float rounding (exact products, f32 sums), for
-    /// 1 to 20 rows (one or two on FMAs over the panels; stacked parts in
-    /// one tile, in several, a prompt past the kernels' usual limit), every
-    /// row bit-identical to that row alone (one or two rows) or in another
-    /// batch of three or more. Without tiles (a CPU or cap below AMX) the call is refused by
+    /// 1 to 20 rows (up to 8 on FMAs over the panels; from 9, stacked parts
+    /// in several tiles, a prompt past the kernels' usual limit), every row
+    /// bit-identical to that row alone (up to 8 rows) or in another batch of
+    /// 9 or more. Without tiles (a CPU or cap below AMX) the call is refused by
     /// name, and weights stay off them at load.
     #[test]
     fn tiles_compute_the_f32_product_and_rows_stay_their_own() {
@@ -285,7 +285,7 @@ mod tests {
             let (n, k) = (48usize, 256usize);
             let (_, _, _, packed) = random_packed(n as i32, k as i32, q);
             let panels = in_panels(&packed);
-            for m in [1usize, 2, 3, 5, 6, 8, 11, 16, 20] {
+            for m in [1usize, 2, 3, 5, 8, 9, 11, 16, 20] {
                 // Values whose last 8 of 24 bits (x's low bf16 part) are
                 // all alike, so losing them would add up across a row.
                 let x: Vec<f32> = (0..m * k)
@@ -320,21 +320,21 @@ mod tests {
                         "groups of {group_size}, m={m}, [{row}, {col}]: {a} vs {b}"
                     );
                 }
-                // One or two rows run on FMAs over the panels, three and
-                // more on the tiles: within each, a row's bits are its own.
-                let alone: Vec<f32> = if m <= 2 {
+                // Up to 8 rows (decode steps) run on FMAs over the panels,
+                // more (prompts) on the tiles: within each, a row's bits are
+                // its own (the tile side: the same row first in the batch
+                // rotated to start at it).
+                let alone: Vec<f32> = if m <= 8 {
                     panels
                         .matmul_now_with(&x, m, Path::RowByRow, Activations::F32Tiles)
                         .unwrap()
                 } else {
                     (0..m)
                         .flat_map(|i| {
-                            let three: Vec<f32> = [i, (i + 1) % m, (i + 2) % m]
-                                .iter()
-                                .flat_map(|&r| x[r * k..(r + 1) * k].iter().copied())
-                                .collect();
+                            let rotated: Vec<f32> =
+                                x[i * k..].iter().chain(&x[..i * k]).copied().collect();
                             let y = panels
-                                .matmul_now_with(&three, 3, Path::Auto, Activations::F32Tiles)
+                                .matmul_now_with(&rotated, m, Path::Auto, Activations::F32Tiles)
                                 .unwrap();
                             y[..n].to_vec()
                         })
