@@ -31,40 +31,40 @@ TW_FMA void panels(const Product& p, int pn) {
   // nibble up in 0..15 as floats without a mask or a conversion.
   const __m512 values = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
   __m512 y[P][R];
-  #pragma GCC unroll 2
+  #pragma GCC unroll 4
   for (int a = 0; a < P; a++) {
-    #pragma GCC unroll 2
+    #pragma GCC unroll 4
     for (int r = 0; r < R; r++) y[a][r] = _mm512_setzero_ps();
   }
   for (int g = 0; g < groups; g++) {
     __m512 dot[P][R];
-    #pragma GCC unroll 2
+    #pragma GCC unroll 4
     for (int a = 0; a < P; a++) {
-      #pragma GCC unroll 2
+      #pragma GCC unroll 4
       for (int r = 0; r < R; r++) dot[a][r] = _mm512_setzero_ps();
     }
     for (int blk = g * per; blk < (g + 1) * per; blk++) {
       __m512 acc[P][R][2];
-      #pragma GCC unroll 2
+      #pragma GCC unroll 4
       for (int a = 0; a < P; a++) {
-        #pragma GCC unroll 2
+        #pragma GCC unroll 4
         for (int r = 0; r < R; r++) acc[a][r][0] = acc[a][r][1] = _mm512_setzero_ps();
       }
       #pragma GCC unroll 4
       for (int i = 0; i < 4; i++) {
         __m512i v[P];
-        #pragma GCC unroll 2
+        #pragma GCC unroll 4
         for (int a = 0; a < P; a++) {
           v[a] = _mm512_loadu_si512(p.w + ((static_cast<size_t>(pn + a) * blocks + blk) * 4 + i) * 64);
         }
         #pragma GCC unroll 4
         for (int t = 0; t < 4; t++) {
           const int c = blk * 32 + 8 * i + 2 * t;
-          #pragma GCC unroll 2
+          #pragma GCC unroll 4
           for (int a = 0; a < P; a++) {
             const __m512 lo = _mm512_permutexvar_ps(_mm512_srli_epi32(v[a], 8 * t), values);
             const __m512 hi = _mm512_permutexvar_ps(_mm512_srli_epi32(v[a], 8 * t + 4), values);
-            #pragma GCC unroll 2
+            #pragma GCC unroll 4
             for (int r = 0; r < R; r++) {
               const float* x = p.x + static_cast<size_t>(r) * k + c;
               acc[a][r][0] = _mm512_fmadd_ps(lo, _mm512_set1_ps(x[0]), acc[a][r][0]);
@@ -76,20 +76,20 @@ TW_FMA void panels(const Product& p, int pn) {
       // A block's 16 + 16 products into the group's sum: no accumulator
       // takes more than 16 in a row (a group of 128 in one would round
       // ~4x more than the tiles do).
-      #pragma GCC unroll 2
+      #pragma GCC unroll 4
       for (int a = 0; a < P; a++) {
-        #pragma GCC unroll 2
+        #pragma GCC unroll 4
         for (int r = 0; r < R; r++) {
           dot[a][r] = _mm512_add_ps(dot[a][r], _mm512_add_ps(acc[a][r][0], acc[a][r][1]));
         }
       }
     }
-    #pragma GCC unroll 2
+    #pragma GCC unroll 4
     for (int a = 0; a < P; a++) {
       const size_t sg = (static_cast<size_t>(pn + a) * groups + g) * panels::kRows;
       const __m512 scale = _mm512_loadu_ps(p.scales + sg);
       const __m512 bias = _mm512_loadu_ps(p.biases + sg);
-      #pragma GCC unroll 2
+      #pragma GCC unroll 4
       for (int r = 0; r < R; r++) {
         y[a][r] = _mm512_fmadd_ps(scale, dot[a][r], y[a][r]);
         y[a][r] = _mm512_fmadd_ps(bias, _mm512_set1_ps(p.xsum[static_cast<size_t>(g) * p.xsum_stride + r]),
@@ -97,9 +97,9 @@ TW_FMA void panels(const Product& p, int pn) {
       }
     }
   }
-  #pragma GCC unroll 2
+  #pragma GCC unroll 4
   for (int a = 0; a < P; a++) {
-    #pragma GCC unroll 2
+    #pragma GCC unroll 4
     for (int r = 0; r < R; r++) {
       _mm512_storeu_ps(p.y + static_cast<size_t>(r) * p.n + (pn + a) * panels::kRows, y[a][r]);
     }
@@ -109,8 +109,12 @@ TW_FMA void panels(const Product& p, int pn) {
 template <int R>
 TW_FMA void rows_of(const Product& p, int p0, int p1) {
   int pn = p0;
-  for (; pn + 2 <= p1; pn += 2) panels<R, 2>(p, pn);
-  if (pn < p1) panels<R, 1>(p, pn);
+  // Two panels at a time for one or two rows (more independent sums in
+  // flight); four rows fill the registers with one.
+  if constexpr (R <= 2) {
+    for (; pn + 2 <= p1; pn += 2) panels<R, 2>(p, pn);
+  }
+  for (; pn < p1; pn++) panels<R, 1>(p, pn);
 }
 
 TW_FMA void sums(const float* x, int m, int k, int group_size, float* out) {
@@ -134,22 +138,22 @@ void group_sums(const float* x, int m, int k, int group_size, float* out) {
 }
 
 void rows(const Product& p, int p0, int p1) {
-  // Rows in pairs, then a lone one: the same operations per row either way.
+  // Rows in fours, then a pair, then a lone one: the same operations per
+  // row either way.
   int r = 0;
-  for (; r + 2 <= p.m; r += 2) {
-    Product two = p;
-    two.x = p.x + static_cast<size_t>(r) * p.k;
-    two.xsum = p.xsum + r;
-    two.y = p.y + static_cast<size_t>(r) * p.n;
-    rows_of<2>(two, p0, p1);
+  auto at = [&](int row) {
+    Product part = p;
+    part.x = p.x + static_cast<size_t>(row) * p.k;
+    part.xsum = p.xsum + row;
+    part.y = p.y + static_cast<size_t>(row) * p.n;
+    return part;
+  };
+  for (; r + 4 <= p.m; r += 4) rows_of<4>(at(r), p0, p1);
+  if (r + 2 <= p.m) {
+    rows_of<2>(at(r), p0, p1);
+    r += 2;
   }
-  if (r < p.m) {
-    Product one = p;
-    one.x = p.x + static_cast<size_t>(r) * p.k;
-    one.xsum = p.xsum + r;
-    one.y = p.y + static_cast<size_t>(r) * p.n;
-    rows_of<1>(one, p0, p1);
-  }
+  if (r < p.m) rows_of<1>(at(r), p0, p1);
 }
 
 #else
