@@ -47,16 +47,16 @@ enum class Activations {
   int8_panels,  // as int8, the weights repacked in panels of 16 rows
                 // (quantized_panels.h; scales and biases too)
   f32_tiles,    // x as it is, 4-bit weights in those panels, on AMX-BF16
-                // tiles (quantized_tiles.h) from three rows, on FMAs over
-                // the panels (panel_fma.h) for one or two
+                // tiles (quantized_tiles.h) from 9 rows, on FMAs over
+                // the panels (panel_fma.h) up to 8
 };
 
 /** y[m, n] = x[m, k] . W^T for the quantized W described above; every
  * pointer row-contiguous. `activations` applies where the kernels run
  * (decode-sized inputs); prefill through BLAS is f32 either way. Through the kernels (every path but `blas`), each
  * row of y is bit-identical to what x's row alone gives; for f32_tiles,
- * whose one or two rows run on FMAs (panel_fma.h) and three or more on
- * the tiles, to what it gives in any batch on the same side. Throws
+ * whose decode steps (up to 8 rows) run on FMAs (panel_fma.h) and prompts
+ * (9 or more) on the tiles, to what it gives in any batch on the same side. Throws
  * std::invalid_argument on an unsupported format or a k that is not a
  * multiple of the group size. */
 void quantized_matmul_f32(const float* x, int m, int k, const uint8_t* w,

@@ -12,9 +12,9 @@
  * result is the f32 sum
  *     sum_groups(scale * sum(q * x) + bias * sum(x))
  * of the exact products, in one fixed order per row whatever the batch:
- * each row of y is bit-identical to that x row in any other batch. One or
- * two rows (a decode step of one or two sequences) would leave most of a
- * tile empty: product_tiles gives them to panel_fma.h instead. Its rounding differs
+ * each row of y is bit-identical to that x row in any other batch. Decode
+ * steps (up to 8 rows) would leave most of a tile empty: product_tiles
+ * gives them to panel_fma.h instead. Its rounding differs
  * from the FMA kernels' (which round each dequantized weight first), as
  * theirs differs from BLAS's. */
 #ifndef THINKWIRE_QUANTIZED_TILES_H

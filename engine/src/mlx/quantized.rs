@@ -65,9 +65,9 @@ pub enum Activations {
     /// (`mlx-sys/native/quantized_tiles.h`): x split exactly into three
     /// bf16 parts, exact products, f32 sums (`F32`'s accuracy, its
     /// rounding in another order); a batch of 8 costs ~2x one row, not
-    /// ~3.5x, and prompts skip BLAS. One or two rows run on AVX-512 FMAs
-    /// over the same panels (`mlx-sys/native/panel_fma.h`), whose rounding
-    /// differs from the tiles' in the last bits.
+    /// ~3.5x, and prompts skip BLAS. Decode steps (up to 8 rows) run on
+    /// AVX-512 FMAs over the same panels (`mlx-sys/native/panel_fma.h`),
+    /// whose rounding differs from the tiles' in the last bits.
     F32Tiles = 3,
 }
 
