@@ -26,6 +26,26 @@ fn ids(v: &[i32]) -> Array {
     Array::from_slice(v, &[1, v.len() as i32])
 }
 
+/// One forward pass over `segments` with the last rows' greedy picks,
+/// evaluated and waited for (picks and caches); returns the milliseconds
+/// since `start` when the graph was built, before anything was evaluated.
+fn pass(model: &Model, segments: &mut [Segment<'_>], start: Instant) -> f64 {
+    let logits = model.forward(segments, true).unwrap().unwrap();
+    let picks = mlx_rs::ops::indexing::argmax_axis(&logits, -1, true).unwrap();
+    let built = start.elapsed().as_secs_f64() * 1e3;
+    let mut eval = vec![&picks];
+    for s in segments.iter() {
+        eval.extend(s.caches.iter().flat_map(|k| k.arrays()));
+    }
+    mlx_rs::transforms::eval(eval).unwrap();
+    built
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
 /// Median milliseconds of a step.
 struct Step {
     /// The whole step: built, evaluated and waited for.
@@ -71,21 +91,10 @@ fn step_ms(model: &Model, n: usize, reps: usize) -> Step {
                 fork: None,
             })
             .collect();
-        let logits = model.forward(&mut segments, true).unwrap().unwrap();
-        let picks = mlx_rs::ops::indexing::argmax_axis(&logits, -1, true).unwrap();
-        build_times.push(start.elapsed().as_secs_f64() * 1e3);
-        let mut eval = vec![&picks];
-        for s in &segments {
-            eval.extend(s.caches.iter().flat_map(|k| k.arrays()));
-        }
-        mlx_rs::transforms::eval(eval).unwrap();
+        build_times.push(pass(model, &mut segments, start));
         times.push(start.elapsed().as_secs_f64() * 1e3);
         kernel_times.push((super::kernel_time().0 - kernels).as_secs_f64() * 1e3);
     }
-    let median = |v: &mut Vec<f64>| {
-        v.sort_by(f64::total_cmp);
-        v[v.len() / 2]
-    };
     Step {
         ms: median(&mut times),
         kernels: median(&mut kernel_times),
@@ -172,20 +181,10 @@ fn prefill_ms(model: &Model, n: usize, len: usize, reps: usize) -> (f64, f64) {
                 }
             })
             .collect();
-        let logits = model.forward(&mut segments, true).unwrap().unwrap();
-        let picks = mlx_rs::ops::indexing::argmax_axis(&logits, -1, true).unwrap();
-        let mut eval = vec![&picks];
-        for s in &segments {
-            eval.extend(s.caches.iter().flat_map(|k| k.arrays()));
-        }
-        mlx_rs::transforms::eval(eval).unwrap();
+        pass(model, &mut segments, start);
         times.push(start.elapsed().as_secs_f64() * 1e3);
         kernel_times.push((super::kernel_time().0 - kernels).as_secs_f64() * 1e3);
     }
-    let median = |v: &mut Vec<f64>| {
-        v.sort_by(f64::total_cmp);
-        v[v.len() / 2]
-    };
     (median(&mut times), median(&mut kernel_times))
 }
 
