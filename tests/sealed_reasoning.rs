@@ -633,21 +633,30 @@ async fn a_value_under_another_message_id_is_refused() {
 #[tokio::test]
 async fn an_expired_value_is_refused_or_dropped() {
     let key = new_key_text();
-    let mut config = AgentConfig {
-        seal_ttl: Some(Duration::from_secs(2)),
+
+    // Within its lifetime a value carrying an expiry opens. The lifetime is
+    // long so that a loaded machine cannot outlast it; the short lifetime
+    // below is only ever waited out, never raced.
+    let long = AgentConfig {
+        seal_ttl: Some(Duration::from_secs(600)),
         ..AgentConfig::default()
     };
-    let (first, observed) = server_with(&scripts(), ring(&key), config.clone()).await;
+    let (first, observed) = server_with(&scripts(), ring(&key), long).await;
     let turn1 = turn_1(&first, THREAD).await;
-
-    // Within its lifetime the value opens (sent right away: two seconds are
-    // plenty for a loopback round trip).
     let early = turn_2_ok(&first, THREAD, &turn1.with_tool_result()).await;
     assert!(!types(&early).contains(&EventType::Custom));
     assert!(prompt_text(&first, &observed, 1).contains(&restored_turn_1()));
     first.shutdown().await;
 
-    tokio::time::sleep(Duration::from_millis(2100)).await;
+    let ttl = Duration::from_millis(500);
+    let mut config = AgentConfig {
+        seal_ttl: Some(ttl),
+        ..AgentConfig::default()
+    };
+    let (short, _) = server_with(&scripts(), ring(&key), config.clone()).await;
+    let turn1 = turn_1(&short, THREAD).await;
+    short.shutdown().await;
+    tokio::time::sleep(ttl + Duration::from_millis(100)).await;
     let cases = [BadCase {
         name: "expired",
         thread: THREAD,

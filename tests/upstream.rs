@@ -312,7 +312,9 @@ async fn upstream_faults_end_the_run_with_a_coded_error_and_no_conversation_text
     let (code, _, elapsed, started) = failed_run(&front_d).await;
     assert_eq!(code, "UPSTREAM_UNAVAILABLE");
     assert!(started, "it died after answering");
-    assert!(elapsed < Duration::from_secs(1), "{elapsed:?}");
+    // Ended by the broken connection, not by the 5 s idle timeout (the
+    // bound leaves a loaded CI machine room).
+    assert!(elapsed < Duration::from_secs(4), "{elapsed:?}");
     // One message that never ends.
     let endless_line = fake_upstream(axum::Router::new().route(
         "/v1/chat/completions",
