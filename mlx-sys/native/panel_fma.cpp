@@ -23,9 +23,13 @@ namespace {
 // the block, whose low nibbles are its elements 8i + 2t and high nibbles
 // 8i + 2t + 1 (t the byte). Per row and panel two accumulators (low and
 // high nibbles) take a block's products, the blocks add up to the group's
-// sum, then the group's float step.
+// sum, then the group's float step. Four rows read x interleaved
+// (interleave_fours): one pointer with constant offsets per block, where
+// four row pointers plus offsets took more registers than there are and
+// the spills cost ~1.4x at 8 rows.
 template <int R, int P>
 TW_FMA void panels(const Product& p, int pn) {
+  static_assert(R == 4 ? P == 1 : R <= 2, "fours one panel at a time, pairs and ones in twos");
   const int k = p.k, groups = k / p.group_size, per = p.group_size / 32, blocks = k / 32;
   // vpermps reads the low 4 bits of each lane: a shifted slice looks its
   // nibble up in 0..15 as floats without a mask or a conversion.
@@ -44,6 +48,7 @@ TW_FMA void panels(const Product& p, int pn) {
       for (int r = 0; r < R; r++) dot[a][r] = _mm512_setzero_ps();
     }
     for (int blk = g * per; blk < (g + 1) * per; blk++) {
+      const float* fours = p.fours + static_cast<size_t>(blk) * 32 * 4; // R == 4
       __m512 acc[P][R][2];
       #pragma GCC unroll 4
       for (int a = 0; a < P; a++) {
@@ -59,16 +64,18 @@ TW_FMA void panels(const Product& p, int pn) {
         }
         #pragma GCC unroll 4
         for (int t = 0; t < 4; t++) {
-          const int c = blk * 32 + 8 * i + 2 * t;
+          const int c = 8 * i + 2 * t; // in the block
           #pragma GCC unroll 4
           for (int a = 0; a < P; a++) {
             const __m512 lo = _mm512_permutexvar_ps(_mm512_srli_epi32(v[a], 8 * t), values);
             const __m512 hi = _mm512_permutexvar_ps(_mm512_srli_epi32(v[a], 8 * t + 4), values);
             #pragma GCC unroll 4
             for (int r = 0; r < R; r++) {
-              const float* x = p.x + static_cast<size_t>(r) * k + c;
+              const float* x = R == 4 ? fours + c * 4 + r
+                                      : p.x + static_cast<size_t>(r) * k + blk * 32 + c;
+              const int next = R == 4 ? 4 : 1;
               acc[a][r][0] = _mm512_fmadd_ps(lo, _mm512_set1_ps(x[0]), acc[a][r][0]);
-              acc[a][r][1] = _mm512_fmadd_ps(hi, _mm512_set1_ps(x[1]), acc[a][r][1]);
+              acc[a][r][1] = _mm512_fmadd_ps(hi, _mm512_set1_ps(x[next]), acc[a][r][1]);
             }
           }
         }
@@ -131,10 +138,45 @@ TW_FMA void sums(const float* x, int m, int k, int group_size, float* out) {
   }
 }
 
+// Four rows at a time, 16 columns at a time: a 4x4 transpose in each
+// 128-bit lane leaves column 4l + j of the four rows in lane l of u[j].
+TW_FMA void fours(const float* x, int m, int k, float* out) {
+  for (int r0 = 0; r0 + 4 <= m; r0 += 4) {
+    const float* a = x + static_cast<size_t>(r0) * k;
+    float* o = out + static_cast<size_t>(r0) * k;
+    int c = 0;
+    for (; c + 16 <= k; c += 16) {
+      const __m512 r[4] = {_mm512_loadu_ps(a + c), _mm512_loadu_ps(a + k + c),
+                           _mm512_loadu_ps(a + 2 * k + c), _mm512_loadu_ps(a + 3 * k + c)};
+      const __m512 t0 = _mm512_unpacklo_ps(r[0], r[1]), t1 = _mm512_unpackhi_ps(r[0], r[1]);
+      const __m512 t2 = _mm512_unpacklo_ps(r[2], r[3]), t3 = _mm512_unpackhi_ps(r[2], r[3]);
+      const __m512 u[4] = {_mm512_shuffle_ps(t0, t2, 0x44), _mm512_shuffle_ps(t0, t2, 0xee),
+                           _mm512_shuffle_ps(t1, t3, 0x44), _mm512_shuffle_ps(t1, t3, 0xee)};
+      // Lanes back in column order: output vector l holds columns 4l..4l+3.
+      const __m512 v01lo = _mm512_shuffle_f32x4(u[0], u[1], 0x44); // u0.l0 u0.l1 u1.l0 u1.l1
+      const __m512 v23lo = _mm512_shuffle_f32x4(u[2], u[3], 0x44);
+      const __m512 v01hi = _mm512_shuffle_f32x4(u[0], u[1], 0xee); // u0.l2 u0.l3 u1.l2 u1.l3
+      const __m512 v23hi = _mm512_shuffle_f32x4(u[2], u[3], 0xee);
+      float* oc = o + static_cast<size_t>(c) * 4;
+      _mm512_storeu_ps(oc, _mm512_shuffle_f32x4(v01lo, v23lo, 0x88));      // l0 of u0..u3
+      _mm512_storeu_ps(oc + 16, _mm512_shuffle_f32x4(v01lo, v23lo, 0xdd)); // l1
+      _mm512_storeu_ps(oc + 32, _mm512_shuffle_f32x4(v01hi, v23hi, 0x88)); // l2
+      _mm512_storeu_ps(oc + 48, _mm512_shuffle_f32x4(v01hi, v23hi, 0xdd)); // l3
+    }
+    for (; c < k; c++) {
+      for (int j = 0; j < 4; j++) o[c * 4 + j] = a[static_cast<size_t>(j) * k + c];
+    }
+  }
+}
+
 } // namespace
 
 void group_sums(const float* x, int m, int k, int group_size, float* out) {
   sums(x, m, k, group_size, out);
+}
+
+void interleave_fours(const float* x, int m, int k, float* out) {
+  fours(x, m, k, out);
 }
 
 void rows(const Product& p, int p0, int p1) {
@@ -144,6 +186,7 @@ void rows(const Product& p, int p0, int p1) {
   auto at = [&](int row) {
     Product part = p;
     part.x = p.x + static_cast<size_t>(row) * p.k;
+    part.fours = p.fours + static_cast<size_t>(row) * p.k;
     part.xsum = p.xsum + row;
     part.y = p.y + static_cast<size_t>(row) * p.n;
     return part;
@@ -159,6 +202,8 @@ void rows(const Product& p, int p0, int p1) {
 #else
 
 void group_sums(const float*, int, int, int, float*) {}
+
+void interleave_fours(const float*, int, int, float*) {}
 
 void rows(const Product&, int, int) {}
 

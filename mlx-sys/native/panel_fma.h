@@ -30,6 +30,7 @@ constexpr int kMaxRows = 8;
 /** y = x . W^T for m <= kMaxRows rows of f32 x and 4-bit panel weights. */
 struct Product {
   const float* x;     // [m, k]
+  const float* fours; // x's rows in fours: interleave_fours
   const float* xsum;  // [groups, m]: group_sums
   const uint8_t* w;   // panels
   const float* scales;
@@ -41,6 +42,12 @@ struct Product {
 
 /** x's f32 group sums into out ([groups, m]). */
 void group_sums(const float* x, int m, int k, int group_size, float* out);
+
+/** Each whole four of x's rows, from row r0, as [k][4] at out + r0 * k
+ * (out holds m * k floats; rows past the last four are not written): the
+ * four rows' elements of one column side by side, so the kernel reaches
+ * every x it broadcasts from one pointer with constant offsets. */
+void interleave_fours(const float* x, int m, int k, float* out);
 
 /** Panels [p0, p1) against every row of x. Needs AVX-512 (every CPU with
  * the tiles has it). */

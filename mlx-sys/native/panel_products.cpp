@@ -69,11 +69,13 @@ void product_tiles(const float* x, int m, int k, const uint8_t* w, const float* 
   // Decode steps (up to 8 rows): FMAs over the panels (panel_fma.h);
   // prompts: the tiles.
   if (m <= panel_fma::kMaxRows) {
-    thread_local std::vector<float> xsum;
+    thread_local std::vector<float> xsum, fours;
     xsum.resize(static_cast<size_t>(k / group_size) * m);
     panel_fma::group_sums(x, m, k, group_size, xsum.data());
+    fours.resize(static_cast<size_t>(m) * k);
+    panel_fma::interleave_fours(x, m, k, fours.data());
     Chunks<panel_fma::Product, panel_fma::rows> chunks{
-        {x, xsum.data(), w, scales, biases, y, m, n, k, group_size, m},
+        {x, fours.data(), xsum.data(), w, scales, biases, y, m, n, k, group_size, m},
         std::max(1, n / panels::kRows / 16)};
     Pool::get().run(decltype(chunks)::part, &chunks, parts_for(n, k, bits));
     return;
