@@ -117,15 +117,16 @@ fn inspect_names_architecture_weights_and_reasoning_format() {
     ] {
         assert!(stdout.contains(line), "no {line:?} in {stdout}");
     }
-    // The 4-bit layers run on AMX tiles where the CPU (and Linux) give them.
+    // The 4-bit layers run on AMX tiles where the CPU (and Linux) give them,
+    // the 8-bit output layer on FMAs over the same panels.
     let tiles = thinkwire_engine::mlx::tiles_available();
+    let (four, eight) = if tiles {
+        (", 16-row panels on AMX tiles", ", 16-row panels on FMAs")
+    } else {
+        ("", "")
+    };
     let weights = format!(
-        "weights:        120 × 4-bit/32 on thinkwire's kernels{}, 1 × 8-bit/32 on thinkwire's kernels (output layer)",
-        if tiles {
-            ", 16-row panels on AMX tiles"
-        } else {
-            ""
-        }
+        "weights:        120 × 4-bit/32 on thinkwire's kernels{four}, 1 × 8-bit/32 on thinkwire's kernels{eight} (output layer)"
     );
     assert!(stdout.contains(&weights), "no {weights:?} in {stdout}");
 }

@@ -1,4 +1,4 @@
-// f32 x against 4-bit panels with AVX-512 FMAs; see panel_fma.h.
+// f32 x against 4- and 8-bit panels with AVX-512 FMAs; see panel_fma.h.
 
 #include "panel_fma.h"
 
@@ -21,19 +21,24 @@ namespace {
 // P panels from pn against R rows of x. A 4-bit panel block is four
 // 64-byte slices; lane j of slice i holds weight row j's bytes 4i..4i+3 of
 // the block, whose low nibbles are its elements 8i + 2t and high nibbles
-// 8i + 2t + 1 (t the byte). Per row and panel two accumulators (low and
-// high nibbles) take a block's products, the blocks add up to the group's
-// sum, then the group's float step. Four rows read x interleaved
-// (interleave_fours): one pointer with constant offsets per block, where
-// four row pointers plus offsets took more registers than there are and
-// the spills cost ~1.4x at 8 rows.
-template <int R, int P>
-TW_FMA void panels(const Product& p, int pn) {
+// 8i + 2t + 1 (t the byte); an 8-bit block is eight slices, byte t of
+// slice i element 4i + t. Per row and panel two accumulators (low and
+// high nibbles; even and odd bytes) take a block's products, the blocks
+// add up to the group's sum, then the group's float step. Four rows read
+// x interleaved (interleave_fours): one pointer with constant offsets per
+// block, where four row pointers plus offsets took more registers than
+// there are and the spills cost ~1.4x at 8 rows (noinline keeps each
+// variant's registers its own).
+template <int Bits, int R, int P>
+TW_FMA __attribute__((noinline)) void panels(const Product& p, int pn) {
   static_assert(R == 4 ? P == 1 : R <= 2, "fours one panel at a time, pairs and ones in twos");
+  // A block of 32 columns: Bits 64-byte slices of 16 rows x 4 bytes.
+  constexpr int kSlices = Bits;
   const int k = p.k, groups = k / p.group_size, per = p.group_size / 32, blocks = k / 32;
   // vpermps reads the low 4 bits of each lane: a shifted slice looks its
   // nibble up in 0..15 as floats without a mask or a conversion.
   const __m512 values = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  const __m512i bytes = _mm512_set1_epi32(0xff);
   __m512 y[P][R];
   #pragma GCC unroll 4
   for (int a = 0; a < P; a++) {
@@ -55,20 +60,29 @@ TW_FMA void panels(const Product& p, int pn) {
         #pragma GCC unroll 4
         for (int r = 0; r < R; r++) acc[a][r][0] = acc[a][r][1] = _mm512_setzero_ps();
       }
-      #pragma GCC unroll 4
-      for (int i = 0; i < 4; i++) {
+      #pragma GCC unroll 8
+      for (int i = 0; i < kSlices; i++) {
         __m512i v[P];
         #pragma GCC unroll 4
         for (int a = 0; a < P; a++) {
-          v[a] = _mm512_loadu_si512(p.w + ((static_cast<size_t>(pn + a) * blocks + blk) * 4 + i) * 64);
+          v[a] = _mm512_loadu_si512(p.w + ((static_cast<size_t>(pn + a) * blocks + blk) * kSlices + i) * 64);
         }
+        // 4 bits: byte t's nibbles are columns 8i + 2t and 8i + 2t + 1;
+        // 8 bits: bytes t and t + 1 are columns 4i + t and 4i + t + 1.
         #pragma GCC unroll 4
-        for (int t = 0; t < 4; t++) {
-          const int c = 8 * i + 2 * t; // in the block
+        for (int t = 0; t < 4; t += Bits == 4 ? 1 : 2) {
+          const int c = Bits == 4 ? 8 * i + 2 * t : 4 * i + t; // in the block
           #pragma GCC unroll 4
           for (int a = 0; a < P; a++) {
-            const __m512 lo = _mm512_permutexvar_ps(_mm512_srli_epi32(v[a], 8 * t), values);
-            const __m512 hi = _mm512_permutexvar_ps(_mm512_srli_epi32(v[a], 8 * t + 4), values);
+            __m512 lo, hi;
+            if constexpr (Bits == 4) {
+              lo = _mm512_permutexvar_ps(_mm512_srli_epi32(v[a], 8 * t), values);
+              hi = _mm512_permutexvar_ps(_mm512_srli_epi32(v[a], 8 * t + 4), values);
+            } else {
+              lo = _mm512_cvtepi32_ps(_mm512_and_si512(_mm512_srli_epi32(v[a], 8 * t), bytes));
+              hi = _mm512_cvtepi32_ps(t + 1 == 3 ? _mm512_srli_epi32(v[a], 24)
+                                                 : _mm512_and_si512(_mm512_srli_epi32(v[a], 8 * t + 8), bytes));
+            }
             #pragma GCC unroll 4
             for (int r = 0; r < R; r++) {
               const float* x = R == 4 ? fours + c * 4 + r
@@ -113,15 +127,36 @@ TW_FMA void panels(const Product& p, int pn) {
   }
 }
 
-template <int R>
+template <int Bits, int R>
 TW_FMA void rows_of(const Product& p, int p0, int p1) {
   int pn = p0;
   // Two panels at a time for one or two rows (more independent sums in
   // flight); four rows fill the registers with one.
   if constexpr (R <= 2) {
-    for (; pn + 2 <= p1; pn += 2) panels<R, 2>(p, pn);
+    for (; pn + 2 <= p1; pn += 2) panels<Bits, R, 2>(p, pn);
   }
-  for (; pn < p1; pn++) panels<R, 1>(p, pn);
+  for (; pn < p1; pn++) panels<Bits, R, 1>(p, pn);
+}
+
+// Rows in fours, then a pair, then a lone one: the same operations per row
+// either way.
+template <int Bits>
+TW_FMA void rows_bits(const Product& p, int p0, int p1) {
+  int r = 0;
+  auto at = [&](int row) {
+    Product part = p;
+    part.x = p.x + static_cast<size_t>(row) * p.k;
+    part.fours = p.fours + static_cast<size_t>(row) * p.k;
+    part.xsum = p.xsum + row;
+    part.y = p.y + static_cast<size_t>(row) * p.n;
+    return part;
+  };
+  for (; r + 4 <= p.m; r += 4) rows_of<Bits, 4>(at(r), p0, p1);
+  if (r + 2 <= p.m) {
+    rows_of<Bits, 2>(at(r), p0, p1);
+    r += 2;
+  }
+  if (r < p.m) rows_of<Bits, 1>(at(r), p0, p1);
 }
 
 TW_FMA void sums(const float* x, int m, int k, int group_size, float* out) {
@@ -180,23 +215,8 @@ void interleave_fours(const float* x, int m, int k, float* out) {
 }
 
 void rows(const Product& p, int p0, int p1) {
-  // Rows in fours, then a pair, then a lone one: the same operations per
-  // row either way.
-  int r = 0;
-  auto at = [&](int row) {
-    Product part = p;
-    part.x = p.x + static_cast<size_t>(row) * p.k;
-    part.fours = p.fours + static_cast<size_t>(row) * p.k;
-    part.xsum = p.xsum + row;
-    part.y = p.y + static_cast<size_t>(row) * p.n;
-    return part;
-  };
-  for (; r + 4 <= p.m; r += 4) rows_of<4>(at(r), p0, p1);
-  if (r + 2 <= p.m) {
-    rows_of<2>(at(r), p0, p1);
-    r += 2;
-  }
-  if (r < p.m) rows_of<1>(at(r), p0, p1);
+  if (p.bits == 8) return rows_bits<8>(p, p0, p1);
+  rows_bits<4>(p, p0, p1);
 }
 
 #else

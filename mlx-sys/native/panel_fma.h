@@ -15,7 +15,15 @@
  * bit-identical to that x row alone. Measured against the tiles: faster
  * up to 5 rows, even at 6 to 8. Its rounding differs from the tiles' (up
  * to f32 rounding, as the tiles' differs from BLAS's), so a prompt's rows
- * round alike whenever they are 9 or more, alone or batched. */
+ * round alike whenever they are 9 or more, alone or batched.
+ *
+ * 8-bit panels (a GGUF Q8_0 output layer: ~30% of a step's bytes at one
+ * row, the largest product at eight) take the same loop with a byte per
+ * lane instead of a nibble (shift, mask, convert) at every m: the tiles
+ * are 4-bit only, and an output layer's prompt rows are one per sequence.
+ * On MLX's layout the 8-bit kernel keeps one accumulator per (weight row,
+ * x row) and a horizontal sum per output; here 16 outputs share each
+ * instruction. */
 #ifndef THINKWIRE_PANEL_FMA_H
 #define THINKWIRE_PANEL_FMA_H
 
@@ -23,11 +31,11 @@
 
 namespace thinkwire::panel_fma {
 
-/** Rows of x this kernel takes (the default --max-batch); more go to the
- * tiles. */
+/** Rows of x this kernel takes of 4-bit weights (the default
+ * --max-batch); more go to the tiles. 8-bit weights: any number. */
 constexpr int kMaxRows = 8;
 
-/** y = x . W^T for m <= kMaxRows rows of f32 x and 4-bit panel weights. */
+/** y = x . W^T for rows of f32 x and 4- or 8-bit panel weights. */
 struct Product {
   const float* x;     // [m, k]
   const float* fours; // x's rows in fours: interleave_fours
@@ -38,6 +46,7 @@ struct Product {
   float* y;  // [m, n]
   int m, n, k, group_size;
   int xsum_stride;  // m of the whole product
+  int bits;         // 4 or 8
 };
 
 /** x's f32 group sums into out ([groups, m]). */

@@ -57,8 +57,8 @@ void prepare_tiles_part(const void* ctx, int part, int parts) {
 // f32 x against 4-bit panels on the AMX tiles (quantized_tiles.h).
 void product_tiles(const float* x, int m, int k, const uint8_t* w, const float* scales,
                    const float* biases, int n, int group_size, int bits, float* y) {
-  if (n % panels::kRows != 0 || bits != 4 || group_size % 32 != 0) {
-    throw std::invalid_argument("thinkwire f32 tiles: need 4-bit weights in whole panels of 16 "
+  if (n % panels::kRows != 0 || (bits != 4 && bits != 8) || group_size % 32 != 0) {
+    throw std::invalid_argument("thinkwire f32 tiles: need 4- or 8-bit weights in whole panels of 16 "
                                 "rows and groups of 32s (got " + std::to_string(n) + " rows, " +
                                 std::to_string(bits) + " bits, groups of " +
                                 std::to_string(group_size) + ")");
@@ -67,15 +67,16 @@ void product_tiles(const float* x, int m, int k, const uint8_t* w, const float* 
     throw std::runtime_error("thinkwire f32 tiles: this CPU or process has no AMX-BF16 tiles");
   }
   // Decode steps (up to 8 rows): FMAs over the panels (panel_fma.h);
-  // prompts: the tiles.
-  if (m <= panel_fma::kMaxRows) {
+  // prompts: the tiles, which take 4-bit weights only (8-bit ones, an
+  // output layer whose prompt rows are one per sequence, stay on FMAs).
+  if (m <= panel_fma::kMaxRows || bits == 8) {
     thread_local std::vector<float> xsum, fours;
     xsum.resize(static_cast<size_t>(k / group_size) * m);
     panel_fma::group_sums(x, m, k, group_size, xsum.data());
     fours.resize(static_cast<size_t>(m) * k);
     panel_fma::interleave_fours(x, m, k, fours.data());
     Chunks<panel_fma::Product, panel_fma::rows> chunks{
-        {x, fours.data(), xsum.data(), w, scales, biases, y, m, n, k, group_size, m},
+        {x, fours.data(), xsum.data(), w, scales, biases, y, m, n, k, group_size, m, bits},
         std::max(1, n / panels::kRows / 16)};
     Pool::get().run(decltype(chunks)::part, &chunks, parts_for(n, k, bits));
     return;

@@ -271,17 +271,15 @@ mod tests {
     /// 1 to 20 rows (up to 8 on FMAs over the panels; from 9, stacked parts
     /// in several tiles, a prompt past the kernels' usual limit), every row
     /// bit-identical to that row alone (up to 8 rows) or in another batch of
-    /// 9 or more. Without tiles (a CPU or cap below AMX) the call is refused by
-    /// name, and weights stay off them at load.
+    /// 9 or more; 8-bit panels run on the FMAs at every m, each row
+    /// bit-identical to itself alone. Without tiles (a CPU or cap below AMX)
+    /// the call is refused by name, and weights stay off them at load.
     #[test]
     fn tiles_compute_the_f32_product_and_rows_stay_their_own() {
         use crate::mlx::quantized::tiles_available;
         mlx_rs::random::seed(11).unwrap();
-        for group_size in [32, 64, 128] {
-            let q = Quant {
-                group_size,
-                bits: 4,
-            };
+        for (group_size, bits) in [(32, 4), (64, 4), (128, 4), (32, 8), (64, 8)] {
+            let q = Quant { group_size, bits };
             let (n, k) = (48usize, 256usize);
             let (_, _, _, packed) = random_packed(n as i32, k as i32, q);
             let panels = in_panels(&packed);
@@ -310,21 +308,22 @@ mod tests {
                     let largest_weight = (0..groups)
                         .map(|g| {
                             let at = col * groups + g;
-                            15.0 * packed.scales[at].abs() + packed.biases[at].abs()
+                            ((1 << bits) - 1) as f32 * packed.scales[at].abs()
+                                + packed.biases[at].abs()
                         })
                         .fold(0.0f32, f32::max);
                     let terms: f32 =
                         (0..k).map(|c| x[row * k + c].abs()).sum::<f32>() * largest_weight;
                     assert!(
                         (a - b).abs() <= 1e-7 * terms,
-                        "groups of {group_size}, m={m}, [{row}, {col}]: {a} vs {b}"
+                        "{bits}-bit groups of {group_size}, m={m}, [{row}, {col}]: {a} vs {b}"
                     );
                 }
                 // Up to 8 rows (decode steps) run on FMAs over the panels,
-                // more (prompts) on the tiles: within each, a row's bits are
-                // its own (the tile side: the same row first in the batch
-                // rotated to start at it).
-                let alone: Vec<f32> = if m <= 8 {
+                // more (prompts) on the tiles, 8-bit weights on FMAs at any
+                // m: within each, a row's bits are its own (the tile side:
+                // the same row first in the batch rotated to start at it).
+                let alone: Vec<f32> = if m <= 8 || bits == 8 {
                     panels
                         .matmul_now_with(&x, m, Path::RowByRow, Activations::F32Tiles)
                         .unwrap()
@@ -343,7 +342,7 @@ mod tests {
                 assert_eq!(
                     bits_of(&got),
                     bits_of(&alone),
-                    "groups of {group_size}, m={m}"
+                    "{bits}-bit groups of {group_size}, m={m}"
                 );
             }
         }

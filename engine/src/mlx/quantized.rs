@@ -67,7 +67,8 @@ pub enum Activations {
     /// rounding in another order); a batch of 8 costs ~2x one row, not
     /// ~3.5x, and prompts skip BLAS. Decode steps (up to 8 rows) run on
     /// AVX-512 FMAs over the same panels (`mlx-sys/native/panel_fma.h`),
-    /// whose rounding differs from the tiles' in the last bits.
+    /// whose rounding differs from the tiles' in the last bits; 8-bit
+    /// weights in panels (a Q8_0 output layer) run on those FMAs always.
     F32Tiles = 3,
 }
 

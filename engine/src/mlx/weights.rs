@@ -511,13 +511,15 @@ impl Linear {
                 let rows = w.shape().first().map_or(0, |&n| n as usize);
                 // Weights in 16-row panels: batches of int8 activations take
                 // 16 weight rows per instruction, f32 ones AMX tiles (4-bit
-                // weights, where the CPU has them).
+                // weights, where the CPU has them) and FMAs over the panels
+                // (decode steps; 8-bit weights, e.g. a Q8_0 output layer,
+                // always).
                 let in_panels = match kernel {
                     Kernel::Thinkwire(Activations::Int8) if super::panels::available() => {
                         Some(Activations::Int8Panels)
                     }
                     Kernel::Thinkwire(Activations::F32)
-                        if q.bits == 4 && super::quantized::tiles_available() =>
+                        if matches!(q.bits, 4 | 8) && super::quantized::tiles_available() =>
                     {
                         Some(Activations::F32Tiles)
                     }
@@ -588,8 +590,11 @@ impl Linear {
                     Kernel::Thinkwire(super::quantized::Activations::Int8Panels) => {
                         "thinkwire's kernels, int8 activations, 16-row panels"
                     }
-                    Kernel::Thinkwire(super::quantized::Activations::F32Tiles) => {
+                    Kernel::Thinkwire(super::quantized::Activations::F32Tiles) if q.bits == 4 => {
                         "thinkwire's kernels, 16-row panels on AMX tiles"
+                    }
+                    Kernel::Thinkwire(super::quantized::Activations::F32Tiles) => {
+                        "thinkwire's kernels, 16-row panels on FMAs"
                     }
                 };
                 format!("{}-bit/{} on {who}", q.bits, q.group_size)
