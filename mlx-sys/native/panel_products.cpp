@@ -54,7 +54,8 @@ void prepare_tiles_part(const void* ctx, int part, int parts) {
 
 } // namespace
 
-// f32 x against 4-bit panels on the AMX tiles (quantized_tiles.h).
+// f32 x against 4- or 8-bit panels: the AMX tiles (quantized_tiles.h) or
+// FMAs (panel_fma.h).
 void product_tiles(const float* x, int m, int k, const uint8_t* w, const float* scales,
                    const float* biases, int n, int group_size, int bits, float* y) {
   if (n % panels::kRows != 0 || (bits != 4 && bits != 8) || group_size % 32 != 0) {
@@ -70,11 +71,16 @@ void product_tiles(const float* x, int m, int k, const uint8_t* w, const float* 
   // prompts: the tiles, which take 4-bit weights only (8-bit ones, an
   // output layer whose prompt rows are one per sequence, stay on FMAs).
   if (m <= panel_fma::kMaxRows || bits == 8) {
+    // Grown only: a step's products alternate between sizes, and a resize
+    // up would zero-fill what is about to be overwritten every time.
     thread_local std::vector<float> xsum, fours;
-    xsum.resize(static_cast<size_t>(k / group_size) * m);
+    const auto at_least = [](std::vector<float>& v, size_t n) {
+      if (v.size() < n) v.resize(n);
+    };
+    at_least(xsum, static_cast<size_t>(k / group_size) * m);
     panel_fma::group_sums(x, m, k, group_size, xsum.data());
-    fours.resize(static_cast<size_t>(m) * k);
-    panel_fma::interleave_fours(x, m, k, fours.data());
+    at_least(fours, static_cast<size_t>(m) * k);
+    panel_fma::interleave_fours(x, m, k, fours.data()); // nothing below 4 rows
     Chunks<panel_fma::Product, panel_fma::rows> chunks{
         {x, fours.data(), xsum.data(), w, scales, biases, y, m, n, k, group_size, m, bits},
         std::max(1, n / panels::kRows / 16)};

@@ -1,7 +1,8 @@
 /* The quantized products whose weights are in 16-row panels
  * (quantized_panels.h), as quantized_matmul_f32 calls them: int8
  * activations on VNNI (and AMX-INT8 for prompts), f32 activations on
- * AMX-BF16 tiles (quantized_tiles.h). y[m, n] = x[m, k] . W^T. */
+ * AMX-BF16 tiles (quantized_tiles.h) and FMAs over the panels
+ * (panel_fma.h). y[m, n] = x[m, k] . W^T. */
 #ifndef THINKWIRE_PANEL_PRODUCTS_H
 #define THINKWIRE_PANEL_PRODUCTS_H
 
@@ -13,8 +14,9 @@ namespace thinkwire {
 void product_panels(const float* x, int m, int k, const uint8_t* w, const float* scales,
                     const float* biases, int n, int group_size, int bits, float* y);
 
-/** x as it is against 4-bit panel weights on AMX-BF16 tiles; throws
- * std::invalid_argument or std::runtime_error where they cannot run. */
+/** x as it is against panel weights: 4-bit on AMX-BF16 tiles (prompts)
+ * or FMAs (decode steps), 8-bit on FMAs; throws std::invalid_argument or
+ * std::runtime_error where they cannot run. */
 void product_tiles(const float* x, int m, int k, const uint8_t* w, const float* scales,
                    const float* biases, int n, int group_size, int bits, float* y);
 

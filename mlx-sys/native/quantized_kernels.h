@@ -48,7 +48,8 @@ enum class Activations {
                 // (quantized_panels.h; scales and biases too)
   f32_tiles,    // x as it is, 4-bit weights in those panels, on AMX-BF16
                 // tiles (quantized_tiles.h) from 9 rows, on FMAs over
-                // the panels (panel_fma.h) up to 8
+                // the panels (panel_fma.h) up to 8; 8-bit weights on
+                // those FMAs at any m
 };
 
 /** y[m, n] = x[m, k] . W^T for the quantized W described above; every
