@@ -10,17 +10,13 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::exit;
 
+#[path = "build/native.rs"]
+mod native;
+
 /// The MLX wheel version `scripts/setup-mlx` installs (keep in step).
 const MLX_VERSION: &str = "0.32.4";
 /// The registry crate whose mlx-c source setup patches and builds.
 const MLX_C_CRATE_VERSION: &str = "0.7.0";
-/// thinkwire's own C API sources that `scripts/setup-mlx` builds into libmlxc.
-const NATIVE_FILES: [&str; 4] = [
-    "thinkwire.h",
-    "quantized_kernels.h",
-    "quantized_kernels.cpp",
-    "quantized_matmul.cpp",
-];
 
 fn fail(lines: &[String]) -> ! {
     // cargo shows a failing build script's stderr; a panic would bury the
@@ -94,22 +90,28 @@ fn main() {
     .iter()
     .all(|want| have.lines().any(|line| line == want));
     let applied = fs::read(prefix.join("mlx-c.patch")).ok();
-    // thinkwire's C additions (native/), compiled into libmlxc by setup.
-    let native_current = NATIVE_FILES.iter().all(|f| {
-        let ours = manifest.join("native").join(f);
-        println!("cargo:rerun-if-changed={}", ours.display());
-        let built = fs::read(prefix.join("native").join(f)).ok();
-        built.is_some() && built == fs::read(&ours).ok()
-    });
-    if !stamp_ok || applied != fs::read(&patch).ok() || !native_current {
-        fail(&[
+    // thinkwire's C additions (native/), compiled into libmlxc by setup:
+    // every file of the folder, so any edit, addition or removal is named.
+    let ours = native::sources_dir(&manifest);
+    println!("cargo:rerun-if-changed={}", ours.display());
+    let stale = match native::stale(&ours, &prefix.join("native")) {
+        Ok(stale) => stale,
+        Err(e) => fail(&[format!(
+            "cannot compare {} with the installed copy: {e}",
+            ours.display()
+        )]),
+    };
+    if !stamp_ok || applied != fs::read(&patch).ok() || !stale.is_empty() {
+        let mut lines = vec![
             format!("the MLX install in {} is out of date", prefix.display()),
             format!(
                 "(wanted MLX {MLX_VERSION}, variant {variant}, the current {} and mlx-sys/native).",
                 patch.display()
             ),
-            "Run `scripts/setup-mlx` again.".into(),
-        ]);
+        ];
+        lines.extend(stale.iter().map(ToString::to_string));
+        lines.push("Run `scripts/setup-mlx` again.".into());
+        fail(&lines);
     }
 
     println!(
