@@ -3,6 +3,9 @@
 //! caller at once (continuous batching, chunked prefill, per-sequence KV
 //! caches; see `scheduler`).
 //!
+//! The folders import one way: `bench` → `scheduler` → `model` → `load` →
+//! `kernels` → `error.rs` (the only unsafe code is in `kernels`).
+//!
 //! ```no_run
 //! use thinkwire_engine::mlx::{LoadOptions, MlxEngine};
 //! use thinkwire_engine::{Engine, GenerationRequest, SamplingParams, Directive, TokenSink};
@@ -23,42 +26,21 @@
 //! ```
 
 pub mod bench;
-mod cache;
-pub mod config;
-mod convert;
-// FFI into thinkwire's fused operations (mlx-sys/native).
-#[allow(unsafe_code)]
-mod fused;
-mod gguf_quants;
-mod gguf_tensors;
+mod error;
+mod kernels;
 mod load;
 mod model;
-// FFI into thinkwire's MXFP4 kernels and MLX's own MXFP4 operations.
-#[allow(unsafe_code)]
-mod mxfp4;
-#[allow(unsafe_code)]
-mod panels;
-#[cfg(test)]
-mod precision_parity;
-#[cfg(test)]
-mod step_bench;
-// FFI into thinkwire's kernels (mlx-sys/native): the engine's only unsafe code.
-#[allow(unsafe_code)]
-mod quantized;
-mod rope;
-mod sampler;
 mod scheduler;
-mod weights;
 
 use std::path::Path;
 use std::time::Duration;
 
-pub use self::convert::{ConvertOptions, ConvertReport, convert_gguf};
+pub use self::kernels::{Precision, int8_isa, kernel_threads, kernel_time, tiles_available};
+pub use self::load::config;
+pub use self::load::{ConvertOptions, ConvertReport, convert_gguf};
 use self::model::Model;
-pub use self::quantized::{int8_isa, kernel_threads, kernel_time, tiles_available};
 use self::scheduler::Scheduler;
 pub use self::scheduler::SchedulerOptions;
-pub use self::weights::Precision;
 use crate::{
     Engine, EngineError, EngineLoad, GenerationRequest, GenerationStats, ModelInfo, TokenSink,
     check_request,

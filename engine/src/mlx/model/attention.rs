@@ -4,10 +4,10 @@
 use mlx_rs::Array;
 use mlx_rs::fast::ScaledDotProductAttentionMask;
 
+use super::linear::Linear;
+use super::rope::{Rope, RopeRows};
 use super::{R, Segment};
-use crate::mlx::fused;
-use crate::mlx::rope::{Rope, RopeRows};
-use crate::mlx::weights::Linear;
+use crate::mlx::kernels::fused;
 
 pub(super) struct Attention {
     pub(super) qkv: Linear,
@@ -29,7 +29,7 @@ pub(super) struct Attention {
     /// head can attend to nothing); taken by MLX's attention.
     pub(super) sinks: Option<Array>,
     /// On the CPU: the fused split-and-rotate and decode attention
-    /// (`fused.rs`) instead of chains of MLX operations.
+    /// (`kernels/fused`) instead of chains of MLX operations.
     pub(super) fused: bool,
 }
 

@@ -4,13 +4,16 @@
 use mlx_rs::{Array, Dtype};
 
 use super::attention::Attention;
+use super::linear::{Embedding, Linear};
 use super::mlp::{FeedForward, Mlp};
 use super::moe::{Activation, Moe, Routing};
+use super::rope::Rope;
 use super::{Block, Model};
 use crate::EngineError;
-use crate::mlx::config::{Architecture, ModelConfig};
-use crate::mlx::rope::Rope;
-use crate::mlx::weights::{Embedding, Linear, Precision, WeightMap, mlx_err};
+use crate::mlx::error::mlx_err;
+use crate::mlx::kernels::{Precision, default_device_is_cpu};
+use crate::mlx::load::WeightMap;
+use crate::mlx::load::config::{Architecture, ModelConfig};
 
 impl Model {
     /// Builds the decoder from weights named as in Hugging Face checkpoints.
@@ -30,8 +33,7 @@ impl Model {
         let dense_dtype = precision.dense_dtype();
         // The fused operations run on the CPU, in f32 (what every CPU
         // policy but bf16 computes in).
-        let fused_ops =
-            crate::mlx::quantized::default_device_is_cpu() && dense_dtype == Some(Dtype::Float32);
+        let fused_ops = default_device_is_cpu() && dense_dtype == Some(Dtype::Float32);
         let cast = |a: Array| -> Result<Array, EngineError> {
             match dense_dtype {
                 Some(d) if a.dtype() != d => a.as_dtype(d).map_err(mlx_err("casting a norm")),
@@ -242,7 +244,7 @@ impl Model {
             // whole cache of every sequence, and at a few hundred positions
             // that read costs as much as the weights' at a batch of 8. A
             // half holds a key to 11 bits, finer than the 8-bit activations
-            // int8 already accepts (its tolerance: precision_parity.rs).
+            // int8 already accepts (its tolerance: bench/precision_parity.rs).
             cache_dtype: (fused_ops && precision == Precision::Int8).then_some(Dtype::Float16),
             architecture,
             vocab: config.vocab_size,

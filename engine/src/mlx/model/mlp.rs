@@ -1,11 +1,12 @@
 //! The gated MLP (SwiGLU) of the shared decoder.
 
 use mlx_rs::Array;
+use mlx_rs::ops::indexing::TryIndexOp;
 
 use super::R;
+use super::linear::Linear;
 use super::moe::Moe;
-use crate::mlx::fused;
-use crate::mlx::weights::{Linear, last_axis};
+use crate::mlx::kernels::fused;
 
 pub(super) struct Mlp {
     pub(super) gate_up: Linear,
@@ -68,4 +69,9 @@ impl FeedForward {
             FeedForward::Moe(m) => m.arrays(),
         }
     }
+}
+
+/// Selects `[.., start..end]` along the last axis (used for splits).
+fn last_axis(x: &Array, start: i32, end: i32) -> R<Array> {
+    x.try_index((.., .., start..end))
 }

@@ -11,17 +11,21 @@ use mlx_rs::Array;
 
 mod attention;
 mod build;
+mod cache;
+mod linear;
 mod mlp;
 mod moe;
+mod rope;
 
 use self::attention::Attention;
+pub(crate) use self::cache::KvCache;
+use self::linear::{Embedding, Linear};
 use self::mlp::FeedForward;
-use super::cache::KvCache;
-use super::config::Architecture;
-use super::fused;
-use super::rope::{Rope, RopeRows};
-use super::weights::{Embedding, Linear, mlx_err};
+use self::rope::{Rope, RopeRows};
 use crate::EngineError;
+use crate::mlx::error::mlx_err;
+use crate::mlx::kernels::fused;
+use crate::mlx::load::config::Architecture;
 
 type R<T> = mlx_rs::error::Result<T>;
 

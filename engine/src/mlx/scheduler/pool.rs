@@ -5,7 +5,7 @@
 //! Process memory only; off by default (see `LoadOptions::prefix_cache`).
 
 use super::shared::common_prefix;
-use crate::mlx::cache::KvCache;
+use crate::mlx::model::KvCache;
 
 struct Entry {
     tokens: Vec<u32>,

@@ -9,10 +9,10 @@ use std::time::{Duration, Instant};
 use mlx_rs::Array;
 
 use super::link::{SeqId, Submission, ToRun};
+use super::sampler::Sampler;
 use super::shared::Follow;
-use crate::mlx::cache::KvCache;
-use crate::mlx::sampler::Sampler;
-use crate::mlx::weights::mlx_err;
+use crate::mlx::error::mlx_err;
+use crate::mlx::model::KvCache;
 use crate::{Directive, EngineError, Finish, GenerationRequest, GenerationStats, TokenMask};
 
 /// What the sequence gives the model next.

@@ -8,13 +8,13 @@
 //!
 //! ```text
 //! THINKWIRE_KERNEL_THREADS=2 cargo test --release -p thinkwire-engine --lib \
-//!     mlx::quantized::bench -- --ignored --nocapture
+//!     mlx::bench::quantized -- --ignored --nocapture
 //! ```
 
 use std::time::{Duration, Instant};
 
-use super::{Activations, Packed, Path};
-use crate::mlx::weights::Quant;
+use crate::mlx::kernels::quantized::{Packed, Path};
+use crate::mlx::kernels::{Activations, Quant, int8_isa, kernel_threads};
 
 /// xorshift64*: stand-in data (the kernels' speed does not depend on it).
 struct Rng(u64);
@@ -107,11 +107,11 @@ fn kernel_rows() {
         (Path::Kernel, Activations::Int8),
     ];
     let reps = 9;
-    let cpu = crate::mlx::bench::cpu_name();
+    let cpu = super::cpu_name();
     println!(
         "{cpu}, kernel threads {}, int8 kernels {}, median of {reps}, µs per call",
-        super::kernel_threads(),
-        super::int8_isa()
+        kernel_threads(),
+        int8_isa()
     );
     println!(
         "| matrix n×k | m | multi-row | m × one row | dequant + BLAS | int8 multi-row | one row / multi | BLAS / multi | multi / int8 |"

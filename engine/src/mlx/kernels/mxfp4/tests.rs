@@ -230,9 +230,9 @@ fn refuses_what_it_cannot_compute() {
 /// ask for them.
 #[test]
 fn portable_and_avx2_kernels_match_too() {
-    crate::mlx::quantized::run_under_narrower_isas(&[
-        "mlx::mxfp4::tests::products_match_the_format_and_mlx",
-        "mlx::mxfp4::tests::rows_match_each_row_alone_exactly",
-        "mlx::mxfp4::tests::gather_is_each_experts_product",
+    crate::mlx::kernels::quantized::run_under_narrower_isas(&[
+        "mlx::kernels::mxfp4::tests::products_match_the_format_and_mlx",
+        "mlx::kernels::mxfp4::tests::rows_match_each_row_alone_exactly",
+        "mlx::kernels::mxfp4::tests::gather_is_each_experts_product",
     ]);
 }

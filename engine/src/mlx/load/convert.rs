@@ -12,10 +12,11 @@ use std::path::{Path, PathBuf};
 
 use mlx_rs::{Array, Dtype};
 
-use super::config::QuantizationConfig;
-use super::load::load_gguf;
-use super::weights::{Precision, Quant, Weight};
+use super::config::{Architecture, QuantizationConfig};
+use super::gguf::load_gguf;
+use super::weights::Weight;
 use crate::EngineError;
+use crate::mlx::kernels::{Precision, Quant};
 use thinkwire_gguf::GgufFile;
 
 /// What to write.
@@ -155,14 +156,14 @@ pub fn convert_gguf(
     let arch = config.architecture()?;
     let mut cfg = serde_json::to_value(&config).map_err(|e| io_err(out, e))?;
     let class = match arch {
-        super::config::Architecture::Llama => "LlamaForCausalLM",
-        super::config::Architecture::Qwen2 => "Qwen2ForCausalLM",
-        super::config::Architecture::Qwen3 => "Qwen3ForCausalLM",
-        super::config::Architecture::SmolLm3 => "SmolLM3ForCausalLM",
-        super::config::Architecture::Phi3 => "Phi3ForCausalLM",
-        super::config::Architecture::Qwen3Moe => "Qwen3MoeForCausalLM",
-        super::config::Architecture::Gemma3Text => "Gemma3ForCausalLM",
-        super::config::Architecture::GptOss => "GptOssForCausalLM",
+        Architecture::Llama => "LlamaForCausalLM",
+        Architecture::Qwen2 => "Qwen2ForCausalLM",
+        Architecture::Qwen3 => "Qwen3ForCausalLM",
+        Architecture::SmolLm3 => "SmolLM3ForCausalLM",
+        Architecture::Phi3 => "Phi3ForCausalLM",
+        Architecture::Qwen3Moe => "Qwen3MoeForCausalLM",
+        Architecture::Gemma3Text => "Gemma3ForCausalLM",
+        Architecture::GptOss => "GptOssForCausalLM",
     };
     if let Some(obj) = cfg.as_object_mut() {
         obj.insert("architectures".into(), serde_json::json!([class]));

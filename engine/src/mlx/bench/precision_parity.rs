@@ -20,9 +20,9 @@ use std::path::PathBuf;
 
 use mlx_rs::Array;
 
-use super::load::load_gguf;
-use super::model::{Model, Segment};
-use super::weights::Precision;
+use crate::mlx::kernels::Precision;
+use crate::mlx::load::load_gguf;
+use crate::mlx::model::{Model, Segment};
 
 /// Root mean square of int8 logit - exact logit over the vocabulary, at
 /// any decode step (this model's logits span about 30; the measured worst

@@ -2,6 +2,17 @@
 //! prefill and decode tokens/s, peak RSS; and the same figures from mlx-lm
 //! on the same weights (`scripts/golden/mlx_lm_ref.py bench`), run from
 //! the same process so both see the same machine state.
+//!
+//! Its test modules are the engine's own benchmarks and checks on the
+//! default model: `step_bench` (one batched decode step), `quantized` (the
+//! kernels' per-call time) and `precision_parity` (what `int8` promises).
+
+#[cfg(test)]
+mod precision_parity;
+#[cfg(test)]
+mod quantized;
+#[cfg(test)]
+mod step_bench;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -7,7 +7,7 @@
 //! figures, the difference is what the scheduler and the runs add. Run with
 //!
 //! ```text
-//! cargo test --release -p thinkwire-engine --lib mlx::step_bench -- --ignored --nocapture
+//! cargo test --release -p thinkwire-engine --lib mlx::bench::step_bench -- --ignored --nocapture
 //! ```
 //!
 //! (`STEP_BENCH_PROFILE=int8`, `auto` or `auto+f16`, optionally `:N`: only
@@ -18,9 +18,9 @@ use std::time::Instant;
 
 use mlx_rs::Array;
 
-use super::load::load_gguf;
-use super::model::{Model, Segment};
-use super::weights::Precision;
+use crate::mlx::kernels::{Precision, kernel_time};
+use crate::mlx::load::load_gguf;
+use crate::mlx::model::{Model, Segment};
 
 fn ids(v: &[i32]) -> Array {
     Array::from_slice(v, &[1, v.len() as i32])
@@ -80,7 +80,7 @@ fn step_ms(model: &Model, n: usize, reps: usize) -> Step {
     let mut build_times = Vec::new();
     for r in 0..reps {
         let start = Instant::now();
-        let kernels = super::kernel_time().0;
+        let kernels = kernel_time().0;
         let mut segments: Vec<Segment<'_>> = caches
             .iter_mut()
             .enumerate()
@@ -93,7 +93,7 @@ fn step_ms(model: &Model, n: usize, reps: usize) -> Step {
             .collect();
         build_times.push(pass(model, &mut segments, start));
         times.push(start.elapsed().as_secs_f64() * 1e3);
-        kernel_times.push((super::kernel_time().0 - kernels).as_secs_f64() * 1e3);
+        kernel_times.push((kernel_time().0 - kernels).as_secs_f64() * 1e3);
     }
     Step {
         ms: median(&mut times),
@@ -165,7 +165,7 @@ fn prefill_ms(model: &Model, n: usize, len: usize, reps: usize) -> (f64, f64) {
     for r in 0..reps {
         let mut caches: Vec<_> = (0..n).map(|_| model.new_cache()).collect();
         let start = Instant::now();
-        let kernels = super::kernel_time().0;
+        let kernels = kernel_time().0;
         let mut segments: Vec<Segment<'_>> = caches
             .iter_mut()
             .enumerate()
@@ -183,7 +183,7 @@ fn prefill_ms(model: &Model, n: usize, len: usize, reps: usize) -> (f64, f64) {
             .collect();
         pass(model, &mut segments, start);
         times.push(start.elapsed().as_secs_f64() * 1e3);
-        kernel_times.push((super::kernel_time().0 - kernels).as_secs_f64() * 1e3);
+        kernel_times.push((kernel_time().0 - kernels).as_secs_f64() * 1e3);
     }
     (median(&mut times), median(&mut kernel_times))
 }

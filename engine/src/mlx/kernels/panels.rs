@@ -10,7 +10,7 @@
 use mlx_rs::error::Exception;
 use mlx_rs::{Array, Dtype};
 
-use super::weights::Quant;
+use super::choice::Quant;
 
 /// Weight rows per panel.
 const ROWS: usize = 16;
@@ -170,9 +170,8 @@ pub(crate) fn repack(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mlx::quantized::{
-        Activations, Packed, Path, random_packed, run_under_narrower_isas,
-    };
+    use crate::mlx::kernels::Activations;
+    use crate::mlx::kernels::quantized::{Packed, Path, random_packed, run_under_narrower_isas};
 
     fn bits_of(v: &[f32]) -> Vec<u32> {
         v.iter().map(|f| f.to_bits()).collect()
@@ -276,7 +275,7 @@ mod tests {
     /// the call is refused by name, and weights stay off them at load.
     #[test]
     fn tiles_compute_the_f32_product_and_rows_stay_their_own() {
-        use crate::mlx::quantized::tiles_available;
+        use crate::mlx::kernels::quantized::tiles_available;
         mlx_rs::random::seed(11).unwrap();
         for (group_size, bits) in [(32, 4), (64, 4), (128, 4), (32, 8), (64, 8)] {
             let q = Quant { group_size, bits };
@@ -359,7 +358,8 @@ mod tests {
         let (pw, ps, pb) = repack(&w, &s, &b, q).unwrap();
         let x = mlx_rs::random::normal::<f32>(&[3, 128], None, None, None).unwrap();
         let y =
-            crate::mlx::quantized::matmul(&x, &pw, &ps, &pb, q, Activations::Int8Panels).unwrap();
+            crate::mlx::kernels::quantized::matmul(&x, &pw, &ps, &pb, q, Activations::Int8Panels)
+                .unwrap();
         y.eval().unwrap();
         let want = in_panels(&packed)
             .matmul_now_with(
@@ -400,9 +400,9 @@ mod tests {
     #[test]
     fn portable_panels_match_too() {
         run_under_narrower_isas(&[
-            "mlx::panels::tests::panels_compute_the_int8_product_and_rows_stay_their_own",
-            "mlx::panels::tests::the_repacked_arrays_run_as_an_mlx_operation",
-            "mlx::panels::tests::tiles_compute_the_f32_product_and_rows_stay_their_own",
+            "mlx::kernels::panels::tests::panels_compute_the_int8_product_and_rows_stay_their_own",
+            "mlx::kernels::panels::tests::the_repacked_arrays_run_as_an_mlx_operation",
+            "mlx::kernels::panels::tests::tiles_compute_the_f32_product_and_rows_stay_their_own",
         ]);
     }
 }

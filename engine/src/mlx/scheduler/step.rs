@@ -1,0 +1,327 @@
+//! One step of the scheduler: the decode pass (one token per sequence) and
+//! the prefill pass (prompt chunks under the step's budget), queued one
+//! behind the other, then the previous step's tokens read and handed out.
+
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use mlx_rs::Array;
+
+use super::Worker;
+use super::sequence::{Next, Spec};
+use crate::EngineError;
+use crate::mlx::error::mlx_err;
+use crate::mlx::model::{Fork, Segment};
+
+/// Which of a step's two passes a segment goes to.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Pass {
+    /// One token per sequence: the batched decode.
+    Decode,
+    /// Prompt chunks and forced tokens.
+    Prefill,
+}
+
+/// One sequence's part in a pass: its index in `active`, its input, and
+/// whether the pass ends its feed (its logits pick the next token).
+struct Part {
+    seq: usize,
+    ids: Array,
+    len: usize,
+    ends_feed: bool,
+    prompt: bool,
+    /// Its first `at` prompt tokens come from the cache of the sequence at
+    /// index `from` in `active`, which writes them in this pass.
+    fork: Option<(usize, usize)>,
+    /// The cache length after the pass.
+    reach: usize,
+}
+
+impl Worker {
+    /// One step: the decode pass, the prefill pass, then reading the
+    /// tokens the previous step picked.
+    pub(super) fn step(&mut self) {
+        self.await_masks();
+        for seq in &mut self.active {
+            if let Err(e) = seq.resolve_mask() {
+                seq.fail(e);
+            }
+        }
+        // Sampled sequences need their logits read before they can feed; a
+        // constrained one whose mask is late joins a later step.
+        let mut sampled = false;
+        for seq in &mut self.active {
+            if seq.awaits_mask() {
+                continue;
+            }
+            if let Next::Logits(logits) = &seq.next {
+                let logits = logits.clone();
+                sampled = true;
+                match seq.sample(&logits) {
+                    Ok(token) => seq.deliver(token, None),
+                    Err(e) => seq.fail(e),
+                }
+            }
+        }
+        if sampled {
+            // Their answers decide whether they join this step.
+            self.await_answers();
+        }
+        let (decode, prefill) = self.plan();
+        let started = Instant::now();
+        let decoded = decode.len();
+        let fed: usize = prefill.iter().map(|p| p.len).sum();
+        // Tokens that a queued step took as input, read after queueing.
+        let mut unread: Vec<(usize, Array)> = Vec::new();
+        for (i, seq) in self.active.iter().enumerate() {
+            if let Next::Unread(token) = &seq.next {
+                unread.push((i, token.clone()));
+            }
+        }
+        let mut decode_out = self.run_pass(&decode, Pass::Decode);
+        let _prefill_out = self.run_pass(&prefill, Pass::Prefill);
+        // Read the previous step's tokens while this one computes.
+        for (i, token) in unread {
+            let spec = decode_out.as_mut().and_then(|out| {
+                let at = out.iter().position(|(s, _)| *s == i)?;
+                Some(out.swap_remove(at).1)
+            });
+            let seq = &mut self.active[i];
+            if seq.is_done() {
+                continue;
+            }
+            match read_token(&token) {
+                Ok(id) => seq.deliver(id, spec),
+                Err(e) => seq.fail(e),
+            }
+        }
+        if decoded + fed > 0 {
+            self.gauges.steps.fetch_add(1, Ordering::Relaxed);
+            self.gauges
+                .batched_tokens
+                .fetch_add(decoded as u64, Ordering::Relaxed);
+            tracing::trace!(
+                batch = decoded,
+                prompt_tokens = fed,
+                queued = self.waiting.len(),
+                kv_reserved_mb = self.reserved >> 20,
+                queue_us = started.elapsed().as_micros() as u64,
+                "step"
+            );
+        }
+    }
+
+    /// Splits what the sequences have to feed into the decode pass (one
+    /// token each) and the prefill pass (chunks, as a lone prompt would be
+    /// cut, under the step's prompt budget).
+    fn plan(&mut self) -> (Vec<Part>, Vec<Part>) {
+        self.share_prefixes();
+        let (mut decode, mut prefill): (Vec<Part>, Vec<Part>) = (Vec::new(), Vec::new());
+        let chunk = self.options.prefill_chunk.max(1);
+        let mut budget = self.options.step_prompt_tokens.max(chunk);
+        for (i, seq) in self.active.iter().enumerate() {
+            match &seq.next {
+                Next::Unread(token) if seq.may_continue() => decode.push(Part {
+                    seq: i,
+                    ids: token.clone(),
+                    len: 1,
+                    ends_feed: true,
+                    prompt: false,
+                    fork: None,
+                    reach: seq.offset() + 1,
+                }),
+                Next::Feed(ids) if ids.len() == 1 && !seq.in_prompt() => decode.push(Part {
+                    seq: i,
+                    ids: ids_array(ids),
+                    len: 1,
+                    ends_feed: true,
+                    prompt: false,
+                    fork: None,
+                    reach: seq.offset() + 1,
+                }),
+                Next::Feed(ids) => {
+                    // A follower whose leader has not written the shared
+                    // prefix yet joins the pass that writes it, or waits.
+                    let (skip, fork) = match seq.follows {
+                        None => (0, None),
+                        Some(f) => match prefill.iter().find(|p| self.active[p.seq].id == f.leader)
+                        {
+                            Some(lead) if lead.reach >= f.common => {
+                                (f.common, Some((lead.seq, f.common)))
+                            }
+                            _ => continue,
+                        },
+                    };
+                    let ids = &ids[skip.min(ids.len())..];
+                    // A prompt is cut where it would be cut alone, so a
+                    // batched prefill computes the same numbers.
+                    let take = if seq.in_prompt() && ids.len() > chunk {
+                        chunk
+                    } else {
+                        ids.len()
+                    };
+                    if take > budget && !prefill.is_empty() {
+                        continue;
+                    }
+                    budget = budget.saturating_sub(take);
+                    prefill.push(Part {
+                        seq: i,
+                        ids: ids_array(&ids[..take]),
+                        len: take,
+                        ends_feed: take == ids.len(),
+                        prompt: seq.in_prompt(),
+                        fork,
+                        reach: fork.map_or(seq.offset(), |f| f.1) + take,
+                    });
+                }
+                _ => {}
+            }
+        }
+        (decode, prefill)
+    }
+
+    /// Runs one pass and queues it; returns each sequence's next-token
+    /// source (a lazy pick for greedy ones) by index in `active`.
+    fn run_pass(&mut self, parts: &[Part], pass: Pass) -> Option<Vec<(usize, Spec)>> {
+        if parts.is_empty() {
+            return None;
+        }
+        let logits = parts.iter().any(|p| p.ends_feed);
+        let result = self.forward(parts, logits);
+        let (logits, picks) = match result {
+            Ok(out) => out,
+            Err(e) => {
+                tracing::error!(error = %e, "a batched step failed");
+                for p in parts {
+                    self.active[p.seq].fail(EngineError::Backend(e.to_string()));
+                }
+                return None;
+            }
+        };
+        let mut out = Vec::new();
+        for (row, p) in parts.iter().enumerate() {
+            let seq = &mut self.active[p.seq];
+            if let Some((_, at)) = p.fork {
+                seq.skip_prompt(at);
+                self.gauges
+                    .shared_prompt_tokens
+                    .fetch_add(at as u64, Ordering::Relaxed);
+            }
+            if let Next::Feed(ids) = &mut seq.next {
+                ids.drain(..p.len);
+            }
+            if p.prompt {
+                seq.fed_prompt(p.len);
+            }
+            if !p.ends_feed {
+                let total = seq.prompt_len();
+                let done = total.min(seq.offset());
+                seq.send_prefill(done, total);
+                continue;
+            }
+            if p.prompt {
+                let total = seq.prompt_len();
+                seq.send_prefill(total, total);
+                if seq.is_done() {
+                    continue;
+                }
+            }
+            let (Some(logits), Some(picks)) = (&logits, &picks) else {
+                continue;
+            };
+            match pass {
+                // The decode pass's picks are the *next* step's inputs; the
+                // token they follow is read by the caller.
+                Pass::Decode if matches!(seq.next, Next::Unread(_)) => {
+                    match seq.spec(picks, logits, row as i32) {
+                        Some(Ok(spec)) => out.push((p.seq, spec)),
+                        Some(Err(e)) => seq.fail(e),
+                        None => {}
+                    }
+                }
+                _ => {
+                    if seq.out_of_budget() {
+                        // `max_tokens: 0`: the prompt only.
+                        seq.finish(crate::Finish::Length);
+                    } else if let Err(e) = seq.produced(picks, logits, row as i32) {
+                        seq.fail(e);
+                    }
+                }
+            }
+        }
+        Some(out)
+    }
+
+    /// The forward pass over `parts`, queued for evaluation; with
+    /// `logits`, the last rows' logits and their greedy picks.
+    fn forward(
+        &mut self,
+        parts: &[Part],
+        logits: bool,
+    ) -> Result<(Option<Array>, Option<Array>), EngineError> {
+        let mut caches: Vec<Option<&mut Vec<_>>> = self
+            .active
+            .iter_mut()
+            .map(|s| Some(&mut s.caches))
+            .collect();
+        let mut segments = Vec::with_capacity(parts.len());
+        for p in parts {
+            let Some(c) = caches[p.seq].take() else {
+                return Err(EngineError::Backend("a sequence twice in one pass".into()));
+            };
+            // The leader's part comes earlier in the same pass (`plan`).
+            let fork = match p.fork {
+                Some((from, at)) => Some(Fork {
+                    from: parts.iter().position(|q| q.seq == from).ok_or_else(|| {
+                        EngineError::Backend("a shared prefix without its leader".into())
+                    })?,
+                    at: at as i32,
+                }),
+                None => None,
+            };
+            segments.push(Segment {
+                ids: p.ids.clone(),
+                len: p.len as i32,
+                caches: c.as_mut_slice(),
+                fork,
+            });
+        }
+        let out = self
+            .model
+            .forward(&mut segments, logits)
+            .map_err(mlx_err("decoding"))?;
+        let picks = match &out {
+            Some(l) => Some(
+                mlx_rs::ops::indexing::argmax_axis(l, -1, true)
+                    .and_then(|a| a.as_dtype(mlx_rs::Dtype::Int32))
+                    .map_err(mlx_err("choosing a token"))?,
+            ),
+            None => None,
+        };
+        let mut eval: Vec<&Array> = Vec::new();
+        eval.extend(picks.iter());
+        eval.extend(out.iter());
+        for s in &segments {
+            for c in s.caches.iter() {
+                eval.extend(c.arrays());
+            }
+        }
+        mlx_rs::transforms::async_eval(eval).map_err(mlx_err("queueing a step"))?;
+        Ok((out, picks))
+    }
+}
+
+fn ids_array(ids: &[u32]) -> Array {
+    let v: Vec<i32> = ids.iter().map(|&t| t as i32).collect();
+    Array::from_slice(&v, &[1, v.len() as i32])
+}
+
+fn read_token(token: &Array) -> Result<u32, EngineError> {
+    token.eval().map_err(mlx_err("evaluating a step"))?;
+    let v = token
+        .try_as_slice::<i32>()
+        .map_err(|e| EngineError::Backend(format!("reading a token: {e}")))?;
+    v.first()
+        .map(|&t| t as u32)
+        .ok_or_else(|| EngineError::Backend("a step produced no token".into()))
+}

@@ -1,0 +1,251 @@
+//! The scheduler thread's loop: it takes submissions and replies, admits
+//! waiting requests while the batch and the KV budget have room, runs a
+//! step (`step.rs`), waits briefly for the runs' answers, and reaps
+//! finished sequences.
+
+use std::sync::atomic::Ordering;
+use std::sync::mpsc::{RecvTimeoutError, TryRecvError};
+use std::time::Instant;
+
+use super::link::{Inbox, Reply, Submission};
+use super::sequence::{Next, Sequence};
+use super::{CACHE_BLOCK, Worker, shared};
+
+impl Worker {
+    pub(super) fn run(mut self) {
+        loop {
+            if !self.has_work() {
+                if self.closing && self.active.is_empty() {
+                    break;
+                }
+                match self.inbox.recv() {
+                    Ok(msg) => self.handle(msg),
+                    Err(_) => self.closing = true,
+                }
+                if self.active.is_empty() {
+                    self.gather();
+                }
+            }
+            loop {
+                match self.inbox.try_recv() {
+                    Ok(msg) => self.handle(msg),
+                    Err(TryRecvError::Empty) => break,
+                    Err(TryRecvError::Disconnected) => {
+                        self.closing = true;
+                        break;
+                    }
+                }
+            }
+            self.reap();
+            self.admit();
+            self.step();
+            self.reap();
+            self.await_answers();
+            self.reap();
+            self.publish();
+        }
+    }
+
+    /// Waits for requests arriving together with the first one into an
+    /// idle batch (see `SchedulerOptions::gather`).
+    fn gather(&mut self) {
+        if self.waiting.is_empty() || self.options.gather.is_zero() {
+            return;
+        }
+        let start = Instant::now();
+        let end = start + self.options.gather;
+        let quiet = self.options.gather / 4;
+        while self.waiting.len() < self.options.max_batch && !self.closing {
+            let now = Instant::now();
+            let left = end.saturating_duration_since(now).min(quiet);
+            if left.is_zero() {
+                break;
+            }
+            match self.inbox.recv_timeout(left) {
+                Ok(msg) => self.handle(msg),
+                Err(RecvTimeoutError::Timeout) => break,
+                Err(RecvTimeoutError::Disconnected) => self.closing = true,
+            }
+        }
+        tracing::trace!(
+            arrived = self.waiting.len(),
+            waited_us = start.elapsed().as_micros() as u64,
+            "gathered"
+        );
+    }
+
+    /// Whether a step could do anything now.
+    fn has_work(&self) -> bool {
+        let busy = self
+            .active
+            .iter()
+            .any(|s| !matches!(s.next, Next::Awaiting { .. }) && !s.awaits_mask());
+        busy || (self.can_admit() && !self.waiting.is_empty())
+    }
+
+    fn can_admit(&self) -> bool {
+        self.active.len() < self.options.max_batch.max(1)
+    }
+
+    fn handle(&mut self, msg: Inbox) {
+        match msg {
+            Inbox::Submit(sub) => self.waiting.push_back(sub),
+            Inbox::Close => self.closing = true,
+            Inbox::Reply(id, Reply::Mask(mask)) => {
+                if let Some(seq) = self.active.iter_mut().find(|s| s.id == id) {
+                    seq.masked(mask);
+                } else if let Some(sub) = self.waiting.iter_mut().find(|s| s.id == id) {
+                    sub.mask = Some(mask);
+                }
+            }
+            Inbox::Reply(id, reply) => {
+                let Some(seq) = self.active.iter_mut().find(|s| s.id == id) else {
+                    return; // it already ended
+                };
+                match reply {
+                    Reply::Token(directive, constrained) => seq.directed(directive, constrained),
+                    Reply::Mask(_) => {}
+                    Reply::Prefill(flow) if flow.is_break() => seq.prefill_stopped(),
+                    Reply::Prefill(_) => {}
+                }
+            }
+        }
+    }
+
+    fn reservation(&self, sub: &Submission) -> usize {
+        let positions = (sub.request.prompt.len() + sub.request.max_tokens).min(self.context);
+        positions.div_ceil(CACHE_BLOCK) * CACHE_BLOCK * self.kv_per_token
+    }
+
+    /// Moves waiting requests into the batch, in arrival order, while the
+    /// batch and the KV budget have room.
+    fn admit(&mut self) {
+        while self.can_admit() {
+            let Some(front) = self.waiting.front() else {
+                break;
+            };
+            let need = self.reservation(front);
+            if self.reserved + need > self.options.kv_budget && !self.active.is_empty() {
+                break; // waits for room
+            }
+            let Some(sub) = self.waiting.pop_front() else {
+                break;
+            };
+            let (caches, reused) = match self.pool.take(&sub.request.prompt) {
+                Some((caches, reused, _)) => {
+                    tracing::debug!(reused, "prefix cache hit");
+                    (caches, reused)
+                }
+                None => (self.model.new_cache(), 0),
+            };
+            let follows = match reused {
+                0 if self.options.share_prefixes => {
+                    shared::leader_for(&self.active, &sub.request.prompt)
+                }
+                _ => None,
+            };
+            if let Some(f) = follows {
+                tracing::debug!(
+                    common = f.common,
+                    "shares a running sequence's prompt prefix"
+                );
+            }
+            self.reserved += need;
+            let mut seq = Sequence::new(sub, caches, reused, self.context, need);
+            seq.follows = follows;
+            self.active.push(seq);
+        }
+    }
+
+    /// Waits (briefly) for the masks of constrained sequences whose logits
+    /// are due: the runs compute them while the step runs, so they are
+    /// usually in by the time its logits are.
+    pub(super) fn await_masks(&mut self) {
+        let mut due = self.active.iter().filter(|s| s.awaits_mask()).peekable();
+        if due.peek().is_none() {
+            return;
+        }
+        for seq in due {
+            // Sampled ones read their logits anyway; masked greedy ones
+            // only wait for the mask, their logits stay lazy.
+            if let Next::Logits(logits) = &seq.next {
+                let _ = logits.eval();
+            }
+        }
+        let deadline = Instant::now() + self.options.reply_wait;
+        while self.active.iter().any(Sequence::awaits_mask) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.inbox.recv_timeout(left) {
+                Ok(msg) => self.handle(msg),
+                Err(RecvTimeoutError::Timeout) => return,
+                Err(RecvTimeoutError::Disconnected) => {
+                    self.closing = true;
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Waits (briefly) for the runs' answers on the tokens just handed out.
+    pub(super) fn await_answers(&mut self) {
+        let deadline = Instant::now() + self.options.reply_wait;
+        loop {
+            let pending = self
+                .active
+                .iter()
+                .any(|s| matches!(s.next, Next::Awaiting { .. }) && !s.laggard);
+            if !pending {
+                return;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.inbox.recv_timeout(left) {
+                Ok(msg) => self.handle(msg),
+                Err(RecvTimeoutError::Timeout) => {
+                    for s in &mut self.active {
+                        if matches!(s.next, Next::Awaiting { .. }) {
+                            s.laggard = true;
+                        }
+                    }
+                    return;
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    self.closing = true;
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Removes finished sequences, tells their runs (after the gauges
+    /// stop counting them), and keeps their caches in the prefix pool
+    /// (when there is one).
+    fn reap(&mut self) {
+        if !self.active.iter().any(Sequence::is_done) {
+            return;
+        }
+        let (done, active): (Vec<Sequence>, Vec<Sequence>) = std::mem::take(&mut self.active)
+            .into_iter()
+            .partition(Sequence::is_done);
+        self.active = active;
+        for seq in &done {
+            self.reserved = self.reserved.saturating_sub(seq.reserved);
+        }
+        self.publish();
+        for seq in done {
+            let failed = seq.failed();
+            let (tokens, caches) = seq.into_outcome();
+            if self.options.prefix_pool > 0 && !failed {
+                let bytes = tokens.len().div_ceil(CACHE_BLOCK) * CACHE_BLOCK * self.kv_per_token;
+                self.pool.put(tokens, caches, bytes);
+            }
+        }
+    }
+
+    fn publish(&self) {
+        let g = &self.gauges;
+        g.active.store(self.active.len(), Ordering::Relaxed);
+        g.queued.store(self.waiting.len(), Ordering::Relaxed);
+        g.kv_bytes.store(self.reserved, Ordering::Relaxed);
+        g.pool_bytes.store(self.pool.bytes(), Ordering::Relaxed);
+    }
+}
