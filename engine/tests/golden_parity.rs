@@ -122,7 +122,7 @@ fn default_model_matches_mlx_lm_greedy() {
 }
 
 /// `--precision int8` rounds activations to 8 bits, so it promises less:
-/// logits within a tolerance of the exact ones (`precision_parity.rs` in
+/// logits within a tolerance of the exact ones (`mlx/bench/precision_parity.rs` in
 /// the crate), hence the same ids as mlx-lm up to the first step whose
 /// reference gap is under [`INT8_NEAR_TIE`].
 #[test]

@@ -102,7 +102,10 @@ fn added_and_removed_sources_are_named() {
         ]
     );
     let message = stale[0].to_string();
-    assert!(message.contains("native/kernels/new_kernel.cpp"), "{message}");
+    assert!(
+        message.contains("native/kernels/new_kernel.cpp"),
+        "{message}"
+    );
 }
 
 #[test]
