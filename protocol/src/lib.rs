@@ -6,7 +6,9 @@
 //! with [`sse_frame`] or [`ws_text`], and (in tests, or in debug builds)
 //! checks its own stream with a [`Verifier`]. A client reads the frames
 //! with [`SseDecoder`] and keeps its messages, sealed reasoning included,
-//! with a [`client::Conversation`].
+//! with a [`client::Conversation`]. The protobuf binding ([`proto_frame`],
+//! [`ProtoDecoder`]) carries the same events as length-prefixed
+//! `ag_ui.Event` messages.
 //!
 //! ```
 //! use thinkwire_protocol::*;
@@ -58,6 +60,7 @@ mod input;
 mod message;
 mod outcome;
 mod patch;
+mod proto;
 mod sse;
 mod verify;
 mod wire;
@@ -89,6 +92,10 @@ pub use message::{
 };
 pub use outcome::{Interrupt, Outcome, SubagentOutcome, TokenUsage};
 pub use patch::{JsonPointer, PatchOp};
+pub use proto::{
+    PROTO_MAX_FRAME_BYTES, PROTO_MEDIA_TYPE, ProtoDecoder, ProtoError, proto_decode, proto_encode,
+    proto_frame,
+};
 pub use sse::{
     SSE_KEEPALIVE, SSE_MAX_EVENT_BYTES, SseDecoder, SseMessage, sse_frame, sse_frame_json, ws_text,
     ws_text_json,

@@ -204,7 +204,21 @@ async fn metrics(State(state): State<AppState>) -> impl axum::response::IntoResp
 async fn capabilities(
     State(state): State<AppState>,
 ) -> axum::Json<thinkwire_protocol::AgentCapabilities> {
-    axum::Json(state.agent.capabilities())
+    let mut caps = state.agent.capabilities();
+    // `POST /agent` answers in either HTTP binding (sse.rs): JSON over SSE
+    // or, when `Accept` asks for it, protobuf.
+    caps.transport
+        .get_or_insert_with(Default::default)
+        .http_binary = Some(true);
+    if let Some(transports) = caps
+        .custom
+        .as_mut()
+        .and_then(|custom| custom.get_mut("transports"))
+        .and_then(|t| t.as_array_mut())
+    {
+        transports.push("protobuf".into());
+    }
+    axum::Json(caps)
 }
 
 /// Serves `app(state)` on `listener` until `shutdown` resolves, then shuts

@@ -10,6 +10,7 @@ mod access;
 mod admission;
 mod agui_client;
 mod limits;
+mod proto;
 mod shutdown;
 mod sse;
 mod ws;
