@@ -180,7 +180,7 @@ pub(crate) fn negotiate(headers: &HeaderMap) -> Result<Binding, Rejection> {
                 },
             );
         }
-        if format!("{kind}/{subtype}") == PROTO_MEDIA_TYPE {
+        if PROTO_MEDIA_TYPE.split_once('/') == Some((kind.as_str(), subtype.as_str())) {
             Match::keep(
                 &mut proto,
                 Match {
