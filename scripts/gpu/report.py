@@ -1,0 +1,185 @@
+#!/usr/bin/env python3
+"""Collects what scripts/gpu-bench measured into one markdown table and one
+JSON file.
+
+    report.py RAW_DIR OUT_DIR
+
+RAW_DIR holds meta.json (device, date, commit, mode), steps.jsonl (each
+step's status and seconds), models.jsonl (scripts/gpu/make_models.py),
+parity.json (scripts/gpu/parity.py) and per model
+<model>/thinkwire-bench.json (`thinkwire bench --json`),
+<model>/thinkwire-concurrency.json (`--concurrency 1,8,32 --json`) and
+<model>/mlx-lm-b<N>.log (`python -m mlx_lm.benchmark`). Missing pieces show
+as "-", so a partial run still reports what it has. Writes
+OUT_DIR/gpu-bench.md and OUT_DIR/gpu-bench.json and prints the markdown.
+"""
+
+import json
+import re
+import sys
+from pathlib import Path
+
+LEVELS = (1, 8, 32)
+MODELS = ("qwen3-0.6b-bf16", "qwen3-0.6b-4bit", "qwen3-4b-4bit")
+
+
+def read_json(path: Path):
+    """The last JSON object line of a file, or None."""
+    try:
+        lines = path.read_text().splitlines()
+    except OSError:
+        return None
+    for line in reversed(lines):
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                return json.loads(line)
+            except json.JSONDecodeError:
+                return None
+    return None
+
+
+def read_jsonl(path: Path):
+    try:
+        return [json.loads(l) for l in path.read_text().splitlines() if l.strip().startswith("{")]
+    except (OSError, json.JSONDecodeError):
+        return []
+
+
+def mlx_lm_benchmark(path: Path):
+    """prompt_tps, generation_tps, peak_memory from mlx_lm.benchmark's
+    `Averages:` line."""
+    try:
+        text = path.read_text()
+    except OSError:
+        return None
+    line = next((l for l in reversed(text.splitlines()) if l.startswith("Averages:")), None)
+    if line is None:
+        return None
+    return {k: float(v) for k, v in re.findall(r"(\w+)=([0-9.]+)", line)}
+
+
+def fmt(x, digits=1):
+    return "-" if x is None else f"{x:,.{digits}f}"
+
+
+def ratio(a, b):
+    return None if a is None or not b else a / b
+
+
+def collect(raw: Path):
+    meta = read_json(raw / "meta.json") or {}
+    steps = read_jsonl(raw / "steps.jsonl")
+    made = {m["model"]: m for m in read_jsonl(raw / "models.jsonl")}
+    models = {}
+    for name in MODELS:
+        d = raw / name
+        bench = read_json(d / "thinkwire-bench.json")
+        conc = read_json(d / "thinkwire-concurrency.json")
+        tw = {}
+        if bench and bench.get("thinkwire"):
+            tw["bench"] = bench["thinkwire"]
+        rows = {r["concurrency"]: r for r in (conc or {}).get("thinkwire", [])}
+        ref = {n: mlx_lm_benchmark(d / f"mlx-lm-b{n}.log") for n in LEVELS}
+        entry = {"made": made.get(name), "thinkwire_bench": tw.get("bench"), "thinkwire_concurrency": rows, "mlx_lm": ref}
+        decode = {}
+        for n in LEVELS:
+            ours = tw["bench"]["decode_tok_s"] if n == 1 and "bench" in tw else None
+            if ours is None and n in rows:
+                ours = rows[n]["aggregate_decode_tok_s"]
+            theirs = (ref.get(n) or {}).get("generation_tps")
+            decode[n] = {"thinkwire": ours, "mlx_lm": theirs, "ratio": ratio(ours, theirs)}
+        entry["decode"] = decode
+        models[name] = entry
+    parity = read_json(raw / "parity.json")
+    return {"meta": meta, "steps": steps, "models": models, "parity": parity}
+
+
+def markdown(report):
+    meta = report["meta"]
+    out = []
+    dry = meta.get("mode") == "dry-run"
+    title = "thinkwire vs mlx-lm" + (" (dry run on a CPU, tiny shapes)" if dry else " on a GPU")
+    out.append(f"## {title}")
+    out.append("")
+    out.append(f"- device: {meta.get('device', '?')}")
+    out.append(f"- date: {meta.get('date', '?')}")
+    out.append(
+        f"- commit: {meta.get('commit', '?')} (binary built {meta.get('built', '?')}); "
+        f"MLX {meta.get('mlx', '?')} ({meta.get('mlx_lib', '?')}), mlx-lm {meta.get('mlx_lm', '?')}"
+    )
+    out.append(
+        f"- random-weight Qwen3, {meta.get('max_tokens', '?')} generated tokens; thinkwire "
+        f"`bench --precision keep --runs 1` (N=1: single stream; N=8/32: `--concurrency`, aggregate) "
+        f"after a warm-up; mlx-lm `python -m mlx_lm.benchmark -p {meta.get('prompt_tokens', '?')} "
+        f"-g {meta.get('max_tokens', '?')} -b N -n 1` after its warm-up (generation_tps)"
+    )
+    if dry:
+        out.append(
+            "- dry run: tiny shapes (2-3 layers, hidden 128-192, the real vocabulary) standing in for the "
+            "named models, f32 with the embedding unquantized; the figures only show that every step ran"
+        )
+    out.append("")
+    head = ["model"]
+    for n in LEVELS:
+        head += [f"thinkwire N={n}", f"mlx-lm N={n}", "ratio"]
+    out.append("| " + " | ".join(head) + " |")
+    out.append("|" + "---|" * len(head))
+    for name, m in report["models"].items():
+        cells = [name]
+        for n in LEVELS:
+            d = m["decode"][n]
+            r = d["ratio"]
+            cells += [fmt(d["thinkwire"]), fmt(d["mlx_lm"]), "-" if r is None else f"{r:.2f}x"]
+        out.append("| " + " | ".join(cells) + " |")
+    out.append("")
+    out.append("decode tok/s (ratio: thinkwire / mlx-lm). Prefill and steps:")
+    out.append("")
+    out.append("| model | thinkwire prefill tok/s (N=1) | mlx-lm prompt_tps (N=1) | thinkwire step ms N=1 / 8 / 32 | thinkwire ttft p50 ms N=1 / 8 / 32 | mlx-lm peak GB N=32 |")
+    out.append("|---|---|---|---|---|---|")
+    for name, m in report["models"].items():
+        b = m["thinkwire_bench"] or {}
+        rows = m["thinkwire_concurrency"]
+        ref1 = m["mlx_lm"].get(1) or {}
+        ref32 = m["mlx_lm"].get(32) or {}
+        steps = " / ".join(fmt(rows[n]["step_ms"]) if n in rows else "-" for n in LEVELS)
+        ttft = " / ".join(fmt(rows[n]["ttft_p50_s"] * 1000) if n in rows else "-" for n in LEVELS)
+        out.append(
+            f"| {name} | {fmt(b.get('prefill_tok_s'))} | {fmt(ref1.get('prompt_tps'))} | {steps} | {ttft} | "
+            f"{fmt(ref32.get('peak_memory'), 2)} |"
+        )
+    out.append("")
+    p = report["parity"]
+    if p:
+        out.append(
+            f"Greedy parity ({p.get('device')}; thinkwire `mlx_generate ... keep` vs mlx-lm `generate_step`, "
+            f"same prompt ids, compared up to mlx-lm's first near-tie < {p.get('near_tie')}): "
+            f"**{p.get('matched')}/{p.get('total')} cases match**"
+        )
+        for c in p.get("cases", []):
+            status = "match" if c.get("match") else (
+                f"error: {c['error'][:160]}" if c.get("error") else f"first mismatch at step {c.get('first_mismatch')}"
+            )
+            out.append(f"- {c['model']}: {c.get('compared', 0)}/{c['clear_steps']} steps, {status}")
+    else:
+        out.append("Greedy parity: not run or failed (see logs/parity.log).")
+    bad = [s for s in report["steps"] if s.get("status") != "ok"]
+    total = sum(s.get("seconds", 0) for s in report["steps"])
+    out.append("")
+    out.append(f"Steps: {len(report['steps'])} run in {total:.0f} s" + (", not ok: " if bad else "") +
+               ", ".join(f"{s['step']} ({s['status']})" for s in bad))
+    return "\n".join(out) + "\n"
+
+
+def main():
+    raw, out = Path(sys.argv[1]), Path(sys.argv[2])
+    report = collect(raw)
+    text = markdown(report)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "gpu-bench.md").write_text(text)
+    (out / "gpu-bench.json").write_text(json.dumps(report, indent=1) + "\n")
+    sys.stdout.write(text)
+
+
+if __name__ == "__main__":
+    main()
