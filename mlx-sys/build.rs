@@ -36,6 +36,27 @@ fn home_dir() -> Option<PathBuf> {
         .or_else(|| env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/thinkwire")))
 }
 
+/// `default` unless only a CUDA build is installed under the home folder
+/// (what `scripts/setup` leaves on a machine with an NVIDIA GPU).
+fn installed_variant(default: &str) -> String {
+    let installed = |variant: &str| {
+        home_dir().is_some_and(|home| {
+            home.join("mlx")
+                .join(format!("{variant}-{MLX_VERSION}"))
+                .join("thinkwire-mlx.txt")
+                .is_file()
+        })
+    };
+    if installed(default) {
+        return default.into();
+    }
+    ["cuda13", "cuda12"]
+        .into_iter()
+        .find(|v| installed(v))
+        .unwrap_or(default)
+        .into()
+}
+
 fn main() {
     for var in [
         "THINKWIRE_HOME",
@@ -57,7 +78,12 @@ fn main() {
     } else {
         ("cpu", "so")
     };
-    let variant = env::var("THINKWIRE_MLX_VARIANT").unwrap_or_else(|_| default_variant.into());
+    // Unset: the platform's default, or the CUDA build `scripts/setup`
+    // installs instead of it where `nvidia-smi` lists a GPU.
+    let variant = env::var("THINKWIRE_MLX_VARIANT")
+        .ok()
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| installed_variant(default_variant));
     let prefix = match env::var_os("THINKWIRE_MLX_DIR").filter(|v| !v.is_empty()) {
         Some(dir) => PathBuf::from(dir),
         None => match home_dir() {
@@ -77,7 +103,7 @@ fn main() {
             format!("MLX ({variant} variant) is not installed: {} is missing.", libmlxc.display()),
             "Run `scripts/setup` (or `scripts/setup-mlx`) from the repository root first;".into(),
             "it installs the MLX wheel and builds mlx-c for this machine.".into(),
-            "THINKWIRE_MLX_VARIANT (cpu, cuda12, metal) and THINKWIRE_MLX_DIR choose another build."
+            "THINKWIRE_MLX_VARIANT (cpu, cuda13, cuda12, metal) and THINKWIRE_MLX_DIR choose another build."
                 .into(),
         ]);
     }
