@@ -824,6 +824,8 @@ pub(crate) struct Value {
     pub kind: Option<ValueKind>,
 }
 
+/// The arms are named as `google.protobuf.Value`'s oneof names them.
+#[allow(clippy::enum_variant_names)]
 #[derive(Clone, PartialEq, prost::Oneof)]
 pub(crate) enum ValueKind {
     /// `NullValue.NULL_VALUE` (0), the enum's only value.
