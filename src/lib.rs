@@ -13,6 +13,7 @@
 
 pub mod agent;
 pub mod cli;
+pub mod conversation;
 pub mod metrics;
 pub mod server;
 pub mod upstream;

@@ -53,6 +53,12 @@ impl StopMatcher {
         }
     }
 
+    /// The stop strings, as given (a [`StopStep::Stopped`]'s `stop`
+    /// indexes them).
+    pub fn stops(&self) -> &[String] {
+        &self.stops
+    }
+
     /// Whether there is anything to match.
     pub fn is_empty(&self) -> bool {
         self.stops.iter().all(String::is_empty)
@@ -176,6 +182,19 @@ mod tests {
         assert_eq!(run(&[""], &["x"]), ("x".into(), None));
         // Overlapping prefixes: "aab" holds "aa" only as long as needed.
         assert_eq!(run(&["aab"], &["a", "a", "a", "b"]), ("a".into(), Some(0)));
+    }
+
+    #[test]
+    fn held_text_is_released_as_soon_as_it_cannot_match() {
+        let mut m = StopMatcher::new(["STOP"]);
+        assert_eq!(m.push("hello S"), StopStep::Continue("hello ".into()));
+        assert_eq!(m.push("T"), StopStep::Continue(String::new()));
+        assert_eq!(m.push("x"), StopStep::Continue("STx".into()));
+        assert_eq!(
+            run(&["°C", "and"], &["18 °C and sunny"]),
+            ("18 ".into(), Some(0))
+        );
+        assert_eq!(m.stops(), ["STOP"]);
     }
 
     #[test]

@@ -97,8 +97,8 @@ pub use proto::{
     proto_frame,
 };
 pub use sse::{
-    SSE_KEEPALIVE, SSE_MAX_EVENT_BYTES, SseDecoder, SseMessage, sse_frame, sse_frame_json, ws_text,
-    ws_text_json,
+    SSE_KEEPALIVE, SSE_MAX_EVENT_BYTES, SseDecoder, SseMessage, sse_frame, sse_frame_json,
+    sse_frame_named, ws_text, ws_text_json,
 };
 pub use verify::{Entity, Verifier, VerifyError};
 pub use wire::{JsonObject, MAX_SAFE_INTEGER};

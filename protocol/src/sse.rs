@@ -33,9 +33,30 @@ pub fn sse_frame(event: &Event) -> String {
 /// without encoding it again. `json` must be that one-line encoding: a
 /// newline in it would end the `data:` line early.
 pub fn sse_frame_json(json: &str) -> String {
-    let mut frame = String::with_capacity(json.len() + 8);
+    sse_frame_named(None, json)
+}
+
+/// `event: <name>\ndata: <data>\n\n` (LF only), or without the `event:`
+/// line when `name` is `None`: the framing of typed streams (OpenAI
+/// Responses, Anthropic Messages) and of the other `data:` frames an SDK
+/// reads (`[DONE]`). `data` must be one line, as for [`sse_frame_json`].
+///
+/// ```
+/// use thinkwire_protocol::sse_frame_named;
+///
+/// assert_eq!(sse_frame_named(Some("message_stop"), "{}"), "event: message_stop\ndata: {}\n\n");
+/// assert_eq!(sse_frame_named(None, "[DONE]"), "data: [DONE]\n\n");
+/// ```
+pub fn sse_frame_named(name: Option<&str>, data: &str) -> String {
+    let name_len = name.map_or(0, |name| name.len() + 8);
+    let mut frame = String::with_capacity(name_len + data.len() + 8);
+    if let Some(name) = name {
+        frame.push_str("event: ");
+        frame.push_str(name);
+        frame.push('\n');
+    }
     frame.push_str("data: ");
-    frame.push_str(json);
+    frame.push_str(data);
     frame.push_str("\n\n");
     frame
 }

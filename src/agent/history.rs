@@ -64,16 +64,7 @@ pub struct History {
     pub blocks: Vec<ReplayedBlock>,
 }
 
-/// One replayed reasoning message.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ReplayedBlock {
-    /// Index in `History::turns` of the assistant turn it precedes.
-    pub turn: usize,
-    /// Its text.
-    pub text: String,
-    /// What its provider needs back, if it came from one.
-    pub provider: Option<ProviderItem>,
-}
+pub use crate::conversation::ReplayedBlock;
 
 /// Converts `messages` of `thread_id`, opening sealed reasoning with `keys`
 /// at time `now_ms`.

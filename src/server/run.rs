@@ -14,7 +14,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::AppState;
 use super::limits::Client;
-use crate::agent::{CancelRun, Frame, RunOutput, RunRejected};
+use thinkwire_protocol::RunAgentInput;
+
+use crate::agent::{Agent, CancelRun, Frame, PreparedRun, RunOutput, RunRejected};
 
 /// Frames buffered between the engine thread and a slow client. When full,
 /// the engine waits for the client rather than queueing without bound.
@@ -39,7 +41,25 @@ pub(crate) async fn start(
     client: Client,
     body: Bytes,
 ) -> Result<ActiveRun, RunRejected> {
-    let result = admit_and_start(state, client, body).await;
+    start_with(state, client, move |agent| agent.prepare(&body)).await
+}
+
+/// [`start`] for an input already built as a typed `RunAgentInput` (the
+/// `/v1` codecs): no JSON in between.
+pub(crate) async fn start_input(
+    state: &AppState,
+    client: Client,
+    input: RunAgentInput,
+) -> Result<ActiveRun, RunRejected> {
+    start_with(state, client, move |agent| agent.prepare_input(input)).await
+}
+
+async fn start_with(
+    state: &AppState,
+    client: Client,
+    prepare: impl FnOnce(&Agent) -> Result<PreparedRun, RunRejected> + Send + 'static,
+) -> Result<ActiveRun, RunRejected> {
+    let result = admit_and_start(state, client, prepare).await;
     if let Err(rejected) = &result {
         state.agent.metrics().run_refused(rejected.code);
     }
@@ -49,7 +69,7 @@ pub(crate) async fn start(
 async fn admit_and_start(
     state: &AppState,
     client: Client,
-    body: Bytes,
+    prepare: impl FnOnce(&Agent) -> Result<PreparedRun, RunRejected> + Send + 'static,
 ) -> Result<ActiveRun, RunRejected> {
     if state.shutdown.is_draining() {
         return Err(RunRejected::shutting_down());
@@ -68,7 +88,7 @@ async fn admit_and_start(
     // Preparing renders the template, tokenizes and opens sealed reasoning:
     // milliseconds of CPU, kept off the async workers.
     let prep_agent = Arc::clone(&agent);
-    let prepared = tokio::task::spawn_blocking(move || prep_agent.prepare(&body))
+    let prepared = tokio::task::spawn_blocking(move || prepare(&prep_agent))
         .await
         .map_err(|_| {
             // The panic's message is not logged: it may quote the input.

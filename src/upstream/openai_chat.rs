@@ -15,7 +15,7 @@ use thinkwire_protocol::Tool;
 use thinkwire_reasoning::{Chunk, Effort, FormatSpec, Splitter, ToolCall, ToolCallProblem};
 
 use super::UpstreamError;
-use crate::agent::history::ReplayedBlock;
+use crate::conversation::ReplayedBlock;
 
 /// What a run asks of the upstream.
 pub struct UpstreamRequest<'a> {

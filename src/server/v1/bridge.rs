@@ -9,8 +9,11 @@
 
 use std::collections::BTreeMap;
 
-use axum::body::Bytes;
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
+use thinkwire_protocol::{
+    AssistantMessage, Content, DeveloperMessage, Message, ReasoningMessage, RunAgentInput,
+    SystemMessage, Tool, ToolCall, ToolMessage, UserMessage,
+};
 
 use super::carrier::THREAD_ID;
 use super::error::ApiError;
@@ -19,17 +22,40 @@ use crate::server::AppState;
 use crate::server::limits::Client;
 use crate::server::run::{self, ActiveRun};
 
+/// The role of a message that is text only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TextRole {
+    /// `system`.
+    System,
+    /// `developer`.
+    Developer,
+    /// `user`.
+    User,
+}
+
+impl TextRole {
+    /// `system`, `developer` or `user`.
+    pub fn parse(role: &str) -> Option<Self> {
+        match role {
+            "system" => Some(Self::System),
+            "developer" => Some(Self::Developer),
+            "user" => Some(Self::User),
+            _ => None,
+        }
+    }
+}
+
 /// An AG-UI run input being assembled from a wire request, with the wire
 /// path of everything it holds.
 #[derive(Debug, Default)]
 pub struct RunInput {
-    messages: Vec<Value>,
+    messages: Vec<Message>,
     /// Per AG-UI message: the wire path of its source, and for reasoning
     /// messages the path of the carrier it was opened from.
     sources: Vec<(String, Option<String>)>,
-    tools: Vec<Value>,
-    reasoning: serde_json::Map<String, Value>,
-    sampling: serde_json::Map<String, Value>,
+    tools: Vec<Tool>,
+    reasoning: Map<String, Value>,
+    sampling: Map<String, Value>,
     /// `forwardedProps.responseFormat`, and the wire parameter it came from.
     response_format: Option<(Value, String)>,
     /// `forwardedProps.toolChoice` (`"required"` or `{name}`), and its wire
@@ -45,37 +71,104 @@ impl RunInput {
         Self::default()
     }
 
-    /// Appends an AG-UI message (without `id`; one is given) from `path`.
-    pub fn message(&mut self, mut message: Value, path: &str) {
-        let index = self.messages.len();
-        message["id"] = Value::String(format!("m{index}"));
+    /// The id of the next message.
+    fn next_id(&self) -> String {
+        format!("m{}", self.messages.len())
+    }
+
+    fn push(&mut self, message: Message, path: &str, carrier: Option<&str>) {
         self.messages.push(message);
-        self.sources.push((path.to_owned(), None));
+        self.sources
+            .push((path.to_owned(), carrier.map(str::to_owned)));
+    }
+
+    /// Appends a text message (system, developer or user) from `path`.
+    pub fn text(&mut self, role: TextRole, text: String, name: Option<&str>, path: &str) {
+        let id = self.next_id();
+        let name = name.map(str::to_owned);
+        let message = match role {
+            TextRole::System => Message::System(SystemMessage {
+                id,
+                content: text,
+                name,
+                ..SystemMessage::default()
+            }),
+            TextRole::Developer => Message::Developer(DeveloperMessage {
+                id,
+                content: text,
+                name,
+                ..DeveloperMessage::default()
+            }),
+            TextRole::User => Message::User(UserMessage {
+                id,
+                content: Content::Text(text),
+                name,
+                encrypted_value: None,
+                metadata: None,
+                subagent_run_id: None,
+            }),
+        };
+        self.push(message, path, None);
+    }
+
+    /// Appends a tool's result for call `call_id`, from `path`.
+    pub fn tool_result(&mut self, call_id: &str, text: String, path: &str) {
+        let message = Message::Tool(ToolMessage {
+            id: self.next_id(),
+            content: Content::Text(text),
+            tool_call_id: call_id.to_owned(),
+            error: None,
+            encrypted_value: None,
+            metadata: None,
+            subagent_run_id: None,
+        });
+        self.push(message, path, None);
+    }
+
+    /// Appends an assistant message (its text, its tool calls), from `path`.
+    pub fn assistant(
+        &mut self,
+        text: Option<String>,
+        calls: Vec<ToolCall>,
+        name: Option<&str>,
+        path: &str,
+    ) {
+        let message = Message::Assistant(AssistantMessage {
+            id: self.next_id(),
+            content: text,
+            tool_calls: (!calls.is_empty()).then_some(calls),
+            name: name.map(str::to_owned),
+            ..AssistantMessage::default()
+        });
+        self.push(message, path, None);
     }
 
     /// Appends a reasoning message: the sealed value of reasoning message
     /// `id` (opened by the agent), or plaintext reasoning the client sent.
     pub fn reasoning(&mut self, id: &str, sealed: Option<&str>, text: &str, path: &str) {
-        let mut message = json!({ "id": id, "role": "reasoning", "content": text });
-        if let Some(sealed) = sealed {
-            message["encryptedValue"] = Value::String(sealed.to_owned());
-        }
         // Plaintext reasoning gets an id of its own (it has none).
-        if sealed.is_none() {
-            message["id"] = Value::String(format!("m{}", self.messages.len()));
-        }
-        self.messages.push(message);
-        self.sources
-            .push((path.to_owned(), sealed.map(|_| path.to_owned())));
+        let id = match sealed {
+            Some(_) => id.to_owned(),
+            None => self.next_id(),
+        };
+        let message = Message::Reasoning(ReasoningMessage {
+            id,
+            content: text.to_owned(),
+            encrypted_value: sealed.map(str::to_owned),
+            ..ReasoningMessage::default()
+        });
+        self.push(message, path, sealed.map(|_| path));
     }
 
     /// Offers a tool.
     pub fn tool(&mut self, name: &str, description: &str, parameters: Option<&Value>) {
-        let mut tool = json!({ "name": name, "description": description });
-        if let Some(parameters) = parameters {
-            tool["parameters"] = parameters.clone();
-        }
-        self.tools.push(tool);
+        self.tools.push(Tool {
+            name: name.to_owned(),
+            description: description.to_owned(),
+            // `null` reads as absent, as AG-UI's decoder reads it.
+            parameters: parameters.filter(|p| !p.is_null()).cloned(),
+            metadata: None,
+        });
     }
 
     /// Sets `forwardedProps.reasoning.<key>`, read from wire parameter
@@ -107,27 +200,23 @@ impl RunInput {
         self.tool_choice = Some((choice, param.to_owned()));
     }
 
-    /// The AG-UI `RunAgentInput` as JSON.
-    pub(super) fn to_json(&self, run_id: &str) -> Value {
-        let mut input = json!({
-            "threadId": THREAD_ID,
-            "runId": run_id,
-            "messages": self.messages,
-            "tools": self.tools,
-            "context": [],
-            "state": {},
-            "forwardedProps": {
-                "reasoning": self.reasoning,
-                "sampling": self.sampling,
-            },
-        });
+    /// The AG-UI `RunAgentInput`.
+    pub(super) fn to_input(&self, run_id: &str) -> RunAgentInput {
+        let mut props = Map::new();
+        props.insert("reasoning".into(), Value::Object(self.reasoning.clone()));
+        props.insert("sampling".into(), Value::Object(self.sampling.clone()));
         if let Some((format, _)) = &self.response_format {
-            input["forwardedProps"]["responseFormat"] = format.clone();
+            props.insert("responseFormat".into(), format.clone());
         }
         if let Some((choice, _)) = &self.tool_choice {
-            input["forwardedProps"]["toolChoice"] = choice.clone();
+            props.insert("toolChoice".into(), choice.clone());
         }
-        input
+        RunAgentInput {
+            tools: self.tools.clone(),
+            state: Some(json!({})),
+            forwarded_props: Some(Value::Object(props)),
+            ..RunAgentInput::new(THREAD_ID, run_id, self.messages.clone())
+        }
     }
 
     /// The wire path of an AG-UI path from a refusal.
@@ -167,9 +256,7 @@ impl RunInput {
     /// Starts the run; a refusal names the wire parameter at fault.
     pub async fn start(&self, state: &AppState, client: Client) -> Result<ActiveRun, ApiError> {
         let run_id = format!("run-{}", uuid::Uuid::new_v4().simple());
-        let body = serde_json::to_vec(&self.to_json(&run_id))
-            .map_err(|_| ApiError::server("INTERNAL_ERROR", "the run input did not encode"))?;
-        run::start(state, client, Bytes::from(body))
+        run::start_input(state, client, self.to_input(&run_id))
             .await
             .map_err(|rejected| self.refusal(rejected))
     }
@@ -189,14 +276,14 @@ mod tests {
     #[test]
     fn refusal_paths_are_the_wires() {
         let mut input = RunInput::new();
-        input.message(json!({"role": "user", "content": "x"}), "messages[0]");
+        input.text(TextRole::User, "x".into(), None, "messages[0]");
         input.reasoning(
             "reasoning-msg-1",
             Some("AAA"),
             "",
             "messages[1].reasoning_details[0].data",
         );
-        input.message(json!({"role": "assistant", "content": "y"}), "messages[1]");
+        input.assistant(Some("y".into()), Vec::new(), None, "messages[1]");
         input.sampling("topP", json!(0.5), "top_p");
         let wire = |p: &str| input.wire_path(p);
         assert_eq!(
@@ -221,8 +308,8 @@ mod tests {
     #[test]
     fn the_input_is_a_valid_run_agent_input() {
         let mut input = RunInput::new();
-        input.message(json!({"role": "system", "content": "s"}), "messages[0]");
-        input.message(json!({"role": "user", "content": "u"}), "messages[1]");
+        input.text(TextRole::System, "s".into(), None, "messages[0]");
+        input.text(TextRole::User, "u".into(), Some("ann"), "messages[1]");
         input.reasoning(
             "r1",
             Some("AAA"),
@@ -230,12 +317,24 @@ mod tests {
             "messages[2].reasoning_details[0].data",
         );
         input.reasoning("", None, "plain", "messages[2].reasoning_content");
-        input.message(json!({"role": "assistant", "content": "a"}), "messages[2]");
+        input.assistant(
+            Some("a".into()),
+            vec![ToolCall::function("c1", "get_weather", "{}")],
+            None,
+            "messages[2]",
+        );
+        input.tool_result("c1", "18 °C".into(), "messages[3]");
         input.tool("get_weather", "", Some(&json!({"type": "object"})));
+        input.tool("now", "", Some(&Value::Null));
         input.reasoning_control("effort", json!("low"), "reasoning_effort");
-        let bytes = serde_json::to_vec(&input.to_json("run-1")).unwrap();
+        // What the typed input says is what its JSON says: the agent reads
+        // the same input as if a client had sent it over AG-UI.
+        let typed = input.to_input("run-1");
+        let bytes = serde_json::to_vec(&typed).unwrap();
         let decoded = thinkwire_protocol::decode_run_agent_input(&bytes).unwrap();
-        assert_eq!(decoded.messages.len(), 5);
-        assert_eq!(decoded.tools.len(), 1);
+        assert_eq!(decoded, typed);
+        assert_eq!(decoded.messages.len(), 6);
+        assert_eq!(decoded.tools.len(), 2);
+        assert_eq!(decoded.messages[3].id(), "m3");
     }
 }

@@ -6,10 +6,11 @@
 
 use std::collections::VecDeque;
 
+use thinkwire_chat::{StopMatcher, StopStep};
 use thinkwire_protocol::{EventKind, Outcome};
 
 use super::carrier;
-use super::stop::StopText;
+use super::error::ApiError;
 use crate::server::run::ActiveRun;
 
 /// Token counts of a finished run.
@@ -84,19 +85,21 @@ impl Piece {
 /// match the run is asked to stop and nothing but its end follows.
 pub struct RunPieces {
     run: ActiveRun,
-    stop: StopText,
+    stop: StopMatcher,
     queued: VecDeque<Piece>,
-    stopped: bool,
+    /// The stop sequence met, once one was.
+    matched: Option<String>,
 }
 
 impl RunPieces {
-    /// The pieces of `run`, stopping at `stop`.
-    pub fn new(run: ActiveRun, stop: StopText) -> Self {
+    /// The pieces of `run`, stopping at any of `stops` (`stop`,
+    /// `stop_sequences`; empty strings are ignored).
+    pub fn new(run: ActiveRun, stops: Vec<String>) -> Self {
         Self {
             run,
-            stop,
+            stop: StopMatcher::new(stops),
             queued: VecDeque::new(),
-            stopped: false,
+            matched: None,
         }
     }
 
@@ -109,19 +112,22 @@ impl RunPieces {
         loop {
             let piece = next(&mut self.run).await;
             if let Piece::Text(delta) = &piece
-                && self.stop.is_active()
+                && !self.stop.is_empty()
             {
-                let shown = self.stop.push(delta);
-                if self.stop.matched().is_some() && !self.stopped {
-                    self.stopped = true;
-                    self.run.cancel.cancel();
-                }
+                let shown = match self.stop.push(delta) {
+                    StopStep::Continue(shown) => shown,
+                    StopStep::Stopped { text, stop } => {
+                        self.matched = Some(self.stop.stops()[stop].clone());
+                        self.run.cancel.cancel();
+                        text
+                    }
+                };
                 if shown.is_empty() {
                     continue;
                 }
                 return Piece::Text(shown);
             }
-            if self.stopped && !piece.is_last() {
+            if self.matched.is_some() && !piece.is_last() {
                 continue;
             }
             let piece = match piece {
@@ -129,8 +135,8 @@ impl RunPieces {
                     usage, tool_calls, ..
                 } => Piece::Finished {
                     usage,
-                    tool_calls: tool_calls && !self.stopped,
-                    stop_sequence: self.stop.matched().map(str::to_owned),
+                    tool_calls: tool_calls && self.matched.is_none(),
+                    stop_sequence: self.matched.clone(),
                 },
                 other => other,
             };
@@ -142,6 +148,21 @@ impl RunPieces {
             }
             self.queued.push_back(piece);
             return Piece::Text(held);
+        }
+    }
+}
+
+impl RunPieces {
+    /// Every piece to the run's end, the last one included.
+    pub async fn to_end(&mut self) -> Vec<Piece> {
+        let mut all = Vec::new();
+        loop {
+            let piece = self.next().await;
+            let last = piece.is_last();
+            all.push(piece);
+            if last {
+                return all;
+            }
         }
     }
 }
@@ -246,11 +267,12 @@ pub struct Collected {
     pub stop_sequence: Option<String>,
 }
 
-/// Reads `run` to its end; a run that fails is `Err((code, message))`.
-pub async fn collect(run: &mut RunPieces) -> Result<Collected, (String, String)> {
+/// A whole run from its pieces; a run that failed is a server error with
+/// its code.
+pub fn collect(pieces: Vec<Piece>) -> Result<Collected, ApiError> {
     let mut all = Collected::default();
-    loop {
-        match run.next().await {
+    for piece in pieces {
+        match piece {
             Piece::ReasoningStart { id } => all.reasoning.push(Reasoning {
                 id,
                 ..Reasoning::default()
@@ -288,7 +310,11 @@ pub async fn collect(run: &mut RunPieces) -> Result<Collected, (String, String)>
                 all.stop_sequence = stop_sequence;
                 return Ok(all);
             }
-            Piece::Failed { code, message } => return Err((code, message)),
+            Piece::Failed { code, message } => return Err(ApiError::server(&code, &message)),
         }
     }
+    Err(ApiError::server(
+        "INTERNAL_ERROR",
+        "the run ended unexpectedly",
+    ))
 }

@@ -65,11 +65,8 @@ pub fn prepare(api: Api, body: &[u8], agent: &Agent) -> Option<Refusal> {
         Ok(input) => input,
         Err(err) => return Some(err.into()),
     };
-    let Ok(run_input) = serde_json::to_vec(&input.to_json("run-fuzz")) else {
-        return Some(ApiError::server("INTERNAL_ERROR", "the run input did not encode").into());
-    };
     agent
-        .prepare(&run_input)
+        .prepare_input(input.to_input("run-fuzz"))
         .err()
         .map(|rejected| input.refusal(rejected).into())
 }

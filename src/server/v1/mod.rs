@@ -24,10 +24,9 @@ mod error;
 mod events;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
+mod handler;
 mod messages;
 mod responses;
-mod sse;
-mod stop;
 mod wire;
 
 use axum::Router;

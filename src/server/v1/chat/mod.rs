@@ -15,15 +15,15 @@ pub(super) use request::decode;
 
 use axum::body::Body;
 use axum::extract::State;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use serde_json::{Map, Value, json};
 
 pub use request::{effort_control, strings};
 
 use super::error::{ApiError, Dialect};
-use super::events::{Collected, Piece, RunPieces, Usage, collect};
-use super::stop::StopText;
-use super::{ReasoningField, read_json, sse, unix_now};
+use super::events::{Collected, Piece, Usage, collect};
+use super::handler::{SdkEvent, Start, Surface, serve};
+use super::{ReasoningField, unix_now};
 use crate::server::AppState;
 use crate::server::limits::Client;
 
@@ -35,70 +35,66 @@ pub(in crate::server) async fn completions(
     client: Client,
     body: Body,
 ) -> Response {
-    match run(state, client, body).await {
-        Ok(response) => response,
-        Err(err) => err.response(Dialect::OpenAi),
-    }
+    serve(state, client, body, Dialect::OpenAi, |body, state| {
+        let request = request::decode(body)?;
+        let reply = Reply {
+            id: format!("chatcmpl-{}", uuid::Uuid::new_v4().simple()),
+            model: request
+                .model
+                .unwrap_or_else(|| state.agent.model_id().to_owned()),
+            created: unix_now(),
+            field: state.config.openai_reasoning_field,
+        };
+        Ok(Start {
+            input: request.input,
+            stops: request.stop,
+            stream: request.stream,
+            surface: Completion {
+                reply,
+                stream: Stream::default(),
+                include_usage: request.include_usage,
+            },
+        })
+    })
+    .await
 }
 
-async fn run(state: AppState, client: Client, body: Body) -> Result<Response, ApiError> {
-    let body = read_json(&state, body).await?;
-    let request = request::decode(&body)?;
-    let run = request.input.start(&state, client).await?;
-    let mut active = RunPieces::new(run, StopText::new(request.stop));
-    let reply = Reply {
-        id: format!("chatcmpl-{}", uuid::Uuid::new_v4().simple()),
-        model: request
-            .model
-            .unwrap_or_else(|| state.agent.model_id().to_owned()),
-        created: unix_now(),
-        field: state.config.openai_reasoning_field,
-    };
-    if !request.stream {
-        let all = collect(&mut active)
-            .await
-            .map_err(|(code, message)| ApiError::server(&code, &message))?;
-        return Ok(axum::Json(reply.completion(&all)).into_response());
+/// A chat completion: `chat.completion.chunk` frames, then `[DONE]`; or
+/// one `chat.completion`.
+struct Completion {
+    reply: Reply,
+    stream: Stream,
+    include_usage: bool,
+}
+
+impl Surface for Completion {
+    const DONE: Option<&'static str> = Some("[DONE]");
+
+    fn opening(&mut self) -> Vec<SdkEvent> {
+        let role = json!({"role": "assistant", "content": ""});
+        vec![(None, self.reply.chunk(role, None))]
     }
-    let (out, response) = sse::response();
-    let keepalive = state.config.keepalive;
-    let include_usage = request.include_usage;
-    tokio::spawn(async move {
-        let mut stream = Stream::default();
-        let _ = out
-            .send(
-                None,
-                &reply.chunk(json!({"role": "assistant", "content": ""}), None),
-            )
-            .await;
-        while let Some(piece) = sse::next_piece(&mut active, &out, keepalive).await {
-            let last = piece.is_last();
-            let sent = match stream.map(&reply, piece) {
-                Mapped::Chunk(chunk) => out.send(None, &chunk).await,
-                Mapped::Finish(chunk, usage) => {
-                    let mut sent = out.send(None, &chunk).await;
-                    if include_usage && sent.is_ok() {
-                        let mut tail = reply.chunk(json!({}), None);
-                        tail["choices"] = json!([]);
-                        tail["usage"] = usage_json(usage);
-                        sent = out.send(None, &tail).await;
-                    }
-                    sent
+
+    fn map(&mut self, piece: Piece) -> Vec<SdkEvent> {
+        match self.stream.map(&self.reply, piece) {
+            Mapped::Chunk(chunk) | Mapped::Error(chunk) => vec![(None, chunk)],
+            Mapped::Finish(chunk, usage) => {
+                let mut out = vec![(None, chunk)];
+                if self.include_usage {
+                    let mut tail = self.reply.chunk(json!({}), None);
+                    tail["choices"] = json!([]);
+                    tail["usage"] = usage_json(usage);
+                    out.push((None, tail));
                 }
-                Mapped::Error(error) => out.send(None, &error).await,
-                Mapped::Nothing => Ok(()),
-            };
-            if sent.is_err() {
-                // Dropping the run stops the engine within one step.
-                return;
+                out
             }
-            if last {
-                break;
-            }
+            Mapped::Nothing => Vec::new(),
         }
-        let _ = out.raw("data: [DONE]\n\n".into()).await;
-    });
-    Ok(response)
+    }
+
+    fn answer(self, pieces: Vec<Piece>) -> Result<Value, ApiError> {
+        Ok(self.reply.completion(&collect(pieces)?))
+    }
 }
 
 /// What is the same on every chunk of one answer.

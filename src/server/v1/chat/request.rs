@@ -9,7 +9,9 @@
 
 use serde_json::{Value, json};
 
-use super::super::bridge::RunInput;
+use thinkwire_protocol::ToolCall;
+
+use super::super::bridge::{RunInput, TextRole};
 use super::super::carrier;
 use super::super::content;
 use super::super::error::ApiError;
@@ -85,39 +87,27 @@ fn message(input: &mut RunInput, item: &Field<'_>) -> Result<(), ApiError> {
     let role = at.get("role").required_str()?;
     let text = content::text(&at.get("content"), TEXT_PARTS)?;
     let name = at.get("name").str()?;
-    let mut message = match role {
-        "system" | "developer" | "user" => {
-            let text = text.ok_or_else(|| at.get("content").invalid("is required"))?;
-            json!({ "role": role, "content": text })
-        }
+    if let Some(role) = TextRole::parse(role) {
+        let text = text.ok_or_else(|| at.get("content").invalid("is required"))?;
+        input.text(role, text, name, &path);
+        return Ok(());
+    }
+    match role {
         "tool" => {
             let id = at.get("tool_call_id").required_str()?;
-            json!({ "role": "tool", "toolCallId": id, "content": text.unwrap_or_default() })
+            input.tool_result(id, text.unwrap_or_default(), &path);
         }
         "assistant" => {
             assistant_reasoning(input, &at)?;
-            let mut message = json!({ "role": "assistant" });
-            if let Some(text) = text {
-                message["content"] = Value::String(text);
-            }
             let calls = tool_calls(&at.get("tool_calls"))?;
-            if !calls.is_empty() {
-                message["toolCalls"] = Value::Array(calls);
-            }
-            message
+            input.assistant(text, calls, name, &path);
         }
         other => {
             return Err(at.get("role").invalid(format!(
                 "unknown role {other:?}: use system, developer, user, assistant or tool"
             )));
         }
-    };
-    if let Some(name) = name
-        && role != "tool"
-    {
-        message["name"] = Value::String(name.to_owned());
     }
-    input.message(message, &path);
     Ok(())
 }
 
@@ -150,7 +140,7 @@ fn assistant_reasoning(input: &mut RunInput, at: &At<'_>) -> Result<(), ApiError
     Ok(())
 }
 
-fn tool_calls(field: &Field<'_>) -> Result<Vec<Value>, ApiError> {
+fn tool_calls(field: &Field<'_>) -> Result<Vec<ToolCall>, ApiError> {
     let mut calls = Vec::new();
     for call in field.array()? {
         let at = call
@@ -163,10 +153,7 @@ fn tool_calls(field: &Field<'_>) -> Result<Vec<Value>, ApiError> {
             .ok_or_else(|| function.invalid("is required"))?;
         let name = function.get("name").required_str()?;
         let arguments = function.get("arguments").str()?.unwrap_or("{}");
-        calls.push(json!({
-            "id": id, "type": "function",
-            "function": { "name": name, "arguments": arguments },
-        }));
+        calls.push(ToolCall::function(id, name, arguments));
     }
     Ok(calls)
 }

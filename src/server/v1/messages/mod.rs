@@ -15,13 +15,12 @@ pub(super) use request::decode;
 
 use axum::body::Body;
 use axum::extract::State;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use serde_json::{Value, json};
 
 use super::error::{ApiError, Dialect};
-use super::events::{Collected, Piece, RunPieces, Usage, collect};
-use super::stop::StopText;
-use super::{read_json, sse};
+use super::events::{Collected, Piece, Usage, collect};
+use super::handler::{SdkEvent, Start, Surface, serve};
 use crate::agent::Visibility;
 use crate::server::AppState;
 use crate::server::limits::Client;
@@ -31,54 +30,55 @@ pub(in crate::server) async fn create(
     client: Client,
     body: Body,
 ) -> Response {
-    match run(state, client, body).await {
-        Ok(response) => response,
-        Err(err) => err.response(Dialect::Anthropic),
-    }
+    serve(state, client, body, Dialect::Anthropic, |body, state| {
+        let request = request::decode(body, &state.agent)?;
+        let model = request
+            .model
+            .unwrap_or_else(|| state.agent.model_id().to_owned());
+        Ok(Start {
+            input: request.input,
+            stops: request.stop,
+            stream: request.stream,
+            surface: Reply {
+                id: format!("msg_{}", uuid::Uuid::new_v4().simple()),
+                model,
+                blocks: Blocks::new(request.visibility),
+            },
+        })
+    })
+    .await
 }
 
-async fn run(state: AppState, client: Client, body: Body) -> Result<Response, ApiError> {
-    let body = read_json(&state, body).await?;
-    let request = request::decode(&body, &state.agent)?;
-    let run = request.input.start(&state, client).await?;
-    let mut active = RunPieces::new(run, StopText::new(request.stop));
-    let id = format!("msg_{}", uuid::Uuid::new_v4().simple());
-    let model = request
-        .model
-        .unwrap_or_else(|| state.agent.model_id().to_owned());
-    let visibility = request.visibility;
-    if !request.stream {
-        let all = collect(&mut active)
-            .await
-            .map_err(|(code, message)| ApiError::server(&code, &message))?;
-        return Ok(axum::Json(message(&id, &model, visibility, &all)).into_response());
-    }
-    let (out, response) = sse::response();
-    let keepalive = state.config.keepalive;
-    tokio::spawn(async move {
+/// A message: `message_start`, `content_block_*`, `message_delta`,
+/// `message_stop`; or one `message`.
+struct Reply {
+    id: String,
+    model: String,
+    blocks: Blocks,
+}
+
+impl Surface for Reply {
+    fn opening(&mut self) -> Vec<SdkEvent> {
         let start = json!({"type": "message_start", "message": {
-            "id": id, "type": "message", "role": "assistant", "content": [], "model": model,
+            "id": self.id, "type": "message", "role": "assistant", "content": [], "model": self.model,
             "stop_reason": null, "stop_sequence": null,
             "usage": {"input_tokens": 0, "output_tokens": 0},
         }});
-        if out.send(Some("message_start"), &start).await.is_err() {
-            return;
-        }
-        let mut blocks = Blocks::new(visibility);
-        while let Some(piece) = sse::next_piece(&mut active, &out, keepalive).await {
-            let last = piece.is_last();
-            for (name, event) in blocks.map(piece) {
-                if out.send(Some(name), &event).await.is_err() {
-                    // Dropping the run stops the engine within one step.
-                    return;
-                }
-            }
-            if last {
-                break;
-            }
-        }
-    });
-    Ok(response)
+        vec![(Some("message_start"), start)]
+    }
+
+    fn map(&mut self, piece: Piece) -> Vec<SdkEvent> {
+        let events = self.blocks.map(piece);
+        events
+            .into_iter()
+            .map(|(name, event)| (Some(name), event))
+            .collect()
+    }
+
+    fn answer(self, pieces: Vec<Piece>) -> Result<Value, ApiError> {
+        let all = collect(pieces)?;
+        Ok(message(&self.id, &self.model, self.blocks.visibility, &all))
+    }
 }
 
 fn stop_reason(tool_calls: bool, stop_sequence: Option<&str>) -> &'static str {

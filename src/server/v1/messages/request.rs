@@ -10,7 +10,9 @@
 
 use serde_json::{Value, json};
 
-use super::super::bridge::RunInput;
+use thinkwire_protocol::ToolCall;
+
+use super::super::bridge::{RunInput, TextRole};
 use super::super::carrier::{self, THREAD_ID};
 use super::super::chat::strings;
 use super::super::content;
@@ -49,7 +51,7 @@ pub fn decode(body: &Value, agent: &Agent) -> Result<MessagesRequest, ApiError> 
         input.response_format(format.clone(), "output_format");
     }
     if let Some(system) = content::text(&root.get("system"), &["text"])? {
-        input.message(json!({"role": "system", "content": system}), "system");
+        input.text(TextRole::System, system, None, "system");
     }
     let messages = root.get("messages");
     let items = messages.array()?;
@@ -113,10 +115,7 @@ fn user(input: &mut RunInput, at: &At<'_>) -> Result<(), ApiError> {
             "tool_result" => {
                 let id = b.get("tool_use_id").required_str()?;
                 let result = content::text(&b.get("content"), &["text"])?.unwrap_or_default();
-                input.message(
-                    json!({"role": "tool", "toolCallId": id, "content": result}),
-                    &block.path,
-                );
+                input.tool_result(id, result, &block.path);
             }
             other => {
                 return Err(block.invalid(format!(
@@ -126,7 +125,7 @@ fn user(input: &mut RunInput, at: &At<'_>) -> Result<(), ApiError> {
         }
     }
     if !text.is_empty() || blocks.is_empty() {
-        input.message(json!({"role": "user", "content": text}), at.path());
+        input.text(TextRole::User, text, None, at.path());
     }
     Ok(())
 }
@@ -177,19 +176,14 @@ fn assistant(input: &mut RunInput, at: &At<'_>, agent: &Agent) -> Result<(), Api
                 let id = b.get("id").required_str()?;
                 let name = b.get("name").required_str()?;
                 let arguments = b.get("input").value.cloned().unwrap_or_else(|| json!({}));
-                calls.push(json!({"id": id, "type": "function",
-                    "function": {"name": name, "arguments": arguments.to_string()}}));
+                calls.push(ToolCall::function(id, name, arguments.to_string()));
             }
             other => {
                 return Err(block.invalid(format!("unknown content block type {other:?}")));
             }
         }
     }
-    let mut message = json!({"role": "assistant", "content": text});
-    if !calls.is_empty() {
-        message["toolCalls"] = Value::Array(calls);
-    }
-    input.message(message, at.path());
+    input.assistant(Some(text), calls, None, at.path());
     Ok(())
 }
 

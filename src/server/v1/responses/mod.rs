@@ -17,12 +17,13 @@ pub(super) use request::decode;
 
 use axum::body::Body;
 use axum::extract::State;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
+use serde_json::Value;
 
 use super::error::{ApiError, Dialect};
-use super::events::RunPieces;
-use super::stop::StopText;
-use super::{read_json, sse, unix_now};
+use super::events::Piece;
+use super::handler::{SdkEvent, Start, Surface, serve};
+use super::unix_now;
 use crate::server::AppState;
 use crate::server::limits::Client;
 use output::Builder;
@@ -32,61 +33,51 @@ pub(in crate::server) async fn create(
     client: Client,
     body: Body,
 ) -> Response {
-    match run(state, client, body).await {
-        Ok(response) => response,
-        Err(err) => err.response(Dialect::OpenAi),
-    }
+    serve(state, client, body, Dialect::OpenAi, |body, state| {
+        let request = request::decode(body, &state.agent)?;
+        let builder = Builder::new(
+            format!("resp_{}", uuid::Uuid::new_v4().simple()),
+            request
+                .model
+                .unwrap_or_else(|| state.agent.model_id().to_owned()),
+            unix_now(),
+            request.visibility,
+            request.include_encrypted,
+        );
+        Ok(Start {
+            input: request.input,
+            // Responses has no stop sequences.
+            stops: Vec::new(),
+            stream: request.stream,
+            surface: builder,
+        })
+    })
+    .await
 }
 
-async fn run(state: AppState, client: Client, body: Body) -> Result<Response, ApiError> {
-    let body = read_json(&state, body).await?;
-    let request = request::decode(&body, &state.agent)?;
-    let run = request.input.start(&state, client).await?;
-    // Responses has no stop sequences.
-    let mut active = RunPieces::new(run, StopText::default());
-    let mut builder = Builder::new(
-        format!("resp_{}", uuid::Uuid::new_v4().simple()),
-        request
-            .model
-            .unwrap_or_else(|| state.agent.model_id().to_owned()),
-        unix_now(),
-        request.visibility,
-        request.include_encrypted,
-    );
-    if !request.stream {
-        loop {
-            let piece = active.next().await;
-            let last = piece.is_last();
-            builder.map(piece);
-            if last {
-                break;
-            }
-        }
-        return match builder.failure() {
-            Some((code, message)) => Err(ApiError::server(code, message)),
-            None => Ok(axum::Json(builder.response("completed")).into_response()),
-        };
+fn named(events: output::Events) -> Vec<SdkEvent> {
+    events
+        .into_iter()
+        .map(|(name, event)| (Some(name), event))
+        .collect()
+}
+
+impl Surface for Builder {
+    fn opening(&mut self) -> Vec<SdkEvent> {
+        named(self.start())
     }
-    let (out, response) = sse::response();
-    let keepalive = state.config.keepalive;
-    tokio::spawn(async move {
-        for (name, event) in builder.start() {
-            if out.send(Some(name), &event).await.is_err() {
-                return;
-            }
+
+    fn map(&mut self, piece: Piece) -> Vec<SdkEvent> {
+        named(Builder::map(self, piece))
+    }
+
+    fn answer(mut self, pieces: Vec<Piece>) -> Result<Value, ApiError> {
+        for piece in pieces {
+            Builder::map(&mut self, piece);
         }
-        while let Some(piece) = sse::next_piece(&mut active, &out, keepalive).await {
-            let last = piece.is_last();
-            for (name, event) in builder.map(piece) {
-                if out.send(Some(name), &event).await.is_err() {
-                    // Dropping the run stops the engine within one step.
-                    return;
-                }
-            }
-            if last {
-                break;
-            }
+        match self.failure() {
+            Some((code, message)) => Err(ApiError::server(code, message)),
+            None => Ok(self.response("completed")),
         }
-    });
-    Ok(response)
+    }
 }

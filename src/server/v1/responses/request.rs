@@ -10,7 +10,9 @@
 
 use serde_json::{Value, json};
 
-use super::super::bridge::RunInput;
+use thinkwire_protocol::ToolCall;
+
+use super::super::bridge::{RunInput, TextRole};
 use super::super::carrier;
 use super::super::chat::effort_control;
 use super::super::content;
@@ -50,16 +52,16 @@ pub fn decode(body: &Value, agent: &Agent) -> Result<ResponsesRequest, ApiError>
     }
     let mut input = RunInput::new();
     if let Some(instructions) = root.get("instructions").str()? {
-        input.message(
-            json!({"role": "system", "content": instructions}),
+        input.text(
+            TextRole::System,
+            instructions.to_owned(),
+            None,
             "instructions",
         );
     }
     let items = root.get("input");
     match items.value {
-        Some(Value::String(text)) => {
-            input.message(json!({"role": "user", "content": text}), "input")
-        }
+        Some(Value::String(text)) => input.text(TextRole::User, text.clone(), None, "input"),
         Some(Value::Array(_)) => input_items(&mut input, &items)?,
         Some(_) => return Err(items.invalid("must be a string or an array of items")),
         None => return Err(items.invalid("is required")),
@@ -97,7 +99,7 @@ pub fn decode(body: &Value, agent: &Agent) -> Result<ResponsesRequest, ApiError>
 #[derive(Default)]
 struct Assistant {
     text: String,
-    calls: Vec<Value>,
+    calls: Vec<ToolCall>,
     path: Option<String>,
 }
 
@@ -106,12 +108,8 @@ impl Assistant {
         let Some(path) = self.path.take() else {
             return;
         };
-        let mut message = json!({"role": "assistant", "content": std::mem::take(&mut self.text)});
-        let calls = std::mem::take(&mut self.calls);
-        if !calls.is_empty() {
-            message["toolCalls"] = Value::Array(calls);
-        }
-        input.message(message, &path);
+        let text = std::mem::take(&mut self.text);
+        input.assistant(Some(text), std::mem::take(&mut self.calls), None, &path);
     }
 
     fn at(&mut self, path: &str) {
@@ -137,7 +135,8 @@ fn input_items(input: &mut RunInput, items: &Field<'_>) -> Result<(), ApiError> 
                     }
                     "user" | "system" | "developer" => {
                         assistant.flush(input);
-                        input.message(json!({"role": role, "content": text}), &item.path);
+                        let role = TextRole::parse(role).unwrap_or(TextRole::User);
+                        input.text(role, text, None, &item.path);
                     }
                     other => {
                         return Err(at.get("role").invalid(format!("unknown role {other:?}")));
@@ -155,17 +154,13 @@ fn input_items(input: &mut RunInput, items: &Field<'_>) -> Result<(), ApiError> 
                 let arguments = at.get("arguments").str()?.unwrap_or("{}");
                 assistant
                     .calls
-                    .push(json!({"id": call_id, "type": "function",
-                    "function": {"name": name, "arguments": arguments}}));
+                    .push(ToolCall::function(call_id, name, arguments));
             }
             "function_call_output" => {
                 assistant.flush(input);
                 let call_id = at.get("call_id").required_str()?;
                 let output = content::text(&at.get("output"), TEXT_PARTS)?.unwrap_or_default();
-                input.message(
-                    json!({"role": "tool", "toolCallId": call_id, "content": output}),
-                    &item.path,
-                );
+                input.tool_result(call_id, output, &item.path);
             }
             "item_reference" => {
                 return Err(item.invalid(
