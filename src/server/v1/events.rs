@@ -154,7 +154,7 @@ impl RunPieces {
 
 impl RunPieces {
     /// Every piece to the run's end, the last one included.
-    pub async fn to_end(&mut self) -> Vec<Piece> {
+    pub async fn drain(&mut self) -> Vec<Piece> {
         let mut all = Vec::new();
         loop {
             let piece = self.next().await;

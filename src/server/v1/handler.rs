@@ -89,7 +89,7 @@ async fn run<S: Surface>(
     let run = input.start(&state, client).await?;
     let mut pieces = RunPieces::new(run, stops);
     if !stream {
-        let all = pieces.to_end().await;
+        let all = pieces.drain().await;
         return Ok(axum::Json(surface.answer(all)?).into_response());
     }
     let (out, response) = sse_response();
