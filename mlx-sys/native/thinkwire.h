@@ -19,14 +19,14 @@ extern "C" {
 bool thinkwire_quantized_supported(int group_size, int bits);
 
 /* res = x . dequantize(w, scales, biases)^T as one lazy MLX operation on the
- * CPU, computed by thinkwire's kernels (quantized_kernels.h): x float32
+ * CPU, computed by thinkwire's kernels (quantized/affine.h): x float32
  * [..., k]; w uint32 [n, k * bits / 32]; scales and biases float32
  * [n, k / group_size]. activations: 0 multiplies x as it is (exact up to
  * rounding), 1 quantizes it to 8 bits per block of 32 for integer dot
- * products (quantized_int8.h; faster, ~0.5 % relative error) where the
+ * products (quantized/int8.h; faster, ~0.5 % relative error) where the
  * kernels run, 2 does the same for weights, scales and biases repacked by
- * thinkwire_int8_panels_repack (quantized_panels.h); 3 multiplies x as it
- * is against 4-bit weights so repacked, on AMX-BF16 tiles (quantized_tiles.h;
+ * thinkwire_int8_panels_repack (panels/int8_panels.h); 3 multiplies x as it
+ * is against 4-bit weights so repacked, on AMX-BF16 tiles (panels/bf16_tiles.h;
  * exact products, f32 sums). Inputs longer than thinkwire_kernel_max_rows
  * go through BLAS in f32 for 0 and 1; 2 and 3 take any length. */
 int thinkwire_quantized_matmul(
@@ -105,7 +105,7 @@ int thinkwire_gather_quantized_matmul(
     int activations,
     const mlx_stream s);
 
-/* thinkwire_quantized_matmul for MXFP4 weights (quantized_mxfp4.h): w uint32
+/* thinkwire_quantized_matmul for MXFP4 weights (mxfp4/mxfp4.h): w uint32
  * [n, k / 8] (MLX's `mxfp4` packing), scales uint8 [n, k / 32] (e8m0), no
  * biases; x float32 [..., k] multiplied as it is. */
 int thinkwire_mxfp4_matmul(
@@ -170,10 +170,9 @@ const char* thinkwire_int8_isa(void);
  * the per-step breakdown of `thinkwire bench`). */
 void thinkwire_kernel_time(uint64_t* ns, uint64_t* calls);
 
-/* Fused operations for a decode step on the CPU (fused_ops.cpp,
- * attention_ops.cpp); each is
- * one lazy MLX operation. On failure they return 1 and
- * thinkwire_fused_last_error() tells why. */
+/* Fused operations for a decode step on the CPU (fused/norm_rope_swiglu.cpp,
+ * fused/attention.cpp); each is one lazy MLX operation. On failure they
+ * return 1 and thinkwire_last_error() tells why. */
 
 /* res = MLX's RMS norm of x float32 [B, T, n] with weight [n] (the same
  * bits as fast::rms_norm on the CPU). */
@@ -247,10 +246,8 @@ int thinkwire_attend_cached(
     float scale,
     const mlx_stream s);
 
-/* The message of the calling thread's last failed fused operation. */
-const char* thinkwire_fused_last_error(void);
-
-/* The message of the calling thread's last failed thinkwire_* call. */
+/* The message of the calling thread's last failed thinkwire_* call (one
+ * slot for every entry point: the products, the fused operations). */
 const char* thinkwire_last_error(void);
 
 /* Threads the kernels run on (THINKWIRE_KERNEL_THREADS, else the CPUs this

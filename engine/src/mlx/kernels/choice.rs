@@ -107,11 +107,11 @@ pub enum Activations {
     /// (`panels.rs`): batches take 16 rows per integer instruction.
     Int8Panels = 2,
     /// x as it is against 4-bit weights in those panels, on AMX-BF16 tiles
-    /// (`mlx-sys/native/quantized_tiles.h`): x split exactly into three
+    /// (`mlx-sys/native/panels/bf16_tiles.h`): x split exactly into three
     /// bf16 parts, exact products, f32 sums (`F32`'s accuracy, its
     /// rounding in another order); a batch of 8 costs ~2x one row, not
     /// ~3.5x, and prompts skip BLAS. Decode steps (up to 8 rows) run on
-    /// AVX-512 FMAs over the same panels (`mlx-sys/native/panel_fma.h`),
+    /// AVX-512 FMAs over the same panels (`mlx-sys/native/panels/fma.h`),
     /// whose rounding differs from the tiles' in the last bits; 8-bit
     /// weights in panels (a Q8_0 output layer) run on those FMAs always.
     F32Tiles = 3,

@@ -10,6 +10,9 @@
 //! decode-step operations (`fused`).
 
 mod choice;
+// FFI: the C API's error slot, read by every module below.
+#[allow(unsafe_code)]
+mod error;
 // FFI into thinkwire's fused operations (mlx-sys/native).
 #[allow(unsafe_code)]
 pub(crate) mod fused;

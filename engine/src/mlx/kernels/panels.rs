@@ -1,6 +1,6 @@
 //! Int8 panels (`--precision int8` on CPUs with AVX-512 VNNI): a quantized
 //! weight repacked at load so that the lanes of a vector run over 16 weight
-//! rows (`mlx-sys/native/quantized_panels.h`). The int8 kernels on MLX's
+//! rows (`mlx-sys/native/panels/int8_panels.h`). The int8 kernels on MLX's
 //! layout give each (weight row, x row) pair its own dot product and float
 //! steps, so a batch of 8 costs about what the f32 kernels cost; in panels
 //! one `vpdpbusd` makes 64 products for 16 rows and the float steps serve
@@ -102,7 +102,7 @@ fn repack_into(
         )
     };
     if rc != 0 {
-        return Err(super::quantized::last_error());
+        return Err(super::error::last_error());
     }
     Ok(())
 }

@@ -1,5 +1,5 @@
-//! Fused operations for a decode step on the CPU (`mlx-sys/native/
-//! fused_ops.cpp`, `attention_ops.cpp`): each is one MLX operation where the model would
+//! Fused operations for a decode step on the CPU (`mlx-sys/native/fused/`:
+//! `norm_rope_swiglu.cpp`, `attention.cpp`): each is one MLX operation where the model would
 //! otherwise build a chain of small ones. At one token per sequence, a
 //! step's time went more to building, scheduling and allocating ~40 graph
 //! nodes per layer than to their arithmetic (engine/README.md has the
@@ -10,10 +10,10 @@
 //! sums in another order than MLX's BLAS-backed attention, so it agrees to
 //! float rounding.
 
-use std::ffi::CStr;
-
 use mlx_rs::error::{Exception, Result};
 use mlx_rs::{Array, StreamOrDevice};
+
+use super::error::last_error;
 
 /// Runs one fused call: `f` fills the handles in `out`, which become the
 /// returned arrays, or fails and they are freed.
@@ -32,8 +32,7 @@ unsafe fn call<const N: usize>(
             for a in out {
                 mlx_sys::mlx_array_free(a);
             }
-            let msg = CStr::from_ptr(mlx_sys::thinkwire_fused_last_error()).to_string_lossy();
-            return Err(Exception::custom(msg.into_owned()));
+            return Err(Exception::custom(last_error()));
         }
         Ok(out.map(|a| Array::from_ptr(a)))
     }
@@ -180,8 +179,7 @@ pub(crate) fn attend_cached(
             for a in written {
                 mlx_sys::mlx_array_free(a);
             }
-            let msg = CStr::from_ptr(mlx_sys::thinkwire_fused_last_error()).to_string_lossy();
-            return Err(Exception::custom(msg.into_owned()));
+            return Err(Exception::custom(last_error()));
         }
         let mut arrays = written.into_iter().map(|a| Array::from_ptr(a));
         let mut pairs = Vec::with_capacity(offsets.len());

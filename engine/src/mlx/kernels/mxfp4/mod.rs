@@ -3,7 +3,7 @@
 //! scale byte. MLX packs them like its 4-bit affine weights (`uint32`
 //! words, `[n, k / 8]`) with `uint8` scales `[n, k / 32]` and no biases.
 //!
-//! On the CPU, thinkwire's kernels (`mlx-sys/native/quantized_mxfp4.*`)
+//! On the CPU, thinkwire's kernels (`mlx-sys/native/mxfp4/mxfp4.*`)
 //! multiply them as stored, reading 4.25 bits per weight once per decode
 //! step for every sequence of a batch, a row's result independent of its
 //! batch; prefill goes through dequantized tiles and BLAS. MLX's own
@@ -137,7 +137,7 @@ pub(crate) fn matmul_raw(
         )
     };
     if rc != 0 {
-        return Err(super::quantized::last_error());
+        return Err(super::error::last_error());
     }
     Ok(y)
 }

@@ -17,6 +17,7 @@ use mlx_rs::error::Exception;
 use mlx_rs::{Array, Dtype, StreamOrDevice};
 
 use super::choice::{Activations, Quant};
+use super::error::last_error;
 
 /// Whether the kernels handle this quantization (4 or 8 bits, groups of
 /// 32, 64 or 128).
@@ -220,13 +221,6 @@ pub(crate) fn gather_matmul(
             )
         })
     }
-}
-
-/// The message of this thread's last failed call into the native code.
-pub(super) fn last_error() -> String {
-    // SAFETY: a NUL-terminated string owned by this thread, copied at once.
-    let msg = unsafe { CStr::from_ptr(mlx_sys::thinkwire_last_error()) };
-    msg.to_string_lossy().into_owned()
 }
 
 /// Builds one lazy operation through `build`, which fills a fresh result
