@@ -24,6 +24,13 @@ use thinkwire_engine::{Directive, Engine, GenerationRequest, SamplingParams, Tok
 
 const NEAR_TIE: f64 = 0.02;
 
+/// `--precision int8`'s near tie (its logits stay within max 2.5 of
+/// `auto`'s): where the CPU has no int8 panels (AVX-512 VNNI), prompts
+/// prefilled together take another order of products than alone, so a step
+/// whose reference gap is under this may flip; each prompt is compared up
+/// to there instead.
+const INT8_NEAR_TIE: f64 = 0.25;
+
 #[derive(Deserialize)]
 struct Reference {
     max_tokens: usize,
@@ -38,10 +45,11 @@ struct Case {
 }
 
 impl Case {
-    fn tie_free(&self) -> usize {
+    /// Steps before the first reference gap under `near_tie`.
+    fn tie_free(&self, near_tie: f64) -> usize {
         self.gaps
             .iter()
-            .position(|&g| g < NEAR_TIE)
+            .position(|&g| g < near_tie)
             .unwrap_or(self.gaps.len())
     }
 }
@@ -58,7 +66,7 @@ fn cases(file: &str, n: usize) -> (usize, Vec<Case>) {
         .into_iter()
         .filter(|c| c.name.starts_with("question"))
         .collect();
-    cases.sort_by_key(|c| std::cmp::Reverse(c.tie_free()));
+    cases.sort_by_key(|c| std::cmp::Reverse(c.tie_free(NEAR_TIE)));
     cases.truncate(n);
     assert_eq!(cases.len(), n, "{file} has too few questions");
     (reference.max_tokens, cases)
@@ -118,7 +126,7 @@ fn together(
 /// admitted together take the common start of their prompts (the chat
 /// template's system prompt) from the first one's cache, and that must
 /// change no token either.
-fn check(model: &Path, file: &str, min_compared: usize, options: LoadOptions) {
+fn check(model: &Path, file: &str, min_compared: usize, near_tie: f64, options: LoadOptions) {
     let (max_tokens, cases) = cases(file, 8);
     let share_prefixes = options.share_prefixes;
     let engine = MlxEngine::load(
@@ -147,7 +155,7 @@ fn check(model: &Path, file: &str, min_compared: usize, options: LoadOptions) {
         let batched = together(&engine, &cases[..n], max_tokens, staggered);
         let mut compared = 0;
         for ((case, a), b) in cases.iter().zip(&alone).zip(&batched) {
-            let limit = case.tie_free().min(a.len());
+            let limit = case.tie_free(near_tie).min(a.len());
             assert_eq!(
                 &b[..limit.min(b.len())],
                 &a[..limit],
@@ -185,6 +193,7 @@ fn default_model_batched_gives_the_ids_it_gives_alone() {
         &thinkwire_chat::assets::default_model(),
         "smollm2-135m.json",
         150,
+        NEAR_TIE,
         LoadOptions::default(),
     );
 }
@@ -195,6 +204,7 @@ fn default_model_sharing_prompt_prefixes_gives_the_ids_it_gives_alone() {
         &thinkwire_chat::assets::default_model(),
         "smollm2-135m.json",
         150,
+        NEAR_TIE,
         LoadOptions {
             share_prefixes: true,
             ..LoadOptions::default()
@@ -202,14 +212,22 @@ fn default_model_sharing_prompt_prefixes_gives_the_ids_it_gives_alone() {
     );
 }
 
-/// `--precision int8` (16-row panels where the CPU has AVX-512 VNNI):
-/// each row of a batch is still computed as if alone.
+/// `--precision int8`: with 16-row panels (AVX-512 VNNI) each row of a
+/// batch is computed as if alone; elsewhere prompts prefilled together round
+/// differently, so ids agree up to int8's own near tie (fewer steps).
 #[test]
 fn default_model_int8_batched_gives_the_ids_it_gives_alone() {
+    let panels = thinkwire_engine::mlx::int8_isa() == "avx512-vnni";
+    let (min_compared, near_tie) = if panels {
+        (150, NEAR_TIE)
+    } else {
+        (30, INT8_NEAR_TIE)
+    };
     check(
         &thinkwire_chat::assets::default_model(),
         "smollm2-135m.json",
-        150,
+        min_compared,
+        near_tie,
         LoadOptions {
             precision: Precision::Int8,
             ..LoadOptions::default()
@@ -224,6 +242,7 @@ fn tiny_qwen3_batched_gives_the_ids_it_gives_alone() {
         &dir,
         "tiny-qwen3-chat-thinking-off.json",
         150,
+        NEAR_TIE,
         LoadOptions::default(),
     );
 }
