@@ -461,12 +461,8 @@ async fn the_official_client_runs_a_tool_loop() {
     let pending = runs[0]["pendingToolCallIds"].as_array().unwrap();
     assert_eq!(pending.len(), 1, "{summary:#}");
     let messages = summary["messages"].as_array().unwrap();
-    let roles: Vec<&str> = messages
-        .iter()
-        .map(|m| m["role"].as_str().unwrap())
-        .collect();
     assert_eq!(
-        roles,
+        support::roles(messages),
         [
             "user",
             "reasoning",

@@ -137,12 +137,8 @@ async fn the_official_client_keeps_reasoning_through_an_upstream() {
         assert!(events.contains(&ty), "{ty} missing: {events:?}");
     }
     let messages = summary["messages"].as_array().unwrap();
-    let roles: Vec<&str> = messages
-        .iter()
-        .map(|m| m["role"].as_str().unwrap())
-        .collect();
     assert_eq!(
-        roles,
+        support::roles(messages),
         [
             "user",
             "reasoning",

@@ -302,12 +302,8 @@ fn check_conversation(summary: &Value, content_type: &str) {
         assert_eq!(run["contentType"], content_type, "{run:#}");
     }
     let messages = summary["messages"].as_array().unwrap();
-    let roles: Vec<&str> = messages
-        .iter()
-        .map(|m| m["role"].as_str().unwrap())
-        .collect();
     assert_eq!(
-        roles,
+        crate::support::roles(messages),
         [
             "user",
             "reasoning",

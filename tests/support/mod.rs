@@ -203,6 +203,15 @@ pub fn apply_events(messages: &mut Vec<serde_json::Value>, events: &[Event]) {
 }
 
 /// The types of `events`, for compact assertions.
+/// The roles of messages as a client rebuilt them (`@ag-ui/client`'s
+/// summary), in order.
+pub fn roles(messages: &[serde_json::Value]) -> Vec<&str> {
+    messages
+        .iter()
+        .map(|m| m["role"].as_str().expect("every message has a role"))
+        .collect()
+}
+
 pub fn types(events: &[Event]) -> Vec<EventType> {
     events.iter().map(Event::event_type).collect()
 }
