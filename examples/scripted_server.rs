@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::Parser;
-use thinkwire::agent::{Agent, AgentConfig, Model};
+use thinkwire::agent::{Agent, AgentConfig, LocalModel};
 use thinkwire::server::{self, AppState, ServerConfig};
 use thinkwire_chat::ChatModel;
 use thinkwire_engine::ModelInfo;
@@ -86,7 +86,7 @@ fn main() -> Result<()> {
     };
     let engine = ScriptedEngine::new(info, vec![script])
         .with_step_delay(Duration::from_millis(args.step_delay_ms));
-    let model = Model::new(Arc::new(engine), chat, &Registry::builtin())?;
+    let model = LocalModel::new(Arc::new(engine), chat, &Registry::builtin())?;
     let agent = Agent::new(
         model,
         KeyRing::new(Key::generate()?),

@@ -31,7 +31,7 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 use serde_json::{Value, json};
-use thinkwire::agent::{Agent, AgentConfig, Model};
+use thinkwire::agent::{Agent, AgentConfig, LocalModel};
 use thinkwire::server::ServerConfig;
 use thinkwire_engine::mlx::{LoadOptions, MlxEngine, Precision};
 use thinkwire_engine::{Engine, Finish};
@@ -136,7 +136,7 @@ fn agui_input(
     conversation: &Conversation,
     thread: &str,
     run: &str,
-    model: &Model,
+    model: &LocalModel,
     keys: &KeyRing,
     forwarded: Value,
 ) -> Value {
@@ -231,8 +231,8 @@ fn recording_agent(
     let engine = MlxEngine::load(path, &options)
         .unwrap_or_else(|e| panic!("loading {} (run scripts/setup): {e}", path.display()));
     let recording = Arc::new(Recording::new(Arc::new(engine)));
-    let chat = Model::load_chat(path).expect("tokenizer and template");
-    let model = Model::new(
+    let chat = LocalModel::load_chat(path).expect("tokenizer and template");
+    let model = LocalModel::new(
         Arc::clone(&recording) as Arc<dyn Engine>,
         chat,
         &Registry::builtin(),

@@ -17,7 +17,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use thinkwire::agent::{Agent, AgentConfig, Model};
+use thinkwire::agent::{Agent, AgentConfig, LocalModel};
 use thinkwire::server::ServerConfig;
 use thinkwire_engine::mlx::{LoadOptions, MlxEngine};
 use thinkwire_reasoning::Registry;
@@ -71,8 +71,8 @@ fn agent() -> Agent {
         },
     )
     .expect("loading the default model (run scripts/setup)");
-    let chat = Model::load_chat(&path).unwrap();
-    let model = Model::new(Arc::new(engine), chat, &Registry::builtin()).unwrap();
+    let chat = LocalModel::load_chat(&path).unwrap();
+    let model = LocalModel::new(Arc::new(engine), chat, &Registry::builtin()).unwrap();
     Agent::new(
         model,
         KeyRing::new(Key::generate().unwrap()),

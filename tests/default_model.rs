@@ -57,9 +57,9 @@ fn recording_agent() -> (Arc<Agent>, Arc<Recording>) {
     let path = support::default_model_args().path().unwrap();
     let engine = MlxEngine::load(&path, &LoadOptions::default()).expect("the default model");
     let recording = Arc::new(Recording::new(Arc::new(engine)));
-    let model = thinkwire::agent::Model::new(
+    let model = thinkwire::agent::LocalModel::new(
         Arc::clone(&recording) as Arc<dyn thinkwire_engine::Engine>,
-        thinkwire::agent::Model::load_chat(&path).unwrap(),
+        thinkwire::agent::LocalModel::load_chat(&path).unwrap(),
         &thinkwire_reasoning::Registry::builtin(),
     )
     .unwrap();

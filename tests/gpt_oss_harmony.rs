@@ -18,7 +18,7 @@ mod support;
 use std::sync::Arc;
 
 use serde_json::json;
-use thinkwire::agent::{Agent, AgentConfig, Model};
+use thinkwire::agent::{Agent, AgentConfig, LocalModel};
 use thinkwire::server::ServerConfig;
 use thinkwire_chat::ChatModel;
 use thinkwire_engine::ModelInfo;
@@ -41,7 +41,7 @@ fn tools_again() -> String {
 }
 
 /// gpt-oss behind a live server, with a fresh key.
-async fn serve(model: Model) -> TestServer {
+async fn serve(model: LocalModel) -> TestServer {
     assert_eq!(model.format().family, "gpt-oss");
     let keys = KeyRing::new(Key::generate().unwrap());
     let agent = Agent::new(model, keys, AgentConfig::default());
@@ -154,7 +154,7 @@ async fn harmony_channels_stream_as_reasoning_tool_calls_and_text_over_the_offic
     };
     let engine = ScriptedEngine::new(info, ids);
     let observed = Arc::clone(&engine.observed);
-    let model = Model::new(Arc::new(engine), chat, &Registry::builtin()).expect("the model");
+    let model = LocalModel::new(Arc::new(engine), chat, &Registry::builtin()).expect("the model");
     let server = serve(model).await;
     let url = server.url("/agent");
     let out = tokio::task::spawn_blocking(move || weather_conversation(&url))
@@ -218,8 +218,8 @@ async fn a_trained_tiny_gpt_oss_speaks_harmony_through_the_real_engine() {
     let dir = thinkwire_chat::assets::home().join("models/tiny-gpt-oss-harmony");
     let engine = thinkwire_engine::mlx::MlxEngine::load(&dir, &Default::default())
         .unwrap_or_else(|e| panic!("loading {} (run scripts/setup): {e}", dir.display()));
-    let chat = Model::load_chat(&dir).expect("tokenizer and template");
-    let model = Model::new(Arc::new(engine), chat, &Registry::builtin()).expect("the model");
+    let chat = LocalModel::load_chat(&dir).expect("tokenizer and template");
+    let model = LocalModel::new(Arc::new(engine), chat, &Registry::builtin()).expect("the model");
     let server = serve(model).await;
     let url = server.url("/agent");
     let (weather, capital) = tokio::task::spawn_blocking(move || {

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use support::*;
-use thinkwire::agent::{Agent, AgentConfig, Backend, Model, UpstreamBackend, Visibility};
+use thinkwire::agent::{Agent, AgentConfig, Backend, LocalModel, UpstreamBackend, Visibility};
 use thinkwire::server::ServerConfig;
 use thinkwire::upstream::{Upstream, UpstreamConfig, UpstreamKind};
 use thinkwire_engine::mlx::{LoadOptions, MlxEngine};
@@ -29,9 +29,9 @@ async fn a_real_reasoning_model_upstream_answers_the_same_through_thinkwire() {
     let path = thinkwire_chat::assets::home().join("models/tiny-qwen3-chat");
     let engine = MlxEngine::load(&path, &LoadOptions::default())
         .unwrap_or_else(|e| panic!("loading {} (run scripts/setup): {e}", path.display()));
-    let model = Model::new(
+    let model = LocalModel::new(
         Arc::new(engine),
-        Model::load_chat(&path).unwrap(),
+        LocalModel::load_chat(&path).unwrap(),
         &Registry::builtin(),
     )
     .unwrap();

@@ -5,7 +5,7 @@
 
 use thinkwire_reasoning::{FormatSpec, Registry, SeparatePassSpec};
 
-use super::model::Model;
+use super::model::LocalModel;
 use crate::upstream::Upstream;
 
 /// The agent's backend; see the module docs.
@@ -13,7 +13,7 @@ use crate::upstream::Upstream;
 #[allow(clippy::large_enum_variant)]
 pub enum Backend {
     /// A model on this machine.
-    Local(Model),
+    Local(LocalModel),
     /// An OpenAI-compatible server elsewhere.
     Upstream(Box<UpstreamBackend>),
 }

@@ -10,7 +10,7 @@ use serde_json::Value;
 use thinkwire_grammar::{Grammar, GrammarError, Target};
 use thinkwire_reasoning::ReasoningStyle;
 
-use super::model::Model;
+use super::model::LocalModel;
 use super::rejection::{RejectKind, RunRejected};
 
 const FIELD: &str = "forwardedProps.responseFormat";
@@ -116,7 +116,7 @@ pub(crate) fn inline_target(
 /// millisecond for a typical schema).
 /// A refusal names `field`, with the path inside the schema after it.
 pub(crate) fn check_compiles(
-    model: &Model,
+    model: &LocalModel,
     target: &Target,
     field: &str,
 ) -> Result<(), RunRejected> {
@@ -258,7 +258,7 @@ pub(crate) fn tool_target(tools: &[thinkwire_protocol::Tool]) -> Option<Target> 
 
 /// Compiles the tools' target once, so a tool schema the grammar engine
 /// cannot use is refused before the run starts, at `tools[i].parameters`.
-pub(crate) fn check_tools(model: &Model, target: &Target) -> Result<(), RunRejected> {
+pub(crate) fn check_tools(model: &LocalModel, target: &Target) -> Result<(), RunRejected> {
     let vocab = model
         .grammar_vocabulary()
         .map_err(|e| RunRejected::internal(&format!("constrained decoding is unavailable: {e}")))?;

@@ -20,10 +20,10 @@ use thinkwire_reasoning::{Chunk, FormatSpec, SeparatePassSpec, Splitter};
 use super::backend::Backend;
 use super::controls::Visibility;
 use super::events::{RunEvents, SealContext, custom, new_id};
+use super::generation::{Forwarded, Generation, Stopped, Usage};
 use super::history::Turn;
-use super::model::{Model, ModelError};
+use super::model::{LocalModel, ModelError};
 use super::output::RunOutput;
-use super::pass::{Forwarded, Pass, Stopped, Usage};
 use super::prepare::{Plan, PreparedRun, answer_turns};
 use super::tool_grammar::{Opener, ToolCalls};
 
@@ -109,7 +109,7 @@ impl Execution<'_, '_> {
         Ok(())
     }
 
-    fn local(&mut self, model: &Model) -> Result<(), Stopped> {
+    fn local(&mut self, model: &LocalModel) -> Result<(), Stopped> {
         let run = self.run;
         match &run.plan {
             Plan::Upstream { .. } => Ok(()),
@@ -120,7 +120,7 @@ impl Execution<'_, '_> {
             } => self.inline(model, prompt, *starts_in_reasoning, *budget),
             Plan::Structured { prompt } => {
                 let summary = run.controls.visibility == Visibility::Summary;
-                let pass = Pass::structured(model)
+                let pass = Generation::structured(model)
                     .holding_reasoning_end(summary)
                     .constrained(self.answer_grammar(model)?);
                 self.one_pass(pass, prompt)
@@ -198,7 +198,7 @@ impl Execution<'_, '_> {
 
     fn inline(
         &mut self,
-        model: &Model,
+        model: &LocalModel,
         prompt: &[u32],
         starts_in_reasoning: bool,
         budget: usize,
@@ -209,7 +209,7 @@ impl Execution<'_, '_> {
             .call_id_prefix(new_id("call") + "-")
             .reasoning_budget(Some(budget));
         let summary = run.controls.visibility == Visibility::Summary;
-        let pass = Pass::split(model, splitter)
+        let pass = Generation::split(model, splitter)
             .holding_reasoning_end(summary)
             .constrained(self.answer_grammar(model)?)
             .constraining_tools(self.tool_calls(model));
@@ -218,7 +218,7 @@ impl Execution<'_, '_> {
 
     /// Runs a one-pass generation to its end, closing held reasoning with
     /// its summary and resuming.
-    fn one_pass(&mut self, mut pass: Pass<'_>, prompt: &[u32]) -> Result<(), Stopped> {
+    fn one_pass(&mut self, mut pass: Generation<'_>, prompt: &[u32]) -> Result<(), Stopped> {
         let run = self.run;
         let mut consumed: Vec<u32> = Vec::new();
         let mut remaining = run.max_new_tokens;
@@ -256,7 +256,10 @@ impl Execution<'_, '_> {
 
     /// The answer's grammar, compiled for this run (`responseFormat`; its
     /// schema was checked when the run was prepared).
-    fn answer_grammar(&self, model: &Model) -> Result<Option<thinkwire_grammar::Grammar>, Stopped> {
+    fn answer_grammar(
+        &self,
+        model: &LocalModel,
+    ) -> Result<Option<thinkwire_grammar::Grammar>, Stopped> {
         let Some(target) = &self.run.answer else {
             return Ok(None);
         };
@@ -270,7 +273,7 @@ impl Execution<'_, '_> {
 
     /// The constraint on the run's tool calls: tagged JSON (Hermes) or
     /// Harmony's `commentary` recipients.
-    fn tool_calls(&self, model: &Model) -> Option<ToolCalls> {
+    fn tool_calls(&self, model: &LocalModel) -> Option<ToolCalls> {
         let opener = match &model.format().tools {
             thinkwire_reasoning::ToolSyntax::TaggedJson(tags) if !tags.list => {
                 Opener::Tag(tags.open.clone())
@@ -290,7 +293,7 @@ impl Execution<'_, '_> {
     /// A constrained answer that did not reach its end (the token limit or
     /// a stop cut it short) says so, so a client does not parse half an
     /// object as the whole.
-    fn report_incomplete(&mut self, pass: &Pass<'_>) -> Result<(), Stopped> {
+    fn report_incomplete(&mut self, pass: &Generation<'_>) -> Result<(), Stopped> {
         if pass.constraint_incomplete() && !self.events.output().should_stop() {
             self.events
                 .custom(custom::OUTPUT_INCOMPLETE, json!({ "reason": "length" }))?;
@@ -298,7 +301,7 @@ impl Execution<'_, '_> {
         Ok(())
     }
 
-    fn close_with_summary(&mut self, pass: &mut Pass<'_>) -> Result<(), Stopped> {
+    fn close_with_summary(&mut self, pass: &mut Generation<'_>) -> Result<(), Stopped> {
         let summary = self.summarize(pass.reasoning_text())?;
         Ok(pass.close_reasoning(&mut self.events, Some(&summary))?)
     }
@@ -306,7 +309,7 @@ impl Execution<'_, '_> {
     #[allow(clippy::too_many_arguments)]
     fn separate_pass(
         &mut self,
-        model: &Model,
+        model: &LocalModel,
         spec: &SeparatePassSpec,
         turns: &[Turn],
         reasoning_prompt: Option<&[u32]>,
@@ -318,7 +321,7 @@ impl Execution<'_, '_> {
         let mut reasoning = String::new();
         if let Some(prompt) = reasoning_prompt {
             let splitter = Splitter::reasoning_pass(format);
-            let mut pass = Pass::split(model, splitter).holding_reasoning_end(true);
+            let mut pass = Generation::split(model, splitter).holding_reasoning_end(true);
             let step = pass.generate(
                 &mut self.events,
                 prompt.to_vec(),
@@ -347,7 +350,7 @@ impl Execution<'_, '_> {
             .map_err(invalid_request)?
             .ids;
         let splitter = Splitter::new(format).call_id_prefix(new_id("call") + "-");
-        let mut pass = Pass::split(model, splitter)
+        let mut pass = Generation::split(model, splitter)
             .constrained(self.answer_grammar(model)?)
             .constraining_tools(self.tool_calls(model));
         pass.generate(
@@ -404,7 +407,7 @@ impl Execution<'_, '_> {
             seed: self.run.sampling.seed,
             ..SamplingParams::greedy()
         };
-        let mut pass = Pass::collect(model);
+        let mut pass = Generation::collect(model);
         pass.generate(
             &mut self.events,
             prompt,

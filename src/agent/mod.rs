@@ -22,16 +22,16 @@ pub mod controls;
 mod events;
 mod execute;
 mod forward;
+mod generation;
 pub mod history;
 pub mod model;
 mod output;
-mod pass;
 mod prepare;
 mod prompt;
 mod rejection;
 mod sampling;
 mod tool_grammar;
-mod upstream_pass;
+mod upstream_generation;
 
 use std::sync::Arc;
 
@@ -49,7 +49,7 @@ pub use config::AgentConfig;
 pub use controls::{Effort, ReasoningControls, ReasoningPolicy, Visibility};
 pub use events::custom;
 pub use history::{ReplayFailure, ReplayPolicy};
-pub use model::Model;
+pub use model::LocalModel;
 pub use output::{CancelRun, Disconnected, Frame, RunOutput};
 pub use prepare::PreparedRun;
 use prepare::Shared;
@@ -62,7 +62,7 @@ pub struct Agent {
 
 impl Agent {
     /// An agent serving `model`, sealing with `keys`.
-    pub fn new(model: Model, keys: KeyRing, config: AgentConfig) -> Self {
+    pub fn new(model: LocalModel, keys: KeyRing, config: AgentConfig) -> Self {
         Self::with_backend(Backend::Local(model), keys, config)
     }
 
@@ -90,7 +90,7 @@ impl Agent {
     }
 
     /// The served model, when it runs on this machine.
-    pub fn model(&self) -> Option<&Model> {
+    pub fn model(&self) -> Option<&LocalModel> {
         match &self.shared.backend {
             Backend::Local(model) => Some(model),
             Backend::Upstream(_) => None,

@@ -31,7 +31,7 @@ pub enum ModelError {
 }
 
 /// A model ready to serve.
-pub struct Model {
+pub struct LocalModel {
     engine: Arc<dyn Engine>,
     chat: ChatModel,
     format: Resolution,
@@ -41,7 +41,7 @@ pub struct Model {
     grammar: OnceLock<Result<thinkwire_grammar::Vocabulary, String>>,
 }
 
-impl Model {
+impl LocalModel {
     /// Assembles a model from its parts, resolving its reasoning format in
     /// `registry` from the model id, architecture and chat template.
     pub fn new(

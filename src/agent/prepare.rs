@@ -15,7 +15,7 @@ use super::backend::Backend;
 use super::config::AgentConfig;
 use super::controls::{ReasoningControls, Visibility};
 use super::history::{self, DroppedReasoning, Turn};
-use super::model::{Model, Prompt};
+use super::model::{LocalModel, Prompt};
 use super::prompt::{apply_system_flag, apply_user_flag, take_replayed_reasoning, with_system};
 use super::rejection::{RejectKind, RunRejected};
 use super::{constraint, sampling};
@@ -365,7 +365,7 @@ fn too_many(what: &str, got: usize, limit: usize) -> RunRejected {
 
 /// Renders and tokenizes a prompt, and checks it leaves room to generate.
 fn checked_prompt(
-    model: &Model,
+    model: &LocalModel,
     turns: &[Turn],
     tools: &[Tool],
     kwargs: &[(String, Value)],

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use anyhow::{Context, Result, bail};
 use thinkwire_reasoning::Registry;
 
-use crate::agent::Model;
+use crate::agent::LocalModel;
 
 /// Which model to load and how.
 #[derive(clap::Args, Debug, Clone)]
@@ -94,16 +94,16 @@ impl ModelArgs {
     }
 
     /// Loads engine, tokenizer, template and reasoning format.
-    pub fn load(&self) -> Result<Model> {
+    pub fn load(&self) -> Result<LocalModel> {
         let path = self.path()?;
         let engine = load_engine(&path, self)?;
-        let chat = Model::load_chat(&path).with_context(|| {
+        let chat = LocalModel::load_chat(&path).with_context(|| {
             format!(
                 "loading the tokenizer and chat template of {}",
                 path.display()
             )
         })?;
-        Ok(Model::new(engine, chat, &self.registry()?)?)
+        Ok(LocalModel::new(engine, chat, &self.registry()?)?)
     }
 }
 

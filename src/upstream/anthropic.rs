@@ -4,7 +4,7 @@
 //!
 //! A thinking block's `signature` (or a `redacted_thinking` block's
 //! `data`) is the provider's own item: it travels inside thinkwire's sealed
-//! value ([`Piece::Provider`]) and goes back verbatim with the block's text
+//! value ([`UpstreamOutput::Provider`]) and goes back verbatim with the block's text
 //! on the next turn, as the API requires for tool loops.
 
 use std::collections::BTreeMap;
@@ -15,7 +15,7 @@ use thinkwire_reasoning::{Chunk, ToolCall, ToolCallProblem};
 use thinkwire_seal::ProviderItem;
 
 use super::openai_chat::{UpstreamRequest, UpstreamUsage, error_kind};
-use super::{Piece, UpstreamError};
+use super::{UpstreamError, UpstreamOutput};
 
 /// Item kinds in the sealed value.
 const THINKING: &str = "anthropic.thinking";
@@ -199,7 +199,7 @@ impl StreamParser {
     }
 
     /// One event's `data:` payload (its `type` says which event).
-    pub fn push(&mut self, data: &str) -> Result<Vec<Piece>, UpstreamError> {
+    pub fn push(&mut self, data: &str) -> Result<Vec<UpstreamOutput>, UpstreamError> {
         let event: Value = serde_json::from_str(data)
             .map_err(|err| UpstreamError::Protocol(format!("an event is not JSON: {err}")))?;
         let index = event.get("index").and_then(Value::as_u64).unwrap_or(0);
@@ -216,14 +216,14 @@ impl StreamParser {
                 let kind = block["type"].as_str().unwrap_or("");
                 let started = match kind {
                     "thinking" => {
-                        out.push(Piece::Chunk(Chunk::ReasoningStart));
+                        out.push(UpstreamOutput::Chunk(Chunk::ReasoningStart));
                         Block::Thinking {
                             signature: String::new(),
                         }
                     }
                     "redacted_thinking" => {
-                        out.push(Piece::Chunk(Chunk::ReasoningStart));
-                        out.push(Piece::Provider(ProviderItem {
+                        out.push(UpstreamOutput::Chunk(Chunk::ReasoningStart));
+                        out.push(UpstreamOutput::Provider(ProviderItem {
                             kind: REDACTED.into(),
                             data: block["data"].as_str().unwrap_or("").to_owned(),
                         }));
@@ -233,7 +233,7 @@ impl StreamParser {
                     "tool_use" => {
                         let id = block["id"].as_str().unwrap_or("").to_owned();
                         let name = block["name"].as_str().unwrap_or("").to_owned();
-                        out.push(Piece::Chunk(Chunk::ToolCallStart {
+                        out.push(UpstreamOutput::Chunk(Chunk::ToolCallStart {
                             id: id.clone(),
                             name: name.clone(),
                         }));
@@ -255,7 +255,9 @@ impl StreamParser {
                 let text = |field: &str| delta[field].as_str().unwrap_or("").to_owned();
                 match (delta["type"].as_str().unwrap_or(""), block) {
                     ("thinking_delta", Block::Thinking { .. }) => {
-                        out.push(Piece::Chunk(Chunk::ReasoningDelta(text("thinking"))));
+                        out.push(UpstreamOutput::Chunk(Chunk::ReasoningDelta(text(
+                            "thinking",
+                        ))));
                     }
                     ("signature_delta", Block::Thinking { signature }) => {
                         signature.push_str(&text("signature"));
@@ -263,14 +265,14 @@ impl StreamParser {
                     ("text_delta", Block::Text) => {
                         let t = text("text");
                         if !t.is_empty() {
-                            out.push(Piece::Chunk(Chunk::Text(t)));
+                            out.push(UpstreamOutput::Chunk(Chunk::Text(t)));
                         }
                     }
                     ("input_json_delta", Block::Tool { id, input, .. }) => {
                         let part = text("partial_json");
                         input.push_str(&part);
                         if !part.is_empty() {
-                            out.push(Piece::Chunk(Chunk::ToolCallArgs {
+                            out.push(UpstreamOutput::Chunk(Chunk::ToolCallArgs {
                                 id: id.clone(),
                                 delta: part,
                             }));
@@ -306,7 +308,7 @@ impl StreamParser {
 
     /// The stream ended: blocks still open are closed (a tool call in one
     /// was cut off).
-    pub fn finish(&mut self) -> Vec<Piece> {
+    pub fn finish(&mut self) -> Vec<UpstreamOutput> {
         std::mem::take(&mut self.blocks)
             .into_values()
             .flat_map(|block| end_block(block, true))
@@ -314,20 +316,20 @@ impl StreamParser {
     }
 }
 
-fn end_block(block: Block, unfinished: bool) -> Vec<Piece> {
+fn end_block(block: Block, unfinished: bool) -> Vec<UpstreamOutput> {
     match block {
         Block::Thinking { signature } => {
             let mut out = Vec::new();
             if !signature.is_empty() {
-                out.push(Piece::Provider(ProviderItem {
+                out.push(UpstreamOutput::Provider(ProviderItem {
                     kind: THINKING.into(),
                     data: signature,
                 }));
             }
-            out.push(Piece::Chunk(Chunk::ReasoningEnd));
+            out.push(UpstreamOutput::Chunk(Chunk::ReasoningEnd));
             out
         }
-        Block::Redacted => vec![Piece::Chunk(Chunk::ReasoningEnd)],
+        Block::Redacted => vec![UpstreamOutput::Chunk(Chunk::ReasoningEnd)],
         Block::Tool { id, name, input } => {
             let problem = if unfinished {
                 Some(ToolCallProblem::Truncated)
@@ -349,7 +351,7 @@ fn end_block(block: Block, unfinished: bool) -> Vec<Piece> {
             } else {
                 input
             };
-            vec![Piece::Chunk(Chunk::ToolCallEnd(ToolCall {
+            vec![UpstreamOutput::Chunk(Chunk::ToolCallEnd(ToolCall {
                 id,
                 name,
                 arguments,

@@ -12,7 +12,9 @@ use thinkwire_reasoning::FormatSpec;
 use tokio::runtime::Handle;
 
 use super::openai_chat::{self, UpstreamRequest, UpstreamUsage};
-use super::{Piece, UpstreamConfig, UpstreamError, UpstreamKind, anthropic, openai_responses};
+use super::{
+    UpstreamConfig, UpstreamError, UpstreamKind, UpstreamOutput, anthropic, openai_responses,
+};
 
 /// How often a waiting read checks whether the client is still there.
 const POLL: Duration = Duration::from_millis(20);
@@ -201,7 +203,7 @@ impl UpstreamStream {
     pub fn next(
         &mut self,
         should_stop: &dyn Fn() -> bool,
-    ) -> Result<Option<Vec<Piece>>, UpstreamError> {
+    ) -> Result<Option<Vec<UpstreamOutput>>, UpstreamError> {
         if self.ended {
             return Ok(None);
         }
@@ -269,17 +271,21 @@ enum Parser {
 }
 
 impl Parser {
-    fn push(&mut self, data: &str) -> Result<Vec<Piece>, UpstreamError> {
+    fn push(&mut self, data: &str) -> Result<Vec<UpstreamOutput>, UpstreamError> {
         match self {
-            Self::OpenAiChat(p) => Ok(p.push(data)?.into_iter().map(Piece::Chunk).collect()),
+            Self::OpenAiChat(p) => Ok(p
+                .push(data)?
+                .into_iter()
+                .map(UpstreamOutput::Chunk)
+                .collect()),
             Self::Responses(p) => p.push(data),
             Self::Anthropic(p) => p.push(data),
         }
     }
 
-    fn finish(&mut self) -> Vec<Piece> {
+    fn finish(&mut self) -> Vec<UpstreamOutput> {
         match self {
-            Self::OpenAiChat(p) => p.finish().into_iter().map(Piece::Chunk).collect(),
+            Self::OpenAiChat(p) => p.finish().into_iter().map(UpstreamOutput::Chunk).collect(),
             Self::Responses(p) => p.finish(),
             Self::Anthropic(p) => p.finish(),
         }

@@ -25,7 +25,7 @@ pub use openai_chat::{UpstreamRequest, UpstreamUsage};
 
 /// What an adapter reads out of its stream.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Piece {
+pub enum UpstreamOutput {
     /// Model output, as a local pass would produce it.
     Chunk(Chunk),
     /// The provider's own item for the open reasoning block, sealed with it.

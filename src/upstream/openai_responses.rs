@@ -4,7 +4,7 @@
 //!
 //! The provider's reasoning item (with its `encrypted_content`, asked for
 //! by `include: ["reasoning.encrypted_content"]`) is its own item: it
-//! travels inside thinkwire's sealed value ([`Piece::Provider`]) and goes
+//! travels inside thinkwire's sealed value ([`UpstreamOutput::Provider`]) and goes
 //! back verbatim as an input item on the next turn, so the provider keeps
 //! its reasoning while neither it nor thinkwire stores anything.
 
@@ -17,7 +17,7 @@ use thinkwire_seal::ProviderItem;
 use super::openai_chat::{
     UpstreamRequest, UpstreamUsage, error_kind, finished_call, refused_in_stream,
 };
-use super::{Piece, UpstreamError};
+use super::{UpstreamError, UpstreamOutput};
 
 /// Item kind in the sealed value.
 const REASONING: &str = "openai.reasoning";
@@ -151,7 +151,7 @@ impl StreamParser {
     }
 
     /// One event's `data:` payload.
-    pub fn push(&mut self, data: &str) -> Result<Vec<Piece>, UpstreamError> {
+    pub fn push(&mut self, data: &str) -> Result<Vec<UpstreamOutput>, UpstreamError> {
         let event: Value = serde_json::from_str(data)
             .map_err(|err| UpstreamError::Protocol(format!("an event is not JSON: {err}")))?;
         let index = event
@@ -165,14 +165,14 @@ impl StreamParser {
                 let item = &event["item"];
                 let started = match item["type"].as_str().unwrap_or("") {
                     "reasoning" => {
-                        out.push(Piece::Chunk(Chunk::ReasoningStart));
+                        out.push(UpstreamOutput::Chunk(Chunk::ReasoningStart));
                         Item::Reasoning { wrote: false }
                     }
                     "message" => Item::Message,
                     "function_call" => {
                         let id = item["call_id"].as_str().unwrap_or("").to_owned();
                         let name = item["name"].as_str().unwrap_or("").to_owned();
-                        out.push(Piece::Chunk(Chunk::ToolCallStart {
+                        out.push(UpstreamOutput::Chunk(Chunk::ToolCallStart {
                             id: id.clone(),
                             name: name.clone(),
                         }));
@@ -192,13 +192,13 @@ impl StreamParser {
                 if let Some(Item::Reasoning { wrote }) = self.items.get_mut(&index) {
                     if kind == "response.reasoning_summary_part.added" {
                         if *wrote {
-                            out.push(Piece::Chunk(Chunk::ReasoningDelta("\n\n".into())));
+                            out.push(UpstreamOutput::Chunk(Chunk::ReasoningDelta("\n\n".into())));
                         }
                     } else {
                         let delta = text("delta");
                         if !delta.is_empty() {
                             *wrote = true;
-                            out.push(Piece::Chunk(Chunk::ReasoningDelta(delta)));
+                            out.push(UpstreamOutput::Chunk(Chunk::ReasoningDelta(delta)));
                         }
                     }
                 }
@@ -206,7 +206,7 @@ impl StreamParser {
             "response.output_text.delta" => {
                 let delta = text("delta");
                 if !delta.is_empty() {
-                    out.push(Piece::Chunk(Chunk::Text(delta)));
+                    out.push(UpstreamOutput::Chunk(Chunk::Text(delta)));
                 }
             }
             "response.function_call_arguments.delta" => {
@@ -214,7 +214,7 @@ impl StreamParser {
                     let delta = text("delta");
                     arguments.push_str(&delta);
                     if !delta.is_empty() {
-                        out.push(Piece::Chunk(Chunk::ToolCallArgs {
+                        out.push(UpstreamOutput::Chunk(Chunk::ToolCallArgs {
                             id: id.clone(),
                             delta,
                         }));
@@ -226,12 +226,12 @@ impl StreamParser {
                 match self.items.remove(&index) {
                     Some(Item::Reasoning { .. }) => {
                         if done.get("encrypted_content").is_some_and(|c| !c.is_null()) {
-                            out.push(Piece::Provider(ProviderItem {
+                            out.push(UpstreamOutput::Provider(ProviderItem {
                                 kind: REASONING.into(),
                                 data: done.to_string(),
                             }));
                         }
-                        out.push(Piece::Chunk(Chunk::ReasoningEnd));
+                        out.push(UpstreamOutput::Chunk(Chunk::ReasoningEnd));
                     }
                     Some(Item::Call {
                         id,
@@ -239,7 +239,7 @@ impl StreamParser {
                         arguments,
                     }) => {
                         let arguments = done["arguments"].as_str().map_or(arguments, str::to_owned);
-                        out.push(Piece::Chunk(Chunk::ToolCallEnd(finished_call(
+                        out.push(UpstreamOutput::Chunk(Chunk::ToolCallEnd(finished_call(
                             id, name, arguments, false,
                         ))));
                     }
@@ -273,20 +273,20 @@ impl StreamParser {
     }
 
     /// The stream ended: close what is still open.
-    pub fn finish(&mut self) -> Vec<Piece> {
+    pub fn finish(&mut self) -> Vec<UpstreamOutput> {
         self.close_all(true)
     }
 
-    fn close_all(&mut self, cut_off: bool) -> Vec<Piece> {
+    fn close_all(&mut self, cut_off: bool) -> Vec<UpstreamOutput> {
         let mut out = Vec::new();
         for (_, item) in std::mem::take(&mut self.items) {
             match item {
-                Item::Reasoning { .. } => out.push(Piece::Chunk(Chunk::ReasoningEnd)),
+                Item::Reasoning { .. } => out.push(UpstreamOutput::Chunk(Chunk::ReasoningEnd)),
                 Item::Call {
                     id,
                     name,
                     arguments,
-                } => out.push(Piece::Chunk(Chunk::ToolCallEnd(finished_call(
+                } => out.push(UpstreamOutput::Chunk(Chunk::ToolCallEnd(finished_call(
                     id, name, arguments, cut_off,
                 )))),
                 Item::Message | Item::Other => {}

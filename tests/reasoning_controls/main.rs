@@ -23,7 +23,7 @@ use std::time::Duration;
 
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
-use thinkwire::agent::{Agent, AgentConfig, Model, ReasoningPolicy, Visibility};
+use thinkwire::agent::{Agent, AgentConfig, LocalModel, ReasoningPolicy, Visibility};
 use thinkwire::server::ServerConfig;
 use thinkwire_chat::ChatModel;
 use thinkwire_engine::ModelInfo;
@@ -50,7 +50,7 @@ fn scripted_model(
     registry: &Registry,
     scripts: &[String],
     after_force: &[String],
-) -> (Model, Arc<Observed>) {
+) -> (LocalModel, Arc<Observed>) {
     let chat = qwen3_chat();
     let engine = ScriptedEngine::new(
         ModelInfo {
@@ -64,7 +64,7 @@ fn scripted_model(
     )
     .with_after_force(after_force.iter().map(|s| encode(&chat, s)).collect());
     let observed = Arc::clone(&engine.observed);
-    let model = Model::new(Arc::new(engine), chat, registry).expect("assembling the model");
+    let model = LocalModel::new(Arc::new(engine), chat, registry).expect("assembling the model");
     (model, observed)
 }
 
@@ -82,7 +82,7 @@ struct Rig {
 }
 
 impl Rig {
-    async fn start(model: (Model, Arc<Observed>), config: AgentConfig) -> Self {
+    async fn start(model: (LocalModel, Arc<Observed>), config: AgentConfig) -> Self {
         let (model, observed) = model;
         let key_text = Key::generate().unwrap().to_text();
         let server_keys = KeyRing::new(Key::from_text(&key_text).unwrap());

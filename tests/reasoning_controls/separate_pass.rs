@@ -3,7 +3,7 @@
 use super::*;
 
 /// A model the registry resolves to the separate-pass family by its id.
-fn separate_pass_model(scripts: &[String]) -> (Model, Arc<Observed>) {
+fn separate_pass_model(scripts: &[String]) -> (LocalModel, Arc<Observed>) {
     let model = scripted_model(
         "SmolLM2-135M-Instruct-scripted",
         4096,

@@ -10,7 +10,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use thinkwire::agent::{Agent, AgentConfig, Model};
+use thinkwire::agent::{Agent, AgentConfig, LocalModel};
 use thinkwire::server::{self, AppState, ServerConfig};
 use thinkwire_chat::ChatModel;
 use thinkwire_engine::ModelInfo;
@@ -39,7 +39,7 @@ pub fn qwen3_turn(reasoning: &str, answer: &str) -> String {
 
 /// A model with the real Qwen3 tokenizer and template whose engine replays
 /// `scripts` (text, tokenized with that tokenizer), one per generation.
-pub fn scripted_qwen3(scripts: &[String], step_delay: Duration) -> (Model, Arc<Observed>) {
+pub fn scripted_qwen3(scripts: &[String], step_delay: Duration) -> (LocalModel, Arc<Observed>) {
     scripted_qwen3_with(scripts, |engine| engine.with_step_delay(step_delay))
 }
 
@@ -47,7 +47,7 @@ pub fn scripted_qwen3(scripts: &[String], step_delay: Duration) -> (Model, Arc<O
 pub fn scripted_qwen3_with(
     scripts: &[String],
     configure: impl FnOnce(ScriptedEngine) -> ScriptedEngine,
-) -> (Model, Arc<Observed>) {
+) -> (LocalModel, Arc<Observed>) {
     let chat = qwen3_chat();
     let ids: Vec<Vec<u32>> = scripts
         .iter()
@@ -62,8 +62,8 @@ pub fn scripted_qwen3_with(
     };
     let engine = configure(ScriptedEngine::new(info, ids));
     let observed = Arc::clone(&engine.observed);
-    let model =
-        Model::new(Arc::new(engine), chat, &Registry::builtin()).expect("assembling the model");
+    let model = LocalModel::new(Arc::new(engine), chat, &Registry::builtin())
+        .expect("assembling the model");
     (model, observed)
 }
 

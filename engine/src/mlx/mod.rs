@@ -38,7 +38,7 @@ use std::time::Duration;
 pub use self::kernels::{Precision, int8_isa, kernel_threads, kernel_time, tiles_available};
 pub use self::load::config;
 pub use self::load::{ConvertOptions, ConvertReport, convert_gguf};
-use self::model::Model;
+use self::model::Network;
 use self::scheduler::Scheduler;
 pub use self::scheduler::SchedulerOptions;
 use crate::{
@@ -177,7 +177,7 @@ impl MlxEngine {
             )));
         };
         let config = loaded.config;
-        let mut model = Model::build(&config, loaded.weights, options.precision)?;
+        let mut model = Network::build(&config, loaded.weights, options.precision)?;
         match options.kv_cache_dtype {
             KvCacheDtype::Auto => {}
             KvCacheDtype::F32 => model.set_cache_dtype(Some(mlx_rs::Dtype::Float32)),

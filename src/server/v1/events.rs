@@ -26,7 +26,7 @@ pub struct Usage {
 
 /// One step of a run, in wire-neutral terms.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Piece {
+pub enum RunStep {
     /// A reasoning message opens.
     ReasoningStart {
         /// Its AG-UI message id (what the seal is bound to).
@@ -74,10 +74,10 @@ pub enum Piece {
     },
 }
 
-impl Piece {
+impl RunStep {
     /// Whether nothing follows.
     pub fn is_last(&self) -> bool {
-        matches!(self, Piece::Finished { .. } | Piece::Failed { .. })
+        matches!(self, RunStep::Finished { .. } | RunStep::Failed { .. })
     }
 }
 
@@ -86,7 +86,7 @@ impl Piece {
 pub struct RunPieces {
     run: ActiveRun,
     stop: StopMatcher,
-    queued: VecDeque<Piece>,
+    queued: VecDeque<RunStep>,
     /// The stop sequence met, once one was.
     matched: Option<String>,
 }
@@ -105,13 +105,13 @@ impl RunPieces {
 
     /// The next piece; `Failed` if the run's thread ended without a
     /// terminal event.
-    pub async fn next(&mut self) -> Piece {
+    pub async fn next(&mut self) -> RunStep {
         if let Some(piece) = self.queued.pop_front() {
             return piece;
         }
         loop {
             let piece = next(&mut self.run).await;
-            if let Piece::Text(delta) = &piece
+            if let RunStep::Text(delta) = &piece
                 && !self.stop.is_empty()
             {
                 let shown = match self.stop.push(delta) {
@@ -125,15 +125,15 @@ impl RunPieces {
                 if shown.is_empty() {
                     continue;
                 }
-                return Piece::Text(shown);
+                return RunStep::Text(shown);
             }
             if self.matched.is_some() && !piece.is_last() {
                 continue;
             }
             let piece = match piece {
-                Piece::Finished {
+                RunStep::Finished {
                     usage, tool_calls, ..
-                } => Piece::Finished {
+                } => RunStep::Finished {
                     usage,
                     tool_calls: tool_calls && self.matched.is_none(),
                     stop_sequence: self.matched.clone(),
@@ -147,14 +147,14 @@ impl RunPieces {
                 return piece;
             }
             self.queued.push_back(piece);
-            return Piece::Text(held);
+            return RunStep::Text(held);
         }
     }
 }
 
 impl RunPieces {
     /// Every piece to the run's end, the last one included.
-    pub async fn drain(&mut self) -> Vec<Piece> {
+    pub async fn drain(&mut self) -> Vec<RunStep> {
         let mut all = Vec::new();
         loop {
             let piece = self.next().await;
@@ -169,10 +169,10 @@ impl RunPieces {
 
 /// The next piece of `run`; `Failed` if the run's thread ended without a
 /// terminal event. Events the wire has no place for are skipped.
-async fn next(run: &mut ActiveRun) -> Piece {
+async fn next(run: &mut ActiveRun) -> RunStep {
     loop {
         let Some(frame) = run.frames.recv().await else {
-            return Piece::Failed {
+            return RunStep::Failed {
                 code: "INTERNAL_ERROR".into(),
                 message: "the run ended unexpectedly".into(),
             };
@@ -183,22 +183,22 @@ async fn next(run: &mut ActiveRun) -> Piece {
     }
 }
 
-fn piece(kind: EventKind) -> Option<Piece> {
+fn piece(kind: EventKind) -> Option<RunStep> {
     Some(match kind {
-        EventKind::ReasoningMessageStart(e) => Piece::ReasoningStart { id: e.message_id },
-        EventKind::ReasoningMessageContent(e) => Piece::ReasoningDelta(e.delta),
-        EventKind::ReasoningEncryptedValue(e) => Piece::ReasoningSealed {
+        EventKind::ReasoningMessageStart(e) => RunStep::ReasoningStart { id: e.message_id },
+        EventKind::ReasoningMessageContent(e) => RunStep::ReasoningDelta(e.delta),
+        EventKind::ReasoningEncryptedValue(e) => RunStep::ReasoningSealed {
             carrier: carrier::pack(&e.entity_id, &e.encrypted_value),
             id: e.entity_id,
         },
-        EventKind::ReasoningEnd(_) => Piece::ReasoningEnd,
-        EventKind::TextMessageContent(e) => Piece::Text(e.delta),
-        EventKind::ToolCallStart(e) => Piece::ToolStart {
+        EventKind::ReasoningEnd(_) => RunStep::ReasoningEnd,
+        EventKind::TextMessageContent(e) => RunStep::Text(e.delta),
+        EventKind::ToolCallStart(e) => RunStep::ToolStart {
             id: e.tool_call_id,
             name: e.tool_call_name,
         },
-        EventKind::ToolCallArgs(e) => Piece::ToolArgs(e.delta),
-        EventKind::ToolCallEnd(_) => Piece::ToolEnd,
+        EventKind::ToolCallArgs(e) => RunStep::ToolArgs(e.delta),
+        EventKind::ToolCallEnd(_) => RunStep::ToolEnd,
         EventKind::RunFinished(e) => {
             let usage = e
                 .usage
@@ -214,13 +214,13 @@ fn piece(kind: EventKind) -> Option<Piece> {
                 e.outcome,
                 Some(Outcome::Success { pending_tool_call_ids: Some(ref ids) }) if !ids.is_empty()
             );
-            Piece::Finished {
+            RunStep::Finished {
                 usage,
                 tool_calls,
                 stop_sequence: None,
             }
         }
-        EventKind::RunError(e) => Piece::Failed {
+        EventKind::RunError(e) => RunStep::Failed {
             code: e.code.unwrap_or_else(|| "RUN_ERROR".into()),
             message: e.message,
         },
@@ -269,38 +269,38 @@ pub struct Collected {
 
 /// A whole run from its pieces; a run that failed is a server error with
 /// its code.
-pub fn collect(pieces: Vec<Piece>) -> Result<Collected, ApiError> {
+pub fn collect(pieces: Vec<RunStep>) -> Result<Collected, ApiError> {
     let mut all = Collected::default();
     for piece in pieces {
         match piece {
-            Piece::ReasoningStart { id } => all.reasoning.push(Reasoning {
+            RunStep::ReasoningStart { id } => all.reasoning.push(Reasoning {
                 id,
                 ..Reasoning::default()
             }),
-            Piece::ReasoningDelta(delta) => {
+            RunStep::ReasoningDelta(delta) => {
                 if let Some(r) = all.reasoning.last_mut() {
                     r.text.push_str(&delta);
                 }
             }
-            Piece::ReasoningSealed { id, carrier } => {
+            RunStep::ReasoningSealed { id, carrier } => {
                 if let Some(r) = all.reasoning.iter_mut().rev().find(|r| r.id == id) {
                     r.carrier = Some(carrier);
                 }
             }
-            Piece::ReasoningEnd => {}
-            Piece::Text(text) => all.text.push_str(&text),
-            Piece::ToolStart { id, name } => all.tool_calls.push(ToolCall {
+            RunStep::ReasoningEnd => {}
+            RunStep::Text(text) => all.text.push_str(&text),
+            RunStep::ToolStart { id, name } => all.tool_calls.push(ToolCall {
                 id,
                 name,
                 arguments: String::new(),
             }),
-            Piece::ToolArgs(delta) => {
+            RunStep::ToolArgs(delta) => {
                 if let Some(call) = all.tool_calls.last_mut() {
                     call.arguments.push_str(&delta);
                 }
             }
-            Piece::ToolEnd => {}
-            Piece::Finished {
+            RunStep::ToolEnd => {}
+            RunStep::Finished {
                 usage,
                 tool_calls,
                 stop_sequence,
@@ -310,7 +310,7 @@ pub fn collect(pieces: Vec<Piece>) -> Result<Collected, ApiError> {
                 all.stop_sequence = stop_sequence;
                 return Ok(all);
             }
-            Piece::Failed { code, message } => return Err(ApiError::server(&code, &message)),
+            RunStep::Failed { code, message } => return Err(ApiError::server(&code, &message)),
         }
     }
     Err(ApiError::server(

@@ -19,7 +19,7 @@ use tokio_stream::wrappers::ReceiverStream;
 
 use super::bridge::RunInput;
 use super::error::{ApiError, Dialect};
-use super::events::{Piece, RunPieces};
+use super::events::{RunPieces, RunStep};
 use super::read_json;
 use crate::server::AppState;
 use crate::server::limits::Client;
@@ -39,11 +39,11 @@ pub trait Surface: Send + 'static {
     }
 
     /// The events `piece` becomes on the stream.
-    fn map(&mut self, piece: Piece) -> Vec<SdkEvent>;
+    fn map(&mut self, piece: RunStep) -> Vec<SdkEvent>;
 
     /// The whole answer of a request that does not stream: the run's
     /// pieces in order, the last one ending it.
-    fn answer(self, pieces: Vec<Piece>) -> Result<Value, ApiError>;
+    fn answer(self, pieces: Vec<RunStep>) -> Result<Value, ApiError>;
 }
 
 /// A decoded request, ready to run.
@@ -153,7 +153,7 @@ fn sse_response() -> (SseSender, Response) {
 
 /// The next piece of `run`, sending `: keepalive` comments to `out` while
 /// it takes longer than `every`; `None` when the client is gone.
-async fn next_piece(run: &mut RunPieces, out: &SseSender, every: Duration) -> Option<Piece> {
+async fn next_piece(run: &mut RunPieces, out: &SseSender, every: Duration) -> Option<RunStep> {
     loop {
         match tokio::time::timeout(every, run.next()).await {
             Ok(piece) => return Some(piece),

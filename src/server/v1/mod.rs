@@ -4,7 +4,7 @@
 //! Each surface decodes its wire request (refusals name the parameter, in
 //! the API's error shape, before anything streams), builds the AG-UI
 //! `RunAgentInput` ([`bridge::RunInput`]), starts it through the same path
-//! as `POST /agent`, and maps the run's typed events ([`events::Piece`])
+//! as `POST /agent`, and maps the run's typed events ([`events::RunStep`])
 //! onto its wire stream. Sealed reasoning travels in each API's own field
 //! as one carrier string ([`carrier`]).
 //!

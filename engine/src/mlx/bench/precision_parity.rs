@@ -22,7 +22,7 @@ use mlx_rs::Array;
 
 use crate::mlx::kernels::Precision;
 use crate::mlx::load::load_gguf;
-use crate::mlx::model::{Model, Segment};
+use crate::mlx::model::{Network, Segment};
 
 /// Root mean square of int8 logit - exact logit over the vocabulary, at
 /// any decode step (this model's logits span about 30; the measured worst
@@ -64,7 +64,7 @@ fn ids(v: &[u32]) -> Array {
 }
 
 /// The logits after the prompt and after each of `forced`, one row each.
-fn teacher_forced(model: &Model, prompt: &[u32], forced: &[u32]) -> Vec<Vec<f32>> {
+fn teacher_forced(model: &Network, prompt: &[u32], forced: &[u32]) -> Vec<Vec<f32>> {
     let mut caches = model.new_cache();
     let mut rows = Vec::new();
     let mut feed = ids(prompt);
@@ -108,7 +108,7 @@ fn int8_logits_stay_within_the_stated_tolerance() {
         serde_json::from_str(&std::fs::read_to_string(golden_path).unwrap()).unwrap();
     let build = |precision| {
         let loaded = load_gguf(&path).unwrap();
-        Model::build(&loaded.config, loaded.weights, precision).unwrap()
+        Network::build(&loaded.config, loaded.weights, precision).unwrap()
     };
     let exact = build(Precision::Auto);
     let int8 = build(Precision::Int8);
@@ -181,7 +181,7 @@ fn f16_caches_stay_close_to_f32_ones() {
         serde_json::from_str(&std::fs::read_to_string(golden_path).unwrap()).unwrap();
     let build = || {
         let loaded = load_gguf(&path).unwrap();
-        Model::build(&loaded.config, loaded.weights, Precision::Auto).unwrap()
+        Network::build(&loaded.config, loaded.weights, Precision::Auto).unwrap()
     };
     let exact = build();
     let mut half = build();

@@ -1,5 +1,5 @@
 //! Time of one batched decode step of the default model with nothing
-//! around it (no scheduler, no runs): `Model::forward` over N sequences of
+//! around it (no scheduler, no runs): `Network::forward` over N sequences of
 //! one token each against caches of ~100 positions, evaluated and waited
 //! for, N = 1, 2, 4, 8, under `auto` (with f32 caches, then f16 ones) and
 //! `int8`; the kernels' share from
@@ -20,7 +20,7 @@ use mlx_rs::Array;
 
 use crate::mlx::kernels::{Precision, kernel_time};
 use crate::mlx::load::load_gguf;
-use crate::mlx::model::{Model, Segment};
+use crate::mlx::model::{Network, Segment};
 
 fn ids(v: &[i32]) -> Array {
     Array::from_slice(v, &[1, v.len() as i32])
@@ -29,7 +29,7 @@ fn ids(v: &[i32]) -> Array {
 /// One forward pass over `segments` with the last rows' greedy picks,
 /// evaluated and waited for (picks and caches); returns the milliseconds
 /// since `start` when the graph was built, before anything was evaluated.
-fn pass(model: &Model, segments: &mut [Segment<'_>], start: Instant) -> f64 {
+fn pass(model: &Network, segments: &mut [Segment<'_>], start: Instant) -> f64 {
     let logits = model.forward(segments, true).unwrap().unwrap();
     let picks = mlx_rs::ops::indexing::argmax_axis(&logits, -1, true).unwrap();
     let built = start.elapsed().as_secs_f64() * 1e3;
@@ -52,13 +52,13 @@ struct Step {
     ms: f64,
     /// Of it in the quantized kernels.
     kernels: f64,
-    /// Of it building the graph (`Model::forward` and the argmax, before
+    /// Of it building the graph (`Network::forward` and the argmax, before
     /// anything is evaluated).
     build: f64,
 }
 
 /// Medians of `reps` steps of `n` sequences.
-fn step_ms(model: &Model, n: usize, reps: usize) -> Step {
+fn step_ms(model: &Network, n: usize, reps: usize) -> Step {
     let mut caches: Vec<_> = (0..n).map(|_| model.new_cache()).collect();
     // Different prompts of 100 tokens.
     for (i, c) in caches.iter_mut().enumerate() {
@@ -119,7 +119,7 @@ fn batched_step_time() {
     for (label, precision, cache) in configs {
         let build = || {
             let loaded = load_gguf(&path).unwrap();
-            let mut model = Model::build(&loaded.config, loaded.weights, precision).unwrap();
+            let mut model = Network::build(&loaded.config, loaded.weights, precision).unwrap();
             if cache.is_some() {
                 model.set_cache_dtype(cache);
             }
@@ -159,7 +159,7 @@ fn batched_step_time() {
 /// over `n` different prompts of `len` tokens, each in a fresh cache, with
 /// the last row's logits of each: what the scheduler runs when a burst of
 /// `n` runs arrives together.
-fn prefill_ms(model: &Model, n: usize, len: usize, reps: usize) -> (f64, f64) {
+fn prefill_ms(model: &Network, n: usize, len: usize, reps: usize) -> (f64, f64) {
     let mut times = Vec::new();
     let mut kernel_times = Vec::new();
     for r in 0..reps {
@@ -205,7 +205,7 @@ fn prefill_pass_time() {
             }
         }
         let loaded = load_gguf(&path).unwrap();
-        let model = Model::build(&loaded.config, loaded.weights, precision).unwrap();
+        let model = Network::build(&loaded.config, loaded.weights, precision).unwrap();
         if let Some(spec) = &profile {
             let n: usize = spec
                 .split_once(':')

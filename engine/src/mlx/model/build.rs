@@ -1,4 +1,4 @@
-//! A [`Model`] from weights named as in Hugging Face checkpoints: per
+//! A [`Network`] from weights named as in Hugging Face checkpoints: per
 //! architecture, which tensors make each block and which options it takes.
 
 use mlx_rs::{Array, Dtype};
@@ -8,14 +8,14 @@ use super::linear::{Embedding, Linear};
 use super::mlp::{FeedForward, Mlp};
 use super::moe::{Activation, Moe, Routing};
 use super::rope::Rope;
-use super::{Block, Model};
+use super::{Block, Network};
 use crate::EngineError;
 use crate::mlx::error::mlx_err;
 use crate::mlx::kernels::{Precision, default_device_is_cpu};
 use crate::mlx::load::WeightMap;
 use crate::mlx::load::config::{Architecture, ModelConfig};
 
-impl Model {
+impl Network {
     /// Builds the decoder from weights named as in Hugging Face checkpoints.
     pub fn build(
         config: &ModelConfig,

@@ -87,7 +87,7 @@ impl Block {
 }
 
 /// A loaded decoder.
-pub(crate) struct Model {
+pub(crate) struct Network {
     embed: Embedding,
     blocks: Vec<Block>,
     norm: Array,
@@ -104,7 +104,7 @@ pub(crate) struct Model {
     pub vocab: usize,
 }
 
-impl Model {
+impl Network {
     /// Evaluates every weight once, so the first request does not pay for
     /// dequantization and the GGUF/safetensors buffers can be released.
     fn materialize(&self) -> Result<(), EngineError> {
@@ -283,7 +283,7 @@ impl Model {
     }
 }
 
-/// One sequence's part of a [`Model::forward`] step.
+/// One sequence's part of a [`Network::forward`] step.
 pub(crate) struct Segment<'a> {
     /// Token ids, `[1, len]` int32; may be lazy (a token the previous step
     /// picked and nobody has read yet).

@@ -33,7 +33,7 @@ use std::time::{Duration, Instant};
 use self::link::{Inbox, Submission};
 use self::pool::PrefixPool;
 use self::sequence::Sequence;
-use crate::mlx::model::Model;
+use crate::mlx::model::Network;
 use crate::{EngineError, EngineLoad, GenerationRequest, GenerationStats, TokenSink};
 
 /// Cache positions are allocated in blocks of this many (see `model/cache.rs`).
@@ -94,7 +94,7 @@ pub(crate) struct Scheduler {
 impl Scheduler {
     /// Starts the thread that owns `model`.
     pub fn start(
-        model: Model,
+        model: Network,
         context: usize,
         options: SchedulerOptions,
     ) -> Result<Self, EngineError> {
@@ -201,7 +201,7 @@ impl Drop for Scheduler {
 /// The scheduler thread's state; its loop is `worker.rs`, its step
 /// `step.rs`.
 struct Worker {
-    model: Model,
+    model: Network,
     options: SchedulerOptions,
     inbox: Receiver<Inbox>,
     waiting: VecDeque<Submission>,

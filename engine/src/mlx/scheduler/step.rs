@@ -15,7 +15,7 @@ use crate::mlx::model::{Fork, Segment};
 
 /// Which of a step's two passes a segment goes to.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Pass {
+enum Phase {
     /// One token per sequence: the batched decode.
     Decode,
     /// Prompt chunks and forced tokens.
@@ -78,8 +78,8 @@ impl Worker {
                 unread.push((i, token.clone()));
             }
         }
-        let mut decode_out = self.run_pass(&decode, Pass::Decode);
-        let _prefill_out = self.run_pass(&prefill, Pass::Prefill);
+        let mut decode_out = self.run_pass(&decode, Phase::Decode);
+        let _prefill_out = self.run_pass(&prefill, Phase::Prefill);
         // Read the previous step's tokens while this one computes.
         for (i, token) in unread {
             let spec = decode_out.as_mut().and_then(|out| {
@@ -182,7 +182,7 @@ impl Worker {
 
     /// Runs one pass and queues it; returns each sequence's next-token
     /// source (a lazy pick for greedy ones) by index in `active`.
-    fn run_pass(&mut self, parts: &[Part], pass: Pass) -> Option<Vec<(usize, Spec)>> {
+    fn run_pass(&mut self, parts: &[Part], pass: Phase) -> Option<Vec<(usize, Spec)>> {
         if parts.is_empty() {
             return None;
         }
@@ -232,7 +232,7 @@ impl Worker {
             match pass {
                 // The decode pass's picks are the *next* step's inputs; the
                 // token they follow is read by the caller.
-                Pass::Decode if matches!(seq.next, Next::Unread(_)) => {
+                Phase::Decode if matches!(seq.next, Next::Unread(_)) => {
                     match seq.spec(picks, logits, row as i32) {
                         Some(Ok(spec)) => out.push((p.seq, spec)),
                         Some(Err(e)) => seq.fail(e),

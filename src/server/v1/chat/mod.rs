@@ -21,7 +21,7 @@ use serde_json::{Map, Value, json};
 pub use request::{effort_control, strings};
 
 use super::error::{ApiError, Dialect};
-use super::events::{Collected, Piece, Usage, collect};
+use super::events::{Collected, RunStep, Usage, collect};
 use super::handler::{SdkEvent, Start, Surface, serve};
 use super::{ReasoningField, unix_now};
 use crate::server::AppState;
@@ -75,7 +75,7 @@ impl Surface for Completion {
         vec![(None, self.reply.chunk(role, None))]
     }
 
-    fn map(&mut self, piece: Piece) -> Vec<SdkEvent> {
+    fn map(&mut self, piece: RunStep) -> Vec<SdkEvent> {
         match self.stream.map(&self.reply, piece) {
             Mapped::Chunk(chunk) | Mapped::Error(chunk) => vec![(None, chunk)],
             Mapped::Finish(chunk, usage) => {
@@ -92,7 +92,7 @@ impl Surface for Completion {
         }
     }
 
-    fn answer(self, pieces: Vec<Piece>) -> Result<Value, ApiError> {
+    fn answer(self, pieces: Vec<RunStep>) -> Result<Value, ApiError> {
         Ok(self.reply.completion(&collect(pieces)?))
     }
 }
@@ -210,42 +210,42 @@ struct Stream {
 }
 
 impl Stream {
-    fn map(&mut self, reply: &Reply, piece: Piece) -> Mapped {
+    fn map(&mut self, reply: &Reply, piece: RunStep) -> Mapped {
         let delta = match piece {
-            Piece::ReasoningDelta(text) => {
+            RunStep::ReasoningDelta(text) => {
                 let mut delta = Map::new();
                 reply.reasoning(&mut delta, &text);
                 Value::Object(delta)
             }
-            Piece::ReasoningSealed { id, carrier } => {
+            RunStep::ReasoningSealed { id, carrier } => {
                 let index = self.details;
                 self.details += 1;
                 json!({ "reasoning_details": [detail(index, &id, &carrier)] })
             }
-            Piece::Text(text) => json!({ "content": text }),
-            Piece::ToolStart { id, name } => {
+            RunStep::Text(text) => json!({ "content": text }),
+            RunStep::ToolStart { id, name } => {
                 let index = self.calls;
                 self.calls += 1;
                 json!({ "tool_calls": [{"index": index, "id": id, "type": "function",
                     "function": {"name": name, "arguments": ""}}] })
             }
-            Piece::ToolArgs(args) => {
+            RunStep::ToolArgs(args) => {
                 json!({ "tool_calls": [{"index": self.calls.saturating_sub(1),
                     "function": {"arguments": args}}] })
             }
-            Piece::Finished {
+            RunStep::Finished {
                 usage, tool_calls, ..
             } => {
                 let finish = if tool_calls { "tool_calls" } else { "stop" };
                 return Mapped::Finish(reply.chunk(json!({}), Some(finish)), usage);
             }
-            Piece::Failed { code, message } => {
+            RunStep::Failed { code, message } => {
                 // Mid-stream failures: the shape OpenAI's SDKs raise from.
                 return Mapped::Error(json!({
                     "error": {"message": message, "type": "server_error", "param": null, "code": code}
                 }));
             }
-            Piece::ReasoningStart { .. } | Piece::ReasoningEnd | Piece::ToolEnd => {
+            RunStep::ReasoningStart { .. } | RunStep::ReasoningEnd | RunStep::ToolEnd => {
                 return Mapped::Nothing;
             }
         };

@@ -19,7 +19,7 @@ use axum::response::Response;
 use serde_json::{Value, json};
 
 use super::error::{ApiError, Dialect};
-use super::events::{Collected, Piece, Usage, collect};
+use super::events::{Collected, RunStep, Usage, collect};
 use super::handler::{SdkEvent, Start, Surface, serve};
 use crate::agent::Visibility;
 use crate::server::AppState;
@@ -67,7 +67,7 @@ impl Surface for Reply {
         vec![(Some("message_start"), start)]
     }
 
-    fn map(&mut self, piece: Piece) -> Vec<SdkEvent> {
+    fn map(&mut self, piece: RunStep) -> Vec<SdkEvent> {
         let events = self.blocks.map(piece);
         events
             .into_iter()
@@ -75,7 +75,7 @@ impl Surface for Reply {
             .collect()
     }
 
-    fn answer(self, pieces: Vec<Piece>) -> Result<Value, ApiError> {
+    fn answer(self, pieces: Vec<RunStep>) -> Result<Value, ApiError> {
         let all = collect(pieces)?;
         Ok(message(&self.id, &self.model, self.blocks.visibility, &all))
     }
@@ -186,16 +186,16 @@ impl Blocks {
         }
     }
 
-    fn map(&mut self, piece: Piece) -> Events {
+    fn map(&mut self, piece: RunStep) -> Events {
         let mut out = Vec::new();
         let thinking = json!({"type": "thinking", "thinking": "", "signature": ""});
         match piece {
-            Piece::ReasoningStart { .. } => {
+            RunStep::ReasoningStart { .. } => {
                 if matches!(self.visibility, Visibility::Full) {
                     self.start(&mut out, Open::Thinking, thinking);
                 }
             }
-            Piece::ReasoningDelta(text) => {
+            RunStep::ReasoningDelta(text) => {
                 if self.open != Open::Thinking {
                     self.start(&mut out, Open::Thinking, thinking);
                 }
@@ -204,7 +204,7 @@ impl Blocks {
                     json!({"type": "thinking_delta", "thinking": text}),
                 );
             }
-            Piece::ReasoningSealed { carrier, .. } => {
+            RunStep::ReasoningSealed { carrier, .. } => {
                 if self.visibility == Visibility::Full && self.open == Open::Thinking {
                     self.delta(
                         &mut out,
@@ -219,26 +219,26 @@ impl Blocks {
                     self.close(&mut out);
                 }
             }
-            Piece::ReasoningEnd => self.close(&mut out),
-            Piece::Text(text) => {
+            RunStep::ReasoningEnd => self.close(&mut out),
+            RunStep::Text(text) => {
                 if self.open != Open::Text {
                     self.start(&mut out, Open::Text, json!({"type": "text", "text": ""}));
                 }
                 self.delta(&mut out, json!({"type": "text_delta", "text": text}));
             }
-            Piece::ToolStart { id, name } => self.start(
+            RunStep::ToolStart { id, name } => self.start(
                 &mut out,
                 Open::ToolUse,
                 json!({"type": "tool_use", "id": id, "name": name, "input": {}}),
             ),
-            Piece::ToolArgs(args) => {
+            RunStep::ToolArgs(args) => {
                 self.delta(
                     &mut out,
                     json!({"type": "input_json_delta", "partial_json": args}),
                 );
             }
-            Piece::ToolEnd => self.close(&mut out),
-            Piece::Finished {
+            RunStep::ToolEnd => self.close(&mut out),
+            RunStep::Finished {
                 usage,
                 tool_calls,
                 stop_sequence,
@@ -253,7 +253,7 @@ impl Blocks {
                 ));
                 out.push(("message_stop", json!({"type": "message_stop"})));
             }
-            Piece::Failed { message, .. } => out.push((
+            RunStep::Failed { message, .. } => out.push((
                 "error",
                 json!({"type": "error",
                 "error": {"type": "api_error", "message": message}}),
@@ -276,15 +276,15 @@ mod tests {
         let mut blocks = Blocks::new(Visibility::Full);
         let mut all = Vec::new();
         for piece in [
-            Piece::ReasoningStart { id: "r".into() },
-            Piece::ReasoningDelta("hmm".into()),
-            Piece::ReasoningSealed {
+            RunStep::ReasoningStart { id: "r".into() },
+            RunStep::ReasoningDelta("hmm".into()),
+            RunStep::ReasoningSealed {
                 id: "r".into(),
                 carrier: "tw1.r.AA".into(),
             },
-            Piece::ReasoningEnd,
-            Piece::Text("Hi".into()),
-            Piece::Finished {
+            RunStep::ReasoningEnd,
+            RunStep::Text("Hi".into()),
+            RunStep::Finished {
                 usage: Usage::default(),
                 tool_calls: false,
                 stop_sequence: None,
@@ -315,12 +315,12 @@ mod tests {
         let mut blocks = Blocks::new(Visibility::Hidden);
         let mut all = Vec::new();
         for piece in [
-            Piece::ReasoningStart { id: "r".into() },
-            Piece::ReasoningSealed {
+            RunStep::ReasoningStart { id: "r".into() },
+            RunStep::ReasoningSealed {
                 id: "r".into(),
                 carrier: "tw1.r.AA".into(),
             },
-            Piece::ReasoningEnd,
+            RunStep::ReasoningEnd,
         ] {
             all.extend(blocks.map(piece));
         }

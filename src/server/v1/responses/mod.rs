@@ -21,7 +21,7 @@ use axum::response::Response;
 use serde_json::Value;
 
 use super::error::{ApiError, Dialect};
-use super::events::Piece;
+use super::events::RunStep;
 use super::handler::{SdkEvent, Start, Surface, serve};
 use super::unix_now;
 use crate::server::AppState;
@@ -67,11 +67,11 @@ impl Surface for Builder {
         named(self.start())
     }
 
-    fn map(&mut self, piece: Piece) -> Vec<SdkEvent> {
+    fn map(&mut self, piece: RunStep) -> Vec<SdkEvent> {
         named(Builder::map(self, piece))
     }
 
-    fn answer(mut self, pieces: Vec<Piece>) -> Result<Value, ApiError> {
+    fn answer(mut self, pieces: Vec<RunStep>) -> Result<Value, ApiError> {
         for piece in pieces {
             Builder::map(&mut self, piece);
         }

@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use super::super::events::{Piece, Usage};
+use super::super::events::{RunStep, Usage};
 use crate::agent::Visibility;
 
 /// Stream events: their `type` and body.
@@ -180,10 +180,10 @@ impl Builder {
     }
 
     /// Maps one piece of the run; returns the stream events it makes.
-    pub fn map(&mut self, piece: Piece) -> Events {
+    pub fn map(&mut self, piece: RunStep) -> Events {
         let mut out = Vec::new();
         match piece {
-            Piece::ReasoningStart { id } => {
+            RunStep::ReasoningStart { id } => {
                 if self.visibility != Visibility::Off {
                     let mut item = json!({"type": "reasoning", "id": id, "summary": []});
                     if self.visibility == Visibility::Full {
@@ -192,19 +192,19 @@ impl Builder {
                     self.add(&mut out, Open::Reasoning, item);
                 }
             }
-            Piece::ReasoningDelta(delta) => self.reasoning_delta(&mut out, &delta),
-            Piece::ReasoningSealed { carrier, .. } => {
+            RunStep::ReasoningDelta(delta) => self.reasoning_delta(&mut out, &delta),
+            RunStep::ReasoningSealed { carrier, .. } => {
                 if self.include_encrypted && self.open == Open::Reasoning {
                     let index = self.index();
                     self.output[index]["encrypted_content"] = json!(carrier);
                 }
             }
-            Piece::ReasoningEnd => {
+            RunStep::ReasoningEnd => {
                 if self.open == Open::Reasoning {
                     self.close(&mut out);
                 }
             }
-            Piece::Text(delta) => {
+            RunStep::Text(delta) => {
                 if self.open != Open::Message {
                     let id = format!("msg_{}", uuid::Uuid::new_v4().simple());
                     let item = json!({"type": "message", "id": id, "status": "in_progress",
@@ -235,12 +235,12 @@ impl Builder {
                     "output_index": index, "content_index": 0, "delta": delta, "logprobs": []}),
                 );
             }
-            Piece::ToolStart { id, name } => {
+            RunStep::ToolStart { id, name } => {
                 let item = json!({"type": "function_call", "id": format!("fc_{id}"), "call_id": id,
                     "name": name, "arguments": "", "status": "in_progress"});
                 self.add(&mut out, Open::Call, item);
             }
-            Piece::ToolArgs(delta) => {
+            RunStep::ToolArgs(delta) => {
                 if self.open == Open::Call {
                     let index = self.index();
                     let args = self.output[index]["arguments"]
@@ -258,8 +258,8 @@ impl Builder {
                     );
                 }
             }
-            Piece::ToolEnd => self.close(&mut out),
-            Piece::Finished { usage, .. } => {
+            RunStep::ToolEnd => self.close(&mut out),
+            RunStep::Finished { usage, .. } => {
                 self.close(&mut out);
                 self.usage = usage;
                 let response = self.response("completed");
@@ -269,7 +269,7 @@ impl Builder {
                     json!({"response": response}),
                 );
             }
-            Piece::Failed { code, message } => {
+            RunStep::Failed { code, message } => {
                 self.event(
                     &mut out,
                     "error",
@@ -354,15 +354,15 @@ mod tests {
         let mut b = Builder::new("resp_1".into(), "m".into(), 0, Visibility::Full, true);
         let mut names: Vec<&str> = b.start().iter().map(|(n, _)| *n).collect();
         for piece in [
-            Piece::ReasoningStart { id: "r1".into() },
-            Piece::ReasoningDelta("think".into()),
-            Piece::ReasoningSealed {
+            RunStep::ReasoningStart { id: "r1".into() },
+            RunStep::ReasoningDelta("think".into()),
+            RunStep::ReasoningSealed {
                 id: "r1".into(),
                 carrier: "tw1.r1.AA".into(),
             },
-            Piece::ReasoningEnd,
-            Piece::Text("Hi".into()),
-            Piece::Finished {
+            RunStep::ReasoningEnd,
+            RunStep::Text("Hi".into()),
+            RunStep::Finished {
                 usage: Usage::default(),
                 tool_calls: false,
                 stop_sequence: None,

@@ -18,7 +18,7 @@ use thinkwire_reasoning::{Chunk, Splitter, StructuredSplitter};
 use super::events::RunEvents;
 pub(super) use super::forward::Forwarded;
 use super::forward::Forwarder;
-use super::model::{Detokenizer, Model};
+use super::model::{Detokenizer, LocalModel};
 use super::output::Disconnected;
 use super::tool_grammar::ToolCalls;
 use crate::metrics::Metrics;
@@ -61,7 +61,7 @@ pub(super) struct Step {
     /// Every token the model consumed after the prompt, forced ones too,
     /// so generation can resume from exactly here.
     pub consumed: Vec<u32>,
-    /// A reasoning end was held ([`Pass::holding_reasoning_end`]); the
+    /// A reasoning end was held ([`Generation::holding_reasoning_end`]); the
     /// engine was stopped there.
     pub held: bool,
 }
@@ -79,8 +79,8 @@ enum Route {
 }
 
 /// One generation pass; see the module docs.
-pub(super) struct Pass<'m> {
-    model: &'m Model,
+pub(super) struct Generation<'m> {
+    model: &'m LocalModel,
     detok: Detokenizer,
     route: Route,
     forwarder: Forwarder,
@@ -91,23 +91,23 @@ pub(super) struct Pass<'m> {
     tools: Option<ToolCalls>,
 }
 
-impl<'m> Pass<'m> {
+impl<'m> Generation<'m> {
     /// A pass whose output `splitter` turns into events.
-    pub fn split(model: &'m Model, splitter: Splitter) -> Self {
+    pub fn split(model: &'m LocalModel, splitter: Splitter) -> Self {
         Self::new(model, Route::Split(Box::new(splitter)))
     }
 
     /// A pass whose output is one `{"reasoning", "answer"}` object.
-    pub fn structured(model: &'m Model) -> Self {
+    pub fn structured(model: &'m LocalModel) -> Self {
         Self::new(model, Route::Structured(Box::default(), 0))
     }
 
     /// A pass whose output is only collected, as text.
-    pub fn collect(model: &'m Model) -> Self {
+    pub fn collect(model: &'m LocalModel) -> Self {
         Self::new(model, Route::Collect(String::new()))
     }
 
-    fn new(model: &'m Model, route: Route) -> Self {
+    fn new(model: &'m LocalModel, route: Route) -> Self {
         Self {
             model,
             detok: model.detokenizer(),
@@ -268,7 +268,7 @@ impl<'m> Pass<'m> {
 
 /// The engine's view of a pass during one `generate` call.
 struct PassSink<'p, 'm, 'e, 'a> {
-    pass: &'p mut Pass<'m>,
+    pass: &'p mut Generation<'m>,
     events: &'e mut RunEvents<'a>,
     held: bool,
     consumed: Vec<u32>,

@@ -13,10 +13,10 @@ use super::controls::Visibility;
 use super::events::new_id;
 use super::execute::Execution;
 use super::forward::{Forwarded, Forwarder};
+use super::generation::Stopped;
 use super::history::ReplayedBlock;
 use super::history::Turn;
-use super::pass::Stopped;
-use crate::upstream::{Piece, UpstreamRequest, UpstreamStream};
+use crate::upstream::{UpstreamOutput, UpstreamRequest, UpstreamStream};
 
 impl Execution<'_, '_> {
     /// Streams the upstream's answer to `turns` into the run's events.
@@ -50,8 +50,8 @@ impl Execution<'_, '_> {
         while let Some(pieces) = self.next(&mut stream)? {
             for piece in pieces {
                 let chunk = match piece {
-                    Piece::Chunk(chunk) => chunk,
-                    Piece::Provider(item) => {
+                    UpstreamOutput::Chunk(chunk) => chunk,
+                    UpstreamOutput::Provider(item) => {
                         forwarder.attach_provider_item(&mut self.events, item)?;
                         continue;
                     }
@@ -109,7 +109,7 @@ impl Execution<'_, '_> {
         let mut summary = String::new();
         while let Some(pieces) = self.next(&mut stream)? {
             for piece in pieces {
-                if let Piece::Chunk(Chunk::Text(text)) = piece {
+                if let UpstreamOutput::Chunk(Chunk::Text(text)) = piece {
                     summary.push_str(&text);
                 }
             }
@@ -129,7 +129,7 @@ impl Execution<'_, '_> {
             .open(request, prefix, &|| output.should_stop())?)
     }
 
-    fn next(&self, stream: &mut UpstreamStream) -> Result<Option<Vec<Piece>>, Stopped> {
+    fn next(&self, stream: &mut UpstreamStream) -> Result<Option<Vec<UpstreamOutput>>, Stopped> {
         let output = self.events.output();
         Ok(stream.next(&|| output.should_stop())?)
     }
