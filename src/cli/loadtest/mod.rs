@@ -13,8 +13,12 @@
 //! ```text
 //! thinkwire loadtest --url http://127.0.0.1:8080 --ws-clients 64 --runs 20
 //! ```
+//!
+//! With `--rate` or `--sweep` it is instead an open-loop load against
+//! AG-UI or any OpenAI-compatible server ([`open`]).
 
 mod client;
+pub mod open;
 mod scrape;
 mod stats;
 
@@ -68,6 +72,9 @@ pub struct LoadtestArgs {
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
+    /// The open-loop load (`--rate`, `--sweep`).
+    #[command(flatten)]
+    open: open::OpenArgs,
 }
 
 /// What to run, for [`run_load`].
@@ -334,9 +341,18 @@ impl fmt::Display for LoadReport {
     }
 }
 
-/// Runs `thinkwire loadtest`; fails when any run failed, a verifier
-/// objected, or the server did not return to its baseline.
+/// Runs `thinkwire loadtest`; closed loop, it fails when any run failed, a
+/// verifier objected, or the server did not return to its baseline.
 pub fn loadtest(args: &LoadtestArgs) -> Result<()> {
+    if args.open.wanted() {
+        return open::cli(
+            &args.open,
+            &args.url,
+            &args.forwarded_props,
+            Duration::from_secs(args.run_timeout_secs),
+            args.json,
+        );
+    }
     let forwarded_props: Value =
         serde_json::from_str(&args.forwarded_props).context("--forwarded-props: not JSON")?;
     let config = LoadConfig {

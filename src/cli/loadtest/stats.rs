@@ -43,7 +43,7 @@ impl Samples {
 }
 
 /// Percentiles of one latency, in seconds.
-#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Summary {
     /// How many samples.
     pub count: usize,
