@@ -35,7 +35,9 @@ mod scheduler;
 use std::path::Path;
 use std::time::Duration;
 
-pub use self::kernels::{Precision, int8_isa, kernel_threads, kernel_time, tiles_available};
+pub use self::kernels::{
+    Precision, device_name, int8_isa, kernel_threads, kernel_time, tiles_available,
+};
 pub use self::load::config;
 pub use self::load::{ConvertOptions, ConvertReport, convert_gguf};
 use self::model::Network;
@@ -166,23 +168,7 @@ impl MlxEngine {
     /// unsupported architecture, RoPE or quantization) is reported here,
     /// naming the file, tensor or config field.
     pub fn load(path: &Path, options: &LoadOptions) -> Result<Self, EngineError> {
-        let loaded = if path.is_dir() {
-            load::load_hf_dir(path)?
-        } else if path.is_file() {
-            load::load_gguf(path)?
-        } else {
-            return Err(EngineError::Load(format!(
-                "{}: no such model file or folder",
-                path.display()
-            )));
-        };
-        let config = loaded.config;
-        let mut model = Network::build(&config, loaded.weights, options.precision)?;
-        match options.kv_cache_dtype {
-            KvCacheDtype::Auto => {}
-            KvCacheDtype::F32 => model.set_cache_dtype(Some(mlx_rs::Dtype::Float32)),
-            KvCacheDtype::F16 => model.set_cache_dtype(Some(mlx_rs::Dtype::Float16)),
-        }
+        let (model, config, stop_ids) = load_network(path, options)?;
         let id = path
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
@@ -224,7 +210,7 @@ impl MlxEngine {
         )?;
         Ok(Self {
             info,
-            stop_ids: loaded.stop_ids,
+            stop_ids,
             options: options.clone(),
             scheduler,
         })
@@ -240,6 +226,32 @@ impl MlxEngine {
     pub fn options(&self) -> &LoadOptions {
         &self.options
     }
+}
+
+/// The network of `path` as `options` asks for it (precision, cache
+/// type), its config and its stop ids, without a scheduler.
+pub(crate) fn load_network(
+    path: &Path,
+    options: &LoadOptions,
+) -> Result<(Network, load::config::ModelConfig, Vec<u32>), EngineError> {
+    let loaded = if path.is_dir() {
+        load::load_hf_dir(path)?
+    } else if path.is_file() {
+        load::load_gguf(path)?
+    } else {
+        return Err(EngineError::Load(format!(
+            "{}: no such model file or folder",
+            path.display()
+        )));
+    };
+    let config = loaded.config;
+    let mut model = Network::build(&config, loaded.weights, options.precision)?;
+    match options.kv_cache_dtype {
+        KvCacheDtype::Auto => {}
+        KvCacheDtype::F32 => model.set_cache_dtype(Some(mlx_rs::Dtype::Float32)),
+        KvCacheDtype::F16 => model.set_cache_dtype(Some(mlx_rs::Dtype::Float16)),
+    }
+    Ok((model, config, loaded.stop_ids))
 }
 
 impl Engine for MlxEngine {

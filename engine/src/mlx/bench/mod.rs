@@ -7,6 +7,7 @@
 //! default model: `step_bench` (one batched decode step), `quantized` (the
 //! kernels' per-call time) and `precision_parity` (what `int8` promises).
 
+mod ops;
 #[cfg(test)]
 mod precision_parity;
 #[cfg(test)]
@@ -18,6 +19,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+pub use self::ops::decode_step_operations_of;
 use super::{LoadOptions, MlxEngine};
 use crate::{Directive, Engine, EngineError, GenerationRequest, SamplingParams, TokenSink};
 

@@ -33,10 +33,12 @@ fn pass(model: &Network, segments: &mut [Segment<'_>], start: Instant) -> f64 {
     let logits = model.forward(segments, true).unwrap().unwrap();
     let picks = mlx_rs::ops::indexing::argmax_axis(&logits, -1, true).unwrap();
     let built = start.elapsed().as_secs_f64() * 1e3;
+    let cached: Vec<Array> = segments
+        .iter()
+        .flat_map(|s| s.caches.iter().flat_map(|k| k.arrays()))
+        .collect();
     let mut eval = vec![&picks];
-    for s in segments.iter() {
-        eval.extend(s.caches.iter().flat_map(|k| k.arrays()));
-    }
+    eval.extend(cached.iter());
     mlx_rs::transforms::eval(eval).unwrap();
     built
 }
@@ -72,8 +74,8 @@ fn step_ms(model: &Network, n: usize, reps: usize) -> Step {
             fork: None,
         }];
         model.forward(&mut seg, false).unwrap();
-        let arrays: Vec<&Array> = c.iter().flat_map(|k| k.arrays()).collect();
-        mlx_rs::transforms::eval(arrays).unwrap();
+        let arrays: Vec<Array> = c.iter().flat_map(|k| k.arrays()).collect();
+        mlx_rs::transforms::eval(&arrays).unwrap();
     }
     let mut times = Vec::new();
     let mut kernel_times = Vec::new();

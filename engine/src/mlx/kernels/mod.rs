@@ -16,18 +16,28 @@ mod error;
 // FFI into thinkwire's fused operations (mlx-sys/native).
 #[allow(unsafe_code)]
 pub(crate) mod fused;
+// FFI: which GPU backend MLX was built with.
+#[allow(unsafe_code)]
+mod device;
+// FFI: MLX's graph export, to count a step's operations.
+#[allow(unsafe_code)]
+pub(crate) mod graph;
 // FFI into thinkwire's MXFP4 kernels and MLX's own MXFP4 operations.
 #[allow(unsafe_code)]
 pub(crate) mod mxfp4;
 // FFI into thinkwire's int8 panel repacking (mlx-sys/native).
 #[allow(unsafe_code)]
 mod panels;
+// FFI: MLX's scatter over several axes (the batch cache's writes).
+#[allow(unsafe_code)]
+pub(crate) mod scatter;
 // FFI into thinkwire's quantized kernels (mlx-sys/native).
 #[allow(unsafe_code)]
 pub(crate) mod quantized;
 
 pub use self::choice::Precision;
 pub(crate) use self::choice::{Activations, Kernel, Quant, default_device_is_cpu};
+pub use self::device::device_name;
 pub(crate) use self::panels::repack as repack_in_panels;
 pub(crate) use self::quantized::supported;
 pub use self::quantized::{int8_isa, kernel_threads, kernel_time, tiles_available};

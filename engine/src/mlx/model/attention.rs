@@ -4,10 +4,12 @@
 use mlx_rs::Array;
 use mlx_rs::fast::ScaledDotProductAttentionMask;
 
+use super::cache::{BatchCache, KvCache, in_order};
 use super::linear::Linear;
 use super::rope::{Rope, RopeRows};
 use super::{R, Segment};
 use crate::mlx::kernels::fused;
+use crate::mlx::kernels::scatter::scatter;
 
 pub(super) struct Attention {
     pub(super) qkv: Linear,
@@ -34,37 +36,41 @@ pub(super) struct Attention {
 }
 
 impl Attention {
-    /// Projections over every row of the batch; RoPE, cache and attention
-    /// per segment, against that sequence's own cache.
+    /// Projections over every row of the batch; a decode step's attention
+    /// in one operation for all sequences (the fused one on the CPU, else
+    /// MLX's over the layer's `batch` cache); prompts' RoPE, cache and
+    /// attention per segment, against that sequence's own cache.
     pub(super) fn forward(
         &self,
         x: &Array,
         layer: usize,
         segments: &mut [Segment<'_>],
-        rope: &Rope,
-        rows: Option<&RopeRows>,
+        (rope, rows): (&Rope, Option<&RopeRows>),
+        batch: &BatchCache,
     ) -> R<Array> {
         let (t, hd) = (x.shape()[1], self.head_dim);
         let (nq, nkv) = (self.heads, self.kv_heads);
         let qkv = self.qkv.forward(x)?;
         let rows = rows.filter(|_| self.rotate);
-        if self.fused
-            && self.window.is_none()
-            && self.sinks.is_none()
-            && segments.iter().all(|s| s.len == 1 && s.fork.is_none())
-        {
-            let qkv_rows = match rows {
-                Some(rows) if self.q_norm.is_none() => {
+        let decoding = segments.iter().all(|s| s.len == 1 && s.fork.is_none());
+        // Past the tables RoPE goes per sequence (below).
+        let rotatable = rows.is_some() || !self.rotate;
+        if self.fused && self.window.is_none() && self.sinks.is_none() && decoding && rotatable {
+            let (q, k, v) = match (rows, &self.q_norm) {
+                (Some(rows), None) => {
                     let (cos, sin) = rows.tables();
-                    Some(fused::rope_split(&qkv, cos, sin, nq, nkv, hd)?)
+                    fused::rope_split(&qkv, cos, sin, nq, nkv, hd)?
                 }
-                None if !self.rotate => Some(self.split_and_rotate(&qkv, None)?),
-                _ => None,
+                // Qwen3's q/k norms: MLX's split, the fused attention.
+                _ => self.split_and_rotate(&qkv, rows)?,
             };
-            if let Some((q, k, v)) = qkv_rows {
-                let out = self.decode_step(&q, &k, &v, layer, segments)?;
-                return self.o.forward(&out);
-            }
+            let out = self.decode_step(&q, &k, &v, layer, segments)?;
+            return self.o.forward(&out);
+        }
+        if decoding && rotatable {
+            let (q, k, v) = self.split_and_rotate(&qkv, rows)?;
+            let out = self.decode_batched(&q, &k, &v, layer, segments, batch)?;
+            return self.o.forward(&out);
         }
         // Heads first ([1, heads, T, head_dim]) once for the whole batch;
         // each sequence then takes its rows with one slice per array.
@@ -200,6 +206,73 @@ impl Attention {
         Ok(out)
     }
 
+    /// A decode step on MLX's attention (a GPU's path): every sequence's
+    /// new row written into its slot of the layer's batch cache and all
+    /// slots attended in one call, masked to each slot's length.
+    fn decode_batched(
+        &self,
+        q: &Array,
+        k: &Array,
+        v: &Array,
+        layer: usize,
+        segments: &mut [Segment<'_>],
+        batch: &BatchCache,
+    ) -> R<Array> {
+        let n = segments.len() as i32;
+        let (nq, hd) = (self.heads, self.head_dim);
+        // [1, heads, N, d] → [N, heads, 1, d]: the sequences as the batch.
+        let by_sequence = |a: &Array| a.transpose_axes(&[2, 1, 0, 3]);
+        let (q, k, v) = (by_sequence(q)?, by_sequence(k)?, by_sequence(v)?);
+        let mut caches: Vec<&mut KvCache> =
+            segments.iter_mut().map(|s| &mut s.caches[layer]).collect();
+        let view = batch.decode(&mut caches, &k, &v)?;
+        let slots = view.lens.len() as i32;
+        let ordered = in_order(&view);
+        let slot_idx = Array::from_slice(&view.slots, &[n]);
+        // Rows for every slot; a slot no sequence of this step holds
+        // computes a row nobody reads.
+        let q = if ordered {
+            q
+        } else {
+            let zeros = mlx_rs::ops::zeros_dtype(&[slots, nq, 1, hd], q.dtype())?;
+            scatter(&zeros, &[&slot_idx], &q.reshape(&[n, 1, nq, 1, hd])?, &[0])?
+        };
+        let len = view.keys.shape()[2];
+        let (mut keys, mut values) = (view.keys, view.values);
+        let ragged = view.lens.iter().any(|&l| l != len);
+        let mut window = self.window.filter(|&w| view.lens.iter().any(|&l| l > w));
+        if let (Some(w), false) = (window, ragged) {
+            // Equal lengths: the last `w` positions, as a lone sequence.
+            keys = keys.try_index_axis2_from(len - w)?;
+            values = values.try_index_axis2_from(len - w)?;
+            window = None;
+        }
+        let mask = match ragged || window.is_some() {
+            true => Some(length_mask(&view.lens, len, window)?),
+            false => None,
+        };
+        let widen = |a: Array| match a.dtype() {
+            d if d == q.dtype() => Ok(a),
+            _ => a.as_dtype(q.dtype()),
+        };
+        let (keys, values) = (widen(keys)?, widen(values)?);
+        let out = mlx_rs::fast::scaled_dot_product_attention(
+            &q,
+            &keys,
+            &values,
+            self.scale,
+            mask.as_ref().map(ScaledDotProductAttentionMask::Array),
+            self.sinks.as_ref(),
+        )?;
+        let out = if ordered {
+            out
+        } else {
+            out.take_axis(&slot_idx, 0)?
+        };
+        // [N, heads, 1, d] is already each sequence's heads in a row.
+        out.reshape(&[1, n, nq * hd])
+    }
+
     /// The fused product split into heads-first q, k, v with MLX's
     /// operations, q and k normed (qwen3) and rotated by the step's rows
     /// where they are within the tables.
@@ -250,6 +323,20 @@ fn window_mask(offset: i32, l: i32, total: i32, window: i32) -> R<Array> {
     let causal = queries.ge(&keys)?;
     let recent = queries.lt(keys.add(Array::from_int(window))?)?;
     causal.logical_and(&recent)
+}
+
+/// Which positions each slot's query sees in a batched decode step: its
+/// own `lens[s]` (the query last), within the last `window` if given;
+/// `[slots, 1, 1, len]` booleans.
+fn length_mask(lens: &[i32], len: i32, window: Option<i32>) -> R<Array> {
+    let s = lens.len() as i32;
+    let positions = mlx_rs::ops::arange::<_, i32>(0, len, None)?.reshape(&[1, len])?;
+    let lens = Array::from_slice(lens, &[s, 1]);
+    let mut seen = positions.lt(&lens)?;
+    if let Some(w) = window {
+        seen = seen.logical_and(&positions.ge(lens.subtract(Array::from_int(w))?)?)?;
+    }
+    seen.reshape(&[s, 1, 1, len])
 }
 
 /// Slicing of axis 2 of a 4-d array.

@@ -231,6 +231,7 @@ impl Network {
         } else {
             (None, None)
         };
+        let layers = blocks.len();
         let model = Self {
             embed,
             blocks,
@@ -246,6 +247,7 @@ impl Network {
             // half holds a key to 11 bits, finer than the 8-bit activations
             // int8 already accepts (its tolerance: bench/precision_parity.rs).
             cache_dtype: (fused_ops && precision == Precision::Int8).then_some(Dtype::Float16),
+            batches: (0..layers).map(|_| Default::default()).collect(),
             architecture,
             vocab: config.vocab_size,
         };

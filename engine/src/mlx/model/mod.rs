@@ -18,6 +18,7 @@ mod moe;
 mod rope;
 
 use self::attention::Attention;
+use self::cache::BatchCache;
 pub(crate) use self::cache::KvCache;
 use self::linear::{Embedding, Linear};
 use self::mlp::FeedForward;
@@ -47,12 +48,12 @@ impl Block {
         x: &Array,
         layer: usize,
         segments: &mut [Segment<'_>],
-        rope: &Rope,
-        rows: Option<&RopeRows>,
+        rotation: (&Rope, Option<&RopeRows>),
+        batch: &BatchCache,
     ) -> R<Array> {
         let norm = |x: &Array, w: &Array| mlx_rs::fast::rms_norm(x, Some(w), self.eps);
         let h = norm(x, &self.attn_norm)?;
-        let mut a = self.attn.forward(&h, layer, segments, rope, rows)?;
+        let mut a = self.attn.forward(&h, layer, segments, rotation, batch)?;
         if let Some((after_attn, _)) = &self.post_norms {
             a = norm(&a, after_attn)?;
         }
@@ -73,14 +74,14 @@ impl Block {
         pending: Option<&Array>,
         layer: usize,
         segments: &mut [Segment<'_>],
-        rope: &Rope,
-        rows: Option<&RopeRows>,
+        rotation: (&Rope, Option<&RopeRows>),
+        batch: &BatchCache,
     ) -> R<(Array, Array)> {
         let (x, h) = match pending {
             Some(p) => fused::add_rms_norm(x, p, &self.attn_norm, self.eps)?,
             None => (x.clone(), fused::rms_norm(x, &self.attn_norm, self.eps)?),
         };
-        let a = self.attn.forward(&h, layer, segments, rope, rows)?;
+        let a = self.attn.forward(&h, layer, segments, rotation, batch)?;
         let (x, h) = fused::add_rms_norm(&x, &a, &self.mlp_norm, self.eps)?;
         Ok((x, self.mlp.forward(&h)?))
     }
@@ -100,6 +101,9 @@ pub(crate) struct Network {
     eps: f32,
     /// What the attention caches hold (`None`: the f32 rows as they are).
     cache_dtype: Option<mlx_rs::Dtype>,
+    /// Per layer, the buffers decode steps on MLX's attention keep every
+    /// sequence's cache in (`cache/batch.rs`).
+    batches: Vec<BatchCache>,
     pub architecture: Architecture,
     pub vocab: usize,
 }
@@ -238,8 +242,8 @@ impl Network {
                     pending.as_ref(),
                     layer,
                     segments,
-                    &self.rope,
-                    rows.as_ref(),
+                    (&self.rope, rows.as_ref()),
+                    &self.batches[layer],
                 )?;
                 (x, pending) = (nx, Some(out));
             } else {
@@ -247,7 +251,7 @@ impl Network {
                     (Some(local), true) => (local, local_rows.as_ref()),
                     _ => (&self.rope, rows.as_ref()),
                 };
-                x = block.forward(&x, layer, segments, rope, rows)?;
+                x = block.forward(&x, layer, segments, (rope, rows), &self.batches[layer])?;
             }
         }
         if !logits {

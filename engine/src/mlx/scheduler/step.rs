@@ -298,14 +298,16 @@ impl Worker {
             ),
             None => None,
         };
+        let mut cached: Vec<Array> = Vec::new();
+        for s in &segments {
+            for c in s.caches.iter() {
+                cached.extend(c.arrays());
+            }
+        }
         let mut eval: Vec<&Array> = Vec::new();
         eval.extend(picks.iter());
         eval.extend(out.iter());
-        for s in &segments {
-            for c in s.caches.iter() {
-                eval.extend(c.arrays());
-            }
-        }
+        eval.extend(cached.iter());
         mlx_rs::transforms::async_eval(eval).map_err(mlx_err("queueing a step"))?;
         Ok((out, picks))
     }

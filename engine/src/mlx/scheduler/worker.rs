@@ -233,8 +233,13 @@ impl Worker {
         self.publish();
         for seq in done {
             let failed = seq.failed();
-            let (tokens, caches) = seq.into_outcome();
-            if self.options.prefix_pool > 0 && !failed {
+            let (tokens, mut caches) = seq.into_outcome();
+            // A kept cache leaves its batch slot: the slot is for the next
+            // sequence, the pool holds rows of its own.
+            if self.options.prefix_pool > 0
+                && !failed
+                && caches.iter_mut().try_for_each(|c| c.detach()).is_ok()
+            {
                 let bytes = tokens.len().div_ceil(CACHE_BLOCK) * CACHE_BLOCK * self.kv_per_token;
                 self.pool.put(tokens, caches, bytes);
             }

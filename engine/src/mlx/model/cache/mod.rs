@@ -3,9 +3,19 @@
 //! place instead of concatenating every token. It may keep its rows in a
 //! narrower type than it is given (f16 under `--precision int8`): a decode
 //! step's attention over a long cache is bound by reading it.
+//!
+//! On MLX's own attention (a GPU, or layers the fused CPU operations do
+//! not cover) a decode step keeps every sequence's cache in a slot of one
+//! [`BatchCache`] per layer (`batch.rs`); anything else first takes the
+//! rows back into buffers of the cache's own ([`KvCache::detach`]).
+
+mod batch;
 
 use mlx_rs::ops::indexing::{TryIndexMutOp, TryIndexOp};
 use mlx_rs::{Array, Dtype};
+
+use self::batch::Slot;
+pub(crate) use self::batch::{BatchCache, in_order};
 
 /// Keys/values grow by this many positions at a time.
 const STEP: i32 = 256;
@@ -18,6 +28,9 @@ pub struct KvCache {
     offset: i32,
     /// The type the buffers hold; `None`: that of the rows written.
     dtype: Option<Dtype>,
+    /// Where its rows are while it decodes in a batch (`keys` and
+    /// `values` are then `None`).
+    slot: Option<Slot>,
 }
 
 impl KvCache {
@@ -65,6 +78,7 @@ impl KvCache {
         k: &Array,
         v: &Array,
     ) -> mlx_rs::error::Result<(Array, Array)> {
+        self.detach()?;
         let prev = self.offset;
         let l = k.shape()[2];
         let end = prev + l;
@@ -93,6 +107,7 @@ impl KvCache {
         k: &Array,
         v: &Array,
     ) -> mlx_rs::error::Result<(&mut Array, &mut Array)> {
+        self.detach()?;
         let prev = self.offset;
         let shape = k.shape().to_vec();
         let (b, h, d) = (shape[0], shape[1], shape[3]);
@@ -129,18 +144,57 @@ impl KvCache {
     /// positions past `upto` and never reach the copy.
     pub fn fork(&self, upto: i32) -> mlx_rs::error::Result<KvCache> {
         let upto = upto.clamp(0, self.offset);
-        let (Some(keys), Some(values)) = (&self.keys, &self.values) else {
-            return Ok(KvCache::with_dtype(self.dtype));
-        };
+        let empty = KvCache::with_dtype(self.dtype);
         if upto == 0 {
-            return Ok(KvCache::with_dtype(self.dtype));
+            return Ok(empty);
         }
+        let (keys, values) = match (&self.slot, &self.keys, &self.values) {
+            // A view of the batch buffers: their next write copies them
+            // once instead of writing in place, while the view lives.
+            (Some(slot), _, _) => match slot.view(upto)? {
+                Some(kv) => kv,
+                None => return Ok(empty),
+            },
+            (None, Some(keys), Some(values)) => (
+                keys.try_index((.., .., ..upto, ..))?,
+                values.try_index((.., .., ..upto, ..))?,
+            ),
+            _ => return Ok(empty),
+        };
         Ok(KvCache {
-            keys: Some(keys.try_index((.., .., ..upto, ..))?),
-            values: Some(values.try_index((.., .., ..upto, ..))?),
+            keys: Some(keys),
+            values: Some(values),
             offset: upto,
             dtype: self.dtype,
+            slot: None,
         })
+    }
+
+    /// Takes its rows out of a batch slot (if it is in one) into buffers of
+    /// its own, with room past its offset, and frees the slot.
+    pub fn detach(&mut self) -> mlx_rs::error::Result<()> {
+        let Some(slot) = self.slot.take() else {
+            return Ok(());
+        };
+        if self.offset == 0 {
+            return Ok(());
+        }
+        let Some((k, v)) = slot.view(self.offset)? else {
+            return Err(mlx_rs::error::Exception::custom(
+                "a batch slot without buffers",
+            ));
+        };
+        // Concatenated with the free room: a new buffer, not a view that
+        // would keep the batch's alive.
+        let room = STEP - self.offset % STEP;
+        let own = |a: Array| -> mlx_rs::error::Result<Array> {
+            let sh = a.shape().to_vec();
+            let zeros = mlx_rs::ops::zeros_dtype(&[1, sh[1], room, sh[3]], a.dtype())?;
+            mlx_rs::ops::concatenate(&[a, zeros], 2)
+        };
+        self.keys = Some(own(k)?);
+        self.values = Some(own(v)?);
+        Ok(())
     }
 
     /// The whole key and value buffers, if any.
@@ -156,82 +210,20 @@ impl KvCache {
         self.offset += written;
     }
 
-    /// The arrays to evaluate with a step's output.
-    pub fn arrays(&self) -> impl Iterator<Item = &Array> {
-        self.keys.iter().chain(self.values.iter())
+    /// The arrays to evaluate with a step's output (in a slot: the whole
+    /// batch buffers).
+    pub fn arrays(&self) -> Vec<Array> {
+        match &self.slot {
+            Some(slot) => slot.buffers(),
+            None => self
+                .keys
+                .iter()
+                .chain(self.values.iter())
+                .cloned()
+                .collect(),
+        }
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A contiguous copy's values (the cache returns strided views).
-    fn contents(a: &Array) -> Vec<f32> {
-        let c = a.multiply(Array::from_f32(1.0)).unwrap();
-        c.eval().unwrap();
-        c.as_slice::<f32>().to_vec()
-    }
-
-    #[test]
-    fn grows_and_returns_everything_written() {
-        let mut c = KvCache::default();
-        let k = Array::from_slice(&[1.0f32, 2.0, 3.0, 4.0], &[1, 1, 2, 2]);
-        let (keys, _) = c.update_and_fetch(&k, &k).unwrap();
-        assert_eq!(keys.shape(), &[1, 1, 2, 2]);
-        let k2 = Array::from_slice(&[5.0f32, 6.0], &[1, 1, 1, 2]);
-        let (keys, values) = c.update_and_fetch(&k2, &k2).unwrap();
-        assert_eq!(c.offset(), 3);
-        assert_eq!(contents(&keys), &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
-        assert_eq!(values.shape(), &[1, 1, 3, 2]);
-        c.truncate(2);
-        let (keys, _) = c.update_and_fetch(&k2, &k2).unwrap();
-        assert_eq!(contents(&keys), &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
-        // Crossing the step boundary keeps the old contents.
-        let big = mlx_rs::ops::ones::<f32>(&[1, 1, 300, 2]).unwrap();
-        let (keys, _) = c.update_and_fetch(&big, &big).unwrap();
-        assert_eq!(keys.shape(), &[1, 1, 303, 2]);
-        assert_eq!(&contents(&keys)[..4], &[1.0, 2.0, 3.0, 4.0]);
-    }
-
-    #[test]
-    fn a_fork_keeps_the_prefix_and_writes_apart() {
-        let mut a = KvCache::default();
-        let k = Array::from_slice(&[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], &[1, 1, 3, 2]);
-        a.update_and_fetch(&k, &k).unwrap();
-        let mut b = a.fork(2).unwrap();
-        assert_eq!(b.offset(), 2);
-        // Each writes its own third position.
-        let ka = Array::from_slice(&[7.0f32, 8.0], &[1, 1, 1, 2]);
-        let kb = Array::from_slice(&[9.0f32, 10.0], &[1, 1, 1, 2]);
-        let (from_a, _) = a.update_and_fetch(&ka, &ka).unwrap();
-        let (from_b, _) = b.update_and_fetch(&kb, &kb).unwrap();
-        assert_eq!(contents(&from_a), &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]);
-        assert_eq!(contents(&from_b), &[1.0, 2.0, 3.0, 4.0, 9.0, 10.0]);
-        // Past the source's length, or of an empty cache: what there is.
-        assert_eq!(a.fork(99).unwrap().offset(), 4);
-        assert_eq!(KvCache::default().fork(3).unwrap().offset(), 0);
-    }
-
-    #[test]
-    fn a_cache_of_halves_rounds_rows_and_returns_the_callers_type() {
-        let mut c = KvCache::with_dtype(Some(Dtype::Float16));
-        // 1 + 2^-12 is not a half: it rounds to 1 (ties to even).
-        let k = Array::from_slice(&[1.0f32 + 1.0 / 4096.0, -2.5, 65504.0, 1e-3], &[1, 1, 2, 2]);
-        let (keys, values) = c.update_and_fetch(&k, &k).unwrap();
-        assert_eq!(keys.dtype(), Dtype::Float32);
-        assert_eq!(contents(&values), &[1.0, -2.5, 65504.0, 0.001_000_404_4]);
-        let (kb, _) = c.buffers().unwrap();
-        assert_eq!(kb.dtype(), Dtype::Float16);
-        // A decode step's buffers (`reserve`) and a fork keep halves too.
-        let (kr, _) = c.reserve(300, &k, &k).unwrap();
-        assert_eq!(kr.dtype(), Dtype::Float16);
-        let mut f = c.fork(1).unwrap();
-        let (fk, _) = f.update_and_fetch(&k, &k).unwrap();
-        assert_eq!(
-            contents(&fk),
-            &[1.0, -2.5, 1.0, -2.5, 65504.0, 0.001_000_404_4]
-        );
-        assert_eq!(f.buffers().unwrap().0.dtype(), Dtype::Float16);
-    }
-}
+mod tests;

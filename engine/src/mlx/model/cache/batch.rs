@@ -1,0 +1,264 @@
+//! One layer's key and value buffers for the whole decode batch:
+//! `[slots, kv_heads, capacity, head_dim]`, a slot per sequence. A decode
+//! step writes every sequence's new row at its own (slot, position) in one
+//! scatter and attends all slots in one attention call, so its graph has
+//! as many operations for 32 sequences as for one (issue #33; mlx-lm's
+//! `BatchKVCache` does the same with left padding, this keeps per-slot
+//! lengths instead, so sequences join and leave without realigning).
+//!
+//! A sequence's [`KvCache`] enters a slot at its first batched decode
+//! step (its rows copied in once) and leaves it, copied back into buffers
+//! of its own, whenever anything else touches it (a prompt chunk, forced
+//! tokens, the prefix pool), so every other use of the cache is unchanged.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use mlx_rs::Array;
+use mlx_rs::ops::indexing::{TryIndexMutOp, TryIndexOp};
+
+use super::{KvCache, STEP};
+use crate::mlx::kernels::scatter::scatter;
+
+type R<T> = mlx_rs::error::Result<T>;
+
+/// One layer's batch buffers; shared by the network and the slots' caches.
+#[derive(Clone, Default)]
+pub(crate) struct BatchCache(Arc<Mutex<Buffers>>);
+
+#[derive(Default)]
+struct Buffers {
+    keys: Option<Array>,
+    values: Option<Array>,
+    /// Which slots a cache holds.
+    taken: Vec<bool>,
+}
+
+/// A cache's place in a [`BatchCache`]; dropping it frees the slot.
+pub(super) struct Slot {
+    batch: BatchCache,
+    index: i32,
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        let mut guard = self.batch.lock();
+        let b = &mut *guard;
+        if let Some(t) = b.taken.get_mut(self.index as usize) {
+            *t = false;
+        }
+        match b.taken.iter().rposition(|&t| t) {
+            // Nobody decodes: the memory goes back.
+            None => *b = Buffers::default(),
+            // Free slots at the end are dropped, so the remaining ones
+            // stay `0..N` (see `in_order`).
+            Some(last) if last + 1 < b.taken.len() => {
+                let keep = last as i32 + 1;
+                b.taken.truncate(keep as usize);
+                for buf in [&mut b.keys, &mut b.values] {
+                    if let Some(a) = buf.take() {
+                        *buf = Some(a.try_index((..keep, .., .., ..)).unwrap_or(a));
+                    }
+                }
+            }
+            Some(_) => {}
+        }
+    }
+}
+
+impl Slot {
+    /// This slot's first `upto` positions as `[1, H, upto, D]` views.
+    pub(super) fn view(&self, upto: i32) -> R<Option<(Array, Array)>> {
+        let b = self.batch.lock();
+        let (Some(k), Some(v)) = (&b.keys, &b.values) else {
+            return Ok(None);
+        };
+        let s = self.index;
+        Ok(Some((
+            k.try_index((s..s + 1, .., ..upto, ..))?,
+            v.try_index((s..s + 1, .., ..upto, ..))?,
+        )))
+    }
+
+    /// The whole batch buffers (to evaluate with a step).
+    pub(super) fn buffers(&self) -> Vec<Array> {
+        let b = self.batch.lock();
+        b.keys.iter().chain(b.values.iter()).cloned().collect()
+    }
+}
+
+/// What a batched decode step attends: the buffers up to the longest
+/// sequence (`[slots, H, len, D]`), each segment's slot, each slot's
+/// length (1 for a slot no segment of this step holds).
+pub(crate) struct BatchView {
+    pub keys: Array,
+    pub values: Array,
+    pub slots: Vec<i32>,
+    pub lens: Vec<i32>,
+}
+
+impl BatchCache {
+    fn lock(&self) -> MutexGuard<'_, Buffers> {
+        // A panic while holding it left plain data behind: still usable.
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn same(&self, other: &BatchCache) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+
+    /// One decode step of `caches` (one per segment, in order): their new
+    /// rows `k`, `v` (`[N, H, 1, D]`) written at their slots and offsets,
+    /// caches not yet in a slot moved into one, offsets advanced.
+    pub(crate) fn decode(&self, caches: &mut [&mut KvCache], k: &Array, v: &Array) -> R<BatchView> {
+        for c in caches.iter_mut() {
+            let joined = matches!(&c.slot, Some(s) if s.batch.same(self));
+            if !joined {
+                self.enter(c, k, v)?;
+            }
+        }
+        let mut slots = Vec::with_capacity(caches.len());
+        let mut offsets = Vec::with_capacity(caches.len());
+        for c in caches.iter() {
+            let Some(s) = &c.slot else {
+                return Err(mlx_rs::error::Exception::custom("a cache left its slot"));
+            };
+            slots.push(s.index);
+            offsets.push(c.offset);
+        }
+        let len = offsets.iter().max().map_or(1, |o| o + 1);
+        let mut guard = self.lock();
+        let b = &mut *guard;
+        let taken = b.taken.len() as i32;
+        b.fit(taken, len)?;
+        let (Some(keys), Some(values)) = (b.keys.take(), b.values.take()) else {
+            return Err(mlx_rs::error::Exception::custom("a batch without buffers"));
+        };
+        let n = slots.len() as i32;
+        let slot_idx = Array::from_slice(&slots, &[n]);
+        let pos_idx = Array::from_slice(&offsets, &[n]);
+        let rows = |a: &Array, like: &Array| -> R<Array> {
+            let sh = a.shape();
+            let a = a.reshape(&[sh[0], 1, sh[1], 1, sh[3]])?;
+            if a.dtype() == like.dtype() {
+                Ok(a)
+            } else {
+                a.as_dtype(like.dtype())
+            }
+        };
+        let keys = scatter(&keys, &[&slot_idx, &pos_idx], &rows(k, &keys)?, &[0, 2])?;
+        let values = scatter(&values, &[&slot_idx, &pos_idx], &rows(v, &values)?, &[0, 2])?;
+        let capacity = keys.shape()[2];
+        let view = |a: &Array| -> R<Array> {
+            if len == capacity {
+                Ok(a.clone())
+            } else {
+                a.try_index((.., .., ..len, ..))
+            }
+        };
+        let (kv, vv) = (view(&keys)?, view(&values)?);
+        b.keys = Some(keys);
+        b.values = Some(values);
+        let mut lens = vec![1; b.taken.len()];
+        for (&s, &o) in slots.iter().zip(&offsets) {
+            lens[s as usize] = o + 1;
+        }
+        drop(guard);
+        for c in caches.iter_mut() {
+            c.offset += 1;
+        }
+        Ok(BatchView {
+            keys: kv,
+            values: vv,
+            slots,
+            lens,
+        })
+    }
+
+    /// Moves `cache` into a free slot, its rows copied in.
+    fn enter(&self, cache: &mut KvCache, k: &Array, v: &Array) -> R<()> {
+        cache.detach()?;
+        let mut guard = self.lock();
+        let b = &mut *guard;
+        if b.keys.is_none() {
+            let dtype = |a: &Array| cache.dtype.unwrap_or(a.dtype());
+            let (h, d, vd) = (k.shape()[1], k.shape()[3], v.shape()[3]);
+            b.keys = Some(mlx_rs::ops::zeros_dtype(&[1, h, STEP, d], dtype(k))?);
+            b.values = Some(mlx_rs::ops::zeros_dtype(&[1, h, STEP, vd], dtype(v))?);
+            b.taken = vec![false];
+        }
+        let index = match b.taken.iter().position(|&t| !t) {
+            Some(i) => i,
+            None => {
+                b.taken.push(false);
+                b.taken.len() - 1
+            }
+        };
+        b.taken[index] = true;
+        let s = index as i32;
+        let taken = b.taken.len() as i32;
+        b.fit(taken, cache.offset + 1)?;
+        if let (Some((own_k, own_v)), Some(keys), Some(values)) = (
+            cache.keys.take().zip(cache.values.take()),
+            &mut b.keys,
+            &mut b.values,
+        ) {
+            let end = cache.offset;
+            if end > 0 {
+                let put = |buf: &mut Array, own: &Array| -> R<()> {
+                    let mut rows = own.try_index((.., .., ..end, ..))?;
+                    if rows.dtype() != buf.dtype() {
+                        rows = rows.as_dtype(buf.dtype())?;
+                    }
+                    buf.try_index_mut((s..s + 1, .., ..end, ..), &rows)
+                };
+                put(keys, &own_k)?;
+                put(values, &own_v)?;
+            }
+        }
+        drop(guard);
+        cache.slot = Some(Slot {
+            batch: self.clone(),
+            index: s,
+        });
+        Ok(())
+    }
+}
+
+impl Buffers {
+    /// Grows the buffers to at least `slots` slots and `len` positions.
+    fn fit(&mut self, slots: i32, len: i32) -> R<()> {
+        for buf in [&mut self.keys, &mut self.values] {
+            let Some(a) = buf.take() else { continue };
+            let sh = a.shape().to_vec();
+            let mut a = a;
+            if sh[0] < slots {
+                // One at a time: a spare slot would be attended for nothing.
+                let more = slots - sh[0];
+                let zeros = mlx_rs::ops::zeros_dtype(&[more, sh[1], sh[2], sh[3]], a.dtype())?;
+                a = mlx_rs::ops::concatenate(&[a, zeros], 0)?;
+            }
+            if sh[2] < len {
+                let more = (len - sh[2] + STEP - 1) / STEP * STEP;
+                let s = a.shape()[0];
+                let zeros = mlx_rs::ops::zeros_dtype(&[s, sh[1], more, sh[3]], a.dtype())?;
+                a = mlx_rs::ops::concatenate(&[a, zeros], 2)?;
+            }
+            *buf = Some(a);
+        }
+        // Slots past `taken` (added in steps) count as free.
+        if let Some(k) = &self.keys {
+            let s = k.shape()[0] as usize;
+            if self.taken.len() < s {
+                self.taken.resize(s, false);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Whether a step's slots are exactly slots `0..N` in order (every slot
+/// decodes, no row needs moving).
+pub(crate) fn in_order(view: &BatchView) -> bool {
+    view.slots.len() == view.lens.len()
+        && view.slots.iter().enumerate().all(|(i, &s)| s == i as i32)
+}

@@ -1,0 +1,123 @@
+use super::*;
+
+/// A contiguous copy's values (the cache returns strided views).
+fn contents(a: &Array) -> Vec<f32> {
+    let c = a.multiply(Array::from_f32(1.0)).unwrap();
+    c.eval().unwrap();
+    c.as_slice::<f32>().to_vec()
+}
+
+#[test]
+fn grows_and_returns_everything_written() {
+    let mut c = KvCache::default();
+    let k = Array::from_slice(&[1.0f32, 2.0, 3.0, 4.0], &[1, 1, 2, 2]);
+    let (keys, _) = c.update_and_fetch(&k, &k).unwrap();
+    assert_eq!(keys.shape(), &[1, 1, 2, 2]);
+    let k2 = Array::from_slice(&[5.0f32, 6.0], &[1, 1, 1, 2]);
+    let (keys, values) = c.update_and_fetch(&k2, &k2).unwrap();
+    assert_eq!(c.offset(), 3);
+    assert_eq!(contents(&keys), &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+    assert_eq!(values.shape(), &[1, 1, 3, 2]);
+    c.truncate(2);
+    let (keys, _) = c.update_and_fetch(&k2, &k2).unwrap();
+    assert_eq!(contents(&keys), &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+    // Crossing the step boundary keeps the old contents.
+    let big = mlx_rs::ops::ones::<f32>(&[1, 1, 300, 2]).unwrap();
+    let (keys, _) = c.update_and_fetch(&big, &big).unwrap();
+    assert_eq!(keys.shape(), &[1, 1, 303, 2]);
+    assert_eq!(&contents(&keys)[..4], &[1.0, 2.0, 3.0, 4.0]);
+}
+
+#[test]
+fn a_fork_keeps_the_prefix_and_writes_apart() {
+    let mut a = KvCache::default();
+    let k = Array::from_slice(&[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], &[1, 1, 3, 2]);
+    a.update_and_fetch(&k, &k).unwrap();
+    let mut b = a.fork(2).unwrap();
+    assert_eq!(b.offset(), 2);
+    // Each writes its own third position.
+    let ka = Array::from_slice(&[7.0f32, 8.0], &[1, 1, 1, 2]);
+    let kb = Array::from_slice(&[9.0f32, 10.0], &[1, 1, 1, 2]);
+    let (from_a, _) = a.update_and_fetch(&ka, &ka).unwrap();
+    let (from_b, _) = b.update_and_fetch(&kb, &kb).unwrap();
+    assert_eq!(contents(&from_a), &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]);
+    assert_eq!(contents(&from_b), &[1.0, 2.0, 3.0, 4.0, 9.0, 10.0]);
+    // Past the source's length, or of an empty cache: what there is.
+    assert_eq!(a.fork(99).unwrap().offset(), 4);
+    assert_eq!(KvCache::default().fork(3).unwrap().offset(), 0);
+}
+
+#[test]
+fn a_cache_of_halves_rounds_rows_and_returns_the_callers_type() {
+    let mut c = KvCache::with_dtype(Some(Dtype::Float16));
+    // 1 + 2^-12 is not a half: it rounds to 1 (ties to even).
+    let k = Array::from_slice(&[1.0f32 + 1.0 / 4096.0, -2.5, 65504.0, 1e-3], &[1, 1, 2, 2]);
+    let (keys, values) = c.update_and_fetch(&k, &k).unwrap();
+    assert_eq!(keys.dtype(), Dtype::Float32);
+    assert_eq!(contents(&values), &[1.0, -2.5, 65504.0, 0.001_000_404_4]);
+    let (kb, _) = c.buffers().unwrap();
+    assert_eq!(kb.dtype(), Dtype::Float16);
+    // A decode step's buffers (`reserve`) and a fork keep halves too.
+    let (kr, _) = c.reserve(300, &k, &k).unwrap();
+    assert_eq!(kr.dtype(), Dtype::Float16);
+    let mut f = c.fork(1).unwrap();
+    let (fk, _) = f.update_and_fetch(&k, &k).unwrap();
+    assert_eq!(
+        contents(&fk),
+        &[1.0, -2.5, 1.0, -2.5, 65504.0, 0.001_000_404_4]
+    );
+    assert_eq!(f.buffers().unwrap().0.dtype(), Dtype::Float16);
+}
+
+#[test]
+fn a_batch_holds_each_cache_in_its_slot_and_gives_it_back() {
+    let batch = BatchCache::default();
+    let (mut a, mut b) = (KvCache::default(), KvCache::default());
+    // As prompts leave them: `a` holds two positions, `b` one.
+    let ka = Array::from_slice(&[1.0f32, 2.0, 3.0, 4.0], &[1, 1, 2, 2]);
+    a.update_and_fetch(&ka, &ka).unwrap();
+    let kb = Array::from_slice(&[5.0f32, 6.0], &[1, 1, 1, 2]);
+    b.update_and_fetch(&kb, &kb).unwrap();
+    // One decode step of both: rows `[N, H, 1, D]`.
+    let k = Array::from_slice(&[7.0f32, 8.0, 9.0, 10.0], &[2, 1, 1, 2]);
+    let view = batch.decode(&mut [&mut a, &mut b], &k, &k).unwrap();
+    assert_eq!(
+        (view.slots.clone(), view.lens.clone()),
+        (vec![0, 1], vec![3, 2])
+    );
+    assert!(in_order(&view));
+    assert_eq!(view.keys.shape(), &[2, 1, 3, 2]);
+    assert_eq!(
+        contents(&view.keys),
+        &[1.0, 2.0, 3.0, 4.0, 7.0, 8.0, 5.0, 6.0, 9.0, 10.0, 0.0, 0.0]
+    );
+    assert_eq!((a.offset(), b.offset()), (3, 2));
+    // A fork of a slot's prefix, and a cache taken back out of its slot.
+    let f = b.fork(1).unwrap();
+    assert_eq!(contents(f.buffers().unwrap().0), &[5.0, 6.0]);
+    a.detach().unwrap();
+    let row = Array::from_slice(&[0.5f32, 0.25], &[1, 1, 1, 2]);
+    let (keys, _) = a.update_and_fetch(&row, &row).unwrap();
+    assert_eq!(contents(&keys), &[1.0, 2.0, 3.0, 4.0, 7.0, 8.0, 0.5, 0.25]);
+    // `b` alone in slot 1 (slot 0 is free): out of order, still right.
+    let k1 = Array::from_slice(&[11.0f32, 12.0], &[1, 1, 1, 2]);
+    let view = batch.decode(&mut [&mut b], &k1, &k1).unwrap();
+    assert_eq!(
+        (view.slots.clone(), view.lens.clone()),
+        (vec![1], vec![1, 3])
+    );
+    assert!(!in_order(&view));
+    let slot1 = contents(&view.keys)[6..].to_vec();
+    assert_eq!(slot1, &[5.0, 6.0, 9.0, 10.0, 11.0, 12.0]);
+    // `a` comes back into the free slot 0.
+    let view = batch.decode(&mut [&mut b, &mut a], &k, &k).unwrap();
+    assert_eq!(view.slots, vec![1, 0]);
+    assert_eq!(view.lens, vec![5, 4]);
+    drop((a, b));
+    // Every slot free: the buffers are gone, a new cache starts at slot 0.
+    let mut c = KvCache::default();
+    c.update_and_fetch(&kb, &kb).unwrap();
+    let view = batch.decode(&mut [&mut c], &k1, &k1).unwrap();
+    assert_eq!(view.slots, vec![0]);
+    assert_eq!(contents(&view.keys), &[5.0, 6.0, 11.0, 12.0]);
+}
