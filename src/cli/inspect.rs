@@ -30,6 +30,8 @@ pub fn inspect(args: &InspectArgs) -> Result<()> {
         architecture_line(&info.architecture, chat.path())
     );
     println!("context length: {}", info.context_length);
+    #[cfg(feature = "mlx")]
+    println!("device:         {}", thinkwire_engine::mlx::device_name());
     if let Some(q) = &info.quantization {
         println!("weights:        {q}");
     }

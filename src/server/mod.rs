@@ -205,6 +205,11 @@ async fn capabilities(
     State(state): State<AppState>,
 ) -> axum::Json<thinkwire_protocol::AgentCapabilities> {
     let mut caps = state.agent.capabilities();
+    // Where MLX runs a local model: `cpu`, `gpu (cuda)`, `gpu (metal)`.
+    #[cfg(feature = "mlx")]
+    if let (Some(custom), "local") = (caps.custom.as_mut(), state.agent.backend().kind()) {
+        custom.insert("device".into(), thinkwire_engine::mlx::device_name().into());
+    }
     // `POST /agent` answers in either HTTP binding (sse.rs): JSON over SSE
     // or, when `Accept` asks for it, protobuf.
     caps.transport
