@@ -175,7 +175,7 @@ impl Workload {
     pub fn plan(&self, rate: f64, duration: Duration) -> Vec<Planned> {
         let mut clock = Rng::new(self.seed ^ ARRIVALS.wrapping_mul(0xA076_1D64_78BD_642F));
         let mut out = Vec::new();
-        if !(rate > 0.0) {
+        if rate.is_nan() || rate <= 0.0 {
             return out;
         }
         let end = duration.as_secs_f64();

@@ -362,7 +362,7 @@ mod tests {
             json!({"maxTokens": 32, "temperature": 0.0, "topP": 0.9})
         );
         assert_eq!(props["reasoning"]["visibility"], "off");
-        assert!(thinkwire_protocol::decode_run_agent_input(&body.to_string()).is_ok());
+        assert!(thinkwire_protocol::decode_run_agent_input(body.to_string().as_bytes()).is_ok());
     }
 
     #[test]
