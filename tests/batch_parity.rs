@@ -122,44 +122,103 @@ fn together(
     })
 }
 
-/// Checks `model` on `file`'s prompts; with `share_prefixes`, sequences
-/// admitted together take the common start of their prompts (the chat
-/// template's system prompt) from the first one's cache, and that must
-/// change no token either.
-fn check(model: &Path, file: &str, min_compared: usize, near_tie: f64, options: LoadOptions) {
-    let (max_tokens, cases) = cases(file, 8);
-    let share_prefixes = options.share_prefixes;
-    let engine = MlxEngine::load(
-        model,
-        &LoadOptions {
-            max_batch: 8,
-            ..options
-        },
-    )
-    .unwrap();
-    let alone: Vec<Vec<u32>> = cases
+/// Each case generated alone, one after another: what every batch must
+/// reproduce.
+fn alone(engine: &MlxEngine, cases: &[Case], max_tokens: usize) -> Vec<Vec<u32>> {
+    cases
         .iter()
         .map(|case| {
             let mut sink = Collect(Vec::new(), None);
             engine
-                .generate(&request(&engine, case, max_tokens), &mut sink)
+                .generate(&request(engine, case, max_tokens), &mut sink)
                 .unwrap();
             sink.0
         })
-        .collect();
+        .collect()
+}
+
+/// Checks `model` on `file`'s prompts: each case alone, then batched.
+/// With `also_shared`, a second engine that shares prompt prefixes
+/// (sequences admitted together take the common start of their prompts,
+/// the chat template's system prompt, from the first one's cache) must
+/// give the same ids as the first engine's cases alone, so sharing
+/// changes no token either.
+fn check(model: &Path, file: &str, min_compared: usize, near_tie: f64, options: LoadOptions) {
+    check_with_sharing(model, file, min_compared, near_tie, options, false);
+}
+
+fn check_with_sharing(
+    model: &Path,
+    file: &str,
+    min_compared: usize,
+    near_tie: f64,
+    options: LoadOptions,
+    also_shared: bool,
+) {
+    let (max_tokens, cases) = cases(file, 8);
+    let load = |share_prefixes| {
+        MlxEngine::load(
+            model,
+            &LoadOptions {
+                max_batch: 8,
+                share_prefixes,
+                ..options.clone()
+            },
+        )
+        .unwrap()
+    };
+    let engine = load(false);
+    let expected = Expected {
+        file,
+        alone: alone(&engine, &cases, max_tokens),
+        cases,
+        max_tokens,
+        min_compared,
+        near_tie,
+    };
+    batched(&engine, &expected, false);
+    if also_shared {
+        drop(engine);
+        batched(&load(true), &expected, true);
+    }
+}
+
+/// The cases and what each gave alone.
+struct Expected<'a> {
+    file: &'a str,
+    cases: Vec<Case>,
+    alone: Vec<Vec<u32>>,
+    max_tokens: usize,
+    /// Steps each batch must compare at least (before near ties).
+    min_compared: usize,
+    near_tie: f64,
+}
+
+/// Runs the cases together in batches of 4 and 8 (and, sharing prefixes,
+/// 4 joining a running batch) and compares each with its ids alone.
+fn batched(engine: &MlxEngine, expected: &Expected<'_>, share_prefixes: bool) {
+    let Expected {
+        file,
+        cases,
+        alone,
+        max_tokens,
+        min_compared,
+        near_tie,
+    } = expected;
+    let (max_tokens, min_compared, near_tie) = (*max_tokens, *min_compared, *near_tie);
     let rounds: &[(usize, bool)] = match share_prefixes {
         true => &[(4, false), (8, false), (4, true)],
         false => &[(4, false), (8, false)],
     };
     for &(n, staggered) in rounds {
-        let batched = together(&engine, &cases[..n], max_tokens, staggered);
+        let batched = together(engine, &cases[..n], max_tokens, staggered);
         let mut compared = 0;
-        for ((case, a), b) in cases.iter().zip(&alone).zip(&batched) {
+        for ((case, a), b) in cases.iter().zip(alone).zip(&batched) {
             let limit = case.tie_free(near_tie).min(a.len());
             assert_eq!(
                 &b[..limit.min(b.len())],
                 &a[..limit],
-                "{file}, {} in a batch of {n} (staggered: {staggered}): ids differ before the first near-tie (step {limit})",
+                "{file}, {} in a batch of {n} (sharing prefixes: {share_prefixes}, staggered: {staggered}): ids differ before the first near-tie (step {limit})",
                 case.name
             );
             assert!(b.len() >= limit, "{}: batched run ended early", case.name);
@@ -187,28 +246,17 @@ fn check(model: &Path, file: &str, min_compared: usize, near_tie: f64, options: 
     }
 }
 
+/// The default model alone, batched, and batched sharing prompt prefixes:
+/// one test, so the cases alone are generated once for both engines.
 #[test]
-fn default_model_batched_gives_the_ids_it_gives_alone() {
-    check(
+fn default_model_batched_with_and_without_shared_prefixes_gives_the_ids_it_gives_alone() {
+    check_with_sharing(
         &thinkwire_chat::assets::default_model(),
         "smollm2-135m.json",
         150,
         NEAR_TIE,
         LoadOptions::default(),
-    );
-}
-
-#[test]
-fn default_model_sharing_prompt_prefixes_gives_the_ids_it_gives_alone() {
-    check(
-        &thinkwire_chat::assets::default_model(),
-        "smollm2-135m.json",
-        150,
-        NEAR_TIE,
-        LoadOptions {
-            share_prefixes: true,
-            ..LoadOptions::default()
-        },
+        true,
     );
 }
 

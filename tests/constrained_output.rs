@@ -15,6 +15,7 @@ mod support;
 
 use std::sync::Arc;
 
+use futures_util::StreamExt;
 use serde_json::{Value, json};
 use thinkwire::agent::{Agent, AgentConfig};
 use thinkwire::server::ServerConfig;
@@ -104,28 +105,39 @@ async fn server() -> TestServer {
     .await
 }
 
-/// The answers to every prompt, `constrained` or not, run 8 at a time.
-async fn answers(server: &TestServer, constrained: bool) -> Vec<(String, Vec<EventKind>)> {
+/// The answers to every prompt, constrained and free: 8 runs in flight at
+/// once (the engine's batch), a new one starting as soon as one ends.
+type Answers = Vec<(String, Vec<EventKind>)>;
+async fn answers(server: &TestServer) -> (Answers, Answers) {
     let schemas = schemas();
-    let mut out = Vec::new();
-    for batch in PROMPTS.chunks(8).enumerate() {
-        let (b, prompts) = batch;
-        let runs = prompts.iter().enumerate().map(|(i, prompt)| {
-            let n = b * 8 + i;
+    let bodies: Vec<Value> = [true, false]
+        .into_iter()
+        .flat_map(|constrained| {
+            PROMPTS
+                .iter()
+                .enumerate()
+                .map(move |(n, prompt)| (constrained, n, prompt))
+        })
+        .map(|(constrained, n, prompt)| {
             let mut forwarded = json!({"reasoning": {"visibility": "off"}});
             if constrained {
                 forwarded["responseFormat"] =
                     json!({"type": "json_schema", "name": "answer", "schema": schemas[n / 4]});
             }
-            let body = input("t", &format!("r{n}-{constrained}"), prompt, forwarded);
-            async move { post_run(server, &body).await }
-        });
-        for events in futures_util::future::join_all(runs).await {
+            input("t", &format!("r{n}-{constrained}"), prompt, forwarded)
+        })
+        .collect();
+    let mut all: Answers = futures_util::stream::iter(&bodies)
+        .map(|body| post_run(server, body))
+        .buffered(8)
+        .map(|events| {
             let kinds = events.iter().map(|e| e.kind.clone()).collect();
-            out.push((answer_text(&events), kinds));
-        }
-    }
-    out
+            (answer_text(&events), kinds)
+        })
+        .collect()
+        .await;
+    let free = all.split_off(PROMPTS.len());
+    (all, free)
 }
 
 /// Posts `body` to `/agent`, expecting a refusal before the run: the
@@ -150,7 +162,7 @@ fn validates(schema: &Value, text: &str) -> bool {
 async fn every_constrained_answer_validates_and_free_ones_do_not() {
     let server = server().await;
     let schemas = schemas();
-    let constrained = answers(&server, true).await;
+    let (constrained, free) = answers(&server).await;
     for (n, (text, kinds)) in constrained.iter().enumerate() {
         assert!(
             validates(&schemas[n / 4], text),
@@ -163,7 +175,6 @@ async fn every_constrained_answer_validates_and_free_ones_do_not() {
             "prompt {n}: reported incomplete"
         );
     }
-    let free = answers(&server, false).await;
     let failing: Vec<usize> = (0..PROMPTS.len())
         .filter(|&n| !validates(&schemas[n / 4], &free[n].0))
         .collect();
