@@ -6,7 +6,9 @@
 //! OpenAI and Anthropic surfaces (`privacy/v1.rs`); through an upstream
 //! backend (`privacy/upstream.rs`, whose provider key carries the canary);
 //! and a run whose engine panics with a message quoting the conversation,
-//! and wrong bearer tokens holding the canary (`panic_and_auth`). Every log line at TRACE
+//! and wrong bearer tokens holding the canary (`panic_and_auth`); and runs
+//! cut and resumed, or left to expire, whose replay buffers held it all
+//! (`privacy/resume.rs`; their resume tokens are secrets too). Every log line at TRACE
 //! level goes to a file; afterwards the canary (and the sealing key, and the
 //! sealed values themselves) must be in no log line and in no file written
 //! during the test — in the test's own folder, in `$TMPDIR`, or in the
@@ -16,6 +18,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 // Shared support; not every helper it exports is used here.
+#[path = "privacy/resume.rs"]
+mod resume;
+#[path = "server/resume_client.rs"]
+mod resume_client;
 #[path = "support/mod.rs"]
 mod support;
 #[path = "privacy/upstream.rs"]
@@ -45,6 +51,8 @@ struct Secrets {
     canary: String,
     key_text: String,
     sealed: Mutex<Vec<String>>,
+    /// Resume tokens of resumable runs.
+    tokens: Mutex<Vec<String>>,
 }
 
 /// Words that carry the canary, one per place a conversation holds text.
@@ -141,6 +149,11 @@ impl Secrets {
         let body = self.key_text.split(':').nth(1).unwrap_or_default();
         if contains(text, self.key_text.as_bytes()) || contains(text, body.as_bytes()) {
             return Some("the sealing key".into());
+        }
+        for (n, token) in self.tokens.lock().unwrap().iter().enumerate() {
+            if contains(text, token.as_bytes()) {
+                return Some(format!("resume token #{n}"));
+            }
         }
         for (n, sealed) in self.sealed.lock().unwrap().iter().enumerate() {
             if contains(text, sealed.as_bytes()) {
@@ -300,6 +313,7 @@ fn no_prompt_reasoning_answer_or_key_is_logged_or_written() {
         canary: canary.clone(),
         key_text: Key::generate().unwrap().to_text().as_str().to_owned(),
         sealed: Mutex::new(Vec::new()),
+        tokens: Mutex::new(Vec::new()),
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -323,6 +337,9 @@ fn no_prompt_reasoning_answer_or_key_is_logged_or_written() {
         "INVALID_TOKEN",
         "run panicked",
         "its message is withheld",
+        "run resumed",
+        "run held for resumption",
+        "run not resumed within the window",
     ] {
         assert!(log.contains(code), "the log records the {code} refusal");
     }
@@ -604,6 +621,7 @@ async fn conversations(secrets: &Secrets) -> Vec<String> {
     // Through an upstream backend.
     run_ids.extend(upstream::conversations(&c, secrets).await);
     run_ids.extend(panic_and_auth(&c, secrets).await);
+    run_ids.extend(resume::conversations(&c, secrets).await);
     run_ids
 }
 

@@ -61,6 +61,7 @@ mod message;
 mod outcome;
 mod patch;
 mod proto;
+mod resume;
 mod sse;
 mod verify;
 mod wire;
@@ -95,6 +96,10 @@ pub use patch::{JsonPointer, PatchOp};
 pub use proto::{
     PROTO_MAX_FRAME_BYTES, PROTO_MEDIA_TYPE, ProtoDecoder, ProtoError, proto_decode, proto_encode,
     proto_frame,
+};
+pub use resume::{
+    RESUME_RUN, ResumeGrant, ResumeRun, ResumeRunError, sse_frame_json_seq, ws_frame_resume,
+    ws_frame_seq, ws_text_json_seq,
 };
 pub use sse::{
     SSE_KEEPALIVE, SSE_MAX_EVENT_BYTES, SseDecoder, SseMessage, sse_frame, sse_frame_json,

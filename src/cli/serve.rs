@@ -10,7 +10,9 @@ use thinkwire_seal::{Key, KeyRing};
 use super::ModelArgs;
 use super::upstream::UpstreamArgs;
 use crate::agent::{Agent, AgentConfig, Backend, ReplayFailure, Visibility};
-use crate::server::{self, AllowedOrigins, AppState, AuthTokens, ReasoningField, ServerConfig};
+use crate::server::{
+    self, AllowedOrigins, AppState, AuthTokens, ReasoningField, ResumeConfig, ServerConfig,
+};
 
 /// `thinkwire serve`.
 #[derive(clap::Args, Debug)]
@@ -84,6 +86,26 @@ pub struct ServeArgs {
     shutdown_grace: f64,
     #[command(flatten)]
     limits: LimitArgs,
+    #[command(flatten)]
+    resume: ResumeArgs,
+}
+
+/// Resumable runs (docs/protocol.md, "Resuming a run"): what the server
+/// holds in memory for a client whose connection dropped.
+#[derive(clap::Args, Debug)]
+struct ResumeArgs {
+    /// Seconds a run goes on without its client, waiting to be resumed,
+    /// and how long its events stay held after it ends; 0 turns resuming
+    /// off (a client that leaves stops its run at once).
+    #[arg(long, default_value_t = 30)]
+    resume_window_s: u64,
+    /// MiB of events held for resuming, every run together (memory only).
+    #[arg(long, default_value_t = 64)]
+    resume_buffer_mb: usize,
+    /// MiB of events held for resuming one run; past it the oldest go, and
+    /// resuming before them is refused (`RUN_EXPIRED`).
+    #[arg(long, default_value_t = 4)]
+    resume_run_buffer_mb: usize,
 }
 
 /// The limits of docs/security.md, each refusal a code in `/metrics`.
@@ -207,6 +229,12 @@ fn server_config(args: &ServeArgs) -> Result<ServerConfig> {
         bail!("--max-connections must be at least 1");
     }
     let secs = std::time::Duration::from_secs;
+    let mib = |n: usize| n.saturating_mul(1 << 20);
+    let resume = ResumeConfig {
+        window: secs(args.resume.resume_window_s),
+        run_buffer_bytes: mib(args.resume.resume_run_buffer_mb),
+        total_buffer_bytes: mib(args.resume.resume_buffer_mb),
+    };
     Ok(ServerConfig {
         max_input_bytes: limits.max_input_bytes,
         max_runs_per_client: limits.max_runs_per_client,
@@ -221,6 +249,7 @@ fn server_config(args: &ServeArgs) -> Result<ServerConfig> {
         max_active_runs: args.model.max_batch,
         max_queued_runs: args.max_queued,
         openai_reasoning_field,
+        resume,
         ..ServerConfig::default()
     })
 }

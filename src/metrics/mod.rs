@@ -52,6 +52,8 @@ pub struct Metrics {
     steps_seen: std::sync::Mutex<(u64, u64, u64)>,
     connections: Family<Labels, Gauge<i64>>,
     runs_in_flight: Gauge<i64>,
+    resumable_runs: Gauge<i64>,
+    resume_buffer_bytes: Gauge<i64>,
     process: ProcessGauges,
 }
 
@@ -71,8 +73,10 @@ struct ProcessGauges {
 pub enum Transport {
     /// A WebSocket session on `/agent/ws`.
     WebSocket,
-    /// An SSE stream of `POST /agent`.
+    /// A JSON event stream of `POST /agent` (or a resume), SSE binding.
     Sse,
+    /// A response of `POST /agent` (or a resume) in the protobuf binding.
+    Protobuf,
 }
 
 impl Transport {
@@ -80,6 +84,7 @@ impl Transport {
         match self {
             Self::WebSocket => "websocket",
             Self::Sse => "sse",
+            Self::Protobuf => "protobuf",
         }
     }
 }
@@ -99,6 +104,10 @@ impl Drop for OpenConnection {
 pub struct ServerLoad {
     /// Runs admitted and not yet ended (generating or waiting).
     pub runs_in_flight: usize,
+    /// Runs held for resumption (running, or ended within the window).
+    pub resumable_runs: usize,
+    /// Bytes of events held for resumption, every run together.
+    pub resume_buffer_bytes: usize,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -199,13 +208,23 @@ impl Metrics {
         let connections = Family::<Labels, Gauge<i64>>::default();
         registry.register(
             "open_connections",
-            "Open WebSocket sessions and SSE streams, by transport",
+            "Open WebSocket sessions and HTTP event streams, by transport",
             connections.clone(),
         );
         let runs_in_flight = gauge(
             &mut registry,
             "runs_in_flight",
             "Runs admitted and not yet ended, every transport",
+        );
+        let resumable_runs = gauge(
+            &mut registry,
+            "resumable_runs",
+            "Runs held for resumption (running, or ended within the resume window)",
+        );
+        let resume_buffer_bytes = gauge(
+            &mut registry,
+            "resume_buffer_bytes",
+            "Bytes of events held in memory for resumption, every run together",
         );
         let process = ProcessGauges::default();
         let p = &process;
@@ -254,6 +273,8 @@ impl Metrics {
             steps_seen: std::sync::Mutex::new((0, 0, 0)),
             connections,
             runs_in_flight,
+            resumable_runs,
+            resume_buffer_bytes,
             process,
         }
     }
@@ -312,6 +333,8 @@ impl Metrics {
             g.set(i64::try_from(v).unwrap_or(i64::MAX));
         };
         gauge(&self.runs_in_flight, server.runs_in_flight);
+        gauge(&self.resumable_runs, server.resumable_runs);
+        gauge(&self.resume_buffer_bytes, server.resume_buffer_bytes);
         let stats = ProcessStats::read();
         let p = &self.process;
         let opt = |g: &Gauge<i64>, v: Option<u64>| {
@@ -400,8 +423,13 @@ mod tests {
         let m = Metrics::new();
         let ws = m.connection_opened(Transport::WebSocket);
         let _sse = m.connection_opened(Transport::Sse);
+        let _proto = m.connection_opened(Transport::Protobuf);
         let ws2 = m.connection_opened(Transport::WebSocket);
-        let load = ServerLoad { runs_in_flight: 3 };
+        let load = ServerLoad {
+            runs_in_flight: 3,
+            resumable_runs: 2,
+            resume_buffer_bytes: 4096,
+        };
         let text = m.render_with(&EngineLoad::default(), &load);
         assert!(
             text.contains("thinkwire_open_connections{transport=\"websocket\"} 2"),
@@ -412,6 +440,15 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("thinkwire_runs_in_flight 3"), "{text}");
+        assert!(
+            text.contains("thinkwire_open_connections{transport=\"protobuf\"} 1"),
+            "{text}"
+        );
+        assert!(text.contains("thinkwire_resumable_runs 2"), "{text}");
+        assert!(
+            text.contains("thinkwire_resume_buffer_bytes 4096"),
+            "{text}"
+        );
         drop((ws, ws2));
         let text = m.render(&EngineLoad::default());
         assert!(

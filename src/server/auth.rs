@@ -34,6 +34,7 @@ use subtle::ConstantTimeEq;
 
 use super::AppState;
 use super::rejection::Rejection;
+use super::resume::SecretDigest;
 use super::v1::{ApiError, Dialect};
 
 /// Shortest token accepted: shorter ones are guessable.
@@ -78,6 +79,11 @@ pub enum AuthError {
     #[error("the tokens file holds no token")]
     Empty,
 }
+
+/// Who presented a valid token: its digest, which a resumable run
+/// remembers so only the same bearer may resume it (`resume/`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Identity(pub(crate) SecretDigest);
 
 /// The accepted tokens, as digests.
 #[derive(Clone)]
@@ -201,7 +207,7 @@ fn presented<'h>(headers: &'h HeaderMap, path: &str) -> Option<&'h str> {
 /// `route_layer`, so unknown paths still reach the web demo's 404).
 pub(super) async fn require_token(
     State(state): State<AppState>,
-    request: Request,
+    mut request: Request,
     next: Next,
 ) -> Response {
     let Some(tokens) = &state.config.auth else {
@@ -209,7 +215,11 @@ pub(super) async fn require_token(
     };
     let path = request.uri().path();
     let (code, message, challenge) = match presented(request.headers(), path) {
-        Some(token) if tokens.verify(token) => return next.run(request).await,
+        Some(token) if tokens.verify(token) => {
+            let identity = Identity(SecretDigest::of(token));
+            request.extensions_mut().insert(identity);
+            return next.run(request).await;
+        }
         Some(_) => (
             "INVALID_TOKEN",
             "the token presented is not valid",

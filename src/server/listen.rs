@@ -45,6 +45,9 @@ pub(super) async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let router = app(state.clone());
+    // Ended runs' replay buffers go when their window is over.
+    let reaper = tokio::spawn(std::sync::Arc::clone(&state.resumes).reap());
+    let _reaper = reaper_guard(reaper);
     // HTTP connections (a WebSocket leaves this set at its upgrade and is
     // tracked by the shutdown's own tracker from then on).
     let connections = TaskTracker::new();
@@ -167,4 +170,15 @@ fn refuse(stream: TcpStream, state: &AppState) {
     tokio::spawn(async move {
         let _ = conn.await;
     });
+}
+
+/// Stops the resume reaper when the server's future ends.
+fn reaper_guard(task: tokio::task::JoinHandle<()>) -> impl Drop {
+    struct Abort(tokio::task::JoinHandle<()>);
+    impl Drop for Abort {
+        fn drop(&mut self) {
+            self.0.abort();
+        }
+    }
+    Abort(task)
 }

@@ -14,6 +14,7 @@
 //! # }
 //! ```
 
+mod accept;
 mod admission;
 mod auth;
 mod limits;
@@ -21,6 +22,7 @@ mod listen;
 mod origin;
 mod panics;
 mod rejection;
+mod resume;
 mod run;
 mod shutdown;
 mod sse;
@@ -42,6 +44,7 @@ pub use auth::{AuthError, AuthTokens};
 pub use origin::{AllowedOrigins, BadOrigin};
 pub use panics::quiet_panics;
 pub use rejection::Rejection;
+pub use resume::ResumeConfig;
 pub use v1::ReasoningField;
 /// The `/v1` decoders for the fuzz targets (`fuzz/`).
 #[cfg(feature = "fuzzing")]
@@ -93,6 +96,8 @@ pub struct ServerConfig {
     /// From SIGTERM/SIGINT to exit at the latest (`serve --shutdown-grace`;
     /// the phases are in `shutdown.rs`).
     pub shutdown_grace: Duration,
+    /// How runs outlive a lost connection (`resume/`).
+    pub resume: ResumeConfig,
 }
 
 impl Default for ServerConfig {
@@ -115,6 +120,7 @@ impl Default for ServerConfig {
             body_timeout: Duration::from_secs(60),
             ws_idle_timeout: Duration::from_secs(60),
             shutdown_grace: Duration::from_secs(10),
+            resume: ResumeConfig::default(),
         }
     }
 }
@@ -126,6 +132,7 @@ pub struct AppState {
     config: Arc<ServerConfig>,
     admission: Arc<admission::Admission>,
     client_runs: Arc<limits::ClientRuns>,
+    resumes: Arc<resume::Resumes>,
     shutdown: shutdown::Shutdown,
 }
 
@@ -134,11 +141,13 @@ impl AppState {
     pub fn new(agent: Arc<Agent>, config: ServerConfig) -> Self {
         let admission = admission::Admission::new(config.max_active_runs + config.max_queued_runs);
         let client_runs = limits::ClientRuns::new(config.max_runs_per_client);
+        let resumes = resume::Resumes::new(config.resume);
         Self {
             agent,
             config: Arc::new(config),
             admission,
             client_runs,
+            resumes,
             shutdown: shutdown::Shutdown::default(),
         }
     }
@@ -153,6 +162,7 @@ impl AppState {
 pub fn app(state: AppState) -> Router {
     let protected = Router::new()
         .route("/agent", post(sse::post_agent))
+        .route("/agent/runs/{id}", get(sse::resume))
         .route("/agent/ws", get(ws::upgrade))
         .route("/capabilities", get(capabilities))
         .route("/metrics", get(metrics))
@@ -190,6 +200,8 @@ async fn metrics(State(state): State<AppState>) -> impl axum::response::IntoResp
         .unwrap_or_default();
     let server = crate::metrics::ServerLoad {
         runs_in_flight: state.admission.in_flight(),
+        resumable_runs: state.resumes.held(),
+        resume_buffer_bytes: state.resumes.buffered_bytes(),
     };
     let text = state.agent.metrics().render_with(&load, &server);
     (

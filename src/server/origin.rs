@@ -24,7 +24,7 @@
 
 use std::time::Duration;
 
-use axum::http::{HeaderValue, Method, header};
+use axum::http::{HeaderName, HeaderValue, Method, header};
 use tower_http::cors::{AllowHeaders, AllowOrigin, CorsLayer};
 
 /// See the module docs.
@@ -101,7 +101,14 @@ impl AllowedOrigins {
             // The SDKs send their own headers (x-stainless-*,
             // anthropic-version, ...); the origin is what is vetted.
             .allow_headers(AllowHeaders::mirror_request())
-            .expose_headers([header::RETRY_AFTER, header::WWW_AUTHENTICATE])
+            // A page reads its run's resume grant from these (`resume/`).
+            .expose_headers([
+                header::RETRY_AFTER,
+                header::WWW_AUTHENTICATE,
+                HeaderName::from_static(super::sse::RESUME_URL_HEADER),
+                HeaderName::from_static(super::sse::RESUME_TOKEN_HEADER),
+                HeaderName::from_static(super::sse::RESUME_WINDOW_HEADER),
+            ])
             .max_age(Duration::from_secs(600))
     }
 }

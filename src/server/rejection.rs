@@ -28,6 +28,12 @@ impl Rejection {
         }
     }
 
+    /// The refusal blamed on the request field `path`.
+    pub(crate) fn at(mut self, path: impl Into<String>) -> Self {
+        self.path = Some(path.into());
+        self
+    }
+
     /// The body was not `application/json`.
     pub fn unsupported_media_type() -> Self {
         Self {

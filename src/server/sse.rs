@@ -1,12 +1,16 @@
 //! `POST /agent`: one run per request, answered in one of AG-UI's two HTTP
-//! bindings, chosen by the request's `Accept` ([`negotiate`]):
+//! bindings, chosen by the request's `Accept` (`accept.rs`):
 //!
-//! - `text/event-stream` (the default): LF-only `data: {json}\n\n` frames
-//!   and `: keepalive` comments while the model is busy (a long prefill
-//!   sends nothing for seconds);
+//! - `text/event-stream` (the default): LF-only `id: <seq>\ndata: {json}\n\n`
+//!   frames and `: keepalive` comments while the model is busy (a long
+//!   prefill sends nothing for seconds);
 //! - `application/vnd.ag-ui.event+proto`: each event as an `ag_ui.Event`
 //!   message behind its 4-byte big-endian length. That framing has no
-//!   comment or empty frame, so this stream is silent while the model is.
+//!   comment, empty frame or event id, so this stream is silent while the
+//!   model is, and an event's sequence number is its position.
+//!
+//! `GET /agent/runs/{id}` resumes a run after a lost connection
+//! (`resume/`): the same stream, from the event after `Last-Event-ID`.
 //!
 //! The bytes are the protocol crate's framing; events arrive here already
 //! built (and, for SSE, encoded).
@@ -14,23 +18,36 @@
 use std::convert::Infallible;
 
 use axum::body::{Body, Bytes};
-use axum::extract::State;
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::extract::{Extension, Path, State};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
-use thinkwire_protocol::{PROTO_MEDIA_TYPE, SSE_KEEPALIVE, proto_frame, sse_frame_json};
+use thinkwire_protocol::{PROTO_MEDIA_TYPE, SSE_KEEPALIVE, proto_frame, sse_frame_json_seq};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 
 use super::AppState;
+use super::accept::{Binding, negotiate};
+use super::auth::Identity;
 use super::limits::{Client, read_body};
 use super::rejection::Rejection;
+use super::resume::{Attachment, Next, ResumeRefused};
 use super::run;
 use crate::agent::{Frame, RunRejected};
 use crate::metrics::Transport;
 
+/// Response header: where the run is resumed (`/agent/runs/<id>`).
+pub(crate) const RESUME_URL_HEADER: &str = "thinkwire-resume-url";
+/// Response header: the run's resume token; request header on a resume.
+pub(crate) const RESUME_TOKEN_HEADER: &str = "thinkwire-resume-token";
+/// Response header: the resume window, in seconds.
+pub(crate) const RESUME_WINDOW_HEADER: &str = "thinkwire-resume-window";
+/// The SSE standard's reconnection header: the last sequence number seen.
+const LAST_EVENT_ID: &str = "last-event-id";
+
 pub(super) async fn post_agent(
     State(state): State<AppState>,
     client: Client,
+    identity: Option<Extension<Identity>>,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, Rejection> {
@@ -39,37 +56,88 @@ pub(super) async fn post_agent(
     }
     let binding = negotiate(&headers)?;
     let body = read_body(&state, body).await?;
-    let mut active = run::start(&state, client, body).await?;
+    let active = run::start(&state, client, body).await?;
+    let identity = identity.map(|Extension(Identity(digest))| digest);
+    let attachment = state.resumes.hold(active, identity.as_ref());
+    Ok(stream(&state, binding, attachment))
+}
 
+/// `GET /agent/runs/{id}`: resumes a run with `Thinkwire-Resume-Token` and
+/// `Last-Event-ID` (absent: from the first event still held).
+pub(super) async fn resume(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    identity: Option<Extension<Identity>>,
+    headers: HeaderMap,
+) -> Result<Response, Rejection> {
+    let binding = negotiate(&headers)?;
+    let last = match headers.get(LAST_EVENT_ID) {
+        None => 0,
+        Some(value) => value
+            .to_str()
+            .ok()
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .ok_or_else(|| {
+                ResumeRefused::invalid(
+                    "Last-Event-ID",
+                    "expected the sequence number (the `id:`) of the last event received",
+                )
+            })?,
+    };
+    let token = headers
+        .get(RESUME_TOKEN_HEADER)
+        .and_then(|v| v.to_str().ok());
+    let identity = identity.map(|Extension(Identity(digest))| digest);
+    let attachment = state
+        .resumes
+        .attach(&id, token, identity.as_ref(), (last, "Last-Event-ID"))
+        .inspect_err(|refused| {
+            tracing::info!(code = refused.code(), "resume refused");
+            state.agent.metrics().request_refused(refused.code());
+        })?;
+    Ok(stream(&state, binding, attachment))
+}
+
+/// The response carrying `attachment`'s events in `binding`.
+fn stream(state: &AppState, binding: Binding, mut attachment: Attachment) -> Response {
     let keepalive = state.config.keepalive;
     let (tx, rx) = mpsc::channel::<Result<Bytes, Infallible>>(16);
-    let open = state.agent.metrics().connection_opened(Transport::Sse);
+    let open = state.agent.metrics().connection_opened(match binding {
+        Binding::Sse => Transport::Sse,
+        Binding::Proto => Transport::Protobuf,
+    });
+    let grant = attachment.grant.take();
+    let detached = attachment.detached();
     tokio::spawn(async move {
         let _open = open;
-        loop {
-            let next = tokio::time::timeout(keepalive, active.frames.recv()).await;
-            let (bytes, ended) = match next {
-                Ok(Some(frame)) => binding.frame(&frame),
-                Ok(None) => {
-                    // The run ended without a terminal event: only a crashed
-                    // run thread does that. Say so rather than hang.
-                    let frame =
-                        RunRejected::internal("the run ended unexpectedly").run_error_frame();
-                    (binding.frame(&frame).0, true)
+        let forward = async {
+            loop {
+                let next = tokio::time::timeout(keepalive, attachment.next()).await;
+                let (bytes, ended) = match next {
+                    Ok(Next::Event(event)) => binding.frame(event.seq, &event.frame),
+                    // Another connection resumed the run: this response
+                    // ends without a terminal event.
+                    Ok(Next::TakenOver) => break,
+                    Err(_) => match binding.keepalive() {
+                        Some(bytes) => (bytes, false),
+                        // Nothing to send; still notice a client that left.
+                        None if tx.is_closed() => break,
+                        None => continue,
+                    },
+                };
+                if tx.send(Ok(bytes)).await.is_err() || ended {
+                    break;
                 }
-                Err(_) => match binding.keepalive() {
-                    Some(bytes) => (bytes, false),
-                    // Nothing to send; still notice a client that left.
-                    None if tx.is_closed() => break,
-                    None => continue,
-                },
-            };
-            if tx.send(Ok(bytes)).await.is_err() || ended {
-                break;
             }
+        };
+        // A takeover also ends a send stuck on a peer that is gone.
+        tokio::select! {
+            () = forward => {}
+            () = detached.cancelled() => {}
         }
-        // Dropping `active.frames` here tells a still-running agent the
-        // client is gone; it stops the engine within one step.
+        // Dropping the attachment detaches this connection: the run is held
+        // for the resume window (or stopped, with resumption off).
+        drop(attachment);
     });
 
     let mut response = Body::from_stream(ReceiverStream::new(rx)).into_response();
@@ -81,16 +149,20 @@ pub(super) async fn post_agent(
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     headers.insert(header::VARY, HeaderValue::from_static("accept"));
     headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
-    Ok(response)
-}
-
-/// The HTTP binding a response is written in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Binding {
-    /// `text/event-stream`, JSON events.
-    Sse,
-    /// `application/vnd.ag-ui.event+proto`, length-prefixed protobuf.
-    Proto,
+    if let Some(grant) = grant {
+        let values: [(&'static str, String); 3] = [
+            (RESUME_URL_HEADER, grant.url),
+            (RESUME_TOKEN_HEADER, grant.token),
+            (RESUME_WINDOW_HEADER, grant.window_secs.to_string()),
+        ];
+        for (name, value) in values {
+            // Ids, hex and digits: always valid header values.
+            if let Ok(value) = HeaderValue::from_str(&value) {
+                headers.insert(HeaderName::from_static(name), value);
+            }
+        }
+    }
+    response
 }
 
 impl Binding {
@@ -101,10 +173,14 @@ impl Binding {
         }
     }
 
-    /// The bytes of `frame`, and whether it ends the response.
-    fn frame(self, frame: &Frame) -> (Bytes, bool) {
+    /// The bytes of `frame` (event `seq` of its run), and whether it ends
+    /// the response.
+    fn frame(self, seq: u64, frame: &Frame) -> (Bytes, bool) {
         match self {
-            Binding::Sse => (Bytes::from(sse_frame_json(&frame.json)), frame.terminal),
+            Binding::Sse => (
+                Bytes::from(sse_frame_json_seq(seq, &frame.json)),
+                frame.terminal,
+            ),
             Binding::Proto => match proto_frame(&frame.event) {
                 Ok(bytes) => (Bytes::from(bytes), frame.terminal),
                 Err(err) => {
@@ -134,255 +210,10 @@ impl Binding {
     }
 }
 
-/// Chooses the binding from `Accept` (RFC 9110 §12.5.1):
-///
-/// - no `Accept` (or an empty one): SSE, the default;
-/// - each binding takes the q-value of the most specific range that
-///   matches it: SSE `text/event-stream`, `text/*` or `*/*`; protobuf only
-///   its own media type, named: a wildcard stands for the default, so a
-///   client that never heard of protobuf never receives it;
-/// - the higher q-value wins; on a tie, the more specific match, then the
-///   range listed first (so `…+proto, text/event-stream` is protobuf,
-///   `*/*, …+proto` too, and `text/event-stream, …+proto` is SSE);
-/// - neither acceptable (`q=0`, or only other types): `406`.
-///
-/// Ranges that do not parse (no `/`, a q-value outside 0–1 or with more
-/// than three decimals) are ignored.
-pub(crate) fn negotiate(headers: &HeaderMap) -> Result<Binding, Rejection> {
-    let values: Vec<&str> = headers
-        .get_all(header::ACCEPT)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .collect();
-    if values.iter().all(|v| v.trim().is_empty()) {
-        return Ok(Binding::Sse);
-    }
-    let mut sse: Option<Match> = None;
-    let mut proto: Option<Match> = None;
-    let ranges = values.iter().flat_map(|v| v.split(','));
-    for (index, range) in ranges.enumerate() {
-        let Some((kind, subtype, q)) = parse_range(range) else {
-            continue;
-        };
-        let sse_specificity = match (kind.as_str(), subtype.as_str()) {
-            ("text", "event-stream") => Some(2),
-            ("text", "*") => Some(1),
-            ("*", "*") => Some(0),
-            _ => None,
-        };
-        if let Some(specificity) = sse_specificity {
-            Match::keep(
-                &mut sse,
-                Match {
-                    q,
-                    specificity,
-                    index,
-                },
-            );
-        }
-        if PROTO_MEDIA_TYPE.split_once('/') == Some((kind.as_str(), subtype.as_str())) {
-            Match::keep(
-                &mut proto,
-                Match {
-                    q,
-                    specificity: 2,
-                    index,
-                },
-            );
-        }
-    }
-    let sse = sse.filter(|m| m.q > 0);
-    let proto = proto.filter(|m| m.q > 0);
-    match (sse, proto) {
-        (None, None) => Err(Rejection::new(
-            StatusCode::NOT_ACCEPTABLE,
-            "NOT_ACCEPTABLE",
-            format!(
-                "POST /agent answers as text/event-stream (JSON events) or {PROTO_MEDIA_TYPE} \
-                 (protobuf events); the request's Accept allows neither"
-            ),
-        )),
-        (Some(_), None) => Ok(Binding::Sse),
-        (None, Some(_)) => Ok(Binding::Proto),
-        (Some(s), Some(p)) => {
-            let proto_first = (p.q, p.specificity, std::cmp::Reverse(p.index))
-                > (s.q, s.specificity, std::cmp::Reverse(s.index));
-            Ok(if proto_first {
-                Binding::Proto
-            } else {
-                Binding::Sse
-            })
-        }
-    }
-}
-
-/// The range of `Accept` that decides one binding's q-value.
-#[derive(Debug, Clone, Copy)]
-struct Match {
-    /// Thousandths (`q=0.5` is 500).
-    q: u16,
-    /// 2 for the exact type, 1 for `type/*`, 0 for `*/*`.
-    specificity: u8,
-    /// Position in the header.
-    index: usize,
-}
-
-impl Match {
-    /// Keeps the more specific of two matches (the first on a tie).
-    fn keep(best: &mut Option<Match>, new: Match) {
-        if best.is_none_or(|b| new.specificity > b.specificity) {
-            *best = Some(new);
-        }
-    }
-}
-
-/// One media range: lowercase type and subtype, and its q-value in
-/// thousandths (1000 when absent). `None` for a range that does not parse.
-fn parse_range(range: &str) -> Option<(String, String, u16)> {
-    let mut params = range.split(';');
-    let media = params.next()?.trim().to_ascii_lowercase();
-    let (kind, subtype) = media.split_once('/')?;
-    let token = |s: &str| !s.is_empty() && !s.contains(|c: char| c.is_whitespace() || c == '/');
-    if !token(kind) || !token(subtype) || (kind == "*" && subtype != "*") {
-        return None;
-    }
-    let mut q = 1000;
-    for param in params {
-        let (name, value) = param.split_once('=').unwrap_or((param, ""));
-        if name.trim().eq_ignore_ascii_case("q") {
-            q = qvalue(value.trim())?;
-            // What follows q is accept-extensions, not media parameters.
-            break;
-        }
-    }
-    Some((kind.to_owned(), subtype.to_owned(), q))
-}
-
-/// RFC 9110's `qvalue`: `0` to `1` with at most three decimals, in
-/// thousandths.
-fn qvalue(text: &str) -> Option<u16> {
-    let (whole, fraction) = text.split_once('.').unwrap_or((text, ""));
-    if fraction.len() > 3 || !fraction.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    let thousandths: u16 = format!("{fraction:0<3}").parse().ok()?;
-    match whole {
-        "0" => Some(thousandths),
-        "1" if thousandths == 0 => Some(1000),
-        _ => None,
-    }
-}
-
 fn is_json(headers: &HeaderMap) -> bool {
     headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.split(';').next())
         .is_some_and(|mime| mime.trim().eq_ignore_ascii_case("application/json"))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn pick(accept: &[&str]) -> Option<Binding> {
-        let mut headers = HeaderMap::new();
-        for value in accept {
-            headers.append(header::ACCEPT, HeaderValue::from_str(value).unwrap());
-        }
-        negotiate(&headers).ok()
-    }
-
-    const PROTO: &str = "application/vnd.ag-ui.event+proto";
-
-    #[test]
-    fn accept_chooses_the_binding() {
-        use Binding::{Proto, Sse};
-        let cases: &[(&[&str], Option<Binding>)] = &[
-            (&[], Some(Sse)),
-            (&[""], Some(Sse)),
-            (&["*/*"], Some(Sse)),
-            (&["text/*"], Some(Sse)),
-            (&["text/event-stream"], Some(Sse)),
-            (&["TEXT/Event-Stream; charset=utf-8"], Some(Sse)),
-            (&[PROTO], Some(Proto)),
-            (&["Application/VND.ag-ui.event+PROTO"], Some(Proto)),
-            // The official HttpAgent's own Accept joined after ours.
-            (&[PROTO, "text/event-stream"], Some(Proto)),
-            (
-                &["application/vnd.ag-ui.event+proto, text/event-stream"],
-                Some(Proto),
-            ),
-            (
-                &["text/event-stream, application/vnd.ag-ui.event+proto"],
-                Some(Sse),
-            ),
-            (&["*/*, application/vnd.ag-ui.event+proto"], Some(Proto)),
-            (
-                &["application/vnd.ag-ui.event+proto;q=0.5, text/event-stream"],
-                Some(Sse),
-            ),
-            (
-                &["application/vnd.ag-ui.event+proto, text/event-stream;q=0.9"],
-                Some(Proto),
-            ),
-            (
-                &["text/event-stream;q=0.2, application/vnd.ag-ui.event+proto;q=0.3"],
-                Some(Proto),
-            ),
-            (
-                &["text/event-stream;q=0.300, application/vnd.ag-ui.event+proto;q=0.3"],
-                Some(Sse),
-            ),
-            (
-                &["*/*;q=0.1, application/vnd.ag-ui.event+proto;q=0.1"],
-                Some(Proto),
-            ),
-            (&["application/vnd.ag-ui.event+proto;q=0, */*"], Some(Sse)),
-            // The most specific range decides: text/event-stream is refused
-            // even though */* would take it.
-            (&["text/event-stream;q=0, */*"], None),
-            (
-                &["text/event-stream;q=0, */*, application/vnd.ag-ui.event+proto;q=0.1"],
-                Some(Proto),
-            ),
-            (&["application/json"], None),
-            (&["application/*"], None),
-            (&["application/vnd.ag-ui.event+proto;q=0"], None),
-            (&["*/*;q=0"], None),
-            // Malformed ranges are ignored.
-            (&["text/event-stream;q=2"], None),
-            (
-                &["text/event-stream;q=0.0001, application/vnd.ag-ui.event+proto"],
-                Some(Proto),
-            ),
-            (
-                &["nonsense, application/vnd.ag-ui.event+proto"],
-                Some(Proto),
-            ),
-            (&["*/json"], None),
-            (&["text/event-stream;q=1.0"], Some(Sse)),
-            (&["text/event-stream;q=1.5"], None),
-        ];
-        for (accept, want) in cases {
-            assert_eq!(pick(accept), *want, "{accept:?}");
-        }
-    }
-
-    #[test]
-    fn qvalues() {
-        for (text, q) in [
-            ("0", 0),
-            ("0.5", 500),
-            ("0.123", 123),
-            ("1", 1000),
-            ("1.000", 1000),
-            ("0.", 0),
-        ] {
-            assert_eq!(qvalue(text), Some(q), "{text}");
-        }
-        for text in ["", "1.001", "2", "0.1234", "-0", "0.a", ".5", "abc"] {
-            assert_eq!(qvalue(text), None, "{text}");
-        }
-    }
 }

@@ -10,7 +10,10 @@
 //! thinkwire adds one control frame, since AG-UI defines none for sockets:
 //! `{"type":"CANCEL_RUN","runId":"…"}` stops the run in progress (or, with
 //! no `runId`, whichever run is in progress); it ends with `RUN_FINISHED`
-//! and `outcome: {"type":"cancelled"}`. The server pings clients, closes a
+//! and `outcome: {"type":"cancelled"}`. Runs are resumable (`resume/`):
+//! each event's frame carries its `seq`, the first `RUN_STARTED` frame a
+//! `resume` grant, and `{"type":"RESUME_RUN",…}` picks a run up again on
+//! this socket, queued like an input. The server pings clients, closes a
 //! socket that has heard nothing for `ws_idle_timeout` between runs, and
 //! closes with 1001 on shutdown once the socket's run has ended
 //! (`shutdown.rs`).
@@ -28,23 +31,28 @@ use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use futures_util::{SinkExt, StreamExt};
 use serde::Deserialize;
-use thinkwire_protocol::ws_text_json;
+use thinkwire_protocol::{RESUME_RUN, ResumeGrant, ResumeRun, ws_text_json, ws_text_json_seq};
 
 use super::AppState;
-use super::auth::WS_PROTOCOL;
+use super::auth::{Identity, WS_PROTOCOL};
 use super::limits::Client;
 use super::listen::ConnectionSlot;
 use super::rejection::Rejection;
-use super::run::{self, ActiveRun};
+use super::resume::{Attachment, Next, ResumeRefused, SecretDigest};
+use super::run;
 use crate::agent::{Frame, RunRejected};
 use crate::metrics::Transport;
 
 /// The control frame's `type`.
 const CANCEL_RUN: &str = "CANCEL_RUN";
 
+/// The close code of a socket whose run another connection resumed.
+const CLOSE_TAKEN_OVER: u16 = 4001;
+
 pub(super) async fn upgrade(
     State(state): State<AppState>,
     slot: Option<Extension<ConnectionSlot>>,
+    identity: Option<Extension<Identity>>,
     client: Client,
     headers: HeaderMap,
     ws: WebSocketUpgrade,
@@ -83,7 +91,8 @@ pub(super) async fn upgrade(
             // for it.
             let tasks = state.shutdown.tasks().clone();
             let slot = slot.map(|Extension(s)| s);
-            tasks.track_future(session(socket, state, client, slot))
+            let identity = identity.map(|Extension(Identity(digest))| digest);
+            tasks.track_future(session(socket, state, client, identity, slot))
         })
 }
 
@@ -99,26 +108,41 @@ struct Control {
 
 enum Incoming {
     Cancel(Option<String>),
+    Resume(ResumeRun),
     Input(Bytes),
     Reject(RunRejected),
+    RefuseResume(ResumeRefused),
 }
 
 fn classify(text: &str, limit: usize) -> Incoming {
     if text.len() > limit {
         return Incoming::Reject(RunRejected::too_large(limit));
     }
-    if let Ok(control) = serde_json::from_str::<Control>(text)
-        && control.kind.as_ref().and_then(|k| k.as_str()) == Some(CANCEL_RUN)
-    {
-        let run_id = control.run_id.and_then(|id| id.as_str().map(str::to_owned));
-        return Incoming::Cancel(run_id);
+    if let Ok(control) = serde_json::from_str::<Control>(text) {
+        match control.kind.as_ref().and_then(|k| k.as_str()) {
+            Some(CANCEL_RUN) => {
+                let run_id = control.run_id.and_then(|id| id.as_str().map(str::to_owned));
+                return Incoming::Cancel(run_id);
+            }
+            Some(RESUME_RUN) => {
+                // Parsed again in full: resuming is rare, control frames small.
+                let value = serde_json::from_str(text).unwrap_or_default();
+                return match ResumeRun::from_value(&value) {
+                    Ok(resume) => Incoming::Resume(resume),
+                    Err(err) => {
+                        Incoming::RefuseResume(ResumeRefused::invalid(err.field, err.reason))
+                    }
+                };
+            }
+            _ => {}
+        }
     }
     Incoming::Input(Bytes::copy_from_slice(text.as_bytes()))
 }
 
-async fn next_frame(active: &mut Option<ActiveRun>) -> Option<Frame> {
+async fn next_event(active: &mut Option<Attachment>) -> Next {
     match active {
-        Some(run) => run.frames.recv().await,
+        Some(run) => run.next().await,
         None => std::future::pending().await,
     }
 }
@@ -127,6 +151,7 @@ async fn session(
     socket: WebSocket,
     state: AppState,
     client: Client,
+    identity: Option<SecretDigest>,
     _slot: Option<ConnectionSlot>,
 ) {
     let _open = state
@@ -135,7 +160,9 @@ async fn session(
         .connection_opened(Transport::WebSocket);
     let (mut tx, mut rx) = socket.split();
     let mut pending: VecDeque<Incoming> = VecDeque::new();
-    let mut active: Option<ActiveRun> = None;
+    let mut active: Option<Attachment> = None;
+    // The first connection's grant, sent once with its RUN_STARTED.
+    let mut grant: Option<ResumeGrant> = None;
     let mut ping = tokio::time::interval(state.config.ws_ping);
     ping.tick().await;
     // Checked a few times per timeout, so a silent client goes within
@@ -154,18 +181,38 @@ async fn session(
             let Some(next) = pending.pop_front() else {
                 break;
             };
-            let rejected = match next {
+            let refusal = match next {
                 Incoming::Cancel(_) => continue,
-                Incoming::Reject(rejected) => rejected,
+                Incoming::Reject(rejected) => rejected.run_error_frame(),
+                Incoming::RefuseResume(refused) => refused.run_error_frame(),
                 Incoming::Input(body) => match run::start(&state, client, body).await {
                     Ok(run) => {
-                        active = Some(run);
+                        let mut attachment = state.resumes.hold(run, identity.as_ref());
+                        grant = attachment.grant.take();
+                        active = Some(attachment);
                         continue;
                     }
-                    Err(rejected) => rejected,
+                    Err(rejected) => rejected.run_error_frame(),
+                },
+                Incoming::Resume(resume) => match state.resumes.attach(
+                    &resume.resume_id,
+                    Some(&resume.token),
+                    identity.as_ref(),
+                    (resume.last_seq, "lastSeq"),
+                ) {
+                    Ok(attachment) => {
+                        grant = None;
+                        active = Some(attachment);
+                        continue;
+                    }
+                    Err(refused) => {
+                        tracing::info!(code = refused.code(), "resume refused");
+                        state.agent.metrics().request_refused(refused.code());
+                        refused.run_error_frame()
+                    }
                 },
             };
-            if send(&mut tx, &rejected.run_error_frame()).await.is_err() {
+            if send(&mut tx, &refusal).await.is_err() {
                 return;
             }
         }
@@ -176,16 +223,18 @@ async fn session(
         }
 
         tokio::select! {
-            frame = next_frame(&mut active) => {
-                // A closed channel without a terminal event means the run's
-                // thread died: say so rather than leave the client waiting.
-                let frame = frame.unwrap_or_else(|| {
-                    RunRejected::internal("the run ended unexpectedly").run_error_frame()
-                });
-                if frame.terminal {
+            next = next_event(&mut active) => {
+                let Next::Event(event) = next else {
+                    // Another connection resumed this socket's run.
+                    let _ = close(&mut tx, CLOSE_TAKEN_OVER, "run resumed on another connection").await;
+                    return;
+                };
+                if event.frame.terminal {
                     active = None;
                 }
-                if send(&mut tx, &frame).await.is_err() {
+                let first = if event.seq == 1 { grant.take() } else { None };
+                let text = ws_text_json_seq(&event.frame.json, event.seq, first.as_ref());
+                if tx.send(Message::Text(Utf8Bytes::from(text))).await.is_err() {
                     return;
                 }
             }
@@ -214,7 +263,8 @@ async fn session(
                     }
                     Some(Ok(Message::Ping(_) | Message::Pong(_))) => {}
                     Some(Ok(Message::Close(_)) | Err(_)) | None => {
-                        // The client is gone: dropping `active` stops its run.
+                        // The client is gone: dropping `active` detaches it;
+                        // the run is held for the resume window.
                         return;
                     }
                 }

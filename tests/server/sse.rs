@@ -207,6 +207,8 @@ async fn keepalive_comments_flow_while_the_model_is_busy() {
     server.shutdown().await;
 }
 
+/// With resuming off (`--resume-window-s 0`) a client that hangs up stops
+/// its run at once; with it on, after the window (`resume_refusals.rs`).
 #[tokio::test]
 async fn a_client_that_disconnects_stops_the_engine() {
     // 400 scripted tokens at 20 ms each would take 8 s.
@@ -218,7 +220,13 @@ async fn a_client_that_disconnects_stops_the_engine() {
     let keys = KeyRing::new(Key::generate().unwrap());
     let server = TestServer::start(
         Agent::new(model, keys, AgentConfig::default()),
-        ServerConfig::default(),
+        ServerConfig {
+            resume: thinkwire::server::ResumeConfig {
+                window: Duration::ZERO,
+                ..Default::default()
+            },
+            ..ServerConfig::default()
+        },
     )
     .await;
     let mut response = reqwest::Client::new()
