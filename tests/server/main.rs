@@ -16,4 +16,5 @@ mod resume_client;
 mod resume_refusals;
 mod shutdown;
 mod sse;
+mod web_demo_resume;
 mod ws;

@@ -20,6 +20,7 @@ import {
   type Visibility,
 } from "./store";
 import { ConversationView } from "./view";
+import { ProtoHttpAgent } from "./proto-agent";
 import { WebSocketAgent, type ConnectionStatus } from "./ws-agent";
 
 /** Tool round-trips one user message may trigger before the page stops asking. */
@@ -35,6 +36,7 @@ const ui = {
   conn: $("connection-state"),
   reconnect: $<HTMLButtonElement>("reconnect"),
   visibility: $<HTMLSelectElement>("visibility"),
+  transport: $<HTMLSelectElement>("transport"),
   effort: $<HTMLSelectElement>("effort"),
   caps: $("capabilities"),
   newConversation: $<HTMLButtonElement>("new-conversation"),
@@ -66,12 +68,26 @@ let conversation: Conversation = loadConversation();
 const streaming = new Set<string>();
 const view = new ConversationView(ui.conversation, ui.empty);
 
-const agent = new WebSocketAgent({
-  url: agentUrl(),
-  capabilitiesUrl: new URL("capabilities", location.href).toString(),
-  threadId: conversation.threadId,
-  initialMessages: conversation.messages,
-});
+/** The transports the page can use: thinkwire's WebSocket, or AG-UI's HTTP protobuf binding. */
+type Transport = "websocket" | "protobuf";
+const TRANSPORT_KEY = "thinkwire-demo/transport";
+const transport: Transport = localStorage.getItem(TRANSPORT_KEY) === "protobuf" ? "protobuf" : "websocket";
+
+const capabilitiesUrl = new URL("capabilities", location.href).toString();
+const agent: WebSocketAgent | ProtoHttpAgent =
+  transport === "protobuf"
+    ? new ProtoHttpAgent({
+        url: new URL("agent", location.href).toString(),
+        capabilitiesUrl,
+        threadId: conversation.threadId,
+        initialMessages: conversation.messages,
+      })
+    : new WebSocketAgent({
+        url: agentUrl(),
+        capabilitiesUrl,
+        threadId: conversation.threadId,
+        initialMessages: conversation.messages,
+      });
 
 // ---- rendering ------------------------------------------------------------
 
@@ -171,6 +187,12 @@ async function showCapabilities(): Promise<void> {
 
 // ---- settings --------------------------------------------------------------
 
+ui.transport.value = transport;
+ui.transport.addEventListener("change", () => {
+  // The agent is built at load: switching reloads the page, which keeps the conversation.
+  localStorage.setItem(TRANSPORT_KEY, ui.transport.value === "protobuf" ? "protobuf" : "websocket");
+  location.reload();
+});
 ui.visibility.value = conversation.settings.visibility;
 ui.effort.value = conversation.settings.effort;
 ui.visibility.addEventListener("change", () => {
@@ -363,7 +385,7 @@ ui.newConversation.addEventListener("click", async () => {
 /** For debugging from the console (and the browser tests): the agent and its messages. */
 declare global {
   interface Window {
-    thinkwireDemo?: { agent: WebSocketAgent };
+    thinkwireDemo?: { agent: WebSocketAgent | ProtoHttpAgent };
   }
 }
 window.thinkwireDemo = { agent };

@@ -22,9 +22,11 @@
  * `agent.messages` and travel back to the server on the next run.
  *
  * The socket reconnects by itself with exponential backoff when it drops. A
- * run that is in flight when the socket drops fails with a
- * {@link ConnectionLostError} (the server cannot resume it); the next run uses
- * the new socket.
+ * run that is in flight when the socket drops is resumed on the new socket
+ * (thinkwire's `RESUME_RUN`, `resume.ts`) within the server's resume window:
+ * the events after the last one received continue, none repeated. A run
+ * that cannot be resumed (no grant, window over, taken over by another
+ * connection) fails with a {@link ConnectionLostError}.
  *
  * No UI code lives here: lift the file into any app.
  *
@@ -41,108 +43,39 @@
  * @module
  */
 import { AbstractAgent, enforceOutgoingInput } from "@ag-ui/client";
-import type { AgentCapabilities, AgentConfig, BaseEvent, RunAgentInput } from "@ag-ui/client";
+import type { AgentCapabilities, BaseEvent, RunAgentInput } from "@ag-ui/client";
 import { Observable, type Subscriber } from "rxjs";
+import { RunResume, splitFrame } from "./resume";
+import {
+  ConnectionLostError,
+  DEFAULT_RECONNECT,
+  FramingError,
+  abortError,
+  type CancelRunFrame,
+  type ConnectionStatus,
+  type WebSocketAgentConfig,
+  type WebSocketConstructor,
+} from "./ws-options";
 
-/** Where the socket stands. `closed` is final (after {@link WebSocketAgent.close}). */
-export type ConnectionState = "idle" | "connecting" | "open" | "reconnecting" | "closed";
-
-/** A snapshot of the connection, handed to {@link WebSocketAgent.onConnectionChange} listeners. */
-export interface ConnectionStatus {
-  state: ConnectionState;
-  /** Consecutive failed attempts since the socket was last open. */
-  attempt: number;
-  /** When `reconnecting`: epoch ms of the next attempt. */
-  retryAt?: number;
-  /** Close code and reason of the socket that went away last, if any. */
-  lastClose?: { code: number; reason: string };
-}
-
-/** Backoff between reconnection attempts: `min(maxDelayMs, initialDelayMs * factor^attempt)`, minus up to `jitter` of it. */
-export interface ReconnectOptions {
-  initialDelayMs?: number;
-  maxDelayMs?: number;
-  factor?: number;
-  /** Fraction (0–1) of each delay that is randomised, so many tabs do not reconnect in lockstep. */
-  jitter?: number;
-}
-
-/** The constructor of a WebSocket: the browser's by default; pass the `ws` package's in Node. */
-export type WebSocketConstructor = new (url: string, protocols?: string | string[]) => WebSocket;
-
-/** Configuration of a {@link WebSocketAgent}. */
-export interface WebSocketAgentConfig extends AgentConfig {
-  /** `ws://` or `wss://` URL of the agent's WebSocket endpoint (thinkwire: `/agent/ws`). */
-  url: string;
-  /** WebSocket subprotocols to offer. */
-  protocols?: string | string[];
-  /** Backoff settings, or `false` to never reconnect by itself. */
-  reconnect?: ReconnectOptions | false;
-  /** How long a run waits for an open socket before it fails (ms, default 15 000). */
-  connectTimeoutMs?: number;
-  /**
-   * How long `abortRun()` waits for the server's cancelled `RUN_FINISHED` (ms,
-   * default 10 000). Past it the run ends locally and the socket is replaced,
-   * so a stuck server cannot keep the socket busy.
-   */
-  cancelTimeoutMs?: number;
-  /** URL of a JSON capabilities document for {@link WebSocketAgent.getCapabilities} (thinkwire: `/capabilities`). */
-  capabilitiesUrl?: string;
-  /** WebSocket implementation (default: `globalThis.WebSocket`). */
-  WebSocket?: WebSocketConstructor;
-}
-
-/** The run failed because the socket closed before the run ended. */
-export class ConnectionLostError extends Error {
-  constructor(
-    /** Close code of the socket. */
-    readonly code: number,
-    /** Close reason of the socket (may be empty). */
-    readonly reason: string,
-  ) {
-    super(`connection lost during the run (WebSocket closed with code ${code}${reason ? `: ${reason}` : ""})`);
-    this.name = "ConnectionLostError";
-  }
-}
-
-/** The server sent something that is not one AG-UI event as a JSON text frame. */
-export class FramingError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = "FramingError";
-  }
-}
-
-/**
- * The error a run ends with when it is aborted without the server's answer
- * (socket gone, cancel timed out, aborted before it was sent). Its `name` is
- * `AbortError`, which `AbstractAgent` treats as a quiet end rather than a
- * failure.
- */
-function abortError(why: string): Error {
-  const error = new Error(`run aborted: ${why}`);
-  error.name = "AbortError";
-  return error;
-}
-
-/** The frame thinkwire accepts to stop a run on the socket. */
-export interface CancelRunFrame {
-  type: "CANCEL_RUN";
-  runId: string;
-}
-
-const DEFAULT_RECONNECT: Required<ReconnectOptions> = {
-  initialDelayMs: 500,
-  maxDelayMs: 15_000,
-  factor: 2,
-  jitter: 0.3,
-};
+export {
+  ConnectionLostError,
+  FramingError,
+  type CancelRunFrame,
+  type ConnectionState,
+  type ConnectionStatus,
+  type ReconnectOptions,
+  type WebSocketAgentConfig,
+  type WebSocketConstructor,
+} from "./ws-options";
 
 /** `WebSocket.OPEN`, spelled out so a WebSocket implementation without the static works too. */
 const OPEN = 1;
 
 /** Close code the client uses when it replaces a socket itself (4000–4999 are for applications). */
 const CLOSE_REPLACED = 4000;
+
+/** Close code of a socket whose run another connection resumed: this one must not resume it again. */
+const CLOSE_TAKEN_OVER = 4001;
 
 interface ActiveRun {
   runId: string;
@@ -156,6 +89,11 @@ interface ActiveRun {
   detached: boolean;
   cancelRequested: boolean;
   cancelTimer?: ReturnType<typeof setTimeout>;
+  /** Grant and progress, to resume after a lost connection. */
+  resume: RunResume;
+  /** Lost its socket; resumes on the next one. */
+  resuming: boolean;
+  resumeTimer?: ReturnType<typeof setTimeout>;
 }
 
 /**
@@ -212,9 +150,9 @@ export class WebSocketAgent extends AbstractAgent {
   }
 
   /**
-   * Replaces the socket with a fresh one (a run in flight fails with
-   * {@link ConnectionLostError}). Useful after the network came back, and to
-   * exercise reconnection in tests.
+   * Replaces the socket with a fresh one (a run in flight resumes on it).
+   * Useful after the network came back, and to exercise reconnection in
+   * tests.
    */
   reconnect(): void {
     this.closedByUser = false;
@@ -270,6 +208,8 @@ export class WebSocketAgent extends AbstractAgent {
         ended: false,
         detached: false,
         cancelRequested: false,
+        resume: new RunResume(),
+        resuming: false,
       };
       this.queue(run);
       return () => {
@@ -364,6 +304,12 @@ export class WebSocketAgent extends AbstractAgent {
     socket.onopen = () => {
       if (this.socket !== socket) return;
       this.setStatus({ state: "open", attempt: 0, lastClose: this.status.lastClose });
+      const run = this.activeRun;
+      if (run?.resuming) {
+        run.resuming = false;
+        clearTimeout(run.resumeTimer);
+        socket.send(run.resume.frame());
+      }
       this.startPending();
     };
     socket.onmessage = (message: MessageEvent) => {
@@ -379,10 +325,15 @@ export class WebSocketAgent extends AbstractAgent {
       const lastClose = { code: event.code, reason: event.reason };
       const run = this.activeRun;
       if (run && run.sent && !run.ended) {
-        this.endRun(
-          run,
-          run.cancelRequested ? abortError("socket closed while cancelling") : new ConnectionLostError(event.code, event.reason),
-        );
+        const now = Date.now();
+        if (!run.cancelRequested && !this.closedByUser && event.code !== CLOSE_TAKEN_OVER && run.resume.canResume(now)) {
+          this.holdForResume(run, event.code, event.reason, now);
+        } else {
+          this.endRun(
+            run,
+            run.cancelRequested ? abortError("socket closed while cancelling") : new ConnectionLostError(event.code, event.reason),
+          );
+        }
       }
       if (this.closedByUser) {
         this.setStatus({ state: "closed", attempt: 0, lastClose });
@@ -447,6 +398,19 @@ export class WebSocketAgent extends AbstractAgent {
     run.sent = true;
   }
 
+  /** Keeps `run` to resume on the next socket, until the server's window closes. */
+  private holdForResume(run: ActiveRun, code: number, reason: string, now: number): void {
+    run.resume.lost(now);
+    run.resuming = true;
+    clearTimeout(run.resumeTimer);
+    run.resumeTimer = setTimeout(
+      () => {
+        if (run.resuming && !run.ended) this.endRun(run, new ConnectionLostError(code, reason));
+      },
+      Math.max(0, (run.resume.resumeBy ?? now) - now),
+    );
+  }
+
   private requestCancel(run: ActiveRun): void {
     run.cancelRequested = true;
     const frame: CancelRunFrame = { type: "CANCEL_RUN", runId: run.runId };
@@ -481,17 +445,21 @@ export class WebSocketAgent extends AbstractAgent {
       // A late frame of a run that already ended locally: nobody owns it.
       return;
     }
-    let event: BaseEvent;
+    let parsed: BaseEvent;
     try {
-      event = JSON.parse(data) as BaseEvent;
+      parsed = JSON.parse(data) as BaseEvent;
     } catch {
       this.endRun(run, new FramingError("a frame is not valid JSON"));
       return;
     }
-    if (typeof event !== "object" || event === null || typeof event.type !== "string") {
+    if (typeof parsed !== "object" || parsed === null || typeof parsed.type !== "string") {
       this.endRun(run, new FramingError("a frame is not an AG-UI event object"));
       return;
     }
+    const { event, seq, grant } = splitFrame(parsed);
+    if (grant) run.resume.grant = grant;
+    // A repeat (sent before a resume and again after it) is dropped.
+    if (!run.resume.accept(seq)) return;
     if (!run.detached) run.subscriber.next(event);
     if (event.type === "RUN_FINISHED" || event.type === "RUN_ERROR") {
       this.endRun(run);
@@ -502,7 +470,9 @@ export class WebSocketAgent extends AbstractAgent {
   private endRun(run: ActiveRun, error?: Error): void {
     if (run.ended) return;
     run.ended = true;
+    run.resuming = false;
     clearTimeout(run.cancelTimer);
+    clearTimeout(run.resumeTimer);
     if (this.activeRun === run) this.activeRun = null;
     if (this.pendingRun === run) {
       this.pendingRun = null;

@@ -230,6 +230,48 @@ test("a socket drop fails the run with ConnectionLostError, then reconnects with
   agent.close();
 });
 
+test("a socket drop mid-run resumes on the next socket, with nothing repeated or missing", async () => {
+  const agent = newAgent();
+  agent.addMessage({ id: "u1", role: "user", content: "x" });
+  const done = agent.runAgent();
+  await tick(5);
+  const socket = FakeSocket.last();
+  const input = await nextInput(socket, 1);
+  const events = reasoningTurn(input, { rid: "r1", mid: "m1", sealed: "SEALED", text: "answer" });
+  events.splice(4, 0, { type: "REASONING_MESSAGE_CONTENT", messageId: "r1", delta: " more" });
+  const framed = events.map((e, i) => ({ ...e, seq: i + 1 }));
+  framed[0].resume = { id: "rs-1", url: "/agent/runs/rs-1", token: "tok", windowSecs: 30 };
+  socket.emit(...framed.slice(0, 4));
+  socket.serverClose(1006, "");
+  // Waits for the new socket's first frame (the backoff is 5 ms; a busy machine may take longer).
+  for (let i = 0; i < 500 && !(FakeSocket.last() !== socket && FakeSocket.last().sent.length > 0); i++) await tick(2);
+  const socket2 = FakeSocket.last();
+  assert.notEqual(socket2, socket);
+  assert.deepEqual(socket2.sent[0], { type: "RESUME_RUN", resumeId: "rs-1", token: "tok", lastSeq: 4 });
+  // The server may send again what the client already had: it is dropped.
+  socket2.emit(...framed.slice(2));
+  await done;
+  const reasoning = agent.messages.find((m) => m.role === "reasoning");
+  assert.equal(reasoning.content, "thinking more");
+  assert.equal(reasoning.encryptedValue, "SEALED");
+  assert.equal(agent.messages.find((m) => m.role === "assistant").content, "answer");
+  agent.close();
+});
+
+test("a run taken over by another connection (close 4001) is not resumed", async () => {
+  const agent = newAgent();
+  agent.addMessage({ id: "u1", role: "user", content: "x" });
+  const done = agent.runAgent();
+  await tick(5);
+  const socket = FakeSocket.last();
+  const input = await nextInput(socket, 1);
+  const grant = { id: "rs-1", url: "/agent/runs/rs-1", token: "tok", windowSecs: 30 };
+  socket.emit({ type: "RUN_STARTED", threadId: "t1", runId: input.runId, seq: 1, resume: grant });
+  socket.serverClose(4001, "run resumed on another connection");
+  await assert.rejects(done, (error) => error instanceof ConnectionLostError && error.code === 4001);
+  agent.close();
+});
+
 test("backoff grows while the server stays down, and a run waits for the socket", async () => {
   const agent = newAgent({ reconnect: { initialDelayMs: 5, maxDelayMs: 15, factor: 2, jitter: 0 } });
   FakeSocket.autoOpen = false;
