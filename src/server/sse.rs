@@ -30,7 +30,7 @@ use super::accept::{Binding, negotiate};
 use super::auth::Identity;
 use super::limits::{Client, read_body};
 use super::rejection::Rejection;
-use super::resume::{Attachment, Next, ResumeRefused};
+use super::resume::{Attachment, ResumeRefused};
 use super::run;
 use crate::agent::{Frame, RunRejected};
 use crate::metrics::Transport;
@@ -114,10 +114,10 @@ fn stream(state: &AppState, binding: Binding, mut attachment: Attachment) -> Res
             loop {
                 let next = tokio::time::timeout(keepalive, attachment.next()).await;
                 let (bytes, ended) = match next {
-                    Ok(Next::Event(event)) => binding.frame(event.seq, &event.frame),
+                    Ok(Some(event)) => binding.frame(event.seq, &event.frame),
                     // Another connection resumed the run: this response
                     // ends without a terminal event.
-                    Ok(Next::TakenOver) => break,
+                    Ok(None) => break,
                     Err(_) => match binding.keepalive() {
                         Some(bytes) => (bytes, false),
                         // Nothing to send; still notice a client that left.

@@ -38,7 +38,7 @@ use super::auth::{Identity, WS_PROTOCOL};
 use super::limits::Client;
 use super::listen::ConnectionSlot;
 use super::rejection::Rejection;
-use super::resume::{Attachment, Next, ResumeRefused, SecretDigest};
+use super::resume::{Attachment, ResumeRefused, SecretDigest, Sequenced};
 use super::run;
 use crate::agent::{Frame, RunRejected};
 use crate::metrics::Transport;
@@ -140,7 +140,7 @@ fn classify(text: &str, limit: usize) -> Incoming {
     Incoming::Input(Bytes::copy_from_slice(text.as_bytes()))
 }
 
-async fn next_event(active: &mut Option<Attachment>) -> Next {
+async fn next_event(active: &mut Option<Attachment>) -> Option<Sequenced> {
     match active {
         Some(run) => run.next().await,
         None => std::future::pending().await,
@@ -224,7 +224,7 @@ async fn session(
 
         tokio::select! {
             next = next_event(&mut active) => {
-                let Next::Event(event) = next else {
+                let Some(event) = next else {
                     // Another connection resumed this socket's run.
                     let _ = close(&mut tx, CLOSE_TAKEN_OVER, "run resumed on another connection").await;
                     return;

@@ -38,15 +38,6 @@ pub(crate) struct Sequenced {
     pub frame: Frame,
 }
 
-/// What [`Attachment::next`] yields.
-#[derive(Debug)]
-pub(crate) enum Next {
-    /// The next event of the run.
-    Event(Sequenced),
-    /// Another connection resumed the run: this one gets nothing more.
-    TakenOver,
-}
-
 /// A connection's hold on a run: held events first, then live ones.
 pub(crate) struct Attachment {
     replay: VecDeque<(u64, Arc<str>)>,
@@ -62,19 +53,20 @@ pub(crate) struct Attachment {
 }
 
 impl Attachment {
-    /// The next event, or word that another connection took the run over.
+    /// The next event; `None` once another connection took the run over
+    /// (or, after the terminal event, once there is nothing more).
     /// Cancel-safe: nothing is lost when the future is dropped.
-    pub async fn next(&mut self) -> Next {
+    pub async fn next(&mut self) -> Option<Sequenced> {
         if let Some((seq, json)) = self.replay.pop_front() {
-            return Next::Event(Sequenced {
+            return Some(Sequenced {
                 seq,
                 frame: replayed(&json),
             });
         }
         tokio::select! {
             biased;
-            item = self.live.recv() => item.map_or(Next::TakenOver, Next::Event),
-            () = self.detach.cancelled() => Next::TakenOver,
+            item = self.live.recv() => item,
+            () = self.detach.cancelled() => None,
         }
     }
 
