@@ -69,13 +69,17 @@ async fn front(config: UpstreamConfig) -> TestServer {
 
 /// The same, sealing with `keys` (replicas share a key ring).
 async fn front_with_keys(config: UpstreamConfig, keys: KeyRing) -> TestServer {
+    front_serving(config, keys, ServerConfig::default()).await
+}
+
+async fn front_serving(config: UpstreamConfig, keys: KeyRing, server: ServerConfig) -> TestServer {
     let upstream = Upstream::new(config, tokio::runtime::Handle::current()).unwrap();
     let backend = Backend::Upstream(Box::new(UpstreamBackend::new(
         upstream,
         &Registry::builtin(),
     )));
     let agent = Agent::with_backend(backend, keys, AgentConfig::default());
-    TestServer::start(agent, ServerConfig::default()).await
+    TestServer::start(agent, server).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -371,6 +375,9 @@ impl Drop for Dropped {
     }
 }
 
+/// With resuming off (`--resume-window-s 0`) a client that leaves ends its
+/// run at once, and the upstream stream with it; with resuming on, the run
+/// waits out the window first (`tests/server/resume_refusals.rs`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_that_leaves_closes_the_upstream_stream() {
     let closed = Arc::new(AtomicBool::new(false));
@@ -396,7 +403,19 @@ async fn a_client_that_leaves_closes_the_upstream_stream() {
         }),
     ))
     .await;
-    let front = front(upstream_config(endless)).await;
+    let no_resume = ServerConfig {
+        resume: thinkwire::server::ResumeConfig {
+            window: Duration::ZERO,
+            ..Default::default()
+        },
+        ..ServerConfig::default()
+    };
+    let front = front_serving(
+        upstream_config(endless),
+        KeyRing::new(Key::generate().unwrap()),
+        no_resume,
+    )
+    .await;
     let mut response = reqwest::Client::new()
         .post(front.url("/agent"))
         .json(&input("t", "r", "Talk forever.", json!({})))
