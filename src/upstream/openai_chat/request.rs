@@ -1,0 +1,95 @@
+//! The chat completions request body: the run's turns, tools, sampling and
+//! thinking switch as one streaming `POST /chat/completions`.
+
+use serde_json::{Map, Value, json};
+use thinkwire_chat::TemplateMessage;
+use thinkwire_protocol::Tool;
+use thinkwire_reasoning::Effort;
+
+use super::UpstreamRequest;
+
+/// The request body for `model`.
+pub fn request_body(model: &str, request: &UpstreamRequest<'_>) -> Value {
+    let messages: Vec<Value> = request.turns.iter().map(message).collect();
+    let mut body = json!({
+        "model": model,
+        "messages": messages,
+        "stream": true,
+        "stream_options": {"include_usage": true},
+        "max_tokens": request.max_tokens,
+        "temperature": request.sampling.temperature,
+        "top_p": request.sampling.top_p,
+    });
+    let Some(fields) = body.as_object_mut() else {
+        return body;
+    };
+    if let Some(seed) = request.sampling.seed {
+        fields.insert("seed".into(), json!(seed));
+    }
+    if !request.tools.is_empty() {
+        let tools: Vec<Value> = request.tools.iter().map(tool).collect();
+        fields.insert("tools".into(), Value::Array(tools));
+    }
+    if !request.thinking {
+        // `reasoning_effort: none` is OpenAI's and thinkwire's switch;
+        // `enable_thinking` reaches Qwen3-style templates on vLLM, SGLang
+        // and mlx-lm.
+        fields.insert("reasoning_effort".into(), json!("none"));
+        fields.insert(
+            "chat_template_kwargs".into(),
+            json!({"enable_thinking": false}),
+        );
+    } else if let Some(effort) = request.effort {
+        let effort = match effort {
+            Effort::Low => "low",
+            Effort::Medium => "medium",
+            Effort::High => "high",
+        };
+        fields.insert("reasoning_effort".into(), json!(effort));
+    }
+    body
+}
+
+fn message(turn: &TemplateMessage) -> Value {
+    let mut out = Map::new();
+    out.insert("role".into(), json!(turn.role));
+    out.insert("content".into(), json!(turn.content));
+    if let Some(reasoning) = &turn.reasoning_content {
+        out.insert("reasoning_content".into(), json!(reasoning));
+    }
+    if !turn.tool_calls.is_empty() {
+        let calls: Vec<Value> = turn
+            .tool_calls
+            .iter()
+            .map(|call| {
+                let arguments = match &call.function.arguments {
+                    Value::String(text) => text.clone(),
+                    other => other.to_string(),
+                };
+                json!({
+                    "id": call.id, "type": "function",
+                    "function": {"name": call.function.name, "arguments": arguments},
+                })
+            })
+            .collect();
+        out.insert("tool_calls".into(), Value::Array(calls));
+    }
+    if let Some(id) = &turn.tool_call_id {
+        out.insert("tool_call_id".into(), json!(id));
+    }
+    if let Some(name) = &turn.name {
+        out.insert("name".into(), json!(name));
+    }
+    Value::Object(out)
+}
+
+fn tool(tool: &Tool) -> Value {
+    let parameters = match &tool.parameters {
+        Some(parameters) if !parameters.is_null() => parameters.clone(),
+        _ => json!({"type": "object", "properties": {}}),
+    };
+    json!({
+        "type": "function",
+        "function": {"name": tool.name, "description": tool.description, "parameters": parameters},
+    })
+}

@@ -1,0 +1,216 @@
+//! The chat completions stream: each `data:` payload's delta as chunks
+//! (reasoning fields, content split at text level, indexed tool-call
+//! deltas), the finish reason and the usage chunk.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+use thinkwire_reasoning::{Chunk, FormatSpec, Splitter};
+
+use super::{UpstreamUsage, finished_call, refused_in_stream};
+use crate::upstream::UpstreamError;
+
+/// A tool call being streamed.
+struct OpenCall {
+    id: String,
+    name: String,
+    arguments: String,
+    /// `TOOL_CALL_START` is sent once the name is known.
+    started: bool,
+}
+
+/// Turns the stream's `data:` payloads into chunks.
+pub struct StreamParser {
+    splitter: Splitter,
+    in_reasoning: bool,
+    calls: BTreeMap<u64, OpenCall>,
+    call_prefix: String,
+    finish_reason: Option<String>,
+    usage: Option<UpstreamUsage>,
+    done: bool,
+}
+
+impl StreamParser {
+    /// A parser splitting text-level reasoning under `format`; tool calls
+    /// without an upstream id get `call_prefix` and their index.
+    pub fn new(format: &FormatSpec, call_prefix: String) -> Self {
+        Self {
+            splitter: Splitter::new(format)
+                .starting_in_reasoning(false)
+                .call_id_prefix(format!("{call_prefix}t")),
+            in_reasoning: false,
+            calls: BTreeMap::new(),
+            call_prefix,
+            finish_reason: None,
+            usage: None,
+            done: false,
+        }
+    }
+
+    /// Whether `[DONE]` arrived.
+    pub fn done(&self) -> bool {
+        self.done
+    }
+
+    /// What the upstream counted, once its usage chunk arrived.
+    pub fn usage(&self) -> Option<UpstreamUsage> {
+        self.usage
+    }
+
+    /// Why the upstream stopped (`stop`, `length`, `tool_calls`), if it
+    /// said.
+    pub fn finish_reason(&self) -> Option<&str> {
+        self.finish_reason.as_deref()
+    }
+
+    /// One `data:` payload.
+    pub fn push(&mut self, data: &str) -> Result<Vec<Chunk>, UpstreamError> {
+        if data.trim() == "[DONE]" {
+            self.done = true;
+            return Ok(self.finish());
+        }
+        let value: Value = serde_json::from_str(data)
+            .map_err(|err| UpstreamError::Protocol(format!("a chunk is not JSON: {err}")))?;
+        if let Some(error) = value.get("error") {
+            return Err(refused_in_stream(error));
+        }
+        if let Some(usage) = value.get("usage").filter(|u| !u.is_null()) {
+            self.usage = Some(read_usage(usage));
+        }
+        let mut chunks = Vec::new();
+        let Some(choices) = value.get("choices").and_then(Value::as_array) else {
+            return Ok(chunks);
+        };
+        let Some(choice) = choices.first() else {
+            return Ok(chunks);
+        };
+        if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
+            self.finish_reason = Some(reason.to_owned());
+        }
+        let Some(delta) = choice.get("delta") else {
+            return Ok(chunks);
+        };
+        let reasoning = ["reasoning_content", "reasoning"]
+            .iter()
+            .find_map(|field| delta.get(*field).and_then(Value::as_str))
+            .filter(|r| !r.is_empty());
+        if let Some(reasoning) = reasoning {
+            if !self.in_reasoning {
+                self.in_reasoning = true;
+                chunks.push(Chunk::ReasoningStart);
+            }
+            chunks.push(Chunk::ReasoningDelta(reasoning.to_owned()));
+        }
+        if let Some(content) = delta
+            .get("content")
+            .and_then(Value::as_str)
+            .filter(|c| !c.is_empty())
+        {
+            self.end_reasoning(&mut chunks);
+            chunks.extend(self.splitter.push(content));
+        }
+        if let Some(calls) = delta.get("tool_calls").and_then(Value::as_array) {
+            self.end_reasoning(&mut chunks);
+            for call in calls {
+                self.push_call(call, &mut chunks)?;
+            }
+        }
+        Ok(chunks)
+    }
+
+    /// The stream ended: close what is open. Idempotent.
+    pub fn finish(&mut self) -> Vec<Chunk> {
+        let mut chunks = Vec::new();
+        self.end_reasoning(&mut chunks);
+        chunks.extend(self.splitter.finish());
+        let cut_off = self.finish_reason.as_deref() == Some("length");
+        for (_, call) in std::mem::take(&mut self.calls) {
+            if !call.started {
+                chunks.push(Chunk::ToolCallStart {
+                    id: call.id.clone(),
+                    name: call.name.clone(),
+                });
+                if !call.arguments.is_empty() {
+                    chunks.push(Chunk::ToolCallArgs {
+                        id: call.id.clone(),
+                        delta: call.arguments.clone(),
+                    });
+                }
+            }
+            chunks.push(Chunk::ToolCallEnd(finished_call(
+                call.id,
+                call.name,
+                call.arguments,
+                cut_off,
+            )));
+        }
+        chunks
+    }
+
+    fn end_reasoning(&mut self, chunks: &mut Vec<Chunk>) {
+        if std::mem::take(&mut self.in_reasoning) {
+            chunks.push(Chunk::ReasoningEnd);
+        }
+    }
+
+    fn push_call(&mut self, delta: &Value, chunks: &mut Vec<Chunk>) -> Result<(), UpstreamError> {
+        let index = delta.get("index").and_then(Value::as_u64).unwrap_or(0);
+        let function = delta.get("function");
+        let name = function.and_then(|f| f.get("name")).and_then(Value::as_str);
+        let arguments = function
+            .and_then(|f| f.get("arguments"))
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let prefix = &self.call_prefix;
+        let call = self.calls.entry(index).or_insert_with(|| OpenCall {
+            id: delta
+                .get("id")
+                .and_then(Value::as_str)
+                .filter(|id| !id.is_empty())
+                .map_or_else(|| format!("{prefix}{index}"), str::to_owned),
+            name: String::new(),
+            arguments: String::new(),
+            started: false,
+        });
+        if let Some(name) = name {
+            call.name.push_str(name);
+        }
+        if !call.started && !call.name.is_empty() {
+            call.started = true;
+            chunks.push(Chunk::ToolCallStart {
+                id: call.id.clone(),
+                name: call.name.clone(),
+            });
+            if !call.arguments.is_empty() {
+                chunks.push(Chunk::ToolCallArgs {
+                    id: call.id.clone(),
+                    delta: call.arguments.clone(),
+                });
+            }
+        }
+        call.arguments.push_str(arguments);
+        if call.started && !arguments.is_empty() {
+            chunks.push(Chunk::ToolCallArgs {
+                id: call.id.clone(),
+                delta: arguments.to_owned(),
+            });
+        }
+        if call.name.len() > 4096 {
+            return Err(UpstreamError::Protocol("a tool name is too long".into()));
+        }
+        Ok(())
+    }
+}
+
+fn read_usage(usage: &Value) -> UpstreamUsage {
+    let count = |v: Option<&Value>| v.and_then(Value::as_u64);
+    UpstreamUsage {
+        input: count(usage.get("prompt_tokens")).unwrap_or(0),
+        output: count(usage.get("completion_tokens")).unwrap_or(0),
+        reasoning: count(
+            usage
+                .get("completion_tokens_details")
+                .and_then(|d| d.get("reasoning_tokens")),
+        ),
+    }
+}

@@ -1,0 +1,182 @@
+//! Unit tests of the chat completions adapter: the stream parser's chunks,
+//! cut-off tool calls, errors without conversation text, usage and the
+//! request body.
+
+use serde_json::{Value, json};
+use thinkwire_chat::TemplateMessage;
+use thinkwire_engine::SamplingParams;
+use thinkwire_reasoning::{Chunk, Registry, ToolCall, ToolCallProblem};
+
+use super::*;
+
+fn parser() -> StreamParser {
+    let registry = Registry::builtin();
+    let spec = registry
+        .family("qwen3")
+        .cloned()
+        .unwrap_or_else(|| registry.default_spec().clone());
+    StreamParser::new(&spec, "call-".into())
+}
+
+fn delta(delta: Value) -> String {
+    json!({"choices": [{"index": 0, "delta": delta, "finish_reason": null}]}).to_string()
+}
+
+fn run(parser: &mut StreamParser, payloads: &[String]) -> Vec<Chunk> {
+    let mut out = Vec::new();
+    for p in payloads {
+        out.extend(parser.push(p).unwrap());
+    }
+    out
+}
+
+#[test]
+fn reasoning_fields_and_content_become_chunks() {
+    let mut p = parser();
+    let chunks = run(
+        &mut p,
+        &[
+            delta(json!({"role": "assistant"})),
+            delta(json!({"reasoning_content": "Think"})),
+            delta(json!({"reasoning": " more."})),
+            delta(json!({"content": "Answer."})),
+            "[DONE]".into(),
+        ],
+    );
+    assert_eq!(
+        chunks,
+        vec![
+            Chunk::ReasoningStart,
+            Chunk::ReasoningDelta("Think".into()),
+            Chunk::ReasoningDelta(" more.".into()),
+            Chunk::ReasoningEnd,
+            Chunk::Text("Answer.".into()),
+        ]
+    );
+    assert!(p.done());
+}
+
+#[test]
+fn inline_think_tags_in_content_are_split() {
+    let mut p = parser();
+    let mut chunks = run(
+        &mut p,
+        &[
+            delta(json!({"content": "<thi"})),
+            delta(json!({"content": "nk>Hmm</think>"})),
+            delta(json!({"content": "Yes."})),
+        ],
+    );
+    chunks.extend(p.finish());
+    let reasoning: String = chunks
+        .iter()
+        .filter_map(|c| match c {
+            Chunk::ReasoningDelta(t) => Some(t.as_str()),
+            _ => None,
+        })
+        .collect();
+    let text: String = chunks
+        .iter()
+        .filter_map(|c| match c {
+            Chunk::Text(t) => Some(t.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(reasoning.trim(), "Hmm");
+    assert_eq!(text.trim(), "Yes.");
+}
+
+#[test]
+fn tool_call_deltas_stream_and_end_with_the_stream() {
+    let mut p = parser();
+    let mut chunks = run(
+        &mut p,
+        &[
+            delta(
+                json!({"tool_calls": [{"index": 0, "id": "c1", "type": "function",
+                "function": {"name": "get_weather", "arguments": ""}}]}),
+            ),
+            delta(json!({"tool_calls": [{"index": 0, "function": {"arguments": "{\"city\":"}}]})),
+            delta(json!({"tool_calls": [{"index": 0, "function": {"arguments": "\"Rome\"}"}}]})),
+        ],
+    );
+    chunks.extend(p.push("[DONE]").unwrap());
+    assert_eq!(
+        chunks[0],
+        Chunk::ToolCallStart {
+            id: "c1".into(),
+            name: "get_weather".into()
+        }
+    );
+    let Some(Chunk::ToolCallEnd(call)) = chunks.last() else {
+        panic!("no end: {chunks:?}");
+    };
+    assert_eq!(call.arguments, "{\"city\":\"Rome\"}");
+    assert_eq!(call.problem, None);
+}
+
+#[test]
+fn cut_off_arguments_are_truncated_and_errors_name_no_text() {
+    let mut p = parser();
+    run(
+        &mut p,
+        &[delta(
+            json!({"tool_calls": [{"index": 0, "function": {"name": "f", "arguments": "{\"a\": \"secr"}}]}),
+        )],
+    );
+    p.push(&json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "length"}]}).to_string())
+        .unwrap();
+    let end = p.finish();
+    assert!(matches!(
+        end.last(),
+        Some(Chunk::ToolCallEnd(ToolCall {
+            problem: Some(ToolCallProblem::Truncated),
+            ..
+        }))
+    ));
+    let err = parser()
+        .push(r#"{"error": {"message": "secret prompt text", "type": "invalid_request_error", "code": 400}}"#)
+        .unwrap_err();
+    assert_eq!(err.code(), "UPSTREAM_ERROR");
+    assert!(!err.to_string().contains("secret"), "{err}");
+    assert!(err.to_string().contains("invalid_request_error"), "{err}");
+    let err = parser().push("{not json").unwrap_err();
+    assert_eq!(err.code(), "UPSTREAM_PROTOCOL");
+}
+
+#[test]
+fn usage_is_read_and_the_request_carries_replayed_reasoning() {
+    let mut p = parser();
+    p.push(r#"{"choices": [], "usage": {"prompt_tokens": 7, "completion_tokens": 5, "completion_tokens_details": {"reasoning_tokens": 3}}}"#)
+        .unwrap();
+    assert_eq!(
+        p.usage(),
+        Some(UpstreamUsage {
+            input: 7,
+            output: 5,
+            reasoning: Some(3)
+        })
+    );
+
+    let mut assistant = TemplateMessage::new("assistant", "No.");
+    assistant.reasoning_content = Some("91 = 7 x 13".into());
+    let turns = [TemplateMessage::new("user", "Is 91 prime?"), assistant];
+    let sampling = SamplingParams::greedy();
+    let body = request_body(
+        "m",
+        &UpstreamRequest {
+            turns: &turns,
+            blocks: &[],
+            tools: &[],
+            sampling: &sampling,
+            max_tokens: 9,
+            thinking: false,
+            effort: None,
+            budget: 0,
+        },
+    );
+    assert_eq!(body["messages"][1]["reasoning_content"], "91 = 7 x 13");
+    assert_eq!(body["reasoning_effort"], "none");
+    assert_eq!(body["max_tokens"], 9);
+    assert_eq!(body["stream"], true);
+}
