@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""References for the agent-path parity suite (tests/agent_parity.rs).
+"""References for the agent-path parity suite (tests/agent_parity/).
 
 Runs in the venv that scripts/setup-mlx creates ($THINKWIRE_HOME/venv:
 mlx-lm and transformers on the same MLX and BLAS as thinkwire). Two modes:
