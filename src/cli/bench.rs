@@ -103,7 +103,7 @@ pub fn bench(args: &BenchArgs) -> Result<()> {
     };
     let ours = thinkwire_engine::mlx::bench::bench(&path, &options)
         .with_context(|| format!("benchmarking {}", path.display()))?;
-    let operations = step_operations(&path, &options.load, &[1, 8, 32])?;
+    let operations = super::bench_operations::step_operations(&path, &options.load, &[1, 8, 32])?;
     // After thinkwire's runs, so its peak memory is its own. mlx-lm reads
     // folders only. For a GGUF model it runs on two copies of
     // the same weights: the exact f32 dequantization (its fastest path on a
@@ -231,7 +231,7 @@ pub fn bench(args: &BenchArgs) -> Result<()> {
             all - kernels
         );
     }
-    println!("{}", operations_line(&operations));
+    println!("{}", super::bench_operations::operations_line(&operations));
     for (label, r) in &theirs {
         println!(
             "thinkwire / mlx-lm ({label}): decode {:.2}x, prefill {:.2}x",
@@ -300,7 +300,7 @@ fn concurrency(
     }
     let ours: Vec<ConcurrencyRow> = best.into_iter().flatten().collect();
     drop(engine);
-    let operations = step_operations(path, &options, levels)?;
+    let operations = super::bench_operations::step_operations(path, &options, levels)?;
     let mut theirs: Vec<(&str, Vec<ConcurrencyRow>)> = Vec::new();
     if args.compare_mlx_lm {
         // mlx-lm's fastest CPU path: the f32 copy of a GGUF (its packed
@@ -386,7 +386,7 @@ fn concurrency(
         })
         .collect();
     println!("thinkwire per step: {}", steps.join(", "));
-    println!("{}", operations_line(&operations));
+    println!("{}", super::bench_operations::operations_line(&operations));
     for (label, rows) in &theirs {
         table(&format!("mlx-lm batch ({label})"), rows);
     }
@@ -408,32 +408,6 @@ fn concurrency(
         );
     }
     Ok(())
-}
-
-/// MLX operations in one decode step of N sequences, at each N of
-/// `batches` (what a GPU launches per step; counted, not timed).
-#[cfg(feature = "mlx")]
-fn step_operations(
-    path: &std::path::Path,
-    options: &thinkwire_engine::mlx::LoadOptions,
-    batches: &[usize],
-) -> Result<Vec<(usize, usize)>> {
-    use anyhow::Context;
-    thinkwire_engine::mlx::bench::decode_step_operations_of(path, options, batches)
-        .context("counting the operations of a decode step")
-}
-
-#[cfg(feature = "mlx")]
-fn operations_line(operations: &[(usize, usize)]) -> String {
-    let counts: Vec<String> = operations
-        .iter()
-        .map(|(n, ops)| format!("N={n} {ops}"))
-        .collect();
-    format!(
-        "thinkwire MLX operations per decode step ({}): {}",
-        thinkwire_engine::mlx::device_name(),
-        counts.join(", ")
-    )
 }
 
 /// The folder `$THINKWIRE_HOME/converted/<stem>-<precision>` holding `gguf`

@@ -6,6 +6,8 @@ mod args;
 mod bench;
 #[cfg(feature = "mlx")]
 mod bench_constrained;
+#[cfg(feature = "mlx")]
+mod bench_operations;
 mod chat;
 mod convert;
 mod inspect;
