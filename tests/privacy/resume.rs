@@ -12,9 +12,10 @@ use thinkwire::server::{ResumeConfig, ServerConfig};
 use thinkwire_protocol::Event;
 use thinkwire_seal::KeyRing;
 
+use super::client::{lookup_tool, run_input};
 use super::resume_client::*;
+use super::secrets::{Canaries, Secrets};
 use super::support::*;
-use super::{Canaries, Secrets, lookup_tool, run_input};
 
 async fn server(c: &Canaries, key_text: &str, window: Duration) -> TestServer {
     let (model, _) = scripted_qwen3(&[c.tool_turn()], Duration::from_millis(3));

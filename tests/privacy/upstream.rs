@@ -12,10 +12,11 @@ use thinkwire::upstream::{ApiKey, Upstream, UpstreamConfig, UpstreamKind};
 use thinkwire_reasoning::Registry;
 use thinkwire_seal::{Key, KeyRing};
 
+use super::client::{run_error_code, run_input, sse_run, tool_result};
+use super::secrets::{Canaries, Secrets, contains};
 use super::support::{
     Observed, TestServer, answer_text, apply_events, reasoning_text, scripted_qwen3,
 };
-use super::{Canaries, Secrets, contains, run_error_code, run_input, sse_run, tool_result};
 
 async fn front(url: String, key: &str, sealing_key: &str) -> TestServer {
     let registry = Registry::builtin();

@@ -5,8 +5,9 @@
 
 use serde_json::{Value, json};
 
+use super::client::tamper;
+use super::secrets::{Canaries, Secrets, contains};
 use super::support::TestServer;
-use super::{Canaries, Secrets, contains, tamper};
 
 fn lookup() -> Value {
     json!({"name": "lookup", "description": "Looks a city up",
