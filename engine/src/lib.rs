@@ -150,6 +150,11 @@ pub struct EngineLoad {
     /// Prompt tokens taken from a concurrent sequence's cache instead of
     /// computed (`--share-prefixes`).
     pub shared_prompt_tokens: u64,
+    /// Microseconds the scheduler spent blocked on the device, reading a
+    /// step's tokens or logits. The rest of its time builds and queues
+    /// the next steps: where this stays near zero, decoding is bound by
+    /// the host, not the device (what `thinkwire bench` reports per step).
+    pub device_wait_us: u64,
 }
 
 /// Errors an engine reports. Messages name the file, tensor or limit at

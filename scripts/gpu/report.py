@@ -135,17 +135,18 @@ def markdown(report):
     out.append("")
     out.append("decode tok/s (ratio: thinkwire / mlx-lm). Prefill and steps:")
     out.append("")
-    out.append("| model | thinkwire prefill tok/s (N=1) | mlx-lm prompt_tps (N=1) | thinkwire step ms N=1 / 8 / 32 | thinkwire ttft p50 ms N=1 / 8 / 32 | mlx-lm peak GB N=32 |")
-    out.append("|---|---|---|---|---|---|")
+    out.append("| model | thinkwire prefill tok/s (N=1) | mlx-lm prompt_tps (N=1) | thinkwire step ms N=1 / 8 / 32 | of it waiting for the device | thinkwire ttft p50 ms N=1 / 8 / 32 | mlx-lm peak GB N=32 |")
+    out.append("|---|---|---|---|---|---|---|")
     for name, m in report["models"].items():
         b = m["thinkwire_bench"] or {}
         rows = m["thinkwire_concurrency"]
         ref1 = m["mlx_lm"].get(1) or {}
         ref32 = m["mlx_lm"].get(32) or {}
         steps = " / ".join(fmt(rows[n]["step_ms"]) if n in rows else "-" for n in LEVELS)
+        waits = " / ".join(fmt(rows[n].get("wait_ms_per_step")) if n in rows else "-" for n in LEVELS)
         ttft = " / ".join(fmt(rows[n]["ttft_p50_s"] * 1000) if n in rows else "-" for n in LEVELS)
         out.append(
-            f"| {name} | {fmt(b.get('prefill_tok_s'))} | {fmt(ref1.get('prompt_tps'))} | {steps} | {ttft} | "
+            f"| {name} | {fmt(b.get('prefill_tok_s'))} | {fmt(ref1.get('prompt_tps'))} | {steps} | {waits} | {ttft} | "
             f"{fmt(ref32.get('peak_memory'), 2)} |"
         )
     out.append("")

@@ -177,6 +177,11 @@ pub struct ConcurrencyRow {
     /// attention, the other operations and the graph around them).
     #[serde(default)]
     pub kernel_ms_per_step: f64,
+    /// Time per step the scheduler waited for the device to finish a
+    /// step, in ms; the rest of `step_ms` is the host building and
+    /// queueing steps (a step bound by the host waits near zero).
+    #[serde(default)]
+    pub wait_ms_per_step: f64,
 }
 
 /// Records when tokens arrive.
@@ -220,7 +225,7 @@ pub fn concurrent(
             "no prompts or no concurrency".into(),
         ));
     }
-    let steps_before = crate::Engine::load(engine).steps;
+    let before = crate::Engine::load(engine);
     let kernels_before = super::kernel_time().0;
     let start = Instant::now();
     let results: Vec<Result<Timed, EngineError>> = std::thread::scope(|scope| {
@@ -253,10 +258,9 @@ pub fn concurrent(
     let timed = results.into_iter().collect::<Result<Vec<_>, _>>()?;
     let wall = start.elapsed();
     let kernels = super::kernel_time().0.saturating_sub(kernels_before);
-    let steps = crate::Engine::load(engine)
-        .steps
-        .saturating_sub(steps_before)
-        .max(1);
+    let after = crate::Engine::load(engine);
+    let steps = after.steps.saturating_sub(before.steps).max(1);
+    let waited_us = after.device_wait_us.saturating_sub(before.device_wait_us);
     let firsts: Vec<Instant> = timed.iter().filter_map(|t| t.first).collect();
     let lasts: Vec<Instant> = timed.iter().filter_map(|t| t.last).collect();
     let (Some(&earliest), Some(&end)) = (firsts.iter().min(), lasts.iter().max()) else {
@@ -283,6 +287,7 @@ pub fn concurrent(
         steps,
         step_ms: wall.as_secs_f64() * 1e3 / steps as f64,
         kernel_ms_per_step: kernels.as_secs_f64() * 1e3 / steps as f64,
+        wait_ms_per_step: waited_us as f64 / 1e3 / steps as f64,
     })
 }
 

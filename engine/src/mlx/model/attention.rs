@@ -67,9 +67,11 @@ impl Attention {
             let out = self.decode_step(&q, &k, &v, layer, segments)?;
             return self.o.forward(&out);
         }
-        if decoding && rotatable {
+        if decoding {
+            // Without the step's table rows, `decode_batched` rotates.
             let (q, k, v) = self.split_and_rotate(&qkv, rows)?;
-            let out = self.decode_batched(&q, &k, &v, layer, segments, batch)?;
+            let rope = (rows.is_none() && self.rotate).then_some(rope);
+            let out = self.decode_batched(&q, &k, &v, layer, segments, batch, rope)?;
             return self.o.forward(&out);
         }
         // Heads first ([1, heads, T, head_dim]) once for the whole batch;
@@ -208,7 +210,10 @@ impl Attention {
 
     /// A decode step on MLX's attention (a GPU's path): every sequence's
     /// new row written into its slot of the layer's batch cache and all
-    /// slots attended in one call, masked to each slot's length.
+    /// slots attended in one call, masked to each slot's length. With
+    /// `rope`, q and k arrive unrotated and are rotated here, each row from
+    /// its sequence's position, in one operation each.
+    #[allow(clippy::too_many_arguments)]
     fn decode_batched(
         &self,
         q: &Array,
@@ -217,12 +222,18 @@ impl Attention {
         layer: usize,
         segments: &mut [Segment<'_>],
         batch: &BatchCache,
+        rope: Option<&Rope>,
     ) -> R<Array> {
         let n = segments.len() as i32;
         let (nq, hd) = (self.heads, self.head_dim);
         // [1, heads, N, d] → [N, heads, 1, d]: the sequences as the batch.
         let by_sequence = |a: &Array| a.transpose_axes(&[2, 1, 0, 3]);
-        let (q, k, v) = (by_sequence(q)?, by_sequence(k)?, by_sequence(v)?);
+        let (mut q, mut k, v) = (by_sequence(q)?, by_sequence(k)?, by_sequence(v)?);
+        if let Some(rope) = rope {
+            let at: Vec<i32> = segments.iter().map(|s| s.caches[layer].offset()).collect();
+            let at = Array::from_slice(&at, &[n]);
+            (q, k) = (rope.apply_at(&q, &at)?, rope.apply_at(&k, &at)?);
+        }
         let mut caches: Vec<&mut KvCache> =
             segments.iter_mut().map(|s| &mut s.caches[layer]).collect();
         let view = batch.decode(&mut caches, &k, &v)?;

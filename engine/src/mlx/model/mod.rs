@@ -220,14 +220,22 @@ impl Network {
                 mlx_rs::ops::concatenate(&all, 1)?
             }
         };
-        let rows = self.rope.rows(&positions)?;
+        // The tables serve the CPU's fused path, whose `fast::rope` is slow;
+        // elsewhere MLX's rope is one operation, in the step's own type
+        // (the f32 tables would widen a bf16 step to f32).
+        let tables = self.blocks.first().is_some_and(|b| b.attn.fused);
+        let rows_of = |rope: &Rope| match tables {
+            true => rope.rows(&positions),
+            false => Ok(None),
+        };
+        let rows = rows_of(&self.rope)?;
         let local_rows = match &self.local_rope {
-            Some(r) => r.rows(&positions)?,
+            Some(r) => rows_of(r)?,
             None => None,
         };
         let mut x = self.embed.lookup(&ids)?;
         if let Some(s) = self.embed_scale {
-            x = x.multiply(Array::from_f32(s))?;
+            x = x.multiply(Array::from_f32(s).as_dtype(x.dtype())?)?;
         }
         let fused = self
             .blocks
@@ -310,3 +318,6 @@ pub(crate) struct Fork {
     pub from: usize,
     pub at: i32,
 }
+
+#[cfg(test)]
+mod tests;

@@ -241,27 +241,9 @@ impl Rope {
     /// Rotates `x` for positions from `offset` with `fast::rope` (its
     /// first `dims` dimensions, scaled by `mscale` first as mlx-lm does).
     pub fn apply(&self, x: &Array, offset: i32) -> mlx_rs::error::Result<Array> {
-        use mlx_rs::ops::indexing::TryIndexOp;
-        let scaled;
-        let x = if self.mscale == 1.0 {
-            x
-        } else {
-            let m = Array::from_f32(self.mscale);
-            scaled = if self.dims == self.head_dim {
-                x.multiply(&m)?
-            } else {
-                mlx_rs::ops::concatenate(
-                    &[
-                        x.try_index((.., .., .., ..self.dims))?.multiply(&m)?,
-                        x.try_index((.., .., .., self.dims..))?,
-                    ],
-                    -1,
-                )?
-            };
-            &scaled
-        };
+        let scaled = self.prescaled(x)?;
         mlx_rs::fast::rope(
-            x,
+            scaled.as_ref().unwrap_or(x),
             self.dims,
             false,
             self.base,
@@ -269,6 +251,44 @@ impl Rope {
             offset,
             self.freqs.as_ref(),
         )
+    }
+
+    /// As [`Rope::apply`] for a batch of sequences, `x` `[N, heads, 1,
+    /// head_dim]`, each from its own position (`offsets`, `[N]` int32):
+    /// one operation for a decode step, where the tables are not used.
+    pub fn apply_at(&self, x: &Array, offsets: &Array) -> mlx_rs::error::Result<Array> {
+        let scaled = self.prescaled(x)?;
+        mlx_rs::fast::rope_dynamic(
+            scaled.as_ref().unwrap_or(x),
+            self.dims,
+            false,
+            self.base,
+            self.scale,
+            offsets,
+            self.freqs.as_ref(),
+        )
+    }
+
+    /// `x` with its rotated dimensions multiplied by `mscale`, in `x`'s own
+    /// type (an f32 factor would widen a bf16 step to f32); `None` when
+    /// `mscale` is 1.
+    fn prescaled(&self, x: &Array) -> mlx_rs::error::Result<Option<Array>> {
+        use mlx_rs::ops::indexing::TryIndexOp;
+        if self.mscale == 1.0 {
+            return Ok(None);
+        }
+        let m = Array::from_f32(self.mscale).as_dtype(x.dtype())?;
+        Ok(Some(if self.dims == self.head_dim {
+            x.multiply(&m)?
+        } else {
+            mlx_rs::ops::concatenate(
+                &[
+                    x.try_index((.., .., .., ..self.dims))?.multiply(&m)?,
+                    x.try_index((.., .., .., self.dims..))?,
+                ],
+                -1,
+            )?
+        }))
     }
 }
 

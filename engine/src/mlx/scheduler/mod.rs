@@ -77,6 +77,8 @@ struct Gauges {
     steps: AtomicU64,
     batched_tokens: AtomicU64,
     shared_prompt_tokens: AtomicU64,
+    /// Nanoseconds spent waiting for steps to finish (`EngineLoad::device_wait_us`).
+    device_wait_ns: AtomicU64,
 }
 
 /// The handle runs use; dropping it finishes what runs and stops the
@@ -183,6 +185,7 @@ impl Scheduler {
             steps: g.steps.load(Ordering::Relaxed),
             batched_tokens: g.batched_tokens.load(Ordering::Relaxed),
             shared_prompt_tokens: g.shared_prompt_tokens.load(Ordering::Relaxed),
+            device_wait_us: g.device_wait_ns.load(Ordering::Relaxed) / 1_000,
         }
     }
 }

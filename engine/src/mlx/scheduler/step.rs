@@ -2,7 +2,7 @@
 //! the prefill pass (prompt chunks under the step's budget), queued one
 //! behind the other, then the previous step's tokens read and handed out.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use mlx_rs::Array;
@@ -57,6 +57,11 @@ impl Worker {
             if let Next::Logits(logits) = &seq.next {
                 let logits = logits.clone();
                 sampled = true;
+                // Evaluated here so the wait is counted apart from the draw.
+                if let Err(e) = waited(&self.gauges.device_wait_ns, || logits.eval()) {
+                    seq.fail(mlx_err("evaluating a step")(e));
+                    continue;
+                }
                 match seq.sample(&logits) {
                     Ok(token) => seq.deliver(token, None),
                     Err(e) => seq.fail(e),
@@ -90,7 +95,7 @@ impl Worker {
             if seq.is_done() {
                 continue;
             }
-            match read_token(&token) {
+            match read_token(&token, &self.gauges.device_wait_ns) {
                 Ok(id) => seq.deliver(id, spec),
                 Err(e) => seq.fail(e),
             }
@@ -318,8 +323,16 @@ fn ids_array(ids: &[u32]) -> Array {
     Array::from_slice(&v, &[1, v.len() as i32])
 }
 
-fn read_token(token: &Array) -> Result<u32, EngineError> {
-    token.eval().map_err(mlx_err("evaluating a step"))?;
+/// Runs `f`, which blocks on the device, adding its time to `total` (ns).
+fn waited<T>(total: &AtomicU64, f: impl FnOnce() -> T) -> T {
+    let start = Instant::now();
+    let out = f();
+    total.fetch_add(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
+    out
+}
+
+fn read_token(token: &Array, wait_ns: &AtomicU64) -> Result<u32, EngineError> {
+    waited(wait_ns, || token.eval()).map_err(mlx_err("evaluating a step"))?;
     let v = token
         .try_as_slice::<i32>()
         .map_err(|e| EngineError::Backend(format!("reading a token: {e}")))?;

@@ -1,0 +1,95 @@
+//! The step's rotation and type off the CPU's fused path: MLX's own rope
+//! (one operation, each sequence from its own position) computes what the
+//! tables do, and a bf16 step stays bf16 end to end.
+
+use std::path::{Path, PathBuf};
+
+use mlx_rs::{Array, Dtype};
+
+use super::{Network, Segment};
+use crate::mlx::kernels::Precision;
+
+fn tiny(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden")
+        .join(name)
+}
+
+fn network(name: &str, precision: Precision) -> Network {
+    let loaded = crate::mlx::load::load_hf_dir(&tiny(name)).unwrap();
+    Network::build(&loaded.config, loaded.weights, precision).unwrap()
+}
+
+/// Prefills prompts of different lengths (so the sequences sit at
+/// different positions), then runs one batched decode step; returns its
+/// logits (`[sequences, vocab]`, f32) and the caches.
+fn decode_after_prompts(
+    model: &Network,
+    prompts: &[usize],
+) -> (Vec<f32>, Vec<Vec<super::KvCache>>) {
+    let mut caches: Vec<_> = prompts.iter().map(|_| model.new_cache()).collect();
+    for (i, (&len, c)) in prompts.iter().zip(caches.iter_mut()).enumerate() {
+        let ids: Vec<i32> = (0..len as i32)
+            .map(|j| (11 + 13 * i as i32 + 7 * j) % 90)
+            .collect();
+        let mut seg = [Segment {
+            ids: Array::from_slice(&ids, &[1, len as i32]),
+            len: len as i32,
+            caches: c,
+            fork: None,
+        }];
+        model.forward(&mut seg, false).unwrap();
+    }
+    let mut segments: Vec<Segment<'_>> = caches
+        .iter_mut()
+        .enumerate()
+        .map(|(i, c)| Segment {
+            ids: Array::from_slice(&[(3 + 5 * i as i32) % 90], &[1, 1]),
+            len: 1,
+            caches: c,
+            fork: None,
+        })
+        .collect();
+    let logits = model.forward(&mut segments, true).unwrap().unwrap();
+    logits.eval().unwrap();
+    (logits.as_slice::<f32>().to_vec(), caches)
+}
+
+#[test]
+fn mlx_rope_at_each_sequences_position_matches_the_tables() {
+    // `F32` runs the CPU's fused path with the tables; `Bf16` would round,
+    // so the same f32 weights under `Keep` (no packed weights to keep)
+    // take MLX's operations and `fast::rope` from each cache's offset.
+    for name in ["tiny-qwen3", "tiny-llama3-untied", "tiny-qwen3-yarn"] {
+        let tables = network(name, Precision::F32);
+        let rope = network(name, Precision::Keep);
+        assert!(tables.blocks[0].attn.fused && !rope.blocks[0].attn.fused);
+        let prompts = [5, 9, 2];
+        let (want, _) = decode_after_prompts(&tables, &prompts);
+        let (got, _) = decode_after_prompts(&rope, &prompts);
+        assert_eq!(want.len(), got.len());
+        let worst = want
+            .iter()
+            .zip(&got)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0f32, f32::max);
+        assert!(worst < 1e-3, "{name}: logits differ by {worst}");
+    }
+}
+
+#[test]
+fn a_bf16_step_keeps_bf16_keys_and_values() {
+    // The f32 RoPE tables once widened q and k, and with them the cache
+    // and every product after the first layer's attention, to f32.
+    let model = network("tiny-qwen3", Precision::Bf16);
+    let (logits, caches) = decode_after_prompts(&model, &[4, 7]);
+    assert!(logits.iter().all(|l| l.is_finite()));
+    for cache in caches.iter().flatten() {
+        // In a batch slot: the layer's batch buffers.
+        let arrays = cache.arrays();
+        assert_eq!(arrays.len(), 2);
+        for a in arrays {
+            assert_eq!(a.dtype(), Dtype::Bfloat16);
+        }
+    }
+}
