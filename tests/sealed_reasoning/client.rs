@@ -3,6 +3,10 @@
 //! call the tool; the client sees only a sealed value) and turn 2 (the
 //! tool's result; the run must answer).
 
+use futures_util::{SinkExt, StreamExt};
+use thinkwire_protocol::decode_event;
+use tokio_tungstenite::tungstenite::Message;
+
 use super::*;
 
 /// One run's events, and the raw text frames they came in.

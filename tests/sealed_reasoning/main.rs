@@ -31,13 +31,11 @@ mod tamper;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
-use thinkwire::agent::{Agent, AgentConfig, ReplayFailure, custom};
+use thinkwire::agent::{Agent, AgentConfig};
 use thinkwire::server::ServerConfig;
-use thinkwire_protocol::{Event, EventKind, EventType, decode_event};
+use thinkwire_protocol::{Event, EventKind, EventType};
 use thinkwire_seal::{Key, KeyRing};
-use tokio_tungstenite::tungstenite::Message;
 
 use client::*;
 use support::*;

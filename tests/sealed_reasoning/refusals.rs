@@ -3,6 +3,8 @@
 //! (422 over SSE, a lone `RUN_ERROR` over WebSocket), or, when the server
 //! drops them, the run goes on with a warning and without that reasoning.
 
+use thinkwire::agent::{ReplayFailure, custom};
+
 use super::tamper::flip_one_byte;
 use super::*;
 

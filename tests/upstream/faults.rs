@@ -1,0 +1,256 @@
+//! Upstreams that fail, served by small axum servers that misbehave on
+//! purpose: each fault ends the run with a coded error and no conversation
+//! text; a client that leaves closes the upstream stream.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Instant;
+
+use axum::body::Body;
+use axum::response::IntoResponse;
+use axum::routing::post;
+use futures_util::StreamExt as _;
+use thinkwire_protocol::{EventKind, EventType};
+
+use super::*;
+
+/// The `RUN_ERROR` of a run, how long the run took, and whether it had
+/// started.
+async fn failed_run(front: &TestServer) -> (String, String, Duration, bool) {
+    let started = Instant::now();
+    let events = post_run(front, &input("t", "r", "Hello?", json!({}))).await;
+    let elapsed = started.elapsed();
+    let error = events
+        .iter()
+        .find_map(|e| match &e.kind {
+            EventKind::RunError(err) => Some(err.clone()),
+            _ => None,
+        })
+        .expect("the run ends in RUN_ERROR");
+    let started = types(&events).contains(&EventType::RunStarted);
+    (
+        error.code.unwrap_or_default(),
+        error.message,
+        elapsed,
+        started,
+    )
+}
+
+/// Serves `handler` at `/v1/chat/completions` on a free port.
+async fn fake_upstream(router: axum::Router) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, router).await;
+    });
+    format!("http://{addr}/v1")
+}
+
+fn sse_response(body: Body) -> axum::response::Response {
+    ([("content-type", "text/event-stream")], body).into_response()
+}
+
+fn delta(delta: Value) -> String {
+    format!(
+        "data: {}\n\n",
+        json!({"choices": [{"index": 0, "delta": delta, "finish_reason": null}]})
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upstream_faults_end_the_run_with_a_coded_error_and_no_conversation_text() {
+    // Nothing listens.
+    let closed = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap()
+    };
+    let front_a = front(upstream_config(format!("http://{closed}/v1"))).await;
+    let (code, _, _, started) = failed_run(&front_a).await;
+    assert_eq!(code, "UPSTREAM_UNAVAILABLE");
+    assert!(!started, "refused before RUN_STARTED");
+
+    // An error status whose message quotes the prompt.
+    let refusing = fake_upstream(axum::Router::new().route(
+        "/v1/chat/completions",
+        post(|| async {
+            (
+                axum::http::StatusCode::BAD_REQUEST,
+                axum::Json(json!({"error": {"message": "Hello? is too long", "type": "invalid_request_error"}})),
+            )
+        }),
+    ))
+    .await;
+    let front_b = front(upstream_config(refusing)).await;
+    let (code, message, _, started) = failed_run(&front_b).await;
+    assert_eq!(code, "UPSTREAM_ERROR");
+    assert!(!started, "refused before RUN_STARTED");
+    assert!(
+        message.contains("400") && message.contains("invalid_request_error"),
+        "{message}"
+    );
+    assert!(!message.contains("Hello?"), "{message}");
+
+    // Not an event stream.
+    let garbled = fake_upstream(axum::Router::new().route(
+        "/v1/chat/completions",
+        post(|| async { sse_response(Body::from("data: {\"choices\": [\n\n")) }),
+    ))
+    .await;
+    let front_c = front(upstream_config(garbled)).await;
+    let (code, _, _, _) = failed_run(&front_c).await;
+    assert_eq!(code, "UPSTREAM_PROTOCOL");
+
+    // Dies mid-stream: one delta, then the connection breaks.
+    let dying = fake_upstream(axum::Router::new().route(
+        "/v1/chat/completions",
+        post(|| async {
+            // The error comes after the first delta has gone out.
+            let first = futures_util::stream::iter([Ok::<_, std::io::Error>(delta(
+                json!({"content": "Hel"}),
+            ))]);
+            let death = futures_util::stream::once(async {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                Err(std::io::Error::other("upstream died"))
+            });
+            let pieces = futures_util::StreamExt::chain(first, death);
+            sse_response(Body::from_stream(pieces))
+        }),
+    ))
+    .await;
+    let front_d = front(upstream_config(dying)).await;
+    let (code, _, elapsed, started) = failed_run(&front_d).await;
+    assert_eq!(code, "UPSTREAM_UNAVAILABLE");
+    assert!(started, "it died after answering");
+    // Ended by the broken connection, not by the 5 s idle timeout (the
+    // bound leaves a loaded CI machine room).
+    assert!(elapsed < Duration::from_secs(4), "{elapsed:?}");
+    // One message that never ends.
+    let endless_line = fake_upstream(axum::Router::new().route(
+        "/v1/chat/completions",
+        post(|| async {
+            let pieces = futures_util::stream::repeat_with(|| {
+                Ok::<_, std::io::Error>("x".repeat(64 * 1024))
+            });
+            sse_response(Body::from_stream(futures_util::StreamExt::take(
+                futures_util::stream::once(async { Ok("data: ".to_owned()) }).chain(pieces),
+                1000,
+            )))
+        }),
+    ))
+    .await;
+    let front_f = front(upstream_config(endless_line)).await;
+    let (code, _, _, _) = failed_run(&front_f).await;
+    assert_eq!(code, "UPSTREAM_PROTOCOL");
+    front_f.shutdown().await;
+
+    // Overloaded once, then answers: retried before any byte was read.
+    let calls = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&calls);
+    let flaky = fake_upstream(axum::Router::new().route(
+        "/v1/chat/completions",
+        post(move || {
+            let call = counted.fetch_add(1, Ordering::SeqCst);
+            async move {
+                if call == 0 {
+                    axum::http::StatusCode::SERVICE_UNAVAILABLE.into_response()
+                } else {
+                    sse_response(Body::from(format!(
+                        "{}data: [DONE]\n\n",
+                        delta(json!({"content": "Back."}))
+                    )))
+                }
+            }
+        }),
+    ))
+    .await;
+    let mut config = upstream_config(flaky);
+    config.retries = 1;
+    let front_e = front(config).await;
+    let events = post_run(&front_e, &input("t", "r", "Hello?", json!({}))).await;
+    assert_eq!(answer_text(&events), "Back.");
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
+    for server in [front_a, front_b, front_c, front_d, front_e] {
+        server.shutdown().await;
+    }
+}
+
+/// Sets a flag when dropped: hyper drops a response body when its client
+/// goes away.
+struct Dropped(Arc<AtomicBool>);
+
+impl Drop for Dropped {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
+/// With resuming off (`--resume-window-s 0`) a client that leaves ends its
+/// run at once, and the upstream stream with it; with resuming on, the run
+/// waits out the window first (`tests/server/resume_refusals.rs`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_leaves_closes_the_upstream_stream() {
+    let closed = Arc::new(AtomicBool::new(false));
+    let sent = Arc::new(AtomicUsize::new(0));
+    let (closed_flag, sent_count) = (Arc::clone(&closed), Arc::clone(&sent));
+    let endless = fake_upstream(axum::Router::new().route(
+        "/v1/chat/completions",
+        post(move || {
+            let guard = Dropped(Arc::clone(&closed_flag));
+            let sent = Arc::clone(&sent_count);
+            async move {
+                let pieces =
+                    futures_util::stream::unfold((guard, sent), |(guard, sent)| async move {
+                        tokio::time::sleep(Duration::from_millis(20)).await;
+                        sent.fetch_add(1, Ordering::SeqCst);
+                        Some((
+                            Ok::<_, std::io::Error>(delta(json!({"content": "word "}))),
+                            (guard, sent),
+                        ))
+                    });
+                sse_response(Body::from_stream(pieces))
+            }
+        }),
+    ))
+    .await;
+    let no_resume = ServerConfig {
+        resume: thinkwire::server::ResumeConfig {
+            window: Duration::ZERO,
+            ..Default::default()
+        },
+        ..ServerConfig::default()
+    };
+    let front = front_serving(
+        upstream_config(endless),
+        KeyRing::new(Key::generate().unwrap()),
+        no_resume,
+    )
+    .await;
+    let mut response = reqwest::Client::new()
+        .post(front.url("/agent"))
+        .json(&input("t", "r", "Talk forever.", json!({})))
+        .send()
+        .await
+        .unwrap();
+    // Read until the answer streams, then leave.
+    let mut seen = String::new();
+    while !seen.contains("TEXT_MESSAGE_CONTENT") {
+        let chunk = response.chunk().await.unwrap().expect("the run streams");
+        seen.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    drop(response);
+    let left = Instant::now();
+    while !closed.load(Ordering::SeqCst) {
+        assert!(
+            left.elapsed() < Duration::from_secs(5),
+            "the upstream stream stayed open after the client left"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let at_close = sent.load(Ordering::SeqCst);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(
+        sent.load(Ordering::SeqCst),
+        at_close,
+        "nothing more was generated"
+    );
+    front.shutdown().await;
+}
