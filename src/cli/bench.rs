@@ -282,8 +282,11 @@ fn concurrency(
     };
     let engine =
         MlxEngine::load(path, &options).with_context(|| format!("loading {}", path.display()))?;
-    // Warm-up: first-use allocations and caches.
-    concurrent(&engine, &prompts, args.max_tokens.min(16), most)?;
+    // Warm-up at every level: first-use allocations and caches, and on a
+    // GPU the kernels MLX compiles for each batch's shapes on first use.
+    for &n in levels {
+        concurrent(&engine, &prompts, args.max_tokens.min(16), n)?;
+    }
     // Levels take turns within each round, so a machine whose speed
     // drifts during the benchmark weighs on every level alike.
     let mut best: Vec<Option<ConcurrencyRow>> = vec![None; levels.len()];

@@ -165,6 +165,13 @@ impl Network {
             .collect()
     }
 
+    /// Every layer's batch buffers: what a decode step wrote for all the
+    /// sequences in slots, to evaluate with it once rather than once per
+    /// sequence.
+    pub fn batch_arrays(&self) -> Vec<Array> {
+        self.batches.iter().flat_map(BatchCache::arrays).collect()
+    }
+
     /// Makes the caches hold `dtype` (`None`: the rows' own type).
     pub fn set_cache_dtype(&mut self, dtype: Option<mlx_rs::Dtype>) {
         self.cache_dtype = dtype;

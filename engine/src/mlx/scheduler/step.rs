@@ -303,9 +303,11 @@ impl Worker {
             ),
             None => None,
         };
-        let mut cached: Vec<Array> = Vec::new();
+        // The batch buffers once, not once per sequence in a slot (at 32
+        // sequences that was 64 entries per layer for MLX to walk).
+        let mut cached: Vec<Array> = self.model.batch_arrays();
         for s in &segments {
-            for c in s.caches.iter() {
+            for c in s.caches.iter().filter(|c| !c.in_batch()) {
                 cached.extend(c.arrays());
             }
         }

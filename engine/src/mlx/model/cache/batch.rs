@@ -102,6 +102,12 @@ impl BatchCache {
         self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// The buffers, to evaluate with a step (once for every slot).
+    pub(crate) fn arrays(&self) -> Vec<Array> {
+        let b = self.lock();
+        b.keys.iter().chain(b.values.iter()).cloned().collect()
+    }
+
     fn same(&self, other: &BatchCache) -> bool {
         Arc::ptr_eq(&self.0, &other.0)
     }

@@ -210,6 +210,12 @@ impl KvCache {
         self.offset += written;
     }
 
+    /// Whether its rows are in a batch slot (evaluated with the batch's
+    /// buffers, [`super::Network::batch_arrays`]).
+    pub fn in_batch(&self) -> bool {
+        self.slot.is_some()
+    }
+
     /// The arrays to evaluate with a step's output (in a slot: the whole
     /// batch buffers).
     pub fn arrays(&self) -> Vec<Array> {
