@@ -155,6 +155,10 @@ pub struct EngineLoad {
     /// the next steps: where this stays near zero, decoding is bound by
     /// the host, not the device (what `thinkwire bench` reports per step).
     pub device_wait_us: u64,
+    /// Microseconds spent in MLX's `async_eval`, which walks a step's graph
+    /// and launches its operations (on a GPU, one kernel each): of a
+    /// step's host time, what building the graph does not explain.
+    pub queue_us: u64,
 }
 
 /// Errors an engine reports. Messages name the file, tensor or limit at

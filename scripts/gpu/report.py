@@ -135,7 +135,7 @@ def markdown(report):
     out.append("")
     out.append("decode tok/s (ratio: thinkwire / mlx-lm). Prefill and steps:")
     out.append("")
-    out.append("| model | thinkwire prefill tok/s (N=1) | mlx-lm prompt_tps (N=1) | thinkwire step ms N=1 / 8 / 32 | of it waiting for the device | thinkwire ttft p50 ms N=1 / 8 / 32 | mlx-lm peak GB N=32 |")
+    out.append("| model | thinkwire prefill tok/s (N=1) | mlx-lm prompt_tps (N=1) | thinkwire step ms N=1 / 8 / 32 | of it queueing / waiting for the device | thinkwire ttft p50 ms N=1 / 8 / 32 | mlx-lm peak GB N=32 |")
     out.append("|---|---|---|---|---|---|---|")
     for name, m in report["models"].items():
         b = m["thinkwire_bench"] or {}
@@ -143,7 +143,10 @@ def markdown(report):
         ref1 = m["mlx_lm"].get(1) or {}
         ref32 = m["mlx_lm"].get(32) or {}
         steps = " / ".join(fmt(rows[n]["step_ms"]) if n in rows else "-" for n in LEVELS)
-        waits = " / ".join(fmt(rows[n].get("wait_ms_per_step")) if n in rows else "-" for n in LEVELS)
+        waits = " / ".join(
+            f"{fmt(rows[n].get('queue_ms_per_step'))}+{fmt(rows[n].get('wait_ms_per_step'))}" if n in rows else "-"
+            for n in LEVELS
+        )
         ttft = " / ".join(fmt(rows[n]["ttft_p50_s"] * 1000) if n in rows else "-" for n in LEVELS)
         out.append(
             f"| {name} | {fmt(b.get('prefill_tok_s'))} | {fmt(ref1.get('prompt_tps'))} | {steps} | {waits} | {ttft} | "

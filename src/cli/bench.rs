@@ -383,8 +383,12 @@ fn concurrency(
         .iter()
         .map(|r| {
             format!(
-                "N={} {:.1} ms ({:.1} in kernels, {:.1} waiting for the device)",
-                r.concurrency, r.step_ms, r.kernel_ms_per_step, r.wait_ms_per_step
+                "N={} {:.1} ms ({:.1} in kernels, {:.1} queueing, {:.1} waiting for the device)",
+                r.concurrency,
+                r.step_ms,
+                r.kernel_ms_per_step,
+                r.queue_ms_per_step,
+                r.wait_ms_per_step
             )
         })
         .collect();

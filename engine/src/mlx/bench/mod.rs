@@ -182,6 +182,11 @@ pub struct ConcurrencyRow {
     /// queueing steps (a step bound by the host waits near zero).
     #[serde(default)]
     pub wait_ms_per_step: f64,
+    /// Time per step in MLX's `async_eval` (walking the step's graph and
+    /// launching its operations), in ms; the rest of the host's share
+    /// builds the graph and hands tokens to the runs.
+    #[serde(default)]
+    pub queue_ms_per_step: f64,
 }
 
 /// Records when tokens arrive.
@@ -261,6 +266,7 @@ pub fn concurrent(
     let after = crate::Engine::load(engine);
     let steps = after.steps.saturating_sub(before.steps).max(1);
     let waited_us = after.device_wait_us.saturating_sub(before.device_wait_us);
+    let queued_us = after.queue_us.saturating_sub(before.queue_us);
     let firsts: Vec<Instant> = timed.iter().filter_map(|t| t.first).collect();
     let lasts: Vec<Instant> = timed.iter().filter_map(|t| t.last).collect();
     let (Some(&earliest), Some(&end)) = (firsts.iter().min(), lasts.iter().max()) else {
@@ -288,6 +294,7 @@ pub fn concurrent(
         step_ms: wall.as_secs_f64() * 1e3 / steps as f64,
         kernel_ms_per_step: kernels.as_secs_f64() * 1e3 / steps as f64,
         wait_ms_per_step: waited_us as f64 / 1e3 / steps as f64,
+        queue_ms_per_step: queued_us as f64 / 1e3 / steps as f64,
     })
 }
 

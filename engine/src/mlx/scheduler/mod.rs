@@ -79,6 +79,8 @@ struct Gauges {
     shared_prompt_tokens: AtomicU64,
     /// Nanoseconds spent waiting for steps to finish (`EngineLoad::device_wait_us`).
     device_wait_ns: AtomicU64,
+    /// Nanoseconds spent handing steps to MLX (`EngineLoad::queue_us`).
+    queue_ns: AtomicU64,
 }
 
 /// The handle runs use; dropping it finishes what runs and stops the
@@ -186,6 +188,7 @@ impl Scheduler {
             batched_tokens: g.batched_tokens.load(Ordering::Relaxed),
             shared_prompt_tokens: g.shared_prompt_tokens.load(Ordering::Relaxed),
             device_wait_us: g.device_wait_ns.load(Ordering::Relaxed) / 1_000,
+            queue_us: g.queue_ns.load(Ordering::Relaxed) / 1_000,
         }
     }
 }

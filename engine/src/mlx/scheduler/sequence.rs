@@ -10,7 +10,6 @@ use mlx_rs::Array;
 
 use super::link::{SeqId, Submission, ToRun};
 use super::sampler::Sampler;
-use super::shared::Follow;
 use crate::mlx::error::mlx_err;
 use crate::mlx::model::KvCache;
 use crate::{Directive, EngineError, Finish, GenerationRequest, GenerationStats, TokenMask};
@@ -36,6 +35,14 @@ pub(crate) enum Next {
     Awaiting { spec: Option<Spec> },
     /// Finished; the scheduler reaps it.
     Done,
+}
+
+/// A sequence's first `common` prompt tokens are `leader`'s: part of its
+/// state, which `shared.rs` sets when it finds a leader.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Follow {
+    pub leader: SeqId,
+    pub common: usize,
 }
 
 /// What a queued step produced for a greedy sequence's next token.

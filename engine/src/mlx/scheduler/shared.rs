@@ -9,18 +9,10 @@
 
 use std::sync::atomic::Ordering;
 
-use super::link::SeqId;
-use super::sequence::Sequence;
+use super::sequence::{Follow, Sequence};
 
 /// Fewer common tokens than this are computed again rather than shared.
 pub(super) const MIN_SHARED: usize = 16;
-
-/// A sequence's first `common` prompt tokens are `leader`'s.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Follow {
-    pub leader: SeqId,
-    pub common: usize,
-}
 
 /// The running sequence whose prompt shares the longest prefix with
 /// `prompt` (the earliest on a tie), if that is worth sharing.

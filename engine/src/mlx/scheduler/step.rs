@@ -315,7 +315,10 @@ impl Worker {
         eval.extend(picks.iter());
         eval.extend(out.iter());
         eval.extend(cached.iter());
-        mlx_rs::transforms::async_eval(eval).map_err(mlx_err("queueing a step"))?;
+        waited(&self.gauges.queue_ns, || {
+            mlx_rs::transforms::async_eval(eval)
+        })
+        .map_err(mlx_err("queueing a step"))?;
         Ok((out, picks))
     }
 }
@@ -325,7 +328,8 @@ fn ids_array(ids: &[u32]) -> Array {
     Array::from_slice(&v, &[1, v.len() as i32])
 }
 
-/// Runs `f`, which blocks on the device, adding its time to `total` (ns).
+/// Runs `f` (a wait for the device, or handing it work), adding its time
+/// to `total` (ns).
 fn waited<T>(total: &AtomicU64, f: impl FnOnce() -> T) -> T {
     let start = Instant::now();
     let out = f();
