@@ -195,6 +195,7 @@ impl MlxEngine {
                 max_batch: options.max_batch.max(1),
                 prefill_chunk: options.prefill_chunk.max(1),
                 step_prompt_tokens: options.prefill_chunk.max(1),
+                short_prompt_tokens: options.prefill_chunk.max(1) / 2,
                 kv_budget: options
                     .kv_cache_bytes
                     .unwrap_or_else(default_kv_cache_bytes),

@@ -50,6 +50,11 @@ pub struct SchedulerOptions {
     /// one chunk is always fed): bounds how long a long prompt holds the
     /// others' next token.
     pub step_prompt_tokens: usize,
+    /// Prompt tokens per step set aside, on top of `step_prompt_tokens`,
+    /// for prompts whose whole rest is this short: a chat turn arriving
+    /// while a long document is prefilled starts at the next step instead
+    /// of after the document's last chunk.
+    pub short_prompt_tokens: usize,
     /// Bytes of attention cache the running sequences may reserve
     /// together (each reserves room for its prompt and `max_tokens`).
     pub kv_budget: usize,
@@ -220,3 +225,6 @@ struct Worker {
     context: usize,
     closing: bool,
 }
+
+#[cfg(test)]
+mod tests;

@@ -118,12 +118,14 @@ impl Worker {
 
     /// Splits what the sequences have to feed into the decode pass (one
     /// token each) and the prefill pass (chunks, as a lone prompt would be
-    /// cut, under the step's prompt budget).
+    /// cut, under the step's prompt budget; prompts whose rest is short
+    /// take their own lane first, so long ones never hold them back).
     fn plan(&mut self) -> (Vec<Part>, Vec<Part>) {
         self.share_prefixes();
         let (mut decode, mut prefill): (Vec<Part>, Vec<Part>) = (Vec::new(), Vec::new());
         let chunk = self.options.prefill_chunk.max(1);
         let mut budget = self.options.step_prompt_tokens.max(chunk);
+        let mut lane = self.options.short_prompt_tokens;
         for (i, seq) in self.active.iter().enumerate() {
             match &seq.next {
                 Next::Unread(token) if seq.may_continue() => decode.push(Part {
@@ -165,10 +167,13 @@ impl Worker {
                     } else {
                         ids.len()
                     };
-                    if take > budget && !prefill.is_empty() {
+                    if seq.in_prompt() && take == ids.len() && take <= lane {
+                        lane -= take;
+                    } else if take > budget && !prefill.is_empty() {
                         continue;
+                    } else {
+                        budget = budget.saturating_sub(take);
                     }
-                    budget = budget.saturating_sub(take);
                     prefill.push(Part {
                         seq: i,
                         ids: ids_array(&ids[..take]),
