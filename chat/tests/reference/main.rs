@@ -67,6 +67,12 @@ fn model(name: &str) -> &'static ChatModel {
 /// A template case of cases.json: its model, messages and options.
 fn parse_case(case: &Value) -> (&'static ChatModel, Vec<TemplateMessage>, RenderOptions) {
     let m = model(case["model"].as_str().expect("model"));
+    let (messages, opts) = case_input(case);
+    (m, messages, opts)
+}
+
+/// A case's messages and render options (generation prompt, tools, kwargs).
+fn case_input(case: &Value) -> (Vec<TemplateMessage>, RenderOptions) {
     let messages: Vec<TemplateMessage> =
         serde_json::from_value(case["messages"].clone()).expect("messages parse");
     let mut opts = RenderOptions {
@@ -79,7 +85,7 @@ fn parse_case(case: &Value) -> (&'static ChatModel, Vec<TemplateMessage>, Render
     if let Some(kwargs) = case["kwargs"].as_object() {
         opts.extra = kwargs.clone();
     }
-    (m, messages, opts)
+    (messages, opts)
 }
 
 /// The template and injection cases.

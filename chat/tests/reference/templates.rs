@@ -101,18 +101,7 @@ fn template_features_match_jinja2() {
         .with_special_tokens([("bos_token", "<s>")]);
     for case in cases()["features"].as_array().expect("features") {
         let name = case["name"].as_str().expect("name");
-        let messages: Vec<TemplateMessage> =
-            serde_json::from_value(case["messages"].clone()).expect("messages parse");
-        let mut opts = RenderOptions {
-            add_generation_prompt: case["add_generation_prompt"].as_bool().expect("flag"),
-            ..RenderOptions::default()
-        };
-        if let Some(tools) = case["tools"].as_array() {
-            opts.tools = Some(tools.clone());
-        }
-        if let Some(kwargs) = case["kwargs"].as_object() {
-            opts.extra = kwargs.clone();
-        }
+        let (messages, opts) = case_input(case);
         let got = template.render(&messages, &opts).expect("renders");
         let want = expected()["features"][name].as_str().expect("expected");
         if got != want {
