@@ -226,6 +226,31 @@ impl Tokenizer {
             .map_err(|e| ChatError::tokenizer("serializing", e))
     }
 
+    /// The parts of its `tokenizer.json` that say each token's bytes: the
+    /// decoder, the added tokens and the model's vocabulary, without the
+    /// merges (the grammar engine's trie reads these; writing and parsing
+    /// the whole document took most of a test build's time to build it).
+    pub fn vocabulary_json(&self) -> Result<Value> {
+        use tokenizers::Model;
+        let tk = &self.inner.tk;
+        let decoder = serde_json::to_value(tk.get_decoder())
+            .map_err(|e| ChatError::tokenizer("serializing the decoder", e))?;
+        let mut added: Vec<(u32, tokenizers::AddedToken)> =
+            tk.get_added_tokens_decoder().into_iter().collect();
+        added.sort_unstable_by_key(|&(id, _)| id);
+        let added: Vec<Value> = added
+            .into_iter()
+            .map(
+                |(id, t)| serde_json::json!({"id": id, "content": t.content, "special": t.special}),
+            )
+            .collect();
+        Ok(serde_json::json!({
+            "decoder": decoder,
+            "added_tokens": added,
+            "model": {"vocab": tk.get_model().get_vocab()},
+        }))
+    }
+
     /// The underlying `tokenizers` tokenizer.
     pub fn inner(&self) -> &tokenizers::Tokenizer {
         &self.inner.tk
@@ -244,13 +269,14 @@ impl Tokenizer {
 }
 
 /// `tk` with its added-token list emptied (the model's own vocabulary is
-/// untouched).
+/// untouched). A clone, not a trip through JSON: rebuilding a BPE model
+/// from its document costs seconds in a test build.
 fn without_added_tokens(
     tk: &tokenizers::Tokenizer,
 ) -> std::result::Result<tokenizers::Tokenizer, String> {
-    let mut json: Value = serde_json::to_value(tk).map_err(|e| e.to_string())?;
-    json["added_tokens"] = Value::Array(Vec::new());
-    serde_json::from_value(json).map_err(|e| e.to_string())
+    let mut plain = tk.clone();
+    plain.with_added_vocabulary(tokenizers::AddedVocabulary::new());
+    Ok(plain)
 }
 
 /// Whether `tk`'s decoder is ByteLevel alone (or a sequence of only
@@ -290,5 +316,15 @@ mod tests {
         let good = r#"{"version":"1.0","added_tokens":[],"normalizer":null,"pre_tokenizer":{"type":"Whitespace"},"post_processor":null,"decoder":null,"model":{"type":"WordLevel","vocab":{"[UNK]":0,"hello":1},"unk_token":"[UNK]"}}"#;
         let tk = Tokenizer::from_json_str(good).unwrap();
         assert_eq!(tk.encode("hello", false).unwrap(), vec![1]);
+    }
+
+    /// Plain text never becomes an added token, whatever it spells.
+    #[test]
+    fn plain_encoding_ignores_added_tokens() {
+        let json = r#"{"version":"1.0","added_tokens":[{"id":5,"content":"<s>","single_word":false,"lstrip":false,"rstrip":false,"normalized":false,"special":true}],"normalizer":null,"pre_tokenizer":{"type":"Whitespace"},"post_processor":null,"decoder":null,"model":{"type":"WordLevel","vocab":{"[UNK]":0,"hello":1,"<":2,"s":3,">":4},"unk_token":"[UNK]"}}"#;
+        let tk = Tokenizer::from_json_str(json).unwrap();
+        assert_eq!(tk.encode("hello <s>", false).unwrap(), vec![1, 5]);
+        assert_eq!(tk.encode_plain("hello <s>").unwrap(), vec![1, 2, 3, 4]);
+        assert_eq!(tk.encode("hello <s>", false).unwrap(), vec![1, 5]);
     }
 }

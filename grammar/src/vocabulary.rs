@@ -55,8 +55,7 @@ impl Vocabulary {
                 "the model has no stop token".into(),
             ));
         };
-        let json = tokenizer.to_json_string(false).map_err(|e| bad(&e))?;
-        let json: serde_json::Value = serde_json::from_str(&json).map_err(|e| bad(&e))?;
+        let json = tokenizer.vocabulary_json().map_err(|e| bad(&e))?;
         let words = llguidance::token_bytes_from_tokenizer_json(&json).map_err(|e| bad(&e))?;
         if eos as usize >= words.len() {
             return Err(GrammarError::Vocabulary(format!(

@@ -289,3 +289,31 @@ fn compact_and_spaced_json_both_fit_but_not_runs_of_whitespace() {
         assert_eq!(ok, fits, "{text:?}");
     }
 }
+
+/// The vocabulary reads token bytes from the tokenizer's decoder, added
+/// tokens and vocabulary alone: llguidance finds in them every token's
+/// bytes the whole `tokenizer.json` gives it.
+#[test]
+fn the_vocabulary_document_gives_the_bytes_the_whole_document_gives() {
+    let tokenizers = [
+        smollm2().0.clone(),
+        Tokenizer::from_file(require(
+            assets::qwen3_tokenizer_dir().join("tokenizer.json"),
+        ))
+        .expect("Qwen3 tokenizer loads"),
+        Tokenizer::from_file(require(
+            assets::gpt_oss_tokenizer_dir().join("tokenizer.json"),
+        ))
+        .expect("gpt-oss tokenizer loads"),
+    ];
+    for t in tokenizers {
+        let whole: Value = serde_json::from_str(&t.to_json_string(false).unwrap()).unwrap();
+        let want = llguidance::token_bytes_from_tokenizer_json(&whole).unwrap();
+        let got =
+            llguidance::token_bytes_from_tokenizer_json(&t.vocabulary_json().unwrap()).unwrap();
+        assert_eq!(got.len(), want.len());
+        assert!(want.len() > 49_000, "{}", want.len());
+        let differ = (0..want.len()).filter(|&i| got[i] != want[i]).count();
+        assert_eq!(differ, 0, "tokens whose bytes differ");
+    }
+}

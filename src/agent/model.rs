@@ -37,8 +37,22 @@ pub struct LocalModel {
     format: Resolution,
     summary: Option<SeparatePassSpec>,
     /// The grammar engine's view of the vocabulary, built at the first
-    /// constrained run (tens of milliseconds).
-    grammar: OnceLock<Result<thinkwire_grammar::Vocabulary, String>>,
+    /// constrained run (tens of milliseconds in a release build) and
+    /// shared with the models [`LocalModel::with_engine`] makes.
+    grammar: Arc<OnceLock<Result<thinkwire_grammar::Vocabulary, String>>>,
+}
+
+/// Whether every token of `chat`'s tokenizer has a row in the engine's
+/// output layer.
+fn fits(chat: &ChatModel, info: &thinkwire_engine::ModelInfo) -> Result<(), ModelError> {
+    let vocab = chat.tokenizer.vocab_size();
+    if vocab > info.vocab_size {
+        return Err(ModelError::Mismatch(format!(
+            "the tokenizer has {vocab} tokens but the model's output layer only {}",
+            info.vocab_size
+        )));
+    }
+    Ok(())
 }
 
 impl LocalModel {
@@ -60,19 +74,27 @@ impl LocalModel {
             .separate_pass()
             .or_else(|| registry.default_spec().separate_pass())
             .cloned();
-        let vocab = chat.tokenizer.vocab_size();
-        if vocab > info.vocab_size {
-            return Err(ModelError::Mismatch(format!(
-                "the tokenizer has {vocab} tokens but the model's output layer only {}",
-                info.vocab_size
-            )));
-        }
+        fits(&chat, info)?;
         Ok(Self {
             engine,
             chat,
             format,
             summary,
-            grammar: OnceLock::new(),
+            grammar: Arc::default(),
+        })
+    }
+
+    /// The same tokenizer, template, reasoning format and grammar
+    /// vocabulary over another engine of the same model (the same token
+    /// ids): what was derived from the tokenizer is not built again.
+    pub fn with_engine(&self, engine: Arc<dyn Engine>) -> Result<Self, ModelError> {
+        fits(&self.chat, engine.info())?;
+        Ok(Self {
+            engine,
+            chat: self.chat.clone(),
+            format: self.format.clone(),
+            summary: self.summary.clone(),
+            grammar: Arc::clone(&self.grammar),
         })
     }
 

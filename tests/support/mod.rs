@@ -22,14 +22,20 @@ use tokio_util::sync::CancellationToken;
 pub use scripted_engine::{Forced, Observed, ScriptedEngine};
 
 /// The official Qwen3 tokenizer and chat template, fetched by setup.
+///
+/// Loaded once per test process: every clone shares the tokenizer and what
+/// is derived from it.
 pub fn qwen3_chat() -> ChatModel {
-    let dir = thinkwire_chat::assets::qwen3_tokenizer_dir();
-    assert!(
-        dir.join("tokenizer.json").is_file(),
-        "the Qwen3 tokenizer is missing at {} — run scripts/setup",
-        dir.display()
-    );
-    ChatModel::load(&dir).expect("loading the Qwen3 tokenizer")
+    static CHAT: std::sync::LazyLock<ChatModel> = std::sync::LazyLock::new(|| {
+        let dir = thinkwire_chat::assets::qwen3_tokenizer_dir();
+        assert!(
+            dir.join("tokenizer.json").is_file(),
+            "the Qwen3 tokenizer is missing at {} — run scripts/setup",
+            dir.display()
+        );
+        ChatModel::load(&dir).expect("loading the Qwen3 tokenizer")
+    });
+    CHAT.clone()
 }
 
 /// What a Qwen3 model says when it thinks, then answers.
@@ -60,9 +66,17 @@ pub fn scripted_qwen3_with(
         vocab_size: 151_936,
         quantization: None,
     };
-    let engine = configure(ScriptedEngine::new(info, ids));
+    let engine = configure(ScriptedEngine::new(info.clone(), ids));
     let observed = Arc::clone(&engine.observed);
-    let model = LocalModel::new(Arc::new(engine), chat, &Registry::builtin())
+    // One model per test process, its tokenizer's grammar vocabulary built
+    // once (seconds in a test build) for every server the test starts.
+    static MODEL: std::sync::OnceLock<LocalModel> = std::sync::OnceLock::new();
+    let model = MODEL
+        .get_or_init(|| {
+            let engine = Arc::new(ScriptedEngine::new(info, Vec::new()));
+            LocalModel::new(engine, chat, &Registry::builtin()).expect("assembling the model")
+        })
+        .with_engine(Arc::new(engine))
         .expect("assembling the model");
     (model, observed)
 }

@@ -110,8 +110,9 @@ pub enum ModelSource {
     HfDir(PathBuf),
 }
 
-/// A model's tokenizer, chat template(s) and special tokens.
-#[derive(Debug)]
+/// A model's tokenizer, chat template(s) and special tokens. A clone
+/// shares the tokenizer.
+#[derive(Debug, Clone)]
 pub struct ChatModel {
     /// The tokenizer.
     pub tokenizer: Tokenizer,

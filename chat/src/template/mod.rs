@@ -52,6 +52,7 @@ const TEMPLATE_NAME: &str = "chat_template";
 const NOW_VAR: &str = "__thinkwire_now__";
 
 /// A compiled chat template. Cheap to render many times; `Send + Sync`.
+#[derive(Clone)]
 pub struct ChatTemplate {
     source: String,
     env: Environment<'static>,
