@@ -17,8 +17,8 @@ use super::resume_client::*;
 use super::secrets::{Canaries, Secrets};
 use super::support::*;
 
-async fn server(c: &Canaries, key_text: &str, window: Duration) -> TestServer {
-    let (model, _) = scripted_qwen3(&[c.tool_turn()], Duration::from_millis(3));
+async fn server(c: &Canaries, key_text: &str, window: Duration, step: Duration) -> TestServer {
+    let (model, _) = scripted_qwen3(&[c.tool_turn()], step);
     let keys = KeyRing::from_key_list(key_text).unwrap();
     let config = ServerConfig {
         resume: ResumeConfig {
@@ -37,7 +37,13 @@ fn remember(secrets: &Secrets, events: &[Event], token: &str) {
 
 /// Returns the ids of the runs.
 pub(super) async fn conversations(c: &Canaries, secrets: &Secrets) -> Vec<String> {
-    let server = server(c, &secrets.key_text, Duration::from_secs(30)).await;
+    let server = server(
+        c,
+        &secrets.key_text,
+        Duration::from_secs(30),
+        Duration::from_millis(3),
+    )
+    .await;
     let messages =
         vec![json!({ "id": "u1", "role": "user", "content": format!("Tell me about {}", c.user) })];
     let full = json!({ "reasoning": { "visibility": "full" } });
@@ -77,8 +83,16 @@ pub(super) async fn conversations(c: &Canaries, secrets: &Secrets) -> Vec<String
     remember(secrets, &events, &grant.token);
     server.shutdown().await;
 
-    // Cut and never resumed: held for the window, then dropped.
-    let server = self::server(c, &secrets.key_text, Duration::from_secs(1)).await;
+    // Cut and never resumed: held for the window, then dropped. Its tokens
+    // come slowly enough that the run is still going when the window ends
+    // (a run that ends first is dropped without being stopped).
+    let server = self::server(
+        c,
+        &secrets.key_text,
+        Duration::from_secs(1),
+        Duration::from_millis(250),
+    )
+    .await;
     body["runId"] = json!("privacy-resume-expired");
     let first = http_start(&server, Http::Sse, &body, None, Some(4)).await;
     secrets
