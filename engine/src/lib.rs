@@ -205,6 +205,15 @@ pub trait Engine: Send + Sync {
     fn load(&self) -> EngineLoad {
         EngineLoad::default()
     }
+
+    /// How long a prompt of `prompt_tokens` submitted now would wait for
+    /// the work queued ahead of it, by the engine's recent pace; `None`
+    /// where it cannot tell (no pace measured yet, or no queue of its own,
+    /// as with upstream engines).
+    fn expected_wait(&self, prompt_tokens: usize) -> Option<Duration> {
+        let _ = prompt_tokens;
+        None
+    }
 }
 
 /// Checks the parts of a request every engine must refuse the same way.

@@ -131,6 +131,7 @@ impl Execution<'_, '_> {
                 reasoning_prompt,
                 earlier_notes,
                 budget,
+                ..
             } => self.separate_pass(
                 model,
                 spec,

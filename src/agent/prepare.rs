@@ -54,6 +54,20 @@ impl PreparedRun {
     pub fn thread_id(&self) -> &str {
         &self.thread_id
     }
+
+    /// Tokens of the prompt its first generation starts from, where the
+    /// run knows them before it starts (not for an upstream's runs).
+    pub fn first_prompt_tokens(&self) -> Option<usize> {
+        match &self.plan {
+            Plan::Inline { prompt, .. } | Plan::Structured { prompt } => Some(prompt.len()),
+            Plan::SeparatePass {
+                reasoning_prompt,
+                answer_tokens,
+                ..
+            } => Some(reasoning_prompt.as_ref().map_or(*answer_tokens, Vec::len)),
+            Plan::Upstream { .. } => None,
+        }
+    }
 }
 
 /// How a prepared run will generate, chosen by the model's reasoning
@@ -75,6 +89,9 @@ pub(super) enum Plan {
         spec: SeparatePassSpec,
         turns: Vec<Turn>,
         reasoning_prompt: Option<Vec<u32>>,
+        /// The answer pass's prompt length without its reasoning (what it
+        /// is when thinking is off).
+        answer_tokens: usize,
         /// The model's replayed reasoning on the current question, taken
         /// off `turns` (see `prompt::take_replayed_reasoning`).
         earlier_notes: String,
@@ -250,10 +267,11 @@ pub(super) fn prepare(
         // The answer pass must fit too, before its reasoning is known.
         let reasoning = reasoning_prompt.as_ref().map(|_| "");
         let answer_turns = answer_turns(pass, &turns, reasoning, &earlier_notes);
-        checked_prompt(model, &answer_turns, &input.tools, &[], None)?;
+        let answer_prompt = checked_prompt(model, &answer_turns, &input.tools, &[], None)?;
         Plan::SeparatePass {
             spec: pass.clone(),
             turns,
+            answer_tokens: answer_prompt.ids.len(),
             reasoning_prompt,
             earlier_notes,
             budget,

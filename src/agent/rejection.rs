@@ -2,6 +2,8 @@
 //! can still answer with an HTTP status (SSE) or a lone `RUN_ERROR`
 //! (WebSocket). Messages name fields, ids and limits, never user content.
 
+use std::time::Duration;
+
 use super::output::Frame;
 
 /// The class of a rejection, which transports map to a status code.
@@ -31,6 +33,9 @@ pub struct RunRejected {
     pub message: String,
     /// JSON path of the offending input field, when there is one.
     pub path: Option<String>,
+    /// When a capacity refusal's client may try again (`Retry-After`);
+    /// `None`: one second.
+    pub retry_after: Option<Duration>,
 }
 
 impl RunRejected {
@@ -41,6 +46,7 @@ impl RunRejected {
             code,
             message: message.into(),
             path: None,
+            retry_after: None,
         }
     }
 
@@ -78,6 +84,29 @@ impl RunRejected {
                 "the server is at capacity ({limit} runs in progress or waiting); retry shortly"
             ),
         )
+    }
+
+    /// The prompts queued ahead would hold this one for about `wait`,
+    /// longer than the server's `limit` (`serve --max-queue-wait`).
+    pub fn overloaded(wait: Duration, limit: Duration) -> Self {
+        let mut rejected = Self::new(
+            RejectKind::Busy,
+            "SERVER_BUSY",
+            format!(
+                "the server is overloaded: this run would wait about {:.0} s for the prompts queued \
+                 ahead of it, more than its limit of {:.0} s; retry later",
+                wait.as_secs_f64().ceil(),
+                limit.as_secs_f64()
+            ),
+        );
+        rejected.retry_after = Some(wait);
+        rejected
+    }
+
+    /// `Retry-After`'s value: whole seconds, at least one.
+    pub fn retry_after_secs(&self) -> u64 {
+        self.retry_after
+            .map_or(1, |wait| wait.as_secs_f64().ceil().max(1.0) as u64)
     }
 
     /// The server is shutting down and starts no more runs.

@@ -59,6 +59,11 @@ pub struct ServeArgs {
     /// `--max-batch` + this, runs are refused (HTTP 429 / `SERVER_BUSY`).
     #[arg(long, default_value_t = 64)]
     max_queued: usize,
+    /// Refuse a run (HTTP 429 / `SERVER_BUSY`, `Retry-After` the expected
+    /// wait) whose prompt would wait longer than this many seconds for the
+    /// prompts queued ahead of it, at the engine's recent pace; 0: never.
+    #[arg(long, default_value_t = 30.0)]
+    max_queue_wait: f64,
     /// The built web demo to serve at `/`.
     #[arg(long, env = "THINKWIRE_WEB_DIR")]
     web_dir: Option<PathBuf>,
@@ -248,10 +253,22 @@ fn server_config(args: &ServeArgs) -> Result<ServerConfig> {
         web_dir,
         max_active_runs: args.model.max_batch,
         max_queued_runs: args.max_queued,
+        max_queue_wait: queue_wait(args.max_queue_wait)?,
         openai_reasoning_field,
         resume,
         ..ServerConfig::default()
     })
+}
+
+/// `--max-queue-wait`: seconds, 0 for no limit.
+fn queue_wait(secs: f64) -> Result<Option<std::time::Duration>> {
+    if secs == 0.0 {
+        return Ok(None);
+    }
+    match std::time::Duration::try_from_secs_f64(secs) {
+        Ok(wait) => Ok(Some(wait)),
+        Err(_) => bail!("--max-queue-wait must be a number of seconds, 0 or more"),
+    }
 }
 
 /// Runs `thinkwire serve` until Ctrl-C or SIGTERM.

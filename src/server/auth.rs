@@ -251,6 +251,7 @@ pub(super) async fn require_token(
             code: code.to_owned(),
             message: message.to_owned(),
             param: None,
+            retry_after_secs: 1,
         }
         .response(dialect)
     } else {

@@ -78,6 +78,7 @@ impl From<BodyError> for ApiError {
             code: err.code().to_owned(),
             message: err.message(),
             param: None,
+            retry_after_secs: 1,
         }
     }
 }

@@ -71,6 +71,11 @@ pub struct ServerConfig {
     /// (`serve --max-queued`); beyond both, runs are refused with
     /// `SERVER_BUSY`.
     pub max_queued_runs: usize,
+    /// A run whose prompt would wait longer than this for the prompts
+    /// queued ahead of it (by the engine's recent pace) is refused with
+    /// `SERVER_BUSY` and a `Retry-After` of that wait (`serve
+    /// --max-queue-wait`); `None`: only the counts above limit the queue.
+    pub max_queue_wait: Option<Duration>,
     /// The built web demo (`web-demo/dist`), served at `/`.
     pub web_dir: Option<PathBuf>,
     /// Where chat completions put reasoning text (`serve --reasoning-field`).
@@ -109,6 +114,7 @@ impl Default for ServerConfig {
             ws_max_queued_runs: 4,
             max_active_runs: 8,
             max_queued_runs: 64,
+            max_queue_wait: None,
             max_runs_per_client: 0,
             web_dir: None,
             openai_reasoning_field: ReasoningField::default(),

@@ -14,6 +14,8 @@ pub struct Rejection {
     code: &'static str,
     message: String,
     path: Option<String>,
+    /// A 429's `Retry-After`, in seconds.
+    retry_after_secs: u64,
 }
 
 impl Rejection {
@@ -25,6 +27,7 @@ impl Rejection {
             code,
             message: message.into(),
             path: None,
+            retry_after_secs: 1,
         }
     }
 
@@ -41,6 +44,7 @@ impl Rejection {
             code: "UNSUPPORTED_MEDIA_TYPE",
             message: "send the RunAgentInput as Content-Type: application/json".into(),
             path: None,
+            retry_after_secs: 1,
         }
     }
 }
@@ -57,6 +61,7 @@ impl From<RunRejected> for Rejection {
         Self {
             status,
             code: rejected.code,
+            retry_after_secs: rejected.retry_after_secs(),
             message: rejected.message,
             path: rejected.path,
         }
@@ -73,9 +78,10 @@ impl IntoResponse for Rejection {
             (self.status, Json(serde_json::json!({ "error": error }))).into_response();
         if self.status == StatusCode::TOO_MANY_REQUESTS {
             // Runs take seconds; a client retrying sooner only adds load.
-            response
-                .headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            response.headers_mut().insert(
+                header::RETRY_AFTER,
+                HeaderValue::from(self.retry_after_secs),
+            );
         }
         response
     }

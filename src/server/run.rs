@@ -66,6 +66,13 @@ async fn start_with(
     result
 }
 
+/// How long the engine expects the run's first prompt to wait for those
+/// queued ahead of it; a prompt of unknown length counts as a long one.
+fn expected_wait(agent: &Agent, prepared: &PreparedRun) -> Option<std::time::Duration> {
+    let tokens = prepared.first_prompt_tokens().unwrap_or(usize::MAX);
+    agent.model()?.engine().expected_wait(tokens)
+}
+
 async fn admit_and_start(
     state: &AppState,
     client: Client,
@@ -103,6 +110,17 @@ async fn admit_and_start(
                 "run refused before it started"
             );
         })?;
+    if let Some(limit) = state.config.max_queue_wait
+        && let Some(wait) = expected_wait(&agent, &prepared)
+        && wait > limit
+    {
+        tracing::info!(
+            wait_ms = wait.as_millis() as u64,
+            limit_ms = limit.as_millis() as u64,
+            "run refused: the prompts queued ahead would hold it past the limit"
+        );
+        return Err(RunRejected::overloaded(wait, limit));
+    }
     let run_id = prepared.run_id().to_owned();
     let (tx, frames) = mpsc::channel(FRAME_BUFFER);
     let cancel = CancelRun::default();

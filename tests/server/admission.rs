@@ -1,4 +1,5 @@
-//! Admission: beyond `max_active_runs + max_queued_runs` runs in flight, a
+//! Admission: beyond `max_active_runs + max_queued_runs` runs in flight, or
+//! where the engine expects a new prompt to wait past `max_queue_wait`, a
 //! run is refused before `RUN_STARTED` — 429 with `Retry-After` over SSE, a
 //! `RUN_ERROR` with code `SERVER_BUSY` over a WebSocket whose socket stays
 //! usable — and the runs already admitted finish untouched.
@@ -113,4 +114,99 @@ async fn a_full_server_refuses_with_server_busy_and_loses_nothing_admitted() {
         "{metrics}"
     );
     server.shutdown().await;
+}
+
+/// A run whose prompt the engine expects to wait longer than
+/// `max_queue_wait` for the work ahead of it is refused before it starts,
+/// on every surface, with that wait as `Retry-After`; within the limit, it
+/// runs.
+#[tokio::test]
+async fn a_queue_that_would_hold_a_run_past_the_limit_refuses_it_with_the_wait() {
+    let config = ServerConfig {
+        max_queue_wait: Some(Duration::from_secs(2)),
+        ..ServerConfig::default()
+    };
+    let keys = || KeyRing::new(Key::generate().unwrap());
+    let script = [qwen3_turn("x", "fine")];
+    let (busy, busy_seen) = scripted_qwen3_with(&script, |engine| {
+        engine.with_expected_wait(Duration::from_millis(7_400))
+    });
+    let busy = TestServer::start(
+        Agent::new(busy, keys(), AgentConfig::default()),
+        config.clone(),
+    )
+    .await;
+    let client = reqwest::Client::new();
+    let off = json!({"reasoning": {"visibility": "off"}});
+
+    let agui = client
+        .post(busy.url("/agent"))
+        .json(&input("t", "r1", "go", off.clone()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(agui.status(), 429);
+    assert_eq!(agui.headers()["retry-after"], "8");
+    let body: serde_json::Value = agui.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "SERVER_BUSY");
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("8 s") && message.contains("2 s"),
+        "{message}"
+    );
+
+    let chat = client
+        .post(busy.url("/v1/chat/completions"))
+        .json(&json!({
+            "model": "any",
+            "messages": [{"role": "user", "content": "go"}],
+            "reasoning_effort": "none",
+        }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(chat.status(), 429);
+    assert_eq!(chat.headers()["retry-after"], "8");
+    let body: serde_json::Value = chat.json().await.unwrap();
+    assert_eq!(body["error"]["type"], "rate_limit_error");
+
+    let mut socket = connect(&busy).await;
+    socket
+        .send(Message::text(
+            input("t", "w1", "go", off.clone()).to_string(),
+        ))
+        .await
+        .unwrap();
+    let refused = read_run(&mut socket).await;
+    let EventKind::RunError(err) = &refused[0].kind else {
+        panic!("expected RUN_ERROR, got {:?}", types(&refused))
+    };
+    assert_eq!(err.code.as_deref(), Some("SERVER_BUSY"));
+    assert_eq!(
+        busy_seen.prompts.lock().unwrap().len(),
+        0,
+        "nothing reached the engine"
+    );
+    busy.shutdown().await;
+
+    // Within the limit the same run goes ahead.
+    let (calm, _) = scripted_qwen3_with(&script, |engine| {
+        engine.with_expected_wait(Duration::from_millis(1_500))
+    });
+    let calm = TestServer::start(Agent::new(calm, keys(), AgentConfig::default()), config).await;
+    let ok = client
+        .post(calm.url("/agent"))
+        .json(&input("t", "r2", "go", off))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ok.status(), 200);
+    let events: Vec<_> = SseDecoder::new()
+        .push_events(&ok.bytes().await.unwrap())
+        .into_iter()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    verify(&events);
+    assert_eq!(answer_text(&events), "fine");
+    calm.shutdown().await;
 }

@@ -61,6 +61,8 @@ pub struct ScriptedEngine {
     /// Panic once, after this many tokens of a generation, with this
     /// message (`with_panic`).
     panic: Mutex<Option<(usize, String)>>,
+    /// What `expected_wait` reports, for every prompt length.
+    expected_wait: Option<Duration>,
     /// What the engine saw.
     pub observed: Arc<Observed>,
 }
@@ -75,6 +77,7 @@ impl ScriptedEngine {
             after_force: Mutex::new(VecDeque::new()),
             step_delay: Duration::ZERO,
             panic: Mutex::new(None),
+            expected_wait: None,
             observed: Arc::default(),
         }
     }
@@ -107,6 +110,14 @@ impl ScriptedEngine {
         self
     }
 
+    /// Reports `wait` as the time a new prompt would wait for the work
+    /// queued ahead of it, as a busy scheduler does.
+    #[must_use]
+    pub fn with_expected_wait(mut self, wait: Duration) -> Self {
+        self.expected_wait = Some(wait);
+        self
+    }
+
     fn next_script(&self) -> Vec<u32> {
         let mut scripts = self.scripts.lock().expect("scripts lock");
         let mut last = self.last.lock().expect("last lock");
@@ -120,6 +131,10 @@ impl ScriptedEngine {
 impl Engine for ScriptedEngine {
     fn info(&self) -> &ModelInfo {
         &self.info
+    }
+
+    fn expected_wait(&self, _prompt_tokens: usize) -> Option<Duration> {
+        self.expected_wait
     }
 
     fn generate(

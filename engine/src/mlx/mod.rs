@@ -272,4 +272,8 @@ impl Engine for MlxEngine {
     fn load(&self) -> EngineLoad {
         self.scheduler.load()
     }
+
+    fn expected_wait(&self, prompt_tokens: usize) -> Option<std::time::Duration> {
+        self.scheduler.expected_wait(prompt_tokens)
+    }
 }

@@ -33,6 +33,8 @@ pub struct ApiError {
     pub message: String,
     /// The request parameter at fault, as a path (`messages[2].content`).
     pub param: Option<String>,
+    /// A 429's `Retry-After`, in seconds.
+    pub retry_after_secs: u64,
 }
 
 impl ApiError {
@@ -43,6 +45,7 @@ impl ApiError {
             code: "invalid_request".into(),
             message: message.into(),
             param: Some(param.into()),
+            retry_after_secs: 1,
         }
     }
 
@@ -53,6 +56,7 @@ impl ApiError {
             code: "invalid_json".into(),
             message: message.into(),
             param: None,
+            retry_after_secs: 1,
         }
     }
 
@@ -63,6 +67,7 @@ impl ApiError {
             code: "not_found".into(),
             message: format!("no endpoint at {path}"),
             param: None,
+            retry_after_secs: 1,
         }
     }
 
@@ -78,6 +83,7 @@ impl ApiError {
             code: code.to_owned(),
             message: message.to_owned(),
             param: None,
+            retry_after_secs: 1,
         }
     }
 
@@ -94,6 +100,7 @@ impl ApiError {
         Self {
             status,
             code: rejected.code.to_owned(),
+            retry_after_secs: rejected.retry_after_secs(),
             message: rejected.message,
             param,
         }
@@ -160,9 +167,10 @@ impl ApiError {
         );
         let mut response = (self.status, Json(self.body(dialect))).into_response();
         if self.status == StatusCode::TOO_MANY_REQUESTS {
-            response
-                .headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            response.headers_mut().insert(
+                header::RETRY_AFTER,
+                HeaderValue::from(self.retry_after_secs),
+            );
         }
         response
     }

@@ -16,6 +16,7 @@
 //! answers (`laggard`), so a slow client never slows its neighbours.
 
 mod link;
+mod pace;
 mod pool;
 mod sampler;
 mod sequence;
@@ -86,6 +87,11 @@ struct Gauges {
     device_wait_ns: AtomicU64,
     /// Nanoseconds spent handing steps to MLX (`EngineLoad::queue_us`).
     queue_ns: AtomicU64,
+    /// `pace::Backlog`'s figures, as of the last step.
+    prompt_backlog: AtomicU64,
+    short_backlog: AtomicU64,
+    step_us: AtomicU64,
+    prompt_per_sec: AtomicU64,
 }
 
 /// The handle runs use; dropping it finishes what runs and stops the
@@ -122,6 +128,7 @@ impl Scheduler {
             kv_per_token,
             context,
             closing: false,
+            pace: pace::Pace::default(),
         };
         let thread = std::thread::Builder::new()
             .name("thinkwire-scheduler".into())
@@ -180,6 +187,19 @@ impl Scheduler {
         link::serve_sink(id, &from_scheduler, &to_scheduler, sink)
     }
 
+    /// How long a prompt of `tokens` submitted now would wait for the
+    /// prompts ahead of it (`pace::expected_wait`).
+    pub fn expected_wait(&self, tokens: usize) -> Option<Duration> {
+        let g = &self.gauges;
+        let backlog = pace::Backlog {
+            prompt_tokens: g.prompt_backlog.load(Ordering::Relaxed),
+            short_prompt_tokens: g.short_backlog.load(Ordering::Relaxed),
+            step_us: g.step_us.load(Ordering::Relaxed),
+            prompt_per_sec: g.prompt_per_sec.load(Ordering::Relaxed),
+        };
+        pace::expected_wait(backlog, tokens, self.options.short_prompt_tokens)
+    }
+
     /// What the scheduler holds now.
     pub fn load(&self) -> EngineLoad {
         let g = &self.gauges;
@@ -224,6 +244,7 @@ struct Worker {
     kv_per_token: usize,
     context: usize,
     closing: bool,
+    pace: pace::Pace,
 }
 
 #[cfg(test)]

@@ -216,6 +216,11 @@ impl Sequence {
         }
     }
 
+    /// Prompt tokens not yet in the cache.
+    pub fn prompt_left(&self) -> usize {
+        self.request.prompt.len().saturating_sub(self.prompt_done)
+    }
+
     pub fn in_prompt(&self) -> bool {
         self.prompt_done < self.request.prompt.len()
     }

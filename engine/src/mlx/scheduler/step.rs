@@ -76,6 +76,9 @@ impl Worker {
         let started = Instant::now();
         let decoded = decode.len();
         let fed: usize = prefill.iter().map(|p| p.len).sum();
+        if decoded + fed > 0 {
+            self.pace.step(started, fed);
+        }
         // Tokens that a queued step took as input, read after queueing.
         let mut unread: Vec<(usize, Array)> = Vec::new();
         for (i, seq) in self.active.iter().enumerate() {

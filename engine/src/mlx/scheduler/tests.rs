@@ -1,5 +1,6 @@
 //! How the scheduler orders work between runs, on a tiny model.
 
+use std::ops::ControlFlow;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -66,4 +67,82 @@ fn a_short_prompt_is_not_held_behind_a_long_prompts_chunks() {
     // Without the lane the short prompt waited for the long one's last
     // chunk, so its first token came after the long one's.
     assert_eq!(*order.lock().unwrap(), ["short", "long"]);
+}
+
+/// Reads what the engine expects a new prompt to wait, at its first token.
+struct WaitProbe<'a> {
+    engine: &'a MlxEngine,
+    seen: Option<(Option<Duration>, Option<Duration>)>,
+}
+
+impl TokenSink for WaitProbe<'_> {
+    fn on_token(&mut self, _id: u32) -> Directive {
+        if self.seen.is_none() {
+            self.seen = Some((self.engine.expected_wait(64), self.engine.expected_wait(2)));
+        }
+        Directive::Continue
+    }
+}
+
+#[test]
+fn a_new_prompt_is_told_the_wait_for_the_prompts_ahead_of_it() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/tiny-qwen3");
+    // No batch window: the long prompt starts at once, and the short one
+    // arrives while it is being fed, a chunk of 8 a step (32 steps).
+    let options = LoadOptions {
+        prefill_chunk: 8,
+        batch_window: Duration::ZERO,
+        ..LoadOptions::default()
+    };
+    let engine = MlxEngine::load(&path, &options).unwrap();
+    assert_eq!(engine.expected_wait(64), None, "no pace before any step");
+    let request = |prompt: Vec<u32>| GenerationRequest {
+        prompt,
+        max_tokens: 2,
+        sampling: SamplingParams::greedy(),
+        stop_token_ids: Vec::new(),
+    };
+    let mut probe = WaitProbe {
+        engine: &engine,
+        seen: None,
+    };
+    std::thread::scope(|scope| {
+        let (fed, first_chunk) = std::sync::mpsc::channel();
+        scope.spawn(|| {
+            let long: Vec<u32> = (0..256).map(|i| 3 + i % 200).collect();
+            engine
+                .generate(&request(long), &mut FirstChunk(Some(fed)))
+                .unwrap();
+        });
+        first_chunk.recv().unwrap();
+        // The short prompt's first token comes while the long one still
+        // has most of its chunks to feed (the lane test above).
+        engine
+            .generate(&request(vec![5, 6, 7]), &mut probe)
+            .unwrap();
+    });
+    let (long, short) = probe.seen.unwrap();
+    let long = long.expect("a pace once steps ran");
+    assert!(
+        long > Duration::ZERO,
+        "a long prompt waits for the chunks ahead"
+    );
+    let short = short.expect("a pace once steps ran");
+    assert!(short <= long, "{short:?} {long:?}");
+}
+
+/// Says when its prompt's first chunk is in the cache.
+struct FirstChunk(Option<std::sync::mpsc::Sender<()>>);
+
+impl TokenSink for FirstChunk {
+    fn on_token(&mut self, _id: u32) -> Directive {
+        Directive::Continue
+    }
+
+    fn on_prefill(&mut self, _done: usize, _total: usize) -> ControlFlow<()> {
+        if let Some(fed) = self.0.take() {
+            let _ = fed.send(());
+        }
+        ControlFlow::Continue(())
+    }
 }

@@ -18,6 +18,7 @@ impl Worker {
                 if self.closing && self.active.is_empty() {
                     break;
                 }
+                self.pace.idle();
                 match self.inbox.recv() {
                     Ok(msg) => self.handle(msg),
                     Err(_) => self.closing = true,
@@ -252,5 +253,20 @@ impl Worker {
         g.queued.store(self.waiting.len(), Ordering::Relaxed);
         g.kv_bytes.store(self.reserved, Ordering::Relaxed);
         g.pool_bytes.store(self.pool.bytes(), Ordering::Relaxed);
+        let lane = self.options.short_prompt_tokens;
+        let (mut all, mut short) = (0, 0);
+        let rests = (self.waiting.iter().map(|sub| sub.request.prompt.len()))
+            .chain(self.active.iter().map(Sequence::prompt_left));
+        for rest in rests {
+            all += rest as u64;
+            if rest <= lane {
+                short += rest as u64;
+            }
+        }
+        g.prompt_backlog.store(all, Ordering::Relaxed);
+        g.short_backlog.store(short, Ordering::Relaxed);
+        g.step_us.store(self.pace.step_us(), Ordering::Relaxed);
+        g.prompt_per_sec
+            .store(self.pace.prompt_tokens_per_sec(), Ordering::Relaxed);
     }
 }
