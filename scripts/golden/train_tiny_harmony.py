@@ -6,10 +6,11 @@ A random tiny model never writes channels, so the agent path's gpt-oss test
 
     $THINKWIRE_HOME/venv/bin/python scripts/golden/train_tiny_harmony.py OUT
 
-Seeded; the prompts are rendered by the chat template with several dates
-and reasoning efforts (the template writes today's date into the system
-message), and the model must reproduce every answer greedily from prompts
-rendered with dates it was not trained on before it is saved.
+Seeded; the prompts are rendered by the chat template with many dates and
+every reasoning effort (the template writes today's date into the system
+message, so the tests meet a date the training never saw), and before it
+is saved every answer token must lead the next best by a margin, on the
+training prompts and on prompts rendered with other dates and today's.
 """
 
 import datetime
@@ -95,8 +96,22 @@ CONFIG = dict(
     tie_word_embeddings=False,
 )
 
-TRAIN_DATES = ["2025-01-07", "2026-03-02", "2027-05-30", "2028-12-14"]
-CHECK_DATES = ["2026-06-11", "2029-02-03", "2031-10-21"]
+# Logits by which every answer token must lead, teacher-forced, before
+# the model is saved.
+MARGIN = 2.0
+
+
+def spread_dates(n, seed):
+    """`n` dates from 2024 to 2035, the same for every run."""
+    pick = random.Random(seed)
+    first = datetime.date(2024, 1, 1)
+    return [(first + datetime.timedelta(days=pick.randrange(12 * 365))).isoformat() for _ in range(n)]
+
+
+# With four training dates, one trained model in several answered wrongly
+# on the day the tests ran: the date's tokens, unseen, moved its layers.
+TRAIN_DATES = spread_dates(24, seed=1)
+CHECK_DATES = spread_dates(40, seed=2) + [datetime.date.today().isoformat()]
 EFFORTS = ["low", "medium", "high"]
 
 
@@ -122,14 +137,6 @@ def examples(tok, dates):
                 for variant in {text, text.replace('{"city": "Paris"}', '{"city":"Paris"}')}:
                     out.append((tok.encode(variant, add_special_tokens=False), target))
     return out
-
-
-def greedy(model, prompt, n):
-    ids = list(prompt)
-    for _ in range(n):
-        logits = model.lm_head(model.model(mx.array([ids]))[0, -1])
-        ids.append(int(mx.argmax(logits).item()))
-    return ids[len(prompt):]
 
 
 class Head(nn.Module):
@@ -189,6 +196,23 @@ def main():
         picked = mx.take_along_axis(logits, target_rows[:, None], axis=-1)[:, 0]
         return (total - picked).mean()
 
+    def worst_margin(examples):
+        # Teacher-forced, at every answer position: the target's logit
+        # less the best other one (a zero row's is 0). Another engine's
+        # rounding moves logits by far less than the margin asked for, so
+        # it picks the same tokens (a margin near 0 once flipped one).
+        worst = math.inf
+        for prompt, target in examples:
+            ids = mx.array(prompt + target)
+            h = trainee.layers(ids[None, :-1])[0, len(prompt) - 1 :]
+            logits = h @ trainee.head.rows.T
+            rows = mx.array([row[i] for i in target])
+            picked = mx.take_along_axis(logits, rows[:, None], axis=-1)[:, 0]
+            others = mx.put_along_axis(logits, rows[:, None], mx.array(-math.inf), axis=-1)
+            runner_up = mx.maximum(others.max(axis=-1), 0.0)
+            worst = min(worst, (picked - runner_up).min().item())
+        return worst
+
     step = nn.value_and_grad(trainee, loss_fn)
     opt = optim.Adam(learning_rate=3e-3)
     for epoch in range(60):
@@ -203,14 +227,20 @@ def main():
             total += loss.item()
         mean = total / len(train)
         if mean < 0.05:
-            model.lm_head.weight = head.full(vocab)
-            ok = all(greedy(model, p, len(t)) == t for p, t in check)
-            print(f"epoch {epoch + 1}: loss {mean:.5f}, unseen dates reproduce: {ok}", file=sys.stderr)
-            if ok and mean < 0.01:
+            # A positive margin at every position, teacher-forced, is a
+            # greedy reproduction of every answer.
+            seen, unseen = worst_margin(train), worst_margin(check)
+            print(
+                f"epoch {epoch + 1}: loss {mean:.5f}, smallest margin {seen:.2f} "
+                f"(unseen dates {unseen:.2f})",
+                file=sys.stderr,
+            )
+            if mean < 0.01 and min(seen, unseen) >= MARGIN:
                 break
     else:
         sys.exit("the tiny gpt-oss did not learn to write Harmony")
 
+    model.lm_head.weight = head.full(vocab)
     shutil.rmtree(out, ignore_errors=True)
     save_model(out, model)
     save_config(config, out / "config.json")
