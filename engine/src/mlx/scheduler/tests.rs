@@ -25,24 +25,34 @@ impl TokenSink for FirstToken {
     }
 }
 
-#[test]
-fn a_short_prompt_is_not_held_behind_a_long_prompts_chunks() {
+/// The tiny Qwen3 in prompt chunks of 8 (a short lane of 4), requests
+/// arriving into an idle batch waiting `batch_window` for others.
+fn tiny_engine(batch_window: Duration) -> MlxEngine {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/tiny-qwen3");
-    // Chunks of 8: the long prompt needs 8 steps of prefill, each filling
-    // the step's prompt budget; the short one fits the short lane (4).
     let options = LoadOptions {
         prefill_chunk: 8,
-        batch_window: Duration::from_millis(200),
+        batch_window,
         ..LoadOptions::default()
     };
-    let engine = MlxEngine::load(&path, &options).unwrap();
-    let order = Arc::new(Mutex::new(Vec::new()));
-    let request = |prompt: Vec<u32>| GenerationRequest {
+    MlxEngine::load(&path, &options).unwrap()
+}
+
+/// Two greedy tokens after `prompt`.
+fn request(prompt: Vec<u32>) -> GenerationRequest {
+    GenerationRequest {
         prompt,
         max_tokens: 2,
         sampling: SamplingParams::greedy(),
         stop_token_ids: Vec::new(),
-    };
+    }
+}
+
+#[test]
+fn a_short_prompt_is_not_held_behind_a_long_prompts_chunks() {
+    // The long prompt needs 8 steps of prefill, each filling the step's
+    // prompt budget; the short one fits the short lane.
+    let engine = tiny_engine(Duration::from_millis(200));
+    let order = Arc::new(Mutex::new(Vec::new()));
     std::thread::scope(|scope| {
         for (name, prompt, delay) in [
             (
@@ -52,7 +62,7 @@ fn a_short_prompt_is_not_held_behind_a_long_prompts_chunks() {
             ),
             ("short", vec![5, 6, 7], 20),
         ] {
-            let (engine, order, request) = (&engine, Arc::clone(&order), &request);
+            let (engine, order) = (&engine, Arc::clone(&order));
             scope.spawn(move || {
                 std::thread::sleep(Duration::from_millis(delay));
                 let mut sink = FirstToken {
@@ -86,22 +96,10 @@ impl TokenSink for WaitProbe<'_> {
 
 #[test]
 fn a_new_prompt_is_told_the_wait_for_the_prompts_ahead_of_it() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/tiny-qwen3");
     // No batch window: the long prompt starts at once, and the short one
     // arrives while it is being fed, a chunk of 8 a step (32 steps).
-    let options = LoadOptions {
-        prefill_chunk: 8,
-        batch_window: Duration::ZERO,
-        ..LoadOptions::default()
-    };
-    let engine = MlxEngine::load(&path, &options).unwrap();
+    let engine = tiny_engine(Duration::ZERO);
     assert_eq!(engine.expected_wait(64), None, "no pace before any step");
-    let request = |prompt: Vec<u32>| GenerationRequest {
-        prompt,
-        max_tokens: 2,
-        sampling: SamplingParams::greedy(),
-        stop_token_ids: Vec::new(),
-    };
     let mut probe = WaitProbe {
         engine: &engine,
         seen: None,
