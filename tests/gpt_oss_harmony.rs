@@ -107,13 +107,7 @@ fn transcript(out: &serde_json::Value) -> (Vec<String>, serde_json::Value, Strin
 }
 
 fn gpt_oss_chat() -> ChatModel {
-    let dir = thinkwire_chat::assets::gpt_oss_tokenizer_dir();
-    assert!(
-        dir.join("tokenizer.json").is_file(),
-        "the gpt-oss tokenizer is missing at {} — run scripts/setup",
-        dir.display()
-    );
-    ChatModel::load(&dir).expect("loading the gpt-oss tokenizer")
+    support::chat_from_setup(&thinkwire_chat::assets::gpt_oss_tokenizer_dir(), "gpt-oss")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -325,6 +325,7 @@ mod tests {
         let tk = Tokenizer::from_json_str(json).unwrap();
         assert_eq!(tk.encode("hello <s>", false).unwrap(), vec![1, 5]);
         assert_eq!(tk.encode_plain("hello <s>").unwrap(), vec![1, 2, 3, 4]);
+        // The plain tokenizer is a copy: the original keeps its added tokens.
         assert_eq!(tk.encode("hello <s>", false).unwrap(), vec![1, 5]);
     }
 }

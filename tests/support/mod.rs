@@ -27,15 +27,20 @@ pub use scripted_engine::{Forced, Observed, ScriptedEngine};
 /// is derived from it.
 pub fn qwen3_chat() -> ChatModel {
     static CHAT: std::sync::LazyLock<ChatModel> = std::sync::LazyLock::new(|| {
-        let dir = thinkwire_chat::assets::qwen3_tokenizer_dir();
-        assert!(
-            dir.join("tokenizer.json").is_file(),
-            "the Qwen3 tokenizer is missing at {} — run scripts/setup",
-            dir.display()
-        );
-        ChatModel::load(&dir).expect("loading the Qwen3 tokenizer")
+        chat_from_setup(&thinkwire_chat::assets::qwen3_tokenizer_dir(), "Qwen3")
     });
     CHAT.clone()
+}
+
+/// The tokenizer and template setup fetched into `dir`, named `what` in
+/// the failure that says to run setup.
+pub fn chat_from_setup(dir: &std::path::Path, what: &str) -> ChatModel {
+    assert!(
+        dir.join("tokenizer.json").is_file(),
+        "the {what} tokenizer is missing at {} — run scripts/setup",
+        dir.display()
+    );
+    ChatModel::load(dir).unwrap_or_else(|e| panic!("loading the {what} tokenizer: {e}"))
 }
 
 /// What a Qwen3 model says when it thinks, then answers.
