@@ -23,6 +23,15 @@ same MLX version and BLAS as thinkwire). Two modes:
           one JSON object with one row per concurrency (same figures as
           `thinkwire bench --concurrency`).
 
+  ops     MODEL_DIR --batches 1,8,32
+          The MLX operations of one steady decode step (the second after a
+          16-token prompt per sequence), counted from the graph as
+          `mx.export_to_dot` writes it, one node per operation, with the
+          count of each kind, and the milliseconds spent building a step's
+          graph before it runs (median of 4). N=1 is `generate_step`'s
+          cache; N>1 is BatchGenerator's (each prompt prefilled alone, then
+          merged into one batch cache). Prints one JSON object.
+
 MODEL_DIR is a Hugging Face / MLX folder, e.g. written by
 `thinkwire convert MODEL.gguf DIR`.
 """
@@ -30,6 +39,7 @@ MODEL_DIR is a Hugging Face / MLX folder, e.g. written by
 import argparse
 import json
 import os
+import re
 import resource
 import sys
 import time
@@ -188,6 +198,82 @@ def cmd_bench_batch(args):
     )
 
 
+PROMPT_TOKENS = 16
+# Steady steps timed (building the graph, before it runs) after the first.
+TIMED_STEPS = 4
+
+
+def graph_kinds(outputs):
+    """Operation kinds MLX would run to evaluate `outputs`: one graph node
+    each, by label."""
+    path = Path(os.environ.get("TMPDIR", "/tmp")) / f"mlx-lm-graph-{os.getpid()}.dot"
+    mx.export_to_dot(str(path), *outputs)
+    text = path.read_text()
+    path.unlink()
+    kinds = {}
+    for label in re.findall(r'label ="([^"]*)", shape=rectangle', text):
+        kinds[label] = kinds.get(label, 0) + 1
+    return kinds
+
+
+def step_operations(model, n):
+    from mlx_lm.models.cache import make_prompt_cache
+
+    caches = []
+    for i in range(n):
+        cache = make_prompt_cache(model)
+        prompt = [(17 + 31 * i + 7 * j) % 100 for j in range(PROMPT_TOKENS)]
+        model(mx.array([prompt]), cache=cache)
+        mx.eval([c.state for c in cache])
+        caches.append(cache)
+    if n > 1:
+        cache = [caches[0][layer].merge([c[layer] for c in caches]) for layer in range(len(caches[0]))]
+    else:
+        cache = caches[0]
+    kinds, build_ms = {}, []
+    for step in range(TIMED_STEPS + 1):
+        start = time.perf_counter()
+        y = mx.array([(5 + 3 * i + step) % 100 for i in range(n)])
+        logits = model(y[:, None], cache=cache)[:, -1, :]
+        logprobs = logits - mx.logsumexp(logits, axis=-1, keepdims=True)
+        picks = mx.argmax(logprobs, axis=-1)
+        if step > 0:
+            build_ms.append((time.perf_counter() - start) * 1e3)
+        state = [a for c in cache for a in c.state if isinstance(a, mx.array)]
+        outputs = [picks, logprobs] + state
+        if step == 1:
+            kinds = graph_kinds(outputs)
+        mx.eval(outputs)
+    return kinds, sorted(build_ms)[len(build_ms) // 2]
+
+
+def cmd_ops(args):
+    model, _ = load(args.model_dir)
+    mx.eval(model.parameters())
+    rows = []
+    for n in [int(b) for b in args.batches.split(",")]:
+        kinds, build_ms = step_operations(model, n)
+        rows.append(
+            {
+                "batch": n,
+                "operations": sum(kinds.values()),
+                "kinds": dict(sorted(kinds.items())),
+                "build_ms": build_ms,
+            }
+        )
+    print(
+        json.dumps(
+            {
+                "engine": "mlx-lm",
+                "mlx_lm_version": mlx_lm.__version__,
+                "mlx_version": mx.__version__,
+                "device": str(mx.default_device()),
+                "rows": rows,
+            }
+        )
+    )
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -207,8 +293,12 @@ def main():
     bb.add_argument("--prompts-ids", required=True)
     bb.add_argument("--concurrency", default="1,2,4,8")
     bb.add_argument("--max-tokens", type=int, default=128)
+    o = sub.add_parser("ops")
+    o.add_argument("model_dir", type=Path)
+    o.add_argument("--batches", default="1,8,32")
     args = p.parse_args()
-    {"golden": cmd_golden, "bench": cmd_bench, "bench-batch": cmd_bench_batch}[args.cmd](args)
+    commands = {"golden": cmd_golden, "bench": cmd_bench, "bench-batch": cmd_bench_batch, "ops": cmd_ops}
+    commands[args.cmd](args)
     # OpenBLAS's exit handler can hang joining its threads (seen after
     # bench-batch, all threads idle in futex waits): everything is written,
     # so leave without running the handlers.

@@ -9,7 +9,8 @@ step's status and seconds), models.jsonl (scripts/gpu/make_models.py),
 parity.json (scripts/gpu/parity.py) and per model
 <model>/thinkwire-bench.json (`thinkwire bench --json`),
 <model>/thinkwire-concurrency.json (`--concurrency 1,8,32 --json`) and
-<model>/mlx-lm-b<N>.log (`python -m mlx_lm.benchmark`). Missing pieces show
+<model>/mlx-lm-b<N>.log (`python -m mlx_lm.benchmark`) and
+<model>/mlx-lm-ops.json (`scripts/golden/mlx_lm_ref.py ops`). Missing pieces show
 as "-", so a partial run still reports what it has. Writes
 OUT_DIR/gpu-bench.md and OUT_DIR/gpu-bench.json and prints the markdown.
 """
@@ -59,6 +60,19 @@ def mlx_lm_benchmark(path: Path):
     return {k: float(v) for k, v in re.findall(r"(\w+)=([0-9.]+)", line)}
 
 
+def step_operations(rows):
+    """{N: {"operations", "build_ms"}} from a `thinkwire bench --json`'s
+    `operations_per_decode_step` or `mlx_lm_ref.py ops`'s `rows` (older
+    binaries wrote [N, operations] pairs)."""
+    out = {}
+    for r in rows or []:
+        if isinstance(r, dict):
+            out[r["batch"]] = {"operations": r.get("operations"), "build_ms": r.get("build_ms")}
+        elif isinstance(r, list) and len(r) == 2:
+            out[r[0]] = {"operations": r[1], "build_ms": None}
+    return out
+
+
 def fmt(x, digits=1):
     return "-" if x is None else f"{x:,.{digits}f}"
 
@@ -82,6 +96,10 @@ def collect(raw: Path):
         rows = {r["concurrency"]: r for r in (conc or {}).get("thinkwire", [])}
         ref = {n: mlx_lm_benchmark(d / f"mlx-lm-b{n}.log") for n in LEVELS}
         entry = {"made": made.get(name), "thinkwire_bench": tw.get("bench"), "thinkwire_concurrency": rows, "mlx_lm": ref}
+        entry["operations"] = {
+            "thinkwire": step_operations((bench or {}).get("operations_per_decode_step")),
+            "mlx_lm": step_operations((read_json(d / "mlx-lm-ops.json") or {}).get("rows")),
+        }
         decode = {}
         for n in LEVELS:
             ours = tw["bench"]["decode_tok_s"] if n == 1 and "bench" in tw else None
@@ -152,6 +170,20 @@ def markdown(report):
             f"| {name} | {fmt(b.get('prefill_tok_s'))} | {fmt(ref1.get('prompt_tps'))} | {steps} | {waits} | {ttft} | "
             f"{fmt(ref32.get('peak_memory'), 2)} |"
         )
+    out.append("")
+    out.append("Operations per decode step (graph nodes) and the host's milliseconds to build one:")
+    out.append("")
+    out.append("| model | thinkwire N=1 / 8 / 32 | mlx-lm N=1 / 8 / 32 | thinkwire build ms | mlx-lm build ms |")
+    out.append("|---|---|---|---|---|")
+    for name, m in report["models"].items():
+        ops = m.get("operations") or {}
+        cells = [name]
+        for key in ("operations", "build_ms"):
+            for who in ("thinkwire", "mlx_lm"):
+                rows = ops.get(who) or {}
+                digits = 0 if key == "operations" else 2
+                cells.append(" / ".join(fmt((rows.get(n) or {}).get(key), digits) for n in LEVELS))
+        out.append("| " + " | ".join(cells) + " |")
     out.append("")
     p = report["parity"]
     if p:

@@ -111,9 +111,12 @@ pub fn bench(args: &BenchArgs) -> Result<()> {
     let references: Vec<(&str, std::path::PathBuf)> = if !args.compare_mlx_lm {
         Vec::new()
     } else if path.is_file() {
-        let mut refs = vec![("f32 copy", converted(&path, Precision::F32)?)];
-        let packed = converted(&path, Precision::Auto)?;
-        if is_quantized(&packed)? {
+        let mut refs = vec![(
+            "f32 copy",
+            super::bench_weights::converted(&path, Precision::F32)?,
+        )];
+        let packed = super::bench_weights::converted(&path, Precision::Auto)?;
+        if super::bench_weights::is_quantized(&packed)? {
             refs.push(("quantized copy", packed));
         }
         refs
@@ -121,6 +124,7 @@ pub fn bench(args: &BenchArgs) -> Result<()> {
         vec![("same folder", path.clone())]
     };
     let mut theirs: Vec<(&str, BenchReport)> = Vec::new();
+    let mut their_operations = Vec::new();
     for (label, dir) in &references {
         let report = MlxLmReference::locate()
             .bench(dir, &options)
@@ -131,6 +135,11 @@ pub fn bench(args: &BenchArgs) -> Result<()> {
                 )
             })?;
         theirs.push((label, report));
+        let batches: Vec<usize> = operations.iter().map(|s| s.batch).collect();
+        their_operations.push((
+            *label,
+            super::bench_operations::mlx_lm_step_operations(dir, &batches)?,
+        ));
     }
     let llama = if args.compare_llama_cpp {
         if !path.is_file() {
@@ -164,6 +173,8 @@ pub fn bench(args: &BenchArgs) -> Result<()> {
                 "cpu": thinkwire_engine::mlx::bench::cpu_name(),
                 "device": thinkwire_engine::mlx::device_name(),
                 "operations_per_decode_step": operations,
+                "mlx_lm_operations_per_decode_step":
+                    super::bench_operations::operations_json(&their_operations),
                 "thinkwire": ours,
                 "mlx_lm": reference,
                 "llama_cpp": llama,
@@ -231,7 +242,7 @@ pub fn bench(args: &BenchArgs) -> Result<()> {
             all - kernels
         );
     }
-    println!("{}", super::bench_operations::operations_line(&operations));
+    super::bench_operations::print_operations(&operations, &their_operations);
     for (label, r) in &theirs {
         println!(
             "thinkwire / mlx-lm ({label}): decode {:.2}x, prefill {:.2}x",
@@ -305,13 +316,23 @@ fn concurrency(
     drop(engine);
     let operations = super::bench_operations::step_operations(path, &options, levels)?;
     let mut theirs: Vec<(&str, Vec<ConcurrencyRow>)> = Vec::new();
+    let mut their_operations = Vec::new();
     if args.compare_mlx_lm {
         // mlx-lm's fastest CPU path: the f32 copy of a GGUF (its packed
-        // copy decodes ~6x slower; see the single-run bench).
-        let refs = if path.is_file() {
-            vec![("f32 copy", converted(path, Precision::F32)?)]
-        } else {
+        // copy decodes ~6x slower; see the single-run bench). `keep` runs
+        // MLX's own quantized operations, so it meets the packed copy.
+        let refs = if !path.is_file() {
             vec![("same folder", path.to_path_buf())]
+        } else if precision == Precision::Keep {
+            vec![(
+                "quantized copy",
+                super::bench_weights::converted(path, Precision::Auto)?,
+            )]
+        } else {
+            vec![(
+                "f32 copy",
+                super::bench_weights::converted(path, Precision::F32)?,
+            )]
         };
         for (label, dir) in refs {
             let report = MlxLmReference::locate()
@@ -319,6 +340,10 @@ fn concurrency(
                 .with_context(|| {
                     format!("running mlx-lm's batch generator on {}", dir.display())
                 })?;
+            their_operations.push((
+                label,
+                super::bench_operations::mlx_lm_step_operations(&dir, levels)?,
+            ));
             theirs.push((label, report.rows));
         }
     }
@@ -335,6 +360,8 @@ fn concurrency(
                 "max_tokens": args.max_tokens,
                 "device": thinkwire_engine::mlx::device_name(),
                 "operations_per_decode_step": operations,
+                "mlx_lm_operations_per_decode_step":
+                    super::bench_operations::operations_json(&their_operations),
                 "thinkwire": ours,
                 "mlx_lm_batch": reference,
             })
@@ -393,7 +420,7 @@ fn concurrency(
         })
         .collect();
     println!("thinkwire per step: {}", steps.join(", "));
-    println!("{}", super::bench_operations::operations_line(&operations));
+    super::bench_operations::print_operations(&operations, &their_operations);
     for (label, rows) in &theirs {
         table(&format!("mlx-lm batch ({label})"), rows);
     }
@@ -415,54 +442,6 @@ fn concurrency(
         );
     }
     Ok(())
-}
-
-/// The folder `$THINKWIRE_HOME/converted/<stem>-<precision>` holding `gguf`
-/// converted for mlx-lm, written on first use.
-#[cfg(feature = "mlx")]
-fn converted(
-    gguf: &std::path::Path,
-    precision: thinkwire_engine::mlx::Precision,
-) -> Result<std::path::PathBuf> {
-    use thinkwire_engine::mlx::{ConvertOptions, convert_gguf};
-    let stem = gguf
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "model".into());
-    let name = match precision {
-        thinkwire_engine::mlx::Precision::Auto => "mlx-quantized".to_string(),
-        other => other.name().to_string(),
-    };
-    let dir = thinkwire_chat::assets::home()
-        .join("converted")
-        .join(format!("{stem}-{name}"));
-    if !dir.join("config.json").is_file() {
-        eprintln!(
-            "converting {} to {} for mlx-lm…",
-            gguf.display(),
-            dir.display()
-        );
-        let chat = thinkwire_chat::ChatModel::load(gguf)?;
-        let options = ConvertOptions {
-            precision,
-            tokenizer_json: Some(chat.tokenizer_json()?),
-            tokenizer_config: Some(chat.tokenizer_config_json()),
-        };
-        convert_gguf(gguf, &dir, &options)?;
-    }
-    Ok(dir)
-}
-
-/// Whether a converted folder holds quantized weights.
-#[cfg(feature = "mlx")]
-fn is_quantized(dir: &std::path::Path) -> Result<bool> {
-    use anyhow::Context;
-    let path = dir.join("config.json");
-    let text =
-        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
-    let config: serde_json::Value =
-        serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
-    Ok(config.get("quantization").is_some())
 }
 
 /// Runs `thinkwire bench`.

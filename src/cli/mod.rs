@@ -8,6 +8,8 @@ mod bench;
 mod bench_constrained;
 #[cfg(feature = "mlx")]
 mod bench_operations;
+#[cfg(feature = "mlx")]
+mod bench_weights;
 mod chat;
 mod convert;
 mod inspect;

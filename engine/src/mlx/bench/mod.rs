@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-pub use self::ops::decode_step_operations_of;
+pub use self::ops::{StepOperations, decode_step_operations_of};
 use super::{LoadOptions, MlxEngine};
 use crate::{Directive, Engine, EngineError, GenerationRequest, SamplingParams, TokenSink};
 
@@ -398,6 +398,30 @@ impl MlxLmReference {
             .arg("--max-tokens")
             .arg(max_tokens.to_string());
         self.run_json(cmd)
+    }
+
+    /// mlx-lm's decode step on `model_dir`, counted as
+    /// [`decode_step_operations_of`] counts ours (`mlx_lm_ref.py ops`).
+    pub fn operations(
+        &self,
+        model_dir: &Path,
+        batches: &[usize],
+    ) -> Result<Vec<StepOperations>, EngineError> {
+        #[derive(serde::Deserialize)]
+        struct Report {
+            rows: Vec<StepOperations>,
+        }
+        let batches: Vec<String> = batches.iter().map(usize::to_string).collect();
+        let mut cmd = Command::new(&self.python);
+        if let Some(lib) = &self.preload {
+            cmd.env("LD_PRELOAD", lib);
+        }
+        cmd.arg(&self.script)
+            .arg("ops")
+            .arg(model_dir)
+            .arg("--batches")
+            .arg(batches.join(","));
+        Ok(self.run_json::<Report>(cmd)?.rows)
     }
 
     fn run_json<T: serde::de::DeserializeOwned>(&self, mut cmd: Command) -> Result<T, EngineError> {

@@ -5,11 +5,12 @@
 //! it is tracked where no GPU is lent (issue #33: mlx-lm's step is ~3,468
 //! operations on SmolLM2-135M whatever N).
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use mlx_rs::Array;
 
-use super::super::kernels::graph::count_operations;
+use super::super::kernels::graph::operation_kinds;
 use super::super::model::{Network, Segment};
 use super::super::{LoadOptions, load_network};
 use crate::EngineError;
@@ -18,11 +19,46 @@ use crate::mlx::error::mlx_err;
 /// Prompt positions each sequence holds before the counted step.
 const PROMPT: i32 = 16;
 
+/// Steady steps timed after the one that moves sequences into slots.
+const TIMED_STEPS: usize = 4;
+
+/// The operations of one decode step of `batch` sequences.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct StepOperations {
+    /// Sequences in the step (N).
+    pub batch: usize,
+    /// Operations in all.
+    pub operations: usize,
+    /// How many of each kind (MLX's primitive names).
+    pub kinds: BTreeMap<String, usize>,
+    /// Milliseconds the host spends building the step's graph, before
+    /// anything runs (median of a few steps): what a GPU waits for when
+    /// a step's kernels take less.
+    pub build_ms: f64,
+}
+
+impl StepOperations {
+    fn new(batch: usize, kinds: BTreeMap<String, usize>, build_ms: f64) -> Self {
+        Self {
+            batch,
+            operations: kinds.values().sum(),
+            kinds,
+            build_ms,
+        }
+    }
+}
+
 /// Operations in a decode step of `n` sequences (their second, each
 /// cache at [`PROMPT`] + 1 positions), as the scheduler builds it: the
 /// forward pass, the greedy picks and the cache arrays it evaluates with
 /// them.
+#[cfg(test)]
 pub(crate) fn decode_step_operations(model: &Network, n: usize) -> Result<usize, EngineError> {
+    Ok(decode_step_kinds(model, n)?.operations)
+}
+
+/// [`decode_step_operations`] by kind.
+pub(crate) fn decode_step_kinds(model: &Network, n: usize) -> Result<StepOperations, EngineError> {
     let mut caches: Vec<_> = (0..n).map(|_| model.new_cache()).collect();
     for (i, c) in caches.iter_mut().enumerate() {
         let prompt: Vec<i32> = (0..PROMPT)
@@ -42,8 +78,10 @@ pub(crate) fn decode_step_operations(model: &Network, n: usize) -> Result<usize,
     }
     // The first step moves each sequence into its batch slot (a copy
     // once per sequence); the second is what every later step builds.
-    let mut count = 0;
-    for step in 0..2 {
+    let mut kinds = BTreeMap::new();
+    let mut build_ms = Vec::new();
+    for step in 0..=TIMED_STEPS as i32 {
+        let start = std::time::Instant::now();
         let mut segments: Vec<Segment<'_>> = caches
             .iter_mut()
             .enumerate()
@@ -61,29 +99,36 @@ pub(crate) fn decode_step_operations(model: &Network, n: usize) -> Result<usize,
         let picks = mlx_rs::ops::indexing::argmax_axis(&logits, -1, true)
             .and_then(|a| a.as_dtype(mlx_rs::Dtype::Int32))
             .map_err(mlx_err("choosing a token"))?;
+        if step > 0 {
+            build_ms.push(start.elapsed().as_secs_f64() * 1e3);
+        }
         let cached: Vec<Array> = segments
             .iter()
             .flat_map(|s| s.caches.iter().flat_map(|c| c.arrays()))
             .collect();
         let mut outputs = vec![&picks, &logits];
         outputs.extend(cached.iter());
-        count = count_operations(&outputs).map_err(mlx_err("counting operations"))?;
+        if step == 1 {
+            kinds = operation_kinds(&outputs).map_err(mlx_err("counting operations"))?;
+        }
         mlx_rs::transforms::eval(outputs).map_err(mlx_err("decoding"))?;
     }
-    Ok(count)
+    build_ms.sort_by(f64::total_cmp);
+    let median = build_ms.get(build_ms.len() / 2).copied().unwrap_or(0.0);
+    Ok(StepOperations::new(n, kinds, median))
 }
 
-/// [`decode_step_operations`] of `path` loaded as `options` asks, at each
-/// batch size of `batches`: `(N, operations)`.
+/// [`decode_step_kinds`] of `path` loaded as `options` asks, at each
+/// batch size of `batches`.
 pub fn decode_step_operations_of(
     path: &Path,
     options: &LoadOptions,
     batches: &[usize],
-) -> Result<Vec<(usize, usize)>, EngineError> {
+) -> Result<Vec<StepOperations>, EngineError> {
     let (model, _, _) = load_network(path, options)?;
     batches
         .iter()
-        .map(|&n| Ok((n, decode_step_operations(&model, n)?)))
+        .map(|&n| decode_step_kinds(&model, n))
         .collect()
 }
 
@@ -140,10 +185,12 @@ mod tests {
             let loaded = load_gguf(&path).unwrap();
             let model = Network::build(&loaded.config, loaded.weights, precision).unwrap();
             for n in [1, 8, 32] {
-                let ops = decode_step_operations(&model, n).unwrap();
+                let step = decode_step_kinds(&model, n).unwrap();
                 eprintln!(
-                    "{} N={n}: {ops} operations per decode step",
-                    precision.name()
+                    "{} N={n}: {} operations per decode step: {:?}",
+                    precision.name(),
+                    step.operations,
+                    step.kinds
                 );
             }
         }

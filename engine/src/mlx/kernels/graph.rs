@@ -3,6 +3,7 @@
 //! launch (and the CPU a schedule and an allocation) for, so it is
 //! measured on any machine (`bench::ops`, `thinkwire bench`).
 
+use std::collections::BTreeMap;
 use std::ffi::CString;
 
 use mlx_rs::Array;
@@ -11,7 +12,15 @@ use mlx_rs::error::{Exception, Result};
 /// Operations (primitives) MLX would run to evaluate `outputs`: the nodes
 /// of `mlx_export_to_dot`'s graph, one `shape=rectangle` line each.
 /// Evaluated arrays are leaves and count nothing.
+#[cfg(test)]
 pub(crate) fn count_operations(outputs: &[&Array]) -> Result<usize> {
+    Ok(operation_kinds(outputs)?.values().sum())
+}
+
+/// [`count_operations`] by kind: MLX's name for each primitive (`Add`,
+/// `QuantizedMatmul`, a compiled fusion's `Compiled…`), so two step
+/// graphs can be compared kind by kind.
+pub(crate) fn operation_kinds(outputs: &[&Array]) -> Result<BTreeMap<String, usize>> {
     let path = std::env::temp_dir().join(format!(
         "thinkwire-graph-{}-{:?}.dot",
         std::process::id(),
@@ -43,7 +52,15 @@ pub(crate) fn count_operations(outputs: &[&Array]) -> Result<usize> {
         return Err(Exception::custom("mlx_export_to_dot failed"));
     }
     let dot = dot.map_err(|e| Exception::custom(format!("reading the graph: {e}")))?;
-    Ok(dot.matches("shape=rectangle").count())
+    let mut kinds = BTreeMap::new();
+    for line in dot.lines().filter(|l| l.contains("shape=rectangle")) {
+        let label = line
+            .split_once("label =\"")
+            .and_then(|(_, rest)| rest.split_once('"'))
+            .map_or("?", |(label, _)| label);
+        *kinds.entry(label.to_owned()).or_insert(0) += 1;
+    }
+    Ok(kinds)
 }
 
 #[cfg(test)]
@@ -58,6 +75,9 @@ mod tests {
         // add, multiply, exp; `a` is data.
         assert_eq!(count_operations(&[&c]).unwrap(), 3);
         assert_eq!(count_operations(&[&c, &b]).unwrap(), 3);
+        let kinds = operation_kinds(&[&c]).unwrap();
+        let names: Vec<(&str, usize)> = kinds.iter().map(|(k, n)| (k.as_str(), *n)).collect();
+        assert_eq!(names, [("Add", 1), ("Exp", 1), ("Multiply", 1)]);
         c.eval().unwrap();
         assert_eq!(count_operations(&[&c]).unwrap(), 0);
     }

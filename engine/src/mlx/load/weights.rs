@@ -69,6 +69,36 @@ impl WeightMap {
         self.tensors.remove(name).ok_or_else(|| self.missing(name))
     }
 
+    /// Widens every affine weight's f16 or bf16 scales and biases to f32
+    /// when the activations are f32. MLX's quantized matmul computes in the
+    /// common type of its input and the scales, so f16 scales beside f32
+    /// activations (a GGUF under `keep`, or on a GPU) were widened again
+    /// by two more operations per matrix on every step. f16 and bf16 are
+    /// exact in f32, so the products are unchanged.
+    pub fn widen_scales_for(&mut self, activations: Dtype) -> Result<(), EngineError> {
+        if activations != Dtype::Float32 {
+            return Ok(());
+        }
+        let narrow: Vec<String> = self
+            .tensors
+            .iter()
+            .filter(|(name, a)| {
+                (name.ends_with(".scales") || name.ends_with(".biases"))
+                    && matches!(a.dtype(), Dtype::Float16 | Dtype::Bfloat16)
+            })
+            .map(|(name, _)| name.clone())
+            .collect();
+        for name in narrow {
+            if let Some(a) = self.tensors.remove(&name) {
+                let wide = a
+                    .as_dtype(Dtype::Float32)
+                    .map_err(mlx_err("widening quantization scales"))?;
+                self.tensors.insert(name, wide);
+            }
+        }
+        Ok(())
+    }
+
     /// Removes `{name}.weight` and, when it is quantized, its scales and
     /// biases; returns the weight's key for messages.
     fn take_parts(&mut self, name: &str) -> Result<TakenWeight, EngineError> {

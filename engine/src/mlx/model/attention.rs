@@ -69,7 +69,7 @@ impl Attention {
         }
         if decoding {
             // Without the step's table rows, `decode_batched` rotates.
-            let (q, k, v) = self.split_and_rotate(&qkv, rows)?;
+            let (q, k, v) = self.split_heads(&qkv, rows)?;
             let rope = (rows.is_none() && self.rotate).then_some(rope);
             let out = self.decode_batched(&q, &k, &v, layer, segments, batch, rope)?;
             return self.o.forward(&out);
@@ -210,9 +210,10 @@ impl Attention {
 
     /// A decode step on MLX's attention (a GPU's path): every sequence's
     /// new row written into its slot of the layer's batch cache and all
-    /// slots attended in one call, masked to each slot's length. With
-    /// `rope`, q and k arrive unrotated and are rotated here, each row from
-    /// its sequence's position, in one operation each.
+    /// slots attended in one call, masked to each slot's length. q, k, v
+    /// arrive as [`Self::split_heads`] gives them (`[1, N, heads, d]`).
+    /// With `rope`, q and k arrive unrotated and are rotated here, each
+    /// row from its sequence's position, in one operation each.
     #[allow(clippy::too_many_arguments)]
     fn decode_batched(
         &self,
@@ -226,8 +227,8 @@ impl Attention {
     ) -> R<Array> {
         let n = segments.len() as i32;
         let (nq, hd) = (self.heads, self.head_dim);
-        // [1, heads, N, d] → [N, heads, 1, d]: the sequences as the batch.
-        let by_sequence = |a: &Array| a.transpose_axes(&[2, 1, 0, 3]);
+        // [1, N, heads, d] → [N, heads, 1, d]: the sequences as the batch.
+        let by_sequence = |a: &Array| a.transpose_axes(&[1, 2, 0, 3]);
         let (mut q, mut k, v) = (by_sequence(q)?, by_sequence(k)?, by_sequence(v)?);
         if let Some(rope) = rope {
             let at: Vec<i32> = segments.iter().map(|s| s.caches[layer].offset()).collect();
@@ -284,36 +285,51 @@ impl Attention {
         out.reshape(&[1, n, nq * hd])
     }
 
-    /// The fused product split into heads-first q, k, v with MLX's
-    /// operations, q and k normed (qwen3) and rotated by the step's rows
-    /// where they are within the tables.
+    /// [`Self::split_heads`], heads first (`[1, heads, T, d]`).
     fn split_and_rotate(&self, qkv: &Array, rows: Option<&RopeRows>) -> R<(Array, Array, Array)> {
-        let (t, hd) = (qkv.shape()[1], self.head_dim);
-        let (nq, nkv) = (self.heads, self.kv_heads);
-        let qkv = qkv.reshape(&[1, t, nq + 2 * nkv, hd])?;
-        let v = qkv.try_index_axis2(nq + nkv, nq + 2 * nkv)?;
-        let (q, k) = match (&self.q_norm, &self.k_norm) {
-            (Some(qn), Some(kn)) => {
-                let q = mlx_rs::fast::rms_norm(qkv.try_index_axis2(0, nq)?, Some(qn), self.eps)?;
-                let k =
-                    mlx_rs::fast::rms_norm(qkv.try_index_axis2(nq, nq + nkv)?, Some(kn), self.eps)?;
-                (rotate(rows, &q)?, rotate(rows, &k)?)
-            }
-            _ => {
-                // Queries and keys rotate together: one RoPE per layer.
-                let qk = rotate(rows, &qkv.try_index_axis2(0, nq + nkv)?)?;
-                (
-                    qk.try_index_axis2(0, nq)?,
-                    qk.try_index_axis2(nq, nq + nkv)?,
-                )
-            }
-        };
+        let (q, k, v) = self.split_heads(qkv, rows)?;
         Ok((
             q.transpose_axes(&[0, 2, 1, 3])?,
             k.transpose_axes(&[0, 2, 1, 3])?,
             v.transpose_axes(&[0, 2, 1, 3])?,
         ))
     }
+
+    /// The fused product split into q, k, v (`[1, T, heads, d]`) with
+    /// MLX's operations, q and k normed (qwen3) and rotated by the step's
+    /// rows where they are within the tables. One split operation gives
+    /// all three (a GPU pays per operation, views included).
+    fn split_heads(&self, qkv: &Array, rows: Option<&RopeRows>) -> R<(Array, Array, Array)> {
+        let (t, hd) = (qkv.shape()[1], self.head_dim);
+        let (nq, nkv) = (self.heads, self.kv_heads);
+        let qkv = qkv.reshape(&[1, t, nq + 2 * nkv, hd])?;
+        let norms = self.q_norm.as_ref().zip(self.k_norm.as_ref());
+        if norms.is_some() || rows.is_none() {
+            let [q, k, v] = split3(&qkv, nq, nq + nkv)?;
+            let Some((qn, kn)) = norms else {
+                return Ok((q, k, v));
+            };
+            let q = mlx_rs::fast::rms_norm(&q, Some(qn), self.eps)?;
+            let k = mlx_rs::fast::rms_norm(&k, Some(kn), self.eps)?;
+            return Ok((rotate(rows, &q)?, rotate(rows, &k)?, v));
+        }
+        // Queries and keys rotate together: one RoPE per layer.
+        let [qk, v] = split2(&qkv, nq + nkv)?;
+        let [q, k] = split2(&rotate(rows, &qk)?, nq)?;
+        Ok((q, k, v))
+    }
+}
+
+/// `a` split along axis 2 at `at`.
+fn split2(a: &Array, at: i32) -> R<[Array; 2]> {
+    let parts = a.split_at_indices(&[at], 2)?;
+    <[Array; 2]>::try_from(parts).map_err(|_| mlx_rs::error::Exception::custom("a split in two"))
+}
+
+/// `a` split along axis 2 at `first` and `second`.
+fn split3(a: &Array, first: i32, second: i32) -> R<[Array; 3]> {
+    let parts = a.split_at_indices(&[first, second], 2)?;
+    <[Array; 3]>::try_from(parts).map_err(|_| mlx_rs::error::Exception::custom("a split in three"))
 }
 
 /// Rotates `[1, T, heads, head_dim]` by the step's rows of the tables

@@ -31,6 +31,13 @@ impl Network {
         let eps = config.rms_norm_eps;
         let bias = config.qkv_bias();
         let dense_dtype = precision.dense_dtype();
+        // Where the weights keep their own types (`keep`, a GPU), the
+        // activations take the norms' type.
+        let activations =
+            dense_dtype.or_else(|| w.tensors.get("model.norm.weight").map(|norm| norm.dtype()));
+        if let Some(activations) = activations {
+            w.widen_scales_for(activations)?;
+        }
         // The fused operations run on the CPU, in f32 (what every CPU
         // policy but bf16 computes in).
         let fused_ops = default_device_is_cpu() && dense_dtype == Some(Dtype::Float32);
