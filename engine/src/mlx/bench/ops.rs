@@ -118,6 +118,45 @@ pub(crate) fn decode_step_kinds(model: &Network, n: usize) -> Result<StepOperati
     Ok(StepOperations::new(n, kinds, median))
 }
 
+/// Operations of one pass over fresh prompts of `lens` tokens (a burst
+/// arriving together, first tokens picked): what a GPU launches before
+/// their first tokens.
+#[cfg(test)]
+pub(crate) fn prefill_operations(model: &Network, lens: &[i32]) -> Result<usize, EngineError> {
+    let mut caches: Vec<_> = lens.iter().map(|_| model.new_cache()).collect();
+    let mut segments: Vec<Segment<'_>> = caches
+        .iter_mut()
+        .zip(lens)
+        .enumerate()
+        .map(|(i, (c, &len))| {
+            let ids: Vec<i32> = (0..len)
+                .map(|j| (17 + 31 * i as i32 + 7 * j) % 100)
+                .collect();
+            Segment {
+                ids: Array::from_slice(&ids, &[1, len]),
+                len,
+                caches: c,
+                fork: None,
+            }
+        })
+        .collect();
+    let logits = model
+        .forward(&mut segments, true)
+        .map_err(mlx_err("prefilling"))?
+        .ok_or_else(|| EngineError::Backend("a prefill pass without logits".into()))?;
+    let picks = mlx_rs::ops::indexing::argmax_axis(&logits, -1, true)
+        .map_err(mlx_err("choosing a token"))?;
+    let cached: Vec<Array> = segments
+        .iter()
+        .flat_map(|s| s.caches.iter().flat_map(|c| c.arrays()))
+        .collect();
+    let mut outputs = vec![&picks, &logits];
+    outputs.extend(cached.iter());
+    operation_kinds(&outputs)
+        .map(|k| k.values().sum())
+        .map_err(mlx_err("counting operations"))
+}
+
 /// [`decode_step_kinds`] of `path` loaded as `options` asks, at each
 /// batch size of `batches`.
 pub fn decode_step_operations_of(
@@ -185,6 +224,17 @@ mod tests {
             let loaded = load_gguf(&path).unwrap();
             let model = Network::build(&loaded.config, loaded.weights, precision).unwrap();
             for n in [1, 8, 32] {
+                // A burst of chat-sized prompts, 28 to 32 tokens.
+                let lens: Vec<i32> = (0..n as i32).map(|i| 28 + i % 5).collect();
+                let together = prefill_operations(&model, &lens).unwrap();
+                let apart: usize = lens
+                    .iter()
+                    .map(|&l| prefill_operations(&model, &[l]).unwrap())
+                    .sum();
+                eprintln!(
+                    "{} N={n}: {together} operations to prefill the burst in one pass, {apart} one prompt at a time",
+                    precision.name()
+                );
                 let step = decode_step_kinds(&model, n).unwrap();
                 eprintln!(
                     "{} N={n}: {} operations per decode step: {:?}",

@@ -4,10 +4,11 @@
 use mlx_rs::Array;
 use mlx_rs::fast::ScaledDotProductAttentionMask;
 
+use super::burst::Burst;
 use super::cache::{BatchCache, KvCache, in_order};
 use super::linear::Linear;
 use super::rope::{Rope, RopeRows};
-use super::{R, Segment};
+use super::{Pass, R, Segment};
 use crate::mlx::kernels::fused;
 use crate::mlx::kernels::scatter::scatter;
 
@@ -38,15 +39,17 @@ pub(super) struct Attention {
 impl Attention {
     /// Projections over every row of the batch; a decode step's attention
     /// in one operation for all sequences (the fused one on the CPU, else
-    /// MLX's over the layer's `batch` cache); prompts' RoPE, cache and
-    /// attention per segment, against that sequence's own cache.
+    /// MLX's over the layer's `batch` cache); fresh prompts together on
+    /// MLX's attention as one padded batch (`pass.burst`); other prompts'
+    /// RoPE, cache and attention per segment, against that sequence's own
+    /// cache.
     pub(super) fn forward(
         &self,
         x: &Array,
         layer: usize,
         segments: &mut [Segment<'_>],
         (rope, rows): (&Rope, Option<&RopeRows>),
-        batch: &BatchCache,
+        pass: Pass<'_>,
     ) -> R<Array> {
         let (t, hd) = (x.shape()[1], self.head_dim);
         let (nq, nkv) = (self.heads, self.kv_heads);
@@ -71,7 +74,11 @@ impl Attention {
             // Without the step's table rows, `decode_batched` rotates.
             let (q, k, v) = self.split_heads(&qkv, rows)?;
             let rope = (rows.is_none() && self.rotate).then_some(rope);
-            let out = self.decode_batched(&q, &k, &v, layer, segments, batch, rope)?;
+            let out = self.decode_batched(&q, &k, &v, layer, segments, pass.batch, rope)?;
+            return self.o.forward(&out);
+        }
+        if let Some(burst) = pass.burst.filter(|_| rows.is_none() && self.takes_bursts()) {
+            let out = self.prefill_burst(&qkv, burst, layer, segments, rope)?;
             return self.o.forward(&out);
         }
         // Heads first ([1, heads, T, head_dim]) once for the whole batch;
@@ -172,6 +179,54 @@ impl Attention {
         };
         debug_assert_eq!(out.shape(), &[1, t, nq * hd]);
         self.o.forward(&out)
+    }
+
+    /// Whether its prompts may go as one padded batch (`burst.rs`): on
+    /// MLX's attention, without a sliding window.
+    pub(super) fn takes_bursts(&self) -> bool {
+        !(self.fused && self.sinks.is_none()) && self.window.is_none()
+    }
+
+    /// Fresh prompts (every segment's, no cached positions) rotated and
+    /// attended in one operation each over `burst`'s padded layout; each
+    /// cache keeps views of its prompt's rows. Returns the pass's rows.
+    fn prefill_burst(
+        &self,
+        qkv: &Array,
+        burst: &Burst,
+        layer: usize,
+        segments: &mut [Segment<'_>],
+        rope: &Rope,
+    ) -> R<Array> {
+        let (n, longest) = (burst.lens.len() as i32, burst.longest);
+        let width = qkv.shape()[2];
+        let padded = qkv
+            .take_axis(&burst.gather, 1)?
+            .reshape(&[n, longest, width])?;
+        let (q, k, v) = self.split_and_rotate(&padded, None)?;
+        let (q, k) = match self.rotate {
+            true => (rope.apply(&q, 0)?, rope.apply(&k, 0)?),
+            false => (q, k),
+        };
+        for (p, seg) in segments.iter_mut().enumerate() {
+            let l = burst.lens[p];
+            let own = |a: &Array| -> R<Array> {
+                use mlx_rs::ops::indexing::TryIndexOp;
+                a.try_index((p as i32..p as i32 + 1, .., ..l, ..))
+            };
+            seg.caches[layer].adopt(own(&k)?, own(&v)?)?;
+        }
+        let out = mlx_rs::fast::scaled_dot_product_attention(
+            &q,
+            &k,
+            &v,
+            self.scale,
+            Some(ScaledDotProductAttentionMask::Array(&burst.mask)),
+            self.sinks.as_ref(),
+        )?;
+        out.transpose_axes(&[0, 2, 1, 3])?
+            .reshape(&[1, n * longest, self.heads * self.head_dim])?
+            .take_axis(&burst.scatter, 1)
     }
 
     /// A decode step (one token per segment): every sequence's cache write
@@ -285,7 +340,7 @@ impl Attention {
         out.reshape(&[1, n, nq * hd])
     }
 
-    /// [`Self::split_heads`], heads first (`[1, heads, T, d]`).
+    /// [`Self::split_heads`], heads first (`[B, heads, T, d]`).
     fn split_and_rotate(&self, qkv: &Array, rows: Option<&RopeRows>) -> R<(Array, Array, Array)> {
         let (q, k, v) = self.split_heads(qkv, rows)?;
         Ok((
@@ -295,14 +350,15 @@ impl Attention {
         ))
     }
 
-    /// The fused product split into q, k, v (`[1, T, heads, d]`) with
+    /// The fused product (`[B, T, width]`) split into q, k, v (`[B, T,
+    /// heads, d]`) with
     /// MLX's operations, q and k normed (qwen3) and rotated by the step's
     /// rows where they are within the tables. One split operation gives
     /// all three (a GPU pays per operation, views included).
     fn split_heads(&self, qkv: &Array, rows: Option<&RopeRows>) -> R<(Array, Array, Array)> {
-        let (t, hd) = (qkv.shape()[1], self.head_dim);
+        let (b, t, hd) = (qkv.shape()[0], qkv.shape()[1], self.head_dim);
         let (nq, nkv) = (self.heads, self.kv_heads);
-        let qkv = qkv.reshape(&[1, t, nq + 2 * nkv, hd])?;
+        let qkv = qkv.reshape(&[b, t, nq + 2 * nkv, hd])?;
         let norms = self.q_norm.as_ref().zip(self.k_norm.as_ref());
         if norms.is_some() || rows.is_none() {
             let [q, k, v] = split3(&qkv, nq, nq + nkv)?;

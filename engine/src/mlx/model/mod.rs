@@ -11,6 +11,7 @@ use mlx_rs::Array;
 
 mod attention;
 mod build;
+mod burst;
 mod cache;
 mod linear;
 mod mlp;
@@ -18,6 +19,7 @@ mod moe;
 mod rope;
 
 use self::attention::Attention;
+use self::burst::Burst;
 use self::cache::BatchCache;
 pub(crate) use self::cache::KvCache;
 use self::linear::{Embedding, Linear};
@@ -49,11 +51,11 @@ impl Block {
         layer: usize,
         segments: &mut [Segment<'_>],
         rotation: (&Rope, Option<&RopeRows>),
-        batch: &BatchCache,
+        pass: Pass<'_>,
     ) -> R<Array> {
         let norm = |x: &Array, w: &Array| mlx_rs::fast::rms_norm(x, Some(w), self.eps);
         let h = norm(x, &self.attn_norm)?;
-        let mut a = self.attn.forward(&h, layer, segments, rotation, batch)?;
+        let mut a = self.attn.forward(&h, layer, segments, rotation, pass)?;
         if let Some((after_attn, _)) = &self.post_norms {
             a = norm(&a, after_attn)?;
         }
@@ -75,16 +77,25 @@ impl Block {
         layer: usize,
         segments: &mut [Segment<'_>],
         rotation: (&Rope, Option<&RopeRows>),
-        batch: &BatchCache,
+        pass: Pass<'_>,
     ) -> R<(Array, Array)> {
         let (x, h) = match pending {
             Some(p) => fused::add_rms_norm(x, p, &self.attn_norm, self.eps)?,
             None => (x.clone(), fused::rms_norm(x, &self.attn_norm, self.eps)?),
         };
-        let a = self.attn.forward(&h, layer, segments, rotation, batch)?;
+        let a = self.attn.forward(&h, layer, segments, rotation, pass)?;
         let (x, h) = fused::add_rms_norm(&x, &a, &self.mlp_norm, self.eps)?;
         Ok((x, self.mlp.forward(&h)?))
     }
+}
+
+/// What every layer of one pass shares besides the rotation: the layer's
+/// batch buffers (decode steps) and a burst of fresh prompts' padded
+/// layout (`burst.rs`).
+#[derive(Clone, Copy)]
+pub(super) struct Pass<'a> {
+    pub batch: &'a BatchCache,
+    pub burst: Option<&'a Burst>,
 }
 
 /// A loaded decoder.
@@ -240,6 +251,16 @@ impl Network {
             Some(r) => rows_of(r)?,
             None => None,
         };
+        // Fresh prompts together: one padded attention per layer where
+        // MLX's attention serves them.
+        let fresh = segments.len() > 1
+            && segments
+                .iter()
+                .all(|s| s.fork.is_none() && s.caches.first().is_some_and(|c| c.offset() == 0));
+        let burst = match fresh && self.blocks.iter().any(|b| b.attn.takes_bursts()) {
+            true => Burst::new(&segments.iter().map(|s| s.len).collect::<Vec<_>>()),
+            false => None,
+        };
         let mut x = self.embed.lookup(&ids)?;
         if let Some(s) = self.embed_scale {
             x = x.multiply(Array::from_f32(s).as_dtype(x.dtype())?)?;
@@ -258,7 +279,10 @@ impl Network {
                     layer,
                     segments,
                     (&self.rope, rows.as_ref()),
-                    &self.batches[layer],
+                    Pass {
+                        batch: &self.batches[layer],
+                        burst: burst.as_ref(),
+                    },
                 )?;
                 (x, pending) = (nx, Some(out));
             } else {
@@ -266,7 +290,11 @@ impl Network {
                     (Some(local), true) => (local, local_rows.as_ref()),
                     _ => (&self.rope, rows.as_ref()),
                 };
-                x = block.forward(&x, layer, segments, (rope, rows), &self.batches[layer])?;
+                let pass = Pass {
+                    batch: &self.batches[layer],
+                    burst: burst.as_ref(),
+                };
+                x = block.forward(&x, layer, segments, (rope, rows), pass)?;
             }
         }
         if !logits {

@@ -1,6 +1,7 @@
 //! The step's rotation and type off the CPU's fused path: MLX's own rope
 //! (one operation, each sequence from its own position) computes what the
-//! tables do, and a bf16 step stays bf16 end to end.
+//! tables do, a bf16 step stays bf16 end to end, and a burst of prompts
+//! in one padded batch computes what each prompt alone does.
 
 use std::path::{Path, PathBuf};
 
@@ -90,6 +91,86 @@ fn a_bf16_step_keeps_bf16_keys_and_values() {
         assert_eq!(arrays.len(), 2);
         for a in arrays {
             assert_eq!(a.dtype(), Dtype::Bfloat16);
+        }
+    }
+}
+
+/// Token ids of test prompt `i`, `len` long.
+fn prompt_ids(i: usize, len: usize) -> Array {
+    let ids: Vec<i32> = (0..len as i32)
+        .map(|j| (11 + 13 * i as i32 + 7 * j) % 90)
+        .collect();
+    Array::from_slice(&ids, &[1, len as i32])
+}
+
+/// The logits of one pass over `segments` and of one decode step after
+/// it (a token per segment), each `[segments, vocab]`.
+fn pass_then_step(model: &Network, prompts: &[usize], together: bool) -> (Vec<f32>, Vec<f32>) {
+    let mut caches: Vec<_> = prompts.iter().map(|_| model.new_cache()).collect();
+    let mut first = Vec::new();
+    let groups: Vec<Vec<usize>> = match together {
+        true => vec![(0..prompts.len()).collect()],
+        false => (0..prompts.len()).map(|i| vec![i]).collect(),
+    };
+    for group in &groups {
+        let mut segments: Vec<Segment<'_>> = caches
+            .iter_mut()
+            .enumerate()
+            .filter(|(i, _)| group.contains(i))
+            .map(|(i, c)| Segment {
+                ids: prompt_ids(i, prompts[i]),
+                len: prompts[i] as i32,
+                caches: c,
+                fork: None,
+            })
+            .collect();
+        let logits = model.forward(&mut segments, true).unwrap().unwrap();
+        logits.eval().unwrap();
+        first.extend_from_slice(logits.as_slice::<f32>());
+    }
+    let mut segments: Vec<Segment<'_>> = caches
+        .iter_mut()
+        .enumerate()
+        .map(|(i, c)| Segment {
+            ids: Array::from_slice(&[(3 + 5 * i as i32) % 90], &[1, 1]),
+            len: 1,
+            caches: c,
+            fork: None,
+        })
+        .collect();
+    let logits = model.forward(&mut segments, true).unwrap().unwrap();
+    logits.eval().unwrap();
+    (first, logits.as_slice::<f32>().to_vec())
+}
+
+#[test]
+fn a_burst_of_fresh_prompts_computes_what_each_prompt_alone_does() {
+    // Three prompts of different lengths in one pass go as one padded
+    // batch on MLX's attention (`burst.rs`): each must get the logits and
+    // the cache (read by the decode step after) it gets alone.
+    let prompts = [5, 9, 7];
+    assert!(super::Burst::new(&[5, 9, 7]).is_some());
+    for name in [
+        "tiny-qwen3",
+        "tiny-llama3-untied",
+        "tiny-qwen3-4bit",
+        "tiny-gemma3",
+    ] {
+        let model = network(name, Precision::Keep);
+        assert!(model.blocks.iter().any(|b| b.attn.takes_bursts()), "{name}");
+        let (alone_first, alone_step) = pass_then_step(&model, &prompts, false);
+        let (first, step) = pass_then_step(&model, &prompts, true);
+        for (what, want, got) in [
+            ("the prompts' logits", &alone_first, &first),
+            ("the step after", &alone_step, &step),
+        ] {
+            assert_eq!(want.len(), got.len(), "{name}: {what}");
+            let worst = want
+                .iter()
+                .zip(got.iter())
+                .map(|(a, b)| (a - b).abs())
+                .fold(0.0f32, f32::max);
+            assert!(worst < 1e-3, "{name}: {what} differ by {worst}");
         }
     }
 }
