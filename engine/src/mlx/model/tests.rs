@@ -174,3 +174,45 @@ fn a_burst_of_fresh_prompts_computes_what_each_prompt_alone_does() {
         }
     }
 }
+
+#[test]
+fn a_bf16_mixture_of_experts_keeps_bf16_through_every_layer() {
+    // bf16 weights run as stored (a GPU's default, `keep`) and f32 ones
+    // asked to run in bf16: the experts, their biases and gpt-oss's clamp
+    // constants must not widen a step to f32 after the first expert layer
+    // (the cache of every later layer would then hold f32).
+    for name in ["tiny-qwen3-moe", "tiny-gpt-oss"] {
+        let mut loaded = crate::mlx::load::load_hf_dir(&tiny(name)).unwrap();
+        let stored: Network = Network::build(
+            &loaded.config,
+            clone_weights(&loaded.weights),
+            Precision::Bf16,
+        )
+        .unwrap();
+        for t in loaded.weights.tensors.values_mut() {
+            if t.dtype() == Dtype::Float32 {
+                *t = t.as_dtype(Dtype::Bfloat16).unwrap();
+            }
+        }
+        let kept = Network::build(&loaded.config, loaded.weights, Precision::Keep).unwrap();
+        for (how, model) in [("bf16", &stored), ("keep on bf16 weights", &kept)] {
+            let (logits, caches) = decode_after_prompts(model, &[4, 7]);
+            assert!(logits.iter().all(|l| l.is_finite()), "{name} {how}");
+            for (layer, cache) in caches[0].iter().enumerate() {
+                for a in cache.arrays() {
+                    assert_eq!(a.dtype(), Dtype::Bfloat16, "{name} {how}: layer {layer}");
+                }
+            }
+        }
+    }
+}
+
+/// A second map over the same arrays (an MLX array clone shares its data).
+fn clone_weights(w: &crate::mlx::load::WeightMap) -> crate::mlx::load::WeightMap {
+    crate::mlx::load::WeightMap {
+        tensors: w.tensors.clone(),
+        source: w.source.clone(),
+        quant: w.quant,
+        quant_overrides: w.quant_overrides.clone(),
+    }
+}

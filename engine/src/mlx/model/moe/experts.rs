@@ -7,7 +7,8 @@ use super::super::R;
 use crate::EngineError;
 use crate::mlx::error::mlx_err;
 use crate::mlx::kernels::{
-    Activations, Precision, Quant, kernel_activations, mxfp4, quantized, supported,
+    Activations, Precision, Quant, default_device_is_cpu, kernel_activations, mxfp4, quantized,
+    supported,
 };
 use crate::mlx::load::{Weight, WeightMap};
 
@@ -91,6 +92,12 @@ impl Stacked {
     /// MLX's gathers (`sorted`: the rows come grouped by expert).
     fn mlx_gather(&self, x: &Array, indices: &Array, sorted: bool) -> R<Array> {
         match self {
+            // On the CPU the experts stay f32 (MLX's CPU `gather_mm` takes
+            // nothing else): a bf16 step's rows go in wide and come back.
+            Stacked::Dense(w) if w.dtype() != x.dtype() => {
+                mlx_rs::ops::gather_mm(x.as_dtype(w.dtype())?, w, None, indices, sorted)?
+                    .as_dtype(x.dtype())
+            }
             Stacked::Dense(w) => mlx_rs::ops::gather_mm(x, w, None, indices, sorted),
             Stacked::Quantized {
                 w,
@@ -184,7 +191,8 @@ impl Stacked {
             let mut parts = Vec::with_capacity(experts);
             for e in 0..experts {
                 let part = w.take_weight(&format!("{prefix}.experts.{e}.{name}"))?;
-                parts.push(part.dense(Dtype::Float32)?);
+                let dtype = dense_experts_dtype(precision, &part);
+                parts.push(part.dense(dtype)?);
             }
             let all = mlx_rs::ops::stack(&parts, 0).map_err(mlx_err("stacking experts"))?;
             Weight::Dense(all)
@@ -235,10 +243,7 @@ impl Stacked {
                 kernels: kernels.is_some(),
             }),
             weight => {
-                let dtype = match precision {
-                    Precision::Bf16 => Dtype::Bfloat16,
-                    _ => Dtype::Float32,
-                };
+                let dtype = dense_experts_dtype(precision, &weight);
                 let dense = weight.dense(dtype)?;
                 let t = dense
                     .swap_axes(-1, -2)
@@ -247,4 +252,18 @@ impl Stacked {
             }
         }
     }
+}
+
+/// The type dense experts are held in: f32 on the CPU, whose `gather_mm`
+/// takes nothing else; elsewhere the policy's, or (`keep`, a GPU's
+/// default) the weights' own, so a bf16 model's experts stay bf16.
+fn dense_experts_dtype(precision: Precision, weight: &Weight) -> Dtype {
+    if default_device_is_cpu() {
+        return Dtype::Float32;
+    }
+    precision.dense_dtype().unwrap_or(match weight {
+        Weight::Dense(w) => w.dtype(),
+        Weight::Quantized { scales, .. } => scales.dtype(),
+        Weight::Mxfp4 { .. } => Dtype::Float32,
+    })
 }

@@ -11,7 +11,7 @@
 
 mod experts;
 
-use mlx_rs::{Array, Dtype};
+use mlx_rs::Array;
 
 use self::experts::Stacked;
 use super::R;
@@ -46,10 +46,13 @@ impl Activation {
         match self {
             Activation::Swiglu => gate.multiply(mlx_rs::ops::sigmoid(gate)?)?.multiply(up),
             Activation::ClampedSwiglu { limit, alpha } => {
-                let g = mlx_rs::ops::minimum(gate, Array::from_f32(limit))?;
-                let u = mlx_rs::ops::clip(up, (-limit, limit))?;
-                let s = mlx_rs::ops::sigmoid(&g.multiply(Array::from_f32(alpha))?)?;
-                u.add(Array::from_f32(1.0))?.multiply(g.multiply(s)?)
+                // Constants in the step's own type (f32 ones would widen a
+                // bf16 step from here on).
+                let c = |v: f32| Array::from_f32(v).as_dtype(gate.dtype());
+                let g = mlx_rs::ops::minimum(gate, c(limit)?)?;
+                let u = mlx_rs::ops::clip(up, (&c(-limit)?, &c(limit)?))?;
+                let s = mlx_rs::ops::sigmoid(&g.multiply(c(alpha)?)?)?;
+                u.add(c(1.0)?)?.multiply(g.multiply(s)?)
             }
         }
     }
@@ -83,16 +86,21 @@ impl Moe {
                 w.source
             )));
         }
-        let dtype = precision.dense_dtype().unwrap_or(Dtype::Float32);
+        // The policy's type, or (`keep`, a GPU's default) the stored one:
+        // an f32 bias would widen a bf16 step.
+        let dtype = precision.dense_dtype();
         let bias = |w: &mut WeightMap, name: &str| -> Result<Option<Array>, EngineError> {
             let name = format!("{name}.bias");
             if !w.has_tensor(&name) {
                 return Ok(None);
             }
             let b = w.take(&name)?;
-            b.as_dtype(dtype)
-                .map(Some)
-                .map_err(mlx_err("casting a bias"))
+            match dtype {
+                Some(d) if b.dtype() != d => {
+                    b.as_dtype(d).map(Some).map_err(mlx_err("casting a bias"))
+                }
+                _ => Ok(Some(b)),
+            }
         };
         let router_name = match w.has(&format!("{prefix}.router")) {
             true => format!("{prefix}.router"),
