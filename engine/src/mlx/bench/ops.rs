@@ -61,11 +61,8 @@ pub(crate) fn decode_step_operations(model: &Network, n: usize) -> Result<usize,
 pub(crate) fn decode_step_kinds(model: &Network, n: usize) -> Result<StepOperations, EngineError> {
     let mut caches: Vec<_> = (0..n).map(|_| model.new_cache()).collect();
     for (i, c) in caches.iter_mut().enumerate() {
-        let prompt: Vec<i32> = (0..PROMPT)
-            .map(|j| (17 + 31 * i as i32 + 7 * j) % 100)
-            .collect();
         let mut seg = [Segment {
-            ids: Array::from_slice(&prompt, &[1, PROMPT]),
+            ids: prompt_ids(i, PROMPT),
             len: PROMPT,
             caches: c,
             fork: None,
@@ -92,22 +89,11 @@ pub(crate) fn decode_step_kinds(model: &Network, n: usize) -> Result<StepOperati
                 fork: None,
             })
             .collect();
-        let logits = model
-            .forward(&mut segments, true)
-            .map_err(mlx_err("decoding"))?
-            .ok_or_else(|| EngineError::Backend("a decode step without logits".into()))?;
-        let picks = mlx_rs::ops::indexing::argmax_axis(&logits, -1, true)
-            .and_then(|a| a.as_dtype(mlx_rs::Dtype::Int32))
-            .map_err(mlx_err("choosing a token"))?;
+        let outputs = pass_outputs(model, &mut segments)?;
         if step > 0 {
             build_ms.push(start.elapsed().as_secs_f64() * 1e3);
         }
-        let cached: Vec<Array> = segments
-            .iter()
-            .flat_map(|s| s.caches.iter().flat_map(|c| c.arrays()))
-            .collect();
-        let mut outputs = vec![&picks, &logits];
-        outputs.extend(cached.iter());
+        let outputs: Vec<&Array> = outputs.iter().collect();
         if step == 1 {
             kinds = operation_kinds(&outputs).map_err(mlx_err("counting operations"))?;
         }
@@ -128,33 +114,45 @@ pub(crate) fn prefill_operations(model: &Network, lens: &[i32]) -> Result<usize,
         .iter_mut()
         .zip(lens)
         .enumerate()
-        .map(|(i, (c, &len))| {
-            let ids: Vec<i32> = (0..len)
-                .map(|j| (17 + 31 * i as i32 + 7 * j) % 100)
-                .collect();
-            Segment {
-                ids: Array::from_slice(&ids, &[1, len]),
-                len,
-                caches: c,
-                fork: None,
-            }
+        .map(|(i, (c, &len))| Segment {
+            ids: prompt_ids(i, len),
+            len,
+            caches: c,
+            fork: None,
         })
         .collect();
-    let logits = model
-        .forward(&mut segments, true)
-        .map_err(mlx_err("prefilling"))?
-        .ok_or_else(|| EngineError::Backend("a prefill pass without logits".into()))?;
-    let picks = mlx_rs::ops::indexing::argmax_axis(&logits, -1, true)
-        .map_err(mlx_err("choosing a token"))?;
-    let cached: Vec<Array> = segments
-        .iter()
-        .flat_map(|s| s.caches.iter().flat_map(|c| c.arrays()))
-        .collect();
-    let mut outputs = vec![&picks, &logits];
-    outputs.extend(cached.iter());
+    let outputs = pass_outputs(model, &mut segments)?;
+    let outputs: Vec<&Array> = outputs.iter().collect();
     operation_kinds(&outputs)
         .map(|k| k.values().sum())
         .map_err(mlx_err("counting operations"))
+}
+
+/// Test prompt `i`'s ids, `len` of them (`[1, len]`).
+fn prompt_ids(i: usize, len: i32) -> Array {
+    let ids: Vec<i32> = (0..len)
+        .map(|j| (17 + 31 * i as i32 + 7 * j) % 100)
+        .collect();
+    Array::from_slice(&ids, &[1, len])
+}
+
+/// What the scheduler evaluates after a pass over `segments`: the greedy
+/// picks, the logits and every cache array, not yet run.
+fn pass_outputs(model: &Network, segments: &mut [Segment<'_>]) -> Result<Vec<Array>, EngineError> {
+    let logits = model
+        .forward(segments, true)
+        .map_err(mlx_err("a pass"))?
+        .ok_or_else(|| EngineError::Backend("a pass without logits".into()))?;
+    let picks = mlx_rs::ops::indexing::argmax_axis(&logits, -1, true)
+        .and_then(|a| a.as_dtype(mlx_rs::Dtype::Int32))
+        .map_err(mlx_err("choosing a token"))?;
+    let mut outputs = vec![picks, logits];
+    outputs.extend(
+        segments
+            .iter()
+            .flat_map(|s| s.caches.iter().flat_map(|c| c.arrays())),
+    );
+    Ok(outputs)
 }
 
 /// [`decode_step_kinds`] of `path` loaded as `options` asks, at each

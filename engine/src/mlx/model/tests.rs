@@ -30,17 +30,21 @@ fn decode_after_prompts(
 ) -> (Vec<f32>, Vec<Vec<super::KvCache>>) {
     let mut caches: Vec<_> = prompts.iter().map(|_| model.new_cache()).collect();
     for (i, (&len, c)) in prompts.iter().zip(caches.iter_mut()).enumerate() {
-        let ids: Vec<i32> = (0..len as i32)
-            .map(|j| (11 + 13 * i as i32 + 7 * j) % 90)
-            .collect();
         let mut seg = [Segment {
-            ids: Array::from_slice(&ids, &[1, len as i32]),
+            ids: prompt_ids(i, len),
             len: len as i32,
             caches: c,
             fork: None,
         }];
         model.forward(&mut seg, false).unwrap();
     }
+    let logits = decode_step(model, &mut caches);
+    (logits, caches)
+}
+
+/// One decode step after whatever `caches` hold, a token per sequence:
+/// its logits (`[sequences, vocab]`, f32).
+fn decode_step(model: &Network, caches: &mut [Vec<super::KvCache>]) -> Vec<f32> {
     let mut segments: Vec<Segment<'_>> = caches
         .iter_mut()
         .enumerate()
@@ -53,7 +57,7 @@ fn decode_after_prompts(
         .collect();
     let logits = model.forward(&mut segments, true).unwrap().unwrap();
     logits.eval().unwrap();
-    (logits.as_slice::<f32>().to_vec(), caches)
+    logits.as_slice::<f32>().to_vec()
 }
 
 #[test]
@@ -128,19 +132,7 @@ fn pass_then_step(model: &Network, prompts: &[usize], together: bool) -> (Vec<f3
         logits.eval().unwrap();
         first.extend_from_slice(logits.as_slice::<f32>());
     }
-    let mut segments: Vec<Segment<'_>> = caches
-        .iter_mut()
-        .enumerate()
-        .map(|(i, c)| Segment {
-            ids: Array::from_slice(&[(3 + 5 * i as i32) % 90], &[1, 1]),
-            len: 1,
-            caches: c,
-            fork: None,
-        })
-        .collect();
-    let logits = model.forward(&mut segments, true).unwrap().unwrap();
-    logits.eval().unwrap();
-    (first, logits.as_slice::<f32>().to_vec())
+    (first, decode_step(model, &mut caches))
 }
 
 #[test]
