@@ -354,14 +354,8 @@ impl MlxLmReference {
         options: &BenchOptions,
     ) -> Result<BenchReport, EngineError> {
         let ids: Vec<String> = options.prompt.iter().map(u32::to_string).collect();
-        let mut cmd = Command::new(&self.python);
-        if let Some(lib) = &self.preload {
-            cmd.env("LD_PRELOAD", lib);
-        }
-        cmd.arg(&self.script)
-            .arg("bench")
-            .arg(model_dir)
-            .arg("--prompt-ids")
+        let mut cmd = self.command("bench", model_dir);
+        cmd.arg("--prompt-ids")
             .arg(ids.join(","))
             .arg("--max-tokens")
             .arg(options.max_tokens.to_string())
@@ -384,14 +378,8 @@ impl MlxLmReference {
             .map(|p| p.iter().map(u32::to_string).collect::<Vec<_>>().join(","))
             .collect();
         let levels: Vec<String> = levels.iter().map(usize::to_string).collect();
-        let mut cmd = Command::new(&self.python);
-        if let Some(lib) = &self.preload {
-            cmd.env("LD_PRELOAD", lib);
-        }
-        cmd.arg(&self.script)
-            .arg("bench-batch")
-            .arg(model_dir)
-            .arg("--prompts-ids")
+        let mut cmd = self.command("bench-batch", model_dir);
+        cmd.arg("--prompts-ids")
             .arg(ids.join(";"))
             .arg("--concurrency")
             .arg(levels.join(","))
@@ -412,16 +400,19 @@ impl MlxLmReference {
             rows: Vec<StepOperations>,
         }
         let batches: Vec<String> = batches.iter().map(usize::to_string).collect();
+        let mut cmd = self.command("ops", model_dir);
+        cmd.arg("--batches").arg(batches.join(","));
+        Ok(self.run_json::<Report>(cmd)?.rows)
+    }
+
+    /// `python mlx_lm_ref.py SUBCOMMAND MODEL_DIR`, with the preload.
+    fn command(&self, subcommand: &str, model_dir: &Path) -> Command {
         let mut cmd = Command::new(&self.python);
         if let Some(lib) = &self.preload {
             cmd.env("LD_PRELOAD", lib);
         }
-        cmd.arg(&self.script)
-            .arg("ops")
-            .arg(model_dir)
-            .arg("--batches")
-            .arg(batches.join(","));
-        Ok(self.run_json::<Report>(cmd)?.rows)
+        cmd.arg(&self.script).arg(subcommand).arg(model_dir);
+        cmd
     }
 
     fn run_json<T: serde::de::DeserializeOwned>(&self, mut cmd: Command) -> Result<T, EngineError> {
