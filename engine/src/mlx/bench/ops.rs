@@ -59,11 +59,21 @@ pub(crate) fn decode_step_operations(model: &Network, n: usize) -> Result<usize,
 
 /// [`decode_step_operations`] by kind.
 pub(crate) fn decode_step_kinds(model: &Network, n: usize) -> Result<StepOperations, EngineError> {
+    decode_step_kinds_after(model, &vec![PROMPT; n])
+}
+
+/// [`decode_step_kinds`] of sequences whose prompts were `prompts` tokens
+/// long (unequal lengths make the step mask what each slot sees).
+pub(crate) fn decode_step_kinds_after(
+    model: &Network,
+    prompts: &[i32],
+) -> Result<StepOperations, EngineError> {
+    let n = prompts.len();
     let mut caches: Vec<_> = (0..n).map(|_| model.new_cache()).collect();
     for (i, c) in caches.iter_mut().enumerate() {
         let mut seg = [Segment {
-            ids: prompt_ids(i, PROMPT),
-            len: PROMPT,
+            ids: prompt_ids(i, prompts[i]),
+            len: prompts[i],
             caches: c,
             fork: None,
         }];
@@ -185,6 +195,8 @@ mod tests {
     /// (llama, f32) and on MLX's own operations (qwen3's q/k norms, `keep`
     /// on 4-bit weights), the path a GPU runs. A batch of two or more
     /// gathers its ids and table rows (a few operations more than one).
+    /// Sequences of unequal lengths add one mask to the step, not one per
+    /// layer.
     #[test]
     fn a_decode_step_has_as_many_operations_for_8_sequences_as_for_2() {
         let mut counts = Vec::new();
@@ -196,14 +208,20 @@ mod tests {
         ] {
             let loaded = crate::mlx::load::load_hf_dir(&tiny(name)).unwrap();
             let model = Network::build(&loaded.config, loaded.weights, precision).unwrap();
-            let ops: Vec<usize> = [1, 2, 8]
+            let mut ops: Vec<usize> = [1, 2, 8]
                 .iter()
                 .map(|&n| decode_step_operations(&model, n).unwrap())
                 .collect();
+            let ragged: Vec<i32> = (0..8).map(|i| PROMPT + i % 3).collect();
+            let ragged = decode_step_kinds_after(&model, &ragged).unwrap();
+            ops.push(ragged.operations);
             eprintln!(
-                "{name} {}: operations at N=1, 2, 8: {ops:?}",
+                "{name} {}: operations at N=1, 2, 8, 8 of unequal lengths: {ops:?}",
                 precision.name()
             );
+            // Each layer on MLX's attention applies the mask; one builds it.
+            let masks = ragged.kinds.get("Less").copied().unwrap_or(0);
+            assert!(masks <= 1, "{name}: {masks} masks built");
             counts.push((name, ops));
         }
         for (name, ops) in counts {
@@ -239,6 +257,13 @@ mod tests {
                     precision.name(),
                     step.operations,
                     step.kinds
+                );
+                let ragged: Vec<i32> = (0..n as i32).map(|i| PROMPT + i % 3).collect();
+                let step = decode_step_kinds_after(&model, &ragged).unwrap();
+                eprintln!(
+                    "{} N={n}: {} operations per decode step, prompts of unequal lengths",
+                    precision.name(),
+                    step.operations,
                 );
             }
         }

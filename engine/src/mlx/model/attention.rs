@@ -5,7 +5,7 @@ use mlx_rs::Array;
 use mlx_rs::fast::ScaledDotProductAttentionMask;
 
 use super::burst::Burst;
-use super::cache::{BatchCache, KvCache, in_order};
+use super::cache::{KvCache, in_order};
 use super::linear::Linear;
 use super::rope::{Rope, RopeRows};
 use super::{Pass, R, Segment};
@@ -74,7 +74,7 @@ impl Attention {
             // Without the step's table rows, `decode_batched` rotates.
             let (q, k, v) = self.split_heads(&qkv, rows)?;
             let rope = (rows.is_none() && self.rotate).then_some(rope);
-            let out = self.decode_batched(&q, &k, &v, layer, segments, pass.batch, rope)?;
+            let out = self.decode_batched(&q, &k, &v, layer, segments, pass, rope)?;
             return self.o.forward(&out);
         }
         if let Some(burst) = pass.burst.filter(|_| rows.is_none() && self.takes_bursts()) {
@@ -277,7 +277,7 @@ impl Attention {
         v: &Array,
         layer: usize,
         segments: &mut [Segment<'_>],
-        batch: &BatchCache,
+        pass: Pass<'_>,
         rope: Option<&Rope>,
     ) -> R<Array> {
         let n = segments.len() as i32;
@@ -287,15 +287,15 @@ impl Attention {
         let (mut q, mut k, v) = (by_sequence(q)?, by_sequence(k)?, by_sequence(v)?);
         if let Some(rope) = rope {
             let at: Vec<i32> = segments.iter().map(|s| s.caches[layer].offset()).collect();
-            let at = Array::from_slice(&at, &[n]);
+            let at = pass.arrays.ints(&at, &[n])?;
             (q, k) = (rope.apply_at(&q, &at)?, rope.apply_at(&k, &at)?);
         }
         let mut caches: Vec<&mut KvCache> =
             segments.iter_mut().map(|s| &mut s.caches[layer]).collect();
-        let view = batch.decode(&mut caches, &k, &v)?;
+        let view = pass.batch.decode(&mut caches, &k, &v, pass.arrays)?;
         let slots = view.lens.len() as i32;
         let ordered = in_order(&view);
-        let slot_idx = Array::from_slice(&view.slots, &[n]);
+        let slot_idx = pass.arrays.ints(&view.slots, &[n])?;
         // Rows for every slot; a slot no sequence of this step holds
         // computes a row nobody reads.
         let q = if ordered {
@@ -315,7 +315,7 @@ impl Attention {
             window = None;
         }
         let mask = match ragged || window.is_some() {
-            true => Some(length_mask(&view.lens, len, window)?),
+            true => Some(pass.arrays.length_mask(&view.lens, len, window)?),
             false => None,
         };
         let widen = |a: Array| match a.dtype() {
@@ -406,20 +406,6 @@ fn window_mask(offset: i32, l: i32, total: i32, window: i32) -> R<Array> {
     let causal = queries.ge(&keys)?;
     let recent = queries.lt(keys.add(Array::from_int(window))?)?;
     causal.logical_and(&recent)
-}
-
-/// Which positions each slot's query sees in a batched decode step: its
-/// own `lens[s]` (the query last), within the last `window` if given;
-/// `[slots, 1, 1, len]` booleans.
-fn length_mask(lens: &[i32], len: i32, window: Option<i32>) -> R<Array> {
-    let s = lens.len() as i32;
-    let positions = mlx_rs::ops::arange::<_, i32>(0, len, None)?.reshape(&[1, len])?;
-    let lens = Array::from_slice(lens, &[s, 1]);
-    let mut seen = positions.lt(&lens)?;
-    if let Some(w) = window {
-        seen = seen.logical_and(&positions.ge(lens.subtract(Array::from_int(w))?)?)?;
-    }
-    seen.reshape(&[s, 1, 1, len])
 }
 
 /// Slicing of axis 2 of a 4-d array.

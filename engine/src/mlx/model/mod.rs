@@ -17,6 +17,7 @@ mod linear;
 mod mlp;
 mod moe;
 mod rope;
+mod step_arrays;
 
 use self::attention::Attention;
 use self::burst::Burst;
@@ -25,6 +26,7 @@ pub(crate) use self::cache::KvCache;
 use self::linear::{Embedding, Linear};
 use self::mlp::FeedForward;
 use self::rope::{Rope, RopeRows};
+use self::step_arrays::StepArrays;
 use crate::EngineError;
 use crate::mlx::error::mlx_err;
 use crate::mlx::kernels::fused;
@@ -90,12 +92,14 @@ impl Block {
 }
 
 /// What every layer of one pass shares besides the rotation: the layer's
-/// batch buffers (decode steps) and a burst of fresh prompts' padded
-/// layout (`burst.rs`).
+/// batch buffers (decode steps), a burst of fresh prompts' padded layout
+/// (`burst.rs`) and the small index arrays built once for all layers
+/// (`step_arrays.rs`).
 #[derive(Clone, Copy)]
 pub(super) struct Pass<'a> {
     pub batch: &'a BatchCache,
     pub burst: Option<&'a Burst>,
+    pub arrays: &'a StepArrays,
 }
 
 /// A loaded decoder.
@@ -270,6 +274,7 @@ impl Network {
             .first()
             .is_some_and(|b| b.attn.fused && b.post_norms.is_none())
             && x.ndim() == 3;
+        let arrays = StepArrays::default();
         let mut pending: Option<Array> = None;
         for (layer, block) in self.blocks.iter().enumerate() {
             if fused {
@@ -282,6 +287,7 @@ impl Network {
                     Pass {
                         batch: &self.batches[layer],
                         burst: burst.as_ref(),
+                        arrays: &arrays,
                     },
                 )?;
                 (x, pending) = (nx, Some(out));
@@ -293,6 +299,7 @@ impl Network {
                 let pass = Pass {
                     batch: &self.batches[layer],
                     burst: burst.as_ref(),
+                    arrays: &arrays,
                 };
                 x = block.forward(&x, layer, segments, (rope, rows), pass)?;
             }

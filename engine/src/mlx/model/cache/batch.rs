@@ -16,6 +16,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use mlx_rs::Array;
 use mlx_rs::ops::indexing::{TryIndexMutOp, TryIndexOp};
 
+use super::super::step_arrays::StepArrays;
 use super::{KvCache, STEP};
 use crate::mlx::kernels::scatter::scatter;
 
@@ -115,7 +116,13 @@ impl BatchCache {
     /// One decode step of `caches` (one per segment, in order): their new
     /// rows `k`, `v` (`[N, H, 1, D]`) written at their slots and offsets,
     /// caches not yet in a slot moved into one, offsets advanced.
-    pub(crate) fn decode(&self, caches: &mut [&mut KvCache], k: &Array, v: &Array) -> R<BatchView> {
+    pub(crate) fn decode(
+        &self,
+        caches: &mut [&mut KvCache],
+        k: &Array,
+        v: &Array,
+        arrays: &StepArrays,
+    ) -> R<BatchView> {
         for c in caches.iter_mut() {
             let joined = matches!(&c.slot, Some(s) if s.batch.same(self));
             if !joined {
@@ -140,8 +147,8 @@ impl BatchCache {
             return Err(mlx_rs::error::Exception::custom("a batch without buffers"));
         };
         let n = slots.len() as i32;
-        let slot_idx = Array::from_slice(&slots, &[n]);
-        let pos_idx = Array::from_slice(&offsets, &[n]);
+        let slot_idx = arrays.ints(&slots, &[n])?;
+        let pos_idx = arrays.ints(&offsets, &[n])?;
         let rows = |a: &Array, like: &Array| -> R<Array> {
             let sh = a.shape();
             let a = a.reshape(&[sh[0], 1, sh[1], 1, sh[3]])?;

@@ -1,4 +1,5 @@
 use super::*;
+use crate::mlx::model::step_arrays::StepArrays;
 
 /// A contiguous copy's values (the cache returns strided views).
 fn contents(a: &Array) -> Vec<f32> {
@@ -72,6 +73,8 @@ fn a_cache_of_halves_rounds_rows_and_returns_the_callers_type() {
 #[test]
 fn a_batch_holds_each_cache_in_its_slot_and_gives_it_back() {
     let batch = BatchCache::default();
+    // One step's arrays for all: they are reused only for equal values.
+    let arrays = StepArrays::default();
     let (mut a, mut b) = (KvCache::default(), KvCache::default());
     // As prompts leave them: `a` holds two positions, `b` one.
     let ka = Array::from_slice(&[1.0f32, 2.0, 3.0, 4.0], &[1, 1, 2, 2]);
@@ -80,7 +83,9 @@ fn a_batch_holds_each_cache_in_its_slot_and_gives_it_back() {
     b.update_and_fetch(&kb, &kb).unwrap();
     // One decode step of both: rows `[N, H, 1, D]`.
     let k = Array::from_slice(&[7.0f32, 8.0, 9.0, 10.0], &[2, 1, 1, 2]);
-    let view = batch.decode(&mut [&mut a, &mut b], &k, &k).unwrap();
+    let view = batch
+        .decode(&mut [&mut a, &mut b], &k, &k, &arrays)
+        .unwrap();
     assert_eq!(
         (view.slots.clone(), view.lens.clone()),
         (vec![0, 1], vec![3, 2])
@@ -101,7 +106,7 @@ fn a_batch_holds_each_cache_in_its_slot_and_gives_it_back() {
     assert_eq!(contents(&keys), &[1.0, 2.0, 3.0, 4.0, 7.0, 8.0, 0.5, 0.25]);
     // `b` alone in slot 1 (slot 0 is free): out of order, still right.
     let k1 = Array::from_slice(&[11.0f32, 12.0], &[1, 1, 1, 2]);
-    let view = batch.decode(&mut [&mut b], &k1, &k1).unwrap();
+    let view = batch.decode(&mut [&mut b], &k1, &k1, &arrays).unwrap();
     assert_eq!(
         (view.slots.clone(), view.lens.clone()),
         (vec![1], vec![1, 3])
@@ -110,14 +115,16 @@ fn a_batch_holds_each_cache_in_its_slot_and_gives_it_back() {
     let slot1 = contents(&view.keys)[6..].to_vec();
     assert_eq!(slot1, &[5.0, 6.0, 9.0, 10.0, 11.0, 12.0]);
     // `a` comes back into the free slot 0.
-    let view = batch.decode(&mut [&mut b, &mut a], &k, &k).unwrap();
+    let view = batch
+        .decode(&mut [&mut b, &mut a], &k, &k, &arrays)
+        .unwrap();
     assert_eq!(view.slots, vec![1, 0]);
     assert_eq!(view.lens, vec![5, 4]);
     drop((a, b));
     // Every slot free: the buffers are gone, a new cache starts at slot 0.
     let mut c = KvCache::default();
     c.update_and_fetch(&kb, &kb).unwrap();
-    let view = batch.decode(&mut [&mut c], &k1, &k1).unwrap();
+    let view = batch.decode(&mut [&mut c], &k1, &k1, &arrays).unwrap();
     assert_eq!(view.slots, vec![0]);
     assert_eq!(contents(&view.keys), &[5.0, 6.0, 11.0, 12.0]);
 }
