@@ -254,6 +254,11 @@ const char* thinkwire_last_error(void);
  * process may use, at most 16). */
 int thinkwire_kernel_threads(void);
 
+/* res = silu(gate) * up (the operations of `gate * sigmoid(gate) * up`) as
+ * one function compiled by MLX (compiled/swiglu.cpp), for gate and up of
+ * one shape and type on MLX's default stream: one fused kernel on a GPU. */
+int thinkwire_compiled_swiglu(mlx_array* res, const mlx_array gate, const mlx_array up);
+
 #ifdef __cplusplus
 }
 #endif

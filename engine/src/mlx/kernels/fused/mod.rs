@@ -20,7 +20,7 @@ use super::error::last_error;
 ///
 /// # Safety
 /// `f` must only write fresh results into the handles it is given.
-unsafe fn call<const N: usize>(
+pub(super) unsafe fn call<const N: usize>(
     f: impl FnOnce(&mut [mlx_sys::mlx_array; N], mlx_sys::mlx_stream) -> i32,
 ) -> Result<[Array; N]> {
     let stream = StreamOrDevice::default();

@@ -18,7 +18,7 @@ use super::R;
 use super::linear::Linear;
 use crate::EngineError;
 use crate::mlx::error::mlx_err;
-use crate::mlx::kernels::Precision;
+use crate::mlx::kernels::{Precision, compiled};
 use crate::mlx::load::WeightMap;
 
 /// How a token's experts are chosen and weighted.
@@ -44,7 +44,7 @@ pub(super) enum Activation {
 impl Activation {
     fn apply(self, gate: &Array, up: &Array) -> R<Array> {
         match self {
-            Activation::Swiglu => gate.multiply(mlx_rs::ops::sigmoid(gate)?)?.multiply(up),
+            Activation::Swiglu => compiled::swiglu(gate, up),
             Activation::ClampedSwiglu { limit, alpha } => {
                 // Constants in the step's own type (f32 ones would widen a
                 // bf16 step from here on).

@@ -1,0 +1,126 @@
+//! Functions MLX compiles (`mlx-sys/native/compiled/`): on a GPU, MLX
+//! fuses a compiled function's element-wise operations into one kernel,
+//! where the same operations built one by one launch a kernel each. They
+//! serve the path MLX's own operations run on a GPU (the CPU's `auto`
+//! path has its own fused operations).
+//!
+//! On the CPU they stay operations one by one: MLX compiles for the CPU
+//! by running the system's C++ compiler when a function first runs, which
+//! a CPU box serving a model need not have, into a folder under the temp
+//! directory that processes share without a lock.
+
+use std::sync::OnceLock;
+
+use mlx_rs::Array;
+use mlx_rs::error::Result;
+
+use super::default_device_is_cpu;
+use super::fused::call;
+
+/// `silu(gate) * up` (SwiGLU): `gate * sigmoid(gate) * up`, one compiled
+/// function on a GPU, the operations one by one on the CPU; `gate` and
+/// `up` of one shape and type.
+pub(crate) fn swiglu(gate: &Array, up: &Array) -> Result<Array> {
+    static ON_GPU: OnceLock<bool> = OnceLock::new();
+    match ON_GPU.get_or_init(|| !default_device_is_cpu()) {
+        true => compiled_swiglu(gate, up),
+        false => gate.multiply(mlx_rs::ops::sigmoid(gate)?)?.multiply(up),
+    }
+}
+
+/// [`swiglu`] as one compiled function, the same operations in the same
+/// order, wherever MLX runs.
+fn compiled_swiglu(gate: &Array, up: &Array) -> Result<Array> {
+    // SAFETY: live input handles; see `call`.
+    let [out] = unsafe {
+        call(|o, _| mlx_sys::thinkwire_compiled_swiglu(&mut o[0], gate.as_ptr(), up.as_ptr()))?
+    };
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use mlx_rs::{Array, Dtype};
+
+    /// The operations it replaces, one by one.
+    fn plain(g: &Array, u: &Array) -> Array {
+        g.multiply(mlx_rs::ops::sigmoid(g).unwrap())
+            .unwrap()
+            .multiply(u)
+            .unwrap()
+    }
+
+    /// The kinds of operation that evaluating `a` runs.
+    fn kinds(a: &Array) -> std::collections::BTreeMap<String, usize> {
+        crate::mlx::kernels::graph::operation_kinds(&[a]).unwrap()
+    }
+
+    #[test]
+    fn compiles_where_mlx_runs_on_a_gpu() {
+        let g = Array::from_slice(&[0.5f32, -1.0], &[1, 1, 2]);
+        let compiled = kinds(&super::swiglu(&g, &g).unwrap())
+            .keys()
+            .any(|k| k.starts_with("Compiled"));
+        assert_eq!(compiled, !super::default_device_is_cpu());
+    }
+
+    #[test]
+    fn computes_what_the_operations_one_by_one_do() {
+        let values: Vec<f32> = (0..96).map(|i| (i as f32 - 40.0) * 0.173).collect();
+        let gu = Array::from_slice(&values, &[1, 2, 48]);
+        // Views of one product, as the MLP splits it; then a bf16 pair.
+        let parts = gu.split_at_indices(&[24], -1).unwrap();
+        let (g, u) = (&parts[0], &parts[1]);
+        let (gb, ub) = (
+            g.as_dtype(Dtype::Bfloat16).unwrap(),
+            u.as_dtype(Dtype::Bfloat16).unwrap(),
+        );
+        for (g, u) in [(g, u), (&gb, &ub)] {
+            let ours = super::compiled_swiglu(g, u).unwrap();
+            // One operation where the plain ones are three.
+            let kinds = kinds(&ours);
+            let fused: Vec<_> = kinds
+                .iter()
+                .filter(|(k, _)| k.starts_with("Compiled"))
+                .collect();
+            assert_eq!(fused.len(), 1, "{kinds:?}");
+            assert_eq!(*fused[0].1, 1, "{kinds:?}");
+            assert!(!kinds.contains_key("Sigmoid"), "{kinds:?}");
+            let theirs = plain(g, u);
+            assert_eq!(ours.dtype(), g.dtype());
+            assert_eq!(ours.shape(), &[1, 2, 24]);
+            let (ours, theirs) = (
+                ours.as_dtype(Dtype::Float32).unwrap(),
+                theirs.as_dtype(Dtype::Float32).unwrap(),
+            );
+            let worst = ours
+                .subtract(&theirs)
+                .unwrap()
+                .abs()
+                .unwrap()
+                .max(None)
+                .unwrap();
+            let scale = theirs.abs().unwrap().max(None).unwrap();
+            let (worst, scale) = (worst.item_exact::<f32>(), scale.item_exact::<f32>());
+            // f32: the same operations; bf16: at most one rounding apart.
+            let allowed = if g.dtype() == Dtype::Float32 {
+                1e-6
+            } else {
+                1e-2
+            };
+            assert!(
+                worst <= allowed * scale,
+                "{:?}: {worst} of {scale}",
+                g.dtype()
+            );
+        }
+    }
+
+    #[test]
+    fn refuses_halves_of_different_shapes() {
+        let g = Array::from_slice(&[1.0f32, 2.0], &[1, 1, 2]);
+        let u = Array::from_slice(&[1.0f32, 2.0, 3.0], &[1, 1, 3]);
+        let err = super::compiled_swiglu(&g, &u).unwrap_err().to_string();
+        assert!(err.contains("one shape and type"), "{err}");
+    }
+}
