@@ -259,6 +259,12 @@ int thinkwire_kernel_threads(void);
  * one shape and type on MLX's default stream: one fused kernel on a GPU. */
 int thinkwire_compiled_swiglu(mlx_array* res, const mlx_array gate, const mlx_array up);
 
+/* res = Gumbel noise float32 [rows, vocab] for drawing tokens
+ * (compiled/gumbel.cpp): at (r, t), -log(-log(u)) with u in (0, 1) a hash
+ * of keys[r] and t, so a row's noise depends on its key alone. keys is
+ * uint32 [rows, 1]. compiled: as one function compiled by MLX (a GPU). */
+int thinkwire_gumbel_noise(mlx_array* res, const mlx_array keys, int vocab, bool compiled);
+
 #ifdef __cplusplus
 }
 #endif

@@ -17,12 +17,17 @@ use mlx_rs::error::Result;
 use super::default_device_is_cpu;
 use super::fused::call;
 
+/// Whether MLX runs on a GPU, where compiling pays (decided once).
+fn on_gpu() -> bool {
+    static ON_GPU: OnceLock<bool> = OnceLock::new();
+    *ON_GPU.get_or_init(|| !default_device_is_cpu())
+}
+
 /// `silu(gate) * up` (SwiGLU): `gate * sigmoid(gate) * up`, one compiled
 /// function on a GPU, the operations one by one on the CPU; `gate` and
 /// `up` of one shape and type.
 pub(crate) fn swiglu(gate: &Array, up: &Array) -> Result<Array> {
-    static ON_GPU: OnceLock<bool> = OnceLock::new();
-    match ON_GPU.get_or_init(|| !default_device_is_cpu()) {
+    match on_gpu() {
         true => compiled_swiglu(gate, up),
         false => gate.multiply(mlx_rs::ops::sigmoid(gate)?)?.multiply(up),
     }
@@ -34,6 +39,22 @@ fn compiled_swiglu(gate: &Array, up: &Array) -> Result<Array> {
     // SAFETY: live input handles; see `call`.
     let [out] = unsafe {
         call(|o, _| mlx_sys::thinkwire_compiled_swiglu(&mut o[0], gate.as_ptr(), up.as_ptr()))?
+    };
+    Ok(out)
+}
+
+/// Gumbel noise `[rows, vocab]` (f32) for drawing tokens: at `(r, t)`,
+/// `-log(-log(u))` with `u` in (0, 1) a hash of `keys[r]` (`[rows, 1]`
+/// uint32) and `t`, so a row's noise depends on its key alone. One
+/// compiled function on a GPU.
+pub(crate) fn gumbel_noise(keys: &Array, vocab: i32) -> Result<Array> {
+    noise(keys, vocab, on_gpu())
+}
+
+fn noise(keys: &Array, vocab: i32, compiled: bool) -> Result<Array> {
+    // SAFETY: a live input handle; see `call`.
+    let [out] = unsafe {
+        call(|o, _| mlx_sys::thinkwire_gumbel_noise(&mut o[0], keys.as_ptr(), vocab, compiled))?
     };
     Ok(out)
 }
@@ -122,5 +143,36 @@ mod tests {
         let u = Array::from_slice(&[1.0f32, 2.0, 3.0], &[1, 1, 3]);
         let err = super::compiled_swiglu(&g, &u).unwrap_err().to_string();
         assert!(err.contains("one shape and type"), "{err}");
+    }
+
+    /// The noise of one row, evaluated.
+    fn row_noise(key: u32, vocab: i32, compiled: bool) -> Vec<f32> {
+        let keys = Array::from_slice(&[key], &[1, 1]);
+        let g = super::noise(&keys, vocab, compiled).unwrap();
+        g.eval().unwrap();
+        g.as_slice::<f32>().to_vec()
+    }
+
+    #[test]
+    fn gumbel_noise_follows_its_key_and_its_law() {
+        let vocab = 20_000;
+        let a = row_noise(7, vocab, false);
+        // A key's noise is the same alone or in a batch, compiled or not.
+        let keys = Array::from_slice(&[3u32, 7], &[2, 1]);
+        let both = super::noise(&keys, vocab, true).unwrap();
+        both.eval().unwrap();
+        assert_eq!(&both.as_slice::<f32>()[vocab as usize..], a.as_slice());
+        let b = row_noise(8, vocab, false);
+        assert!(a.iter().zip(&b).filter(|(x, y)| x == y).count() < 10);
+        // Gumbel(0, 1): mean = Euler's gamma, variance = pi^2 / 6, and
+        // P(g <= 0) = exp(-1).
+        let n = a.len() as f64;
+        let mean = a.iter().map(|&x| x as f64).sum::<f64>() / n;
+        let var = a.iter().map(|&x| (x as f64 - mean).powi(2)).sum::<f64>() / n;
+        let below = a.iter().filter(|&&x| x <= 0.0).count() as f64 / n;
+        assert!(a.iter().all(|x| x.is_finite()));
+        assert!((mean - 0.577_2).abs() < 0.03, "mean {mean}");
+        assert!((var - 1.644_9).abs() < 0.08, "variance {var}");
+        assert!((below - (-1.0f64).exp()).abs() < 0.015, "P(g <= 0) {below}");
     }
 }

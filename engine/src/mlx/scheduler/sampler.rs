@@ -1,8 +1,11 @@
 //! One sampler for every model: a chain of logit filters built once per
 //! request from [`SamplingParams`], then a seeded draw.
 //!
-//! Greedy requests without a repetition penalty never come here: the engine
-//! keeps their argmax on the MLX side so decoding can be pipelined.
+//! Greedy requests without a repetition penalty never come here, nor do
+//! sampled ones without one while their token is free: the engine keeps
+//! their argmax, or their draw (`draw.rs`), on the MLX side so decoding
+//! can be pipelined. What comes here: repetition penalties, and sampled
+//! tokens under a constraint's mask.
 
 use crate::{SamplingParams, TokenMask};
 

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use mlx_rs::Array;
 
+use super::draw::Draw;
 use super::link::{SeqId, Submission, ToRun};
 use super::sampler::Sampler;
 use crate::mlx::error::mlx_err;
@@ -53,10 +54,12 @@ pub(crate) enum Spec {
     Logits(Array),
 }
 
-/// How the next token is chosen: on the MLX side (greedy: lazy, so steps
-/// can be queued ahead) or by the sampler on the CPU.
+/// How the next token is chosen: on the MLX side (greedy, or drawn on the
+/// device: lazy, so steps can be queued ahead) or by the sampler on the
+/// CPU (a repetition penalty; any sampled token under a constraint).
 enum Picker {
     Greedy,
+    Drawn(Draw),
     Sampled,
 }
 
@@ -116,6 +119,8 @@ impl Sequence {
         let request = sub.request;
         let picker = if request.sampling.is_greedy() && request.sampling.repetition_penalty == 1.0 {
             Picker::Greedy
+        } else if let Some(draw) = Draw::of(&request.sampling) {
+            Picker::Drawn(draw)
         } else {
             Picker::Sampled
         };
@@ -162,8 +167,8 @@ impl Sequence {
     }
 
     /// What to keep of a step's output row for the next token: its pick
-    /// (greedy, free), its logits (greedy, constrained: masked later), or
-    /// nothing (sampled on the CPU from `Next::Logits`).
+    /// (greedy or drawn, free), its logits (greedy, constrained: masked
+    /// later), or nothing (sampled on the CPU from `Next::Logits`).
     pub fn spec(
         &self,
         picks: &Array,
@@ -171,17 +176,27 @@ impl Sequence {
         row: i32,
     ) -> Option<Result<Spec, EngineError>> {
         use mlx_rs::ops::indexing::TryIndexOp;
-        if !matches!(self.picker, Picker::Greedy) {
-            return None;
-        }
         let err = mlx_err("choosing a token");
-        Some(match self.constraint {
-            Constraint::Free => picks.try_index(row..row + 1).map(Spec::Pick).map_err(err),
-            _ => logits
+        Some(match (&self.picker, &self.constraint) {
+            (Picker::Greedy | Picker::Drawn(_), Constraint::Free) => {
+                picks.try_index(row..row + 1).map(Spec::Pick).map_err(err)
+            }
+            (Picker::Greedy, _) => logits
                 .try_index(row..row + 1)
                 .map(Spec::Logits)
                 .map_err(err),
+            _ => return None,
         })
+    }
+
+    /// How the step's picks choose its token at `position` when they draw
+    /// it on the device (a free token of a sampled sequence without a
+    /// repetition penalty); `None`: their argmax, or not theirs to choose.
+    pub fn draw_at(&self, position: usize) -> Option<(Draw, usize)> {
+        match (&self.picker, &self.constraint) {
+            (Picker::Drawn(d), Constraint::Free) => Some((*d, position)),
+            _ => None,
+        }
     }
 
     /// Whether it has logits to pick from but its mask has not arrived.

@@ -7,8 +7,8 @@ use std::time::Instant;
 
 use mlx_rs::Array;
 
-use super::Worker;
 use super::sequence::{Next, Spec};
+use super::{Worker, draw};
 use crate::EngineError;
 use crate::mlx::error::mlx_err;
 use crate::mlx::model::{Fork, Segment};
@@ -272,6 +272,15 @@ impl Worker {
         parts: &[Part],
         logits: bool,
     ) -> Result<(Option<Array>, Option<Array>), EngineError> {
+        // Free sampled tokens are drawn in the graph (`draw.rs`); the rest
+        // take the argmax.
+        let draws: Vec<_> = parts
+            .iter()
+            .map(|p| {
+                let seq = &self.active[p.seq];
+                p.ends_feed.then(|| seq.draw_at(p.reach)).flatten()
+            })
+            .collect();
         let mut caches: Vec<Option<&mut Vec<_>>> = self
             .active
             .iter_mut()
@@ -304,11 +313,7 @@ impl Worker {
             .forward(&mut segments, logits)
             .map_err(mlx_err("decoding"))?;
         let picks = match &out {
-            Some(l) => Some(
-                mlx_rs::ops::indexing::argmax_axis(l, -1, true)
-                    .and_then(|a| a.as_dtype(mlx_rs::Dtype::Int32))
-                    .map_err(mlx_err("choosing a token"))?,
-            ),
+            Some(l) => Some(draw::picks(l, &draws).map_err(mlx_err("choosing a token"))?),
             None => None,
         };
         // The batch buffers once, not once per sequence in a slot (at 32

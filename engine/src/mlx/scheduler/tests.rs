@@ -144,3 +144,63 @@ impl TokenSink for FirstChunk {
         ControlFlow::Continue(())
     }
 }
+
+/// Every token of a generation.
+struct Tokens(Vec<u32>);
+
+impl TokenSink for Tokens {
+    fn on_token(&mut self, id: u32) -> Directive {
+        self.0.push(id);
+        Directive::Continue
+    }
+}
+
+/// 24 tokens after `prompt`, drawn at temperature 1 with `seed` (greedy
+/// without one).
+fn sampled(prompt: Vec<u32>, seed: Option<u64>) -> GenerationRequest {
+    let sampling = match seed {
+        Some(seed) => SamplingParams {
+            temperature: 1.0,
+            top_p: 0.95,
+            seed: Some(seed),
+            ..SamplingParams::greedy()
+        },
+        None => SamplingParams::greedy(),
+    };
+    GenerationRequest {
+        prompt,
+        max_tokens: 24,
+        sampling,
+        stop_token_ids: Vec::new(),
+    }
+}
+
+#[test]
+fn a_seeded_sampled_generation_draws_the_same_tokens_alone_and_batched() {
+    let engine = tiny_engine(Duration::from_millis(200));
+    let run = |r: &GenerationRequest| {
+        let mut sink = Tokens(Vec::new());
+        engine.generate(r, &mut sink).unwrap();
+        sink.0
+    };
+    let mine = sampled(vec![5, 6, 7, 8], Some(5));
+    let alone = run(&mine);
+    assert_eq!(alone.len(), 24);
+    assert_eq!(run(&mine), alone, "the same seed, the same draws");
+    let greedy = run(&sampled(vec![5, 6, 7, 8], None));
+    assert_ne!(alone, greedy, "a draw at temperature 1 is not the argmax");
+    // Batched with a greedy generation and another seed's, arriving
+    // together (one prefill pass, then batched decode steps).
+    let others = [
+        sampled(vec![9, 10, 11], None),
+        sampled(vec![5, 6, 7, 8], Some(6)),
+    ];
+    let (batched, theirs) = std::thread::scope(|scope| {
+        let handles: Vec<_> = others.iter().map(|r| scope.spawn(move || run(r))).collect();
+        let batched = run(&mine);
+        let theirs: Vec<Vec<u32>> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+        (batched, theirs)
+    });
+    assert_eq!(batched, alone);
+    assert_ne!(theirs[1], alone, "another seed draws other tokens");
+}
