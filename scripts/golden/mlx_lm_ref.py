@@ -12,11 +12,13 @@ same MLX version and BLAS as thinkwire). Two modes:
           implementation may legitimately diverge).
 
   bench   MODEL_DIR --prompt-ids 1,2,3 [--max-tokens 128] [--runs 2]
+          [--temp T --top-p P --top-k K --min-p M --seed S]
           Prints one JSON object: load time, time to first token, prefill
-          and decode tokens/s (best of --runs), peak RSS.
+          and decode tokens/s (best of --runs), peak RSS. Greedy unless
+          --temp is above 0, then mlx-lm's own sampler (`make_sampler`).
 
   bench-batch MODEL_DIR --prompts-ids "1,2;3,4;..." --concurrency 1,2,4,8
-          [--max-tokens 128]
+          [--max-tokens 128] [the sampling flags of bench]
           mlx-lm's own continuous batching (BatchGenerator, what
           `mlx_lm.server --decode-concurrency` uses): at each concurrency N,
           the first N prompts inserted at once, N decoding together. Prints
@@ -94,6 +96,25 @@ def cmd_golden(args):
         sys.stdout.write(text)
 
 
+def sampler(args):
+    """mlx-lm's sampler for the sampling flags (None: greedy), its random
+    state seeded."""
+    if args.temp <= 0:
+        return None
+    from mlx_lm.sample_utils import make_sampler
+
+    mx.random.seed(args.seed)
+    return make_sampler(temp=args.temp, top_p=args.top_p, min_p=args.min_p, top_k=args.top_k)
+
+
+def add_sampling_flags(parser):
+    parser.add_argument("--temp", type=float, default=0.0)
+    parser.add_argument("--top-p", type=float, default=1.0)
+    parser.add_argument("--top-k", type=int, default=0)
+    parser.add_argument("--min-p", type=float, default=0.0)
+    parser.add_argument("--seed", type=int, default=0)
+
+
 def cmd_bench(args):
     prompt = [int(t) for t in args.prompt_ids.split(",") if t.strip()]
     t0 = time.perf_counter()
@@ -105,7 +126,8 @@ def cmd_bench(args):
         t0 = time.perf_counter()
         t1 = None
         n = 0
-        for token, _ in generate_step(mx.array(prompt), model, max_tokens=args.max_tokens):
+        steps = generate_step(mx.array(prompt), model, max_tokens=args.max_tokens, sampler=sampler(args))
+        for token, _ in steps:
             int(token)
             if t1 is None:
                 t1 = time.perf_counter()
@@ -153,7 +175,11 @@ def cmd_bench_batch(args):
     rows = []
     for warm, c in [(True, levels[0])] + [(False, c) for c in levels]:
         gen = BatchGenerator(
-            model, max_tokens=args.max_tokens, completion_batch_size=c, prefill_batch_size=c
+            model,
+            max_tokens=args.max_tokens,
+            completion_batch_size=c,
+            prefill_batch_size=c,
+            sampler=sampler(args),
         )
         batch = [prompts[i % len(prompts)] for i in range(c)]
         t0 = time.perf_counter()
@@ -288,11 +314,13 @@ def main():
     b.add_argument("--prompt-ids", required=True)
     b.add_argument("--max-tokens", type=int, default=128)
     b.add_argument("--runs", type=int, default=2)
+    add_sampling_flags(b)
     bb = sub.add_parser("bench-batch")
     bb.add_argument("model_dir", type=Path)
     bb.add_argument("--prompts-ids", required=True)
     bb.add_argument("--concurrency", default="1,2,4,8")
     bb.add_argument("--max-tokens", type=int, default=128)
+    add_sampling_flags(bb)
     o = sub.add_parser("ops")
     o.add_argument("model_dir", type=Path)
     o.add_argument("--batches", default="1,8,32")

@@ -108,6 +108,23 @@ def collect(raw: Path):
             theirs = (ref.get(n) or {}).get("generation_tps")
             decode[n] = {"thinkwire": ours, "mlx_lm": theirs, "ratio": ratio(ours, theirs)}
         entry["decode"] = decode
+        sampled = read_json(d / "sampled.json")
+        if sampled:
+            theirs = ((sampled.get("mlx_lm_batch") or [{}])[0]).get("rows") or []
+            by_n = {r["concurrency"]: r for r in theirs}
+            entry["sampled"] = {
+                "sampling": sampled.get("sampling"),
+                "rows": [
+                    {
+                        "concurrency": r["concurrency"],
+                        "thinkwire": r["aggregate_decode_tok_s"],
+                        "mlx_lm": (by_n.get(r["concurrency"]) or {}).get("aggregate_decode_tok_s"),
+                        "thinkwire_ttft_p50_s": r["ttft_p50_s"],
+                        "mlx_lm_ttft_p50_s": (by_n.get(r["concurrency"]) or {}).get("ttft_p50_s"),
+                    }
+                    for r in sampled.get("thinkwire") or []
+                ],
+            }
         models[name] = entry
     parity = read_json(raw / "parity.json")
     return {"meta": meta, "steps": steps, "models": models, "parity": parity}
@@ -185,6 +202,24 @@ def markdown(report):
                 cells.append(" / ".join(fmt((rows.get(n) or {}).get(key), digits) for n in LEVELS))
         out.append("| " + " | ".join(cells) + " |")
     out.append("")
+    sampled = {name: m["sampled"] for name, m in report["models"].items() if m.get("sampled")}
+    if sampled:
+        out.append("Sampled decode (`--sampled`: aggregate tok/s, both engines' BatchGenerator-style runs):")
+        out.append("")
+        out.append("| model | sampling | N | thinkwire | mlx-lm | ratio | ttft p50 ms thinkwire / mlx-lm |")
+        out.append("|---|---|---|---|---|---|---|")
+        for name, s in sampled.items():
+            for r in s["rows"]:
+                q = ratio(r["thinkwire"], r["mlx_lm"])
+                ttft = " / ".join(
+                    fmt(r[k] * 1000) if r.get(k) is not None else "-"
+                    for k in ("thinkwire_ttft_p50_s", "mlx_lm_ttft_p50_s")
+                )
+                out.append(
+                    f"| {name} | {s['sampling']} | {r['concurrency']} | {fmt(r['thinkwire'])} | "
+                    f"{fmt(r['mlx_lm'])} | {'-' if q is None else f'{q:.2f}x'} | {ttft} |"
+                )
+        out.append("")
     p = report["parity"]
     if p:
         out.append(

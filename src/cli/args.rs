@@ -62,6 +62,14 @@ pub struct ModelArgs {
     /// keys and values rounded to 11 significant bits).
     #[arg(long, default_value = "auto")]
     pub kv_cache_dtype: String,
+    /// Where sampled tokens are drawn: `device` (in the step's graph on
+    /// MLX's device: only token ids reach the host, and sampled steps are
+    /// queued ahead like greedy ones), `host` (the sampler on the CPU,
+    /// after the step's logits are read), or `auto` (device on a GPU,
+    /// host on a CPU, where it is faster). Seeded draws differ between
+    /// the two.
+    #[arg(long, default_value = "auto")]
+    pub sample_on: String,
 }
 
 impl ModelArgs {
@@ -126,6 +134,19 @@ pub(super) fn parse_kv_cache_dtype(name: &str) -> Result<thinkwire_engine::mlx::
     )
 }
 
+/// A `--sample-on` value: whether sampled tokens are drawn on MLX's device
+/// (`None`: auto).
+#[cfg(feature = "mlx")]
+pub(super) fn parse_sample_on(name: &str) -> Result<Option<bool>> {
+    let parse = |n: &str| match n {
+        "auto" => Some(None),
+        "device" => Some(Some(true)),
+        "host" => Some(Some(false)),
+        _ => None,
+    };
+    flag_value("--sample-on", name, parse, "auto, device or host")
+}
+
 /// A `--precision` value; shared so every subcommand rejects a bad one alike.
 #[cfg(feature = "mlx")]
 pub(super) fn parse_precision(name: &str) -> Result<thinkwire_engine::mlx::Precision> {
@@ -148,6 +169,7 @@ fn load_engine(path: &Path, args: &ModelArgs) -> Result<Arc<dyn thinkwire_engine
         batch_window: std::time::Duration::from_millis(args.batch_window_ms),
         share_prefixes: args.share_prefixes,
         kv_cache_dtype: parse_kv_cache_dtype(&args.kv_cache_dtype)?,
+        draws_on_device: parse_sample_on(&args.sample_on)?,
         ..LoadOptions::default()
     };
     let engine =

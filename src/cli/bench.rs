@@ -31,6 +31,23 @@ pub struct BenchArgs {
     /// Timed runs after a warm-up; the best is reported.
     #[arg(long, default_value_t = 3)]
     runs: usize,
+    /// Sampling temperature (0: greedy, the default); mlx-lm samples with
+    /// the same settings (`make_sampler`).
+    #[arg(long, default_value_t = 0.0)]
+    temperature: f32,
+    /// Top-p when sampling (1: off).
+    #[arg(long, default_value_t = 1.0)]
+    top_p: f32,
+    /// Top-k when sampling (0: off).
+    #[arg(long, default_value_t = 0)]
+    top_k: usize,
+    /// Min-p when sampling (0: off).
+    #[arg(long, default_value_t = 0.0)]
+    min_p: f32,
+    /// Seed of the draws (generation `i` of a concurrency level takes
+    /// seed + i).
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
     /// Also measure mlx-lm (from `scripts/setup`'s venv) on the same weights.
     #[arg(long)]
     compare_mlx_lm: bool,
@@ -51,6 +68,45 @@ pub struct BenchArgs {
     /// grammar's compile and mask times.
     #[arg(long, value_name = "FILE")]
     json_schema: Option<std::path::PathBuf>,
+}
+
+impl BenchArgs {
+    /// The sampling the flags ask for, validated.
+    #[cfg(feature = "mlx")]
+    fn sampling(&self) -> Result<thinkwire_engine::SamplingParams> {
+        let params = thinkwire_engine::SamplingParams {
+            temperature: self.temperature,
+            top_p: self.top_p,
+            top_k: self.top_k,
+            min_p: self.min_p,
+            seed: Some(self.seed),
+            ..thinkwire_engine::SamplingParams::greedy()
+        };
+        params.validate()?;
+        Ok(params)
+    }
+
+    /// The sampling, for the header and the JSON.
+    #[cfg(feature = "mlx")]
+    fn sampling_note(&self) -> String {
+        if self.temperature == 0.0 {
+            return "greedy".into();
+        }
+        let mut note = format!(
+            "sampled on {}: temperature {}",
+            self.model.sample_on, self.temperature
+        );
+        for (name, on, value) in [
+            ("top-p", self.top_p < 1.0, self.top_p.to_string()),
+            ("top-k", self.top_k > 0, self.top_k.to_string()),
+            ("min-p", self.min_p > 0.0, self.min_p.to_string()),
+        ] {
+            if on {
+                note.push_str(&format!(" {name} {value}"));
+            }
+        }
+        note + &format!(" seed {}", self.seed)
+    }
 }
 
 /// Different user messages for concurrent generations.
@@ -95,9 +151,11 @@ pub fn bench(args: &BenchArgs) -> Result<()> {
         prompt,
         max_tokens: args.max_tokens,
         runs: args.runs,
+        sampling: args.sampling()?,
         load: LoadOptions {
             precision,
             kv_cache_dtype: super::args::parse_kv_cache_dtype(&args.model.kv_cache_dtype)?,
+            draws_on_device: super::args::parse_sample_on(&args.model.sample_on)?,
             ..LoadOptions::default()
         },
     };
@@ -168,6 +226,7 @@ pub fn bench(args: &BenchArgs) -> Result<()> {
             serde_json::json!({
                 "model": path,
                 "precision": precision.name(),
+                "sampling": args.sampling_note(),
                 "kernel_threads": thinkwire_engine::mlx::kernel_threads(),
                 "int8_isa": thinkwire_engine::mlx::int8_isa(),
                 "cpu": thinkwire_engine::mlx::bench::cpu_name(),
@@ -189,7 +248,7 @@ pub fn bench(args: &BenchArgs) -> Result<()> {
         thinkwire_engine::mlx::device_name()
     );
     println!(
-        "model {} · precision {}{} · prompt {} tokens · {} decoded tokens · best of {} runs",
+        "model {} · precision {}{} · {} · prompt {} tokens · {} decoded tokens · best of {} runs",
         path.display(),
         precision.name(),
         if precision == Precision::Int8 {
@@ -201,6 +260,7 @@ pub fn bench(args: &BenchArgs) -> Result<()> {
         } else {
             kv_cache_note(args)
         },
+        args.sampling_note(),
         ours.prompt_tokens,
         args.max_tokens,
         args.runs
@@ -278,6 +338,7 @@ fn concurrency(
     if levels.contains(&0) {
         bail!("--concurrency levels must be at least 1");
     }
+    let sampling = args.sampling()?;
     let prompts = CONCURRENT_PROMPTS
         .iter()
         .map(|&p| chat.encode_chat(&[TemplateMessage::user(p)], &RenderOptions::generation()))
@@ -289,6 +350,7 @@ fn concurrency(
         batch_window: std::time::Duration::from_millis(args.model.batch_window_ms),
         share_prefixes: args.model.share_prefixes,
         kv_cache_dtype: super::args::parse_kv_cache_dtype(&args.model.kv_cache_dtype)?,
+        draws_on_device: super::args::parse_sample_on(&args.model.sample_on)?,
         ..LoadOptions::default()
     };
     let engine =
@@ -296,14 +358,14 @@ fn concurrency(
     // Warm-up at every level: first-use allocations and caches, and on a
     // GPU the kernels MLX compiles for each batch's shapes on first use.
     for &n in levels {
-        concurrent(&engine, &prompts, args.max_tokens.min(16), n)?;
+        concurrent(&engine, &prompts, args.max_tokens.min(16), n, &sampling)?;
     }
     // Levels take turns within each round, so a machine whose speed
     // drifts during the benchmark weighs on every level alike.
     let mut best: Vec<Option<ConcurrencyRow>> = vec![None; levels.len()];
     for _ in 0..args.runs.max(1) {
         for (slot, &n) in best.iter_mut().zip(levels) {
-            let row = concurrent(&engine, &prompts, args.max_tokens, n)?;
+            let row = concurrent(&engine, &prompts, args.max_tokens, n, &sampling)?;
             if slot
                 .as_ref()
                 .is_none_or(|b| row.aggregate_decode_tok_s > b.aggregate_decode_tok_s)
@@ -336,7 +398,7 @@ fn concurrency(
         };
         for (label, dir) in refs {
             let report = MlxLmReference::locate()
-                .bench_batch(&dir, &prompts, args.max_tokens, levels)
+                .bench_batch(&dir, &prompts, args.max_tokens, levels, &sampling)
                 .with_context(|| {
                     format!("running mlx-lm's batch generator on {}", dir.display())
                 })?;
@@ -358,6 +420,7 @@ fn concurrency(
                 "model": path,
                 "precision": precision.name(),
                 "max_tokens": args.max_tokens,
+                "sampling": args.sampling_note(),
                 "device": thinkwire_engine::mlx::device_name(),
                 "operations_per_decode_step": operations,
                 "mlx_lm_operations_per_decode_step":
@@ -369,10 +432,11 @@ fn concurrency(
         return Ok(());
     }
     println!(
-        "model {} · precision {}{} · {} tokens per generation · different prompts · best of {} runs",
+        "model {} · precision {}{} · {} · {} tokens per generation · different prompts · best of {} runs",
         path.display(),
         precision.name(),
         kv_cache_note(args),
+        args.sampling_note(),
         args.max_tokens,
         args.runs
     );

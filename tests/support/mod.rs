@@ -339,5 +339,6 @@ pub fn default_model_args() -> thinkwire::cli::ModelArgs {
         batch_window_ms: 4,
         share_prefixes: false,
         kv_cache_dtype: "auto".into(),
+        sample_on: "auto".into(),
     }
 }

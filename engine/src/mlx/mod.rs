@@ -85,6 +85,12 @@ pub struct LoadOptions {
     pub share_prefixes: bool,
     /// What the attention caches hold.
     pub kv_cache_dtype: KvCacheDtype,
+    /// Whether sampled tokens are drawn in the step's graph on MLX's
+    /// device (`scheduler/draw.rs`: only token ids reach the host, so
+    /// sampled steps are queued ahead) rather than by the sampler on the
+    /// host after their logits are read. `None`: where that device is a
+    /// GPU. On a CPU the host sampler is faster (docs/benchmarks.md).
+    pub draws_on_device: Option<bool>,
 }
 
 /// What the attention caches hold (`--kv-cache-dtype`). A decode step reads
@@ -131,6 +137,7 @@ impl Default for LoadOptions {
             batch_window: Duration::from_millis(4),
             share_prefixes: false,
             kv_cache_dtype: KvCacheDtype::Auto,
+            draws_on_device: None,
         }
     }
 }
@@ -209,6 +216,9 @@ impl MlxEngine {
                 reply_wait: Duration::from_millis(50),
                 gather: options.batch_window,
                 share_prefixes: options.share_prefixes,
+                draws_on_device: options
+                    .draws_on_device
+                    .unwrap_or_else(|| !kernels::default_device_is_cpu()),
             },
         )?;
         Ok(Self {

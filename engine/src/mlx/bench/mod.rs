@@ -33,6 +33,8 @@ pub struct BenchOptions {
     pub max_tokens: usize,
     /// Timed runs after one warm-up; the best decode rate is reported.
     pub runs: usize,
+    /// How tokens are picked (greedy, or drawn with a seed).
+    pub sampling: SamplingParams,
     /// How to load the model.
     pub load: LoadOptions,
 }
@@ -105,7 +107,7 @@ pub fn bench(model: &Path, options: &BenchOptions) -> Result<BenchReport, Engine
     let request = GenerationRequest {
         prompt: options.prompt.clone(),
         max_tokens: options.max_tokens,
-        sampling: SamplingParams::greedy(),
+        sampling: options.sampling.clone(),
         stop_token_ids: Vec::new(),
     };
     let mut best: Option<BenchReport> = None;
@@ -218,12 +220,14 @@ pub fn percentile(values: &[f64], q: f64) -> f64 {
 }
 
 /// Runs `concurrency` generations at once on `engine`, generation `i` on
-/// `prompts[i % len]`, each exactly `max_tokens` long (no stop tokens).
+/// `prompts[i % len]` with `sampling`'s seed + i, each exactly
+/// `max_tokens` long (no stop tokens).
 pub fn concurrent(
     engine: &MlxEngine,
     prompts: &[Vec<u32>],
     max_tokens: usize,
     concurrency: usize,
+    sampling: &SamplingParams,
 ) -> Result<ConcurrencyRow, EngineError> {
     if prompts.is_empty() || concurrency == 0 {
         return Err(EngineError::InvalidRequest(
@@ -239,7 +243,10 @@ pub fn concurrent(
                 let request = GenerationRequest {
                     prompt: prompts[i % prompts.len()].clone(),
                     max_tokens,
-                    sampling: SamplingParams::greedy(),
+                    sampling: SamplingParams {
+                        seed: sampling.seed.map(|s| s.wrapping_add(i as u64)),
+                        ..sampling.clone()
+                    },
                     stop_token_ids: Vec::new(),
                 };
                 scope.spawn(move || {
@@ -360,7 +367,8 @@ impl MlxLmReference {
             .arg("--max-tokens")
             .arg(options.max_tokens.to_string())
             .arg("--runs")
-            .arg(options.runs.max(1).to_string());
+            .arg(options.runs.max(1).to_string())
+            .args(sampling_args(&options.sampling));
         self.run_json(cmd)
     }
 
@@ -372,6 +380,7 @@ impl MlxLmReference {
         prompts: &[Vec<u32>],
         max_tokens: usize,
         levels: &[usize],
+        sampling: &SamplingParams,
     ) -> Result<MlxLmBatchReport, EngineError> {
         let ids: Vec<String> = prompts
             .iter()
@@ -384,7 +393,8 @@ impl MlxLmReference {
             .arg("--concurrency")
             .arg(levels.join(","))
             .arg("--max-tokens")
-            .arg(max_tokens.to_string());
+            .arg(max_tokens.to_string())
+            .args(sampling_args(sampling));
         self.run_json(cmd)
     }
 
@@ -443,4 +453,23 @@ impl MlxLmReference {
         serde_json::from_str(line)
             .map_err(|e| EngineError::Backend(format!("mlx-lm printed no report: {e}")))
     }
+}
+
+/// `mlx_lm_ref.py`'s sampling flags for `sampling` (none when greedy).
+fn sampling_args(sampling: &SamplingParams) -> Vec<String> {
+    if sampling.is_greedy() {
+        return Vec::new();
+    }
+    vec![
+        "--temp".into(),
+        sampling.temperature.to_string(),
+        "--top-p".into(),
+        sampling.top_p.to_string(),
+        "--top-k".into(),
+        sampling.top_k.to_string(),
+        "--min-p".into(),
+        sampling.min_p.to_string(),
+        "--seed".into(),
+        sampling.seed.unwrap_or(0).to_string(),
+    ]
 }

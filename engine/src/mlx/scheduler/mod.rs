@@ -72,6 +72,9 @@ pub struct SchedulerOptions {
     /// Sequences admitted while another's prompt starts like theirs take
     /// its cache for the common part (`shared.rs`).
     pub share_prefixes: bool,
+    /// Sampled tokens are drawn in the step's graph (`draw.rs`), not by
+    /// the host sampler (`LoadOptions::draws_on_device`).
+    pub draws_on_device: bool,
 }
 
 /// Figures shared with [`crate::Engine::load`] readers.

@@ -108,18 +108,19 @@ pub(crate) struct Sequence {
 
 impl Sequence {
     /// A sequence for `sub`, its cache already holding `reused` prompt
-    /// tokens (a prefix-cache hit) or none.
+    /// tokens (a prefix-cache hit) or none, in a context of `context`
+    /// positions, `reserved` cache bytes set aside for it; its sampled
+    /// tokens drawn in the step's graph when `draws_on_device`.
     pub fn new(
         sub: Submission,
         caches: Vec<KvCache>,
-        reused: usize,
-        context: usize,
-        reserved: usize,
+        (reused, context, reserved): (usize, usize, usize),
+        draws_on_device: bool,
     ) -> Self {
         let request = sub.request;
         let picker = if request.sampling.is_greedy() && request.sampling.repetition_penalty == 1.0 {
             Picker::Greedy
-        } else if let Some(draw) = Draw::of(&request.sampling) {
+        } else if let Some(draw) = Draw::of(&request.sampling).filter(|_| draws_on_device) {
             Picker::Drawn(draw)
         } else {
             Picker::Sampled

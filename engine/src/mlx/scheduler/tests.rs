@@ -28,10 +28,16 @@ impl TokenSink for FirstToken {
 /// The tiny Qwen3 in prompt chunks of 8 (a short lane of 4), requests
 /// arriving into an idle batch waiting `batch_window` for others.
 fn tiny_engine(batch_window: Duration) -> MlxEngine {
+    tiny_engine_drawing(batch_window, None)
+}
+
+/// [`tiny_engine`], its sampled tokens drawn on the device or not.
+fn tiny_engine_drawing(batch_window: Duration, draws_on_device: Option<bool>) -> MlxEngine {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/tiny-qwen3");
     let options = LoadOptions {
         prefill_chunk: 8,
         batch_window,
+        draws_on_device,
         ..LoadOptions::default()
     };
     MlxEngine::load(&path, &options).unwrap()
@@ -175,9 +181,18 @@ fn sampled(prompt: Vec<u32>, seed: Option<u64>) -> GenerationRequest {
     }
 }
 
+/// On the device (`draw.rs`) and by the host sampler alike.
 #[test]
 fn a_seeded_sampled_generation_draws_the_same_tokens_alone_and_batched() {
-    let engine = tiny_engine(Duration::from_millis(200));
+    for on_device in [true, false] {
+        seeded_draws_alone_and_batched(tiny_engine_drawing(
+            Duration::from_millis(200),
+            Some(on_device),
+        ));
+    }
+}
+
+fn seeded_draws_alone_and_batched(engine: MlxEngine) {
     let run = |r: &GenerationRequest| {
         let mut sink = Tokens(Vec::new());
         engine.generate(r, &mut sink).unwrap();

@@ -152,7 +152,12 @@ impl Worker {
                 );
             }
             self.reserved += need;
-            let mut seq = Sequence::new(sub, caches, reused, self.context, need);
+            let mut seq = Sequence::new(
+                sub,
+                caches,
+                (reused, self.context, need),
+                self.options.draws_on_device,
+            );
             seq.follows = follows;
             self.active.push(seq);
         }
