@@ -1,11 +1,12 @@
-//! One sampler for every model: a chain of logit filters built once per
-//! request from [`SamplingParams`], then a seeded draw.
+//! One sampler for every model: top-k, top-p and min-p over the scaled
+//! logits, then a seeded draw. No filter sorts more of the vocabulary than
+//! the head it keeps (the nucleus is a few dozen tokens, the vocabulary
+//! 50-150 thousand).
 //!
-//! Greedy requests without a repetition penalty never come here, nor do
-//! sampled ones without one while their token is free: the engine keeps
-//! their argmax, or their draw (`draw.rs`), on the MLX side so decoding
-//! can be pipelined. What comes here: repetition penalties, and sampled
-//! tokens under a constraint's mask.
+//! Greedy requests without a repetition penalty never come here: their
+//! argmax stays on the MLX side so decoding can be pipelined. Nor, where
+//! MLX draws them on the device (`draw.rs`, a GPU's default), do sampled
+//! tokens free of a constraint's mask.
 
 use crate::{SamplingParams, TokenMask};
 
@@ -16,55 +17,56 @@ struct Cand {
     logit: f32,
 }
 
-/// One step of the chain: narrows or reweighs the candidates, which arrive
-/// sorted by descending logit.
-trait Filter: Send {
-    fn apply(&self, cands: &mut Vec<Cand>);
+/// Descending logit, then ascending id: the order the filters see.
+fn by_logit(a: &Cand, b: &Cand) -> std::cmp::Ordering {
+    b.logit.total_cmp(&a.logit).then(a.id.cmp(&b.id))
 }
 
-struct TopK(usize);
-impl Filter for TopK {
-    fn apply(&self, cands: &mut Vec<Cand>) {
-        cands.truncate(self.0.max(1));
+/// Keeps the `k` best candidates (in no particular order), in linear time.
+fn top_k(cands: &mut Vec<Cand>, k: usize) {
+    if k > 0 && k < cands.len() {
+        cands.select_nth_unstable_by(k - 1, by_logit);
+        cands.truncate(k);
     }
 }
 
-/// Keeps the smallest prefix whose probability mass reaches `p`.
-struct TopP(f32);
-impl Filter for TopP {
-    fn apply(&self, cands: &mut Vec<Cand>) {
-        let probs = softmax(cands);
+/// Keeps the smallest head, in descending order, whose probability mass
+/// reaches `p`, sorting only as much of the candidates as that head needs:
+/// a few dozen tokens usually hold the mass, not the vocabulary.
+fn top_p(cands: &mut Vec<Cand>, p: f32) {
+    let Some(max) = cands.iter().map(|c| c.logit).max_by(f32::total_cmp) else {
+        return;
+    };
+    let total: f32 = cands.iter().map(|c| (c.logit - max).exp()).sum();
+    let mut head = 64.min(cands.len());
+    loop {
+        if head < cands.len() {
+            cands.select_nth_unstable_by(head - 1, by_logit);
+        }
+        cands[..head].sort_unstable_by(by_logit);
         let mut mass = 0.0;
-        let mut keep = cands.len();
-        for (i, p) in probs.iter().enumerate() {
-            mass += p;
-            if mass >= self.0 {
-                keep = i + 1;
-                break;
+        for (i, c) in cands[..head].iter().enumerate() {
+            mass += (c.logit - max).exp() / total;
+            if mass >= p {
+                cands.truncate(i + 1);
+                return;
             }
         }
-        cands.truncate(keep.max(1));
+        if head == cands.len() {
+            return;
+        }
+        head = (head * 4).min(cands.len());
     }
 }
 
 /// Drops tokens less likely than `p` times the most likely one.
-struct MinP(f32);
-impl Filter for MinP {
-    fn apply(&self, cands: &mut Vec<Cand>) {
-        let Some(best) = cands.first().map(|c| c.logit) else {
-            return;
-        };
-        // p_i / p_max = exp(l_i - l_max)
-        let floor = self.0.ln();
-        cands.retain(|c| c.logit - best >= floor);
-    }
-}
-
-fn softmax(cands: &[Cand]) -> Vec<f32> {
-    let max = cands.first().map_or(0.0, |c| c.logit);
-    let exps: Vec<f32> = cands.iter().map(|c| (c.logit - max).exp()).collect();
-    let sum: f32 = exps.iter().sum();
-    exps.into_iter().map(|e| e / sum).collect()
+fn min_p(cands: &mut Vec<Cand>, p: f32) {
+    let Some(best) = cands.iter().map(|c| c.logit).max_by(f32::total_cmp) else {
+        return;
+    };
+    // p_i / p_max = exp(l_i - l_max)
+    let floor = p.ln();
+    cands.retain(|c| c.logit - best >= floor);
 }
 
 /// SplitMix64: small, fast and fully determined by its seed.
@@ -87,25 +89,16 @@ impl Rng {
 pub struct Sampler {
     temperature: f32,
     top_k: usize,
+    top_p: f32,
+    min_p: f32,
     penalty: f32,
     penalty_window: usize,
-    filters: Vec<Box<dyn Filter>>,
     rng: Rng,
 }
 
 impl Sampler {
-    /// Builds the chain for `params` (validated by `check_request`).
+    /// The sampler for `params` (validated by `check_request`).
     pub fn new(params: &SamplingParams) -> Self {
-        let mut filters: Vec<Box<dyn Filter>> = Vec::new();
-        if params.top_k > 0 {
-            filters.push(Box::new(TopK(params.top_k)));
-        }
-        if params.top_p < 1.0 {
-            filters.push(Box::new(TopP(params.top_p)));
-        }
-        if params.min_p > 0.0 {
-            filters.push(Box::new(MinP(params.min_p)));
-        }
         let seed = params.seed.unwrap_or_else(|| {
             std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
@@ -114,9 +107,10 @@ impl Sampler {
         Self {
             temperature: params.temperature,
             top_k: params.top_k,
+            top_p: params.top_p,
+            min_p: params.min_p,
             penalty: params.repetition_penalty,
             penalty_window: params.repetition_context,
-            filters,
             rng: Rng(seed),
         }
     }
@@ -170,22 +164,25 @@ impl Sampler {
         if cands.is_empty() {
             return argmax(&logits);
         }
-        // Sorting 150k candidates costs about a millisecond; a top-k first
-        // narrows it with a linear-time selection.
-        let by_logit = |a: &Cand, b: &Cand| b.logit.total_cmp(&a.logit).then(a.id.cmp(&b.id));
-        if self.top_k > 0 && self.top_k < cands.len() {
-            cands.select_nth_unstable_by(self.top_k - 1, by_logit);
-            cands.truncate(self.top_k);
+        // Top-k, then top-p over what it kept, then min-p; none of them
+        // sorts more than the head it keeps.
+        top_k(&mut cands, self.top_k);
+        if self.top_p < 1.0 {
+            top_p(&mut cands, self.top_p);
         }
-        cands.sort_unstable_by(by_logit);
-        for f in &self.filters {
-            f.apply(&mut cands);
+        if self.min_p > 0.0 {
+            min_p(&mut cands, self.min_p);
         }
-        let probs = softmax(&cands);
-        let r = self.rng.next_f32();
+        let max = cands
+            .iter()
+            .map(|c| c.logit)
+            .max_by(f32::total_cmp)
+            .unwrap_or(0.0);
+        let weights: Vec<f32> = cands.iter().map(|c| (c.logit - max).exp()).collect();
+        let r = self.rng.next_f32() * weights.iter().sum::<f32>();
         let mut acc = 0.0;
-        for (c, p) in cands.iter().zip(&probs) {
-            acc += p;
+        for (c, w) in cands.iter().zip(&weights) {
+            acc += w;
             if r < acc {
                 return c.id;
             }
@@ -295,5 +292,60 @@ mod tests {
     #[test]
     fn argmax_takes_the_first_maximum() {
         assert_eq!(argmax(&[1.0, 3.0, 3.0, f32::NAN.copysign(-1.0)]), 1);
+    }
+
+    /// What top-p keeps, as a full sort in descending order keeps it.
+    fn nucleus_by_sorting(logits: &[f32], p: f32) -> Vec<u32> {
+        let mut c: Vec<Cand> = logits
+            .iter()
+            .enumerate()
+            .map(|(i, &logit)| Cand {
+                id: i as u32,
+                logit,
+            })
+            .collect();
+        // The total in the candidates' first order, as `top_p` sums it
+        // (f32 sums depend on the order).
+        let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+        let total: f32 = c.iter().map(|c| (c.logit - max).exp()).sum();
+        c.sort_unstable_by(by_logit);
+        let mut mass = 0.0;
+        let mut keep = c.len();
+        for (i, x) in c.iter().enumerate() {
+            mass += (x.logit - max).exp() / total;
+            if mass >= p {
+                keep = i + 1;
+                break;
+            }
+        }
+        c.truncate(keep);
+        c.iter().map(|x| x.id).collect()
+    }
+
+    #[test]
+    fn top_p_keeps_what_a_full_sort_keeps() {
+        let mut rng = Rng(3);
+        for (vocab, spread) in [(50, 1.0), (5_000, 0.5), (5_000, 8.0), (49_152, 3.0)] {
+            let logits: Vec<f32> = (0..vocab).map(|_| rng.next_f32() * spread * 10.0).collect();
+            for p in [0.1, 0.5, 0.9, 0.95, 0.999] {
+                let mut c: Vec<Cand> = logits
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &logit)| Cand {
+                        id: i as u32,
+                        logit,
+                    })
+                    .collect();
+                top_p(&mut c, p);
+                let ids: Vec<u32> = c.iter().map(|x| x.id).collect();
+                let want = nucleus_by_sorting(&logits, p);
+                assert!(
+                    ids == want,
+                    "vocab {vocab} p {p}: {} kept, {} by sorting",
+                    ids.len(),
+                    want.len()
+                );
+            }
+        }
     }
 }
