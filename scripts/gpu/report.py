@@ -204,7 +204,7 @@ def markdown(report):
     out.append("")
     sampled = {name: m["sampled"] for name, m in report["models"].items() if m.get("sampled")}
     if sampled:
-        out.append("Sampled decode (`--sampled`: aggregate tok/s, both engines' BatchGenerator-style runs):")
+        out.append("Sampled decode (`--sampled`; aggregate tok/s: thinkwire `bench --concurrency`, mlx-lm's BatchGenerator with `make_sampler`):")
         out.append("")
         out.append("| model | sampling | N | thinkwire | mlx-lm | ratio | ttft p50 ms thinkwire / mlx-lm |")
         out.append("|---|---|---|---|---|---|---|")
