@@ -1,8 +1,8 @@
 //! Sampling parameters shared by every engine.
 //!
 //! The parameters are plain data so the agent can build them from a run's
-//! `forwardedProps`; the MLX engine turns them into one filter chain per
-//! request.
+//! `forwardedProps`; the MLX engine applies them per request, on the host
+//! or in the step's graph.
 
 use crate::EngineError;
 

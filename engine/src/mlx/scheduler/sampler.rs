@@ -294,16 +294,21 @@ mod tests {
         assert_eq!(argmax(&[1.0, 3.0, 3.0, f32::NAN.copysign(-1.0)]), 1);
     }
 
-    /// What top-p keeps, as a full sort in descending order keeps it.
-    fn nucleus_by_sorting(logits: &[f32], p: f32) -> Vec<u32> {
-        let mut c: Vec<Cand> = logits
+    /// Every token of `logits` as a candidate, in id order.
+    fn candidates(logits: &[f32]) -> Vec<Cand> {
+        logits
             .iter()
             .enumerate()
             .map(|(i, &logit)| Cand {
                 id: i as u32,
                 logit,
             })
-            .collect();
+            .collect()
+    }
+
+    /// What top-p keeps, as a full sort in descending order keeps it.
+    fn nucleus_by_sorting(logits: &[f32], p: f32) -> Vec<u32> {
+        let mut c = candidates(logits);
         // The total in the candidates' first order, as `top_p` sums it
         // (f32 sums depend on the order).
         let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
@@ -328,14 +333,7 @@ mod tests {
         for (vocab, spread) in [(50, 1.0), (5_000, 0.5), (5_000, 8.0), (49_152, 3.0)] {
             let logits: Vec<f32> = (0..vocab).map(|_| rng.next_f32() * spread * 10.0).collect();
             for p in [0.1, 0.5, 0.9, 0.95, 0.999] {
-                let mut c: Vec<Cand> = logits
-                    .iter()
-                    .enumerate()
-                    .map(|(i, &logit)| Cand {
-                        id: i as u32,
-                        logit,
-                    })
-                    .collect();
+                let mut c = candidates(&logits);
                 top_p(&mut c, p);
                 let ids: Vec<u32> = c.iter().map(|x| x.id).collect();
                 let want = nucleus_by_sorting(&logits, p);
