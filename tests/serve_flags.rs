@@ -88,6 +88,12 @@ fn bad_tokens_files_and_origins_are_refused_without_quoting_tokens() {
         "{err}"
     );
 
+    let err = refused(&["--sample-on", "gpu"]);
+    assert!(
+        err.contains("--sample-on: expected auto, device or host, not \"gpu\""),
+        "{err}"
+    );
+
     let err = refused(&["--allowed-origins", "app.example.com"]);
     assert!(
         err.contains("\"app.example.com\" is not an origin"),
