@@ -265,6 +265,17 @@ int thinkwire_compiled_swiglu(mlx_array* res, const mlx_array gate, const mlx_ar
  * uint32 [rows, 1]. compiled: as one function compiled by MLX (a GPU). */
 int thinkwire_gumbel_noise(mlx_array* res, const mlx_array keys, int vocab, bool compiled);
 
+/* res = gpt-oss's (clip(up, +-limit) + 1) * g * sigmoid(alpha * g) with
+ * g = min(gate, limit), limit and alpha in gate's type, as one function
+ * compiled by MLX (compiled/clamped_swiglu.cpp); gate and up of one shape
+ * and type. */
+int thinkwire_compiled_clamped_swiglu(
+    mlx_array* res,
+    const mlx_array gate,
+    const mlx_array up,
+    float limit,
+    float alpha);
+
 #ifdef __cplusplus
 }
 #endif

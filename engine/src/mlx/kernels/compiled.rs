@@ -33,6 +33,41 @@ pub(crate) fn swiglu(gate: &Array, up: &Array) -> Result<Array> {
     }
 }
 
+/// gpt-oss's `(clip(up, ±limit) + 1) * g * sigmoid(alpha * g)` with
+/// `g = min(gate, limit)`: one compiled function on a GPU, the operations
+/// one by one on the CPU; constants in the step's own type (f32 ones would
+/// widen a bf16 step from here on).
+pub(crate) fn clamped_swiglu(gate: &Array, up: &Array, limit: f32, alpha: f32) -> Result<Array> {
+    match on_gpu() {
+        true => compiled_clamped_swiglu(gate, up, limit, alpha),
+        false => plain_clamped_swiglu(gate, up, limit, alpha),
+    }
+}
+
+fn plain_clamped_swiglu(gate: &Array, up: &Array, limit: f32, alpha: f32) -> Result<Array> {
+    let c = |v: f32| Array::from_f32(v).as_dtype(gate.dtype());
+    let g = mlx_rs::ops::minimum(gate, c(limit)?)?;
+    let u = mlx_rs::ops::clip(up, (&c(-limit)?, &c(limit)?))?;
+    let s = mlx_rs::ops::sigmoid(&g.multiply(c(alpha)?)?)?;
+    u.add(c(1.0)?)?.multiply(g.multiply(s)?)
+}
+
+fn compiled_clamped_swiglu(gate: &Array, up: &Array, limit: f32, alpha: f32) -> Result<Array> {
+    // SAFETY: live input handles; see `call`.
+    let [out] = unsafe {
+        call(|o, _| {
+            mlx_sys::thinkwire_compiled_clamped_swiglu(
+                &mut o[0],
+                gate.as_ptr(),
+                up.as_ptr(),
+                limit,
+                alpha,
+            )
+        })?
+    };
+    Ok(out)
+}
+
 /// [`swiglu`] as one compiled function, the same operations in the same
 /// order, wherever MLX runs.
 fn compiled_swiglu(gate: &Array, up: &Array) -> Result<Array> {
@@ -174,5 +209,37 @@ mod tests {
         assert!((mean - 0.577_2).abs() < 0.03, "mean {mean}");
         assert!((var - 1.644_9).abs() < 0.08, "variance {var}");
         assert!((below - (-1.0f64).exp()).abs() < 0.015, "P(g <= 0) {below}");
+    }
+
+    #[test]
+    fn the_clamped_swiglu_compiled_computes_what_its_operations_do() {
+        let values: Vec<f32> = (0..96).map(|i| (i as f32 - 48.0) * 0.31).collect();
+        let gu = Array::from_slice(&values, &[1, 2, 48]);
+        let parts = gu.split_at_indices(&[24], -1).unwrap();
+        let (g, u) = (&parts[0], &parts[1]);
+        for dtype in [Dtype::Float32, Dtype::Bfloat16] {
+            let (g, u) = (g.as_dtype(dtype).unwrap(), u.as_dtype(dtype).unwrap());
+            let ours = super::compiled_clamped_swiglu(&g, &u, 7.0, 1.702).unwrap();
+            let k = kinds(&ours);
+            assert!(k.keys().any(|k| k.starts_with("Compiled")), "{k:?}");
+            assert!(!k.contains_key("Sigmoid"), "{k:?}");
+            assert_eq!(ours.dtype(), dtype);
+            let theirs = super::plain_clamped_swiglu(&g, &u, 7.0, 1.702).unwrap();
+            let (ours, theirs) = (
+                ours.as_dtype(Dtype::Float32).unwrap(),
+                theirs.as_dtype(Dtype::Float32).unwrap(),
+            );
+            let worst = ours
+                .subtract(&theirs)
+                .unwrap()
+                .abs()
+                .unwrap()
+                .max(None)
+                .unwrap()
+                .item_exact::<f32>();
+            let scale = theirs.abs().unwrap().max(None).unwrap().item_exact::<f32>();
+            let allowed = if dtype == Dtype::Float32 { 1e-6 } else { 1e-2 };
+            assert!(worst <= allowed * scale, "{dtype:?}: {worst} of {scale}");
+        }
     }
 }

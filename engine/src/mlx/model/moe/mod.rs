@@ -46,13 +46,7 @@ impl Activation {
         match self {
             Activation::Swiglu => compiled::swiglu(gate, up),
             Activation::ClampedSwiglu { limit, alpha } => {
-                // Constants in the step's own type (f32 ones would widen a
-                // bf16 step from here on).
-                let c = |v: f32| Array::from_f32(v).as_dtype(gate.dtype());
-                let g = mlx_rs::ops::minimum(gate, c(limit)?)?;
-                let u = mlx_rs::ops::clip(up, (&c(-limit)?, &c(limit)?))?;
-                let s = mlx_rs::ops::sigmoid(&g.multiply(c(alpha)?)?)?;
-                u.add(c(1.0)?)?.multiply(g.multiply(s)?)
+                compiled::clamped_swiglu(gate, up, limit, alpha)
             }
         }
     }
