@@ -31,23 +31,8 @@ pub struct BenchArgs {
     /// Timed runs after a warm-up; the best is reported.
     #[arg(long, default_value_t = 3)]
     runs: usize,
-    /// Sampling temperature (0: greedy, the default); mlx-lm samples with
-    /// the same settings (`make_sampler`).
-    #[arg(long, default_value_t = 0.0)]
-    temperature: f32,
-    /// Top-p when sampling (1: off).
-    #[arg(long, default_value_t = 1.0)]
-    top_p: f32,
-    /// Top-k when sampling (0: off).
-    #[arg(long, default_value_t = 0)]
-    top_k: usize,
-    /// Min-p when sampling (0: off).
-    #[arg(long, default_value_t = 0.0)]
-    min_p: f32,
-    /// Seed of the draws (generation `i` of a concurrency level takes
-    /// seed + i).
-    #[arg(long, default_value_t = 0)]
-    seed: u64,
+    #[command(flatten)]
+    sampling: super::bench_sampling::SamplingArgs,
     /// Also measure mlx-lm (from `scripts/setup`'s venv) on the same weights.
     #[arg(long)]
     compare_mlx_lm: bool,
@@ -74,38 +59,13 @@ impl BenchArgs {
     /// The sampling the flags ask for, validated.
     #[cfg(feature = "mlx")]
     fn sampling(&self) -> Result<thinkwire_engine::SamplingParams> {
-        let params = thinkwire_engine::SamplingParams {
-            temperature: self.temperature,
-            top_p: self.top_p,
-            top_k: self.top_k,
-            min_p: self.min_p,
-            seed: Some(self.seed),
-            ..thinkwire_engine::SamplingParams::greedy()
-        };
-        params.validate()?;
-        Ok(params)
+        self.sampling.params()
     }
 
     /// The sampling, for the header and the JSON.
     #[cfg(feature = "mlx")]
     fn sampling_note(&self) -> String {
-        if self.temperature == 0.0 {
-            return "greedy".into();
-        }
-        let mut note = format!(
-            "sampled on {}: temperature {}",
-            self.model.sample_on, self.temperature
-        );
-        for (name, on, value) in [
-            ("top-p", self.top_p < 1.0, self.top_p.to_string()),
-            ("top-k", self.top_k > 0, self.top_k.to_string()),
-            ("min-p", self.min_p > 0.0, self.min_p.to_string()),
-        ] {
-            if on {
-                note.push_str(&format!(" {name} {value}"));
-            }
-        }
-        note + &format!(" seed {}", self.seed)
+        self.sampling.note(&self.model.sample_on)
     }
 }
 

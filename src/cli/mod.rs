@@ -8,6 +8,7 @@ mod bench;
 mod bench_constrained;
 #[cfg(feature = "mlx")]
 mod bench_operations;
+mod bench_sampling;
 #[cfg(feature = "mlx")]
 mod bench_weights;
 mod chat;

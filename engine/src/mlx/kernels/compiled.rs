@@ -29,8 +29,12 @@ fn on_gpu() -> bool {
 pub(crate) fn swiglu(gate: &Array, up: &Array) -> Result<Array> {
     match on_gpu() {
         true => compiled_swiglu(gate, up),
-        false => gate.multiply(mlx_rs::ops::sigmoid(gate)?)?.multiply(up),
+        false => plain_swiglu(gate, up),
     }
+}
+
+fn plain_swiglu(gate: &Array, up: &Array) -> Result<Array> {
+    gate.multiply(mlx_rs::ops::sigmoid(gate)?)?.multiply(up)
 }
 
 /// gpt-oss's `(clip(up, ±limit) + 1) * g * sigmoid(alpha * g)` with
@@ -98,12 +102,23 @@ fn noise(keys: &Array, vocab: i32, compiled: bool) -> Result<Array> {
 mod tests {
     use mlx_rs::{Array, Dtype};
 
-    /// The operations it replaces, one by one.
-    fn plain(g: &Array, u: &Array) -> Array {
-        g.multiply(mlx_rs::ops::sigmoid(g).unwrap())
+    /// `ours` is within rounding of `theirs`: the same operations in f32,
+    /// at most one rounding apart in bf16.
+    fn assert_close(ours: &Array, theirs: &Array) {
+        let dtype = theirs.dtype();
+        let f32 = |a: &Array| a.as_dtype(Dtype::Float32).unwrap();
+        let (ours, theirs) = (f32(ours), f32(theirs));
+        let worst = ours
+            .subtract(&theirs)
             .unwrap()
-            .multiply(u)
+            .abs()
             .unwrap()
+            .max(None)
+            .unwrap();
+        let scale = theirs.abs().unwrap().max(None).unwrap();
+        let (worst, scale) = (worst.item_exact::<f32>(), scale.item_exact::<f32>());
+        let allowed = if dtype == Dtype::Float32 { 1e-6 } else { 1e-2 };
+        assert!(worst <= allowed * scale, "{dtype:?}: {worst} of {scale}");
     }
 
     /// The kinds of operation that evaluating `a` runs.
@@ -142,33 +157,9 @@ mod tests {
             assert_eq!(fused.len(), 1, "{kinds:?}");
             assert_eq!(*fused[0].1, 1, "{kinds:?}");
             assert!(!kinds.contains_key("Sigmoid"), "{kinds:?}");
-            let theirs = plain(g, u);
             assert_eq!(ours.dtype(), g.dtype());
             assert_eq!(ours.shape(), &[1, 2, 24]);
-            let (ours, theirs) = (
-                ours.as_dtype(Dtype::Float32).unwrap(),
-                theirs.as_dtype(Dtype::Float32).unwrap(),
-            );
-            let worst = ours
-                .subtract(&theirs)
-                .unwrap()
-                .abs()
-                .unwrap()
-                .max(None)
-                .unwrap();
-            let scale = theirs.abs().unwrap().max(None).unwrap();
-            let (worst, scale) = (worst.item_exact::<f32>(), scale.item_exact::<f32>());
-            // f32: the same operations; bf16: at most one rounding apart.
-            let allowed = if g.dtype() == Dtype::Float32 {
-                1e-6
-            } else {
-                1e-2
-            };
-            assert!(
-                worst <= allowed * scale,
-                "{:?}: {worst} of {scale}",
-                g.dtype()
-            );
+            assert_close(&ours, &super::plain_swiglu(g, u).unwrap());
         }
     }
 
@@ -224,22 +215,10 @@ mod tests {
             assert!(k.keys().any(|k| k.starts_with("Compiled")), "{k:?}");
             assert!(!k.contains_key("Sigmoid"), "{k:?}");
             assert_eq!(ours.dtype(), dtype);
-            let theirs = super::plain_clamped_swiglu(&g, &u, 7.0, 1.702).unwrap();
-            let (ours, theirs) = (
-                ours.as_dtype(Dtype::Float32).unwrap(),
-                theirs.as_dtype(Dtype::Float32).unwrap(),
+            assert_close(
+                &ours,
+                &super::plain_clamped_swiglu(&g, &u, 7.0, 1.702).unwrap(),
             );
-            let worst = ours
-                .subtract(&theirs)
-                .unwrap()
-                .abs()
-                .unwrap()
-                .max(None)
-                .unwrap()
-                .item_exact::<f32>();
-            let scale = theirs.abs().unwrap().max(None).unwrap().item_exact::<f32>();
-            let allowed = if dtype == Dtype::Float32 { 1e-6 } else { 1e-2 };
-            assert!(worst <= allowed * scale, "{dtype:?}: {worst} of {scale}");
         }
     }
 }
