@@ -250,3 +250,89 @@ fn tiny_gpt_oss_mxfp4_gguf_matches_mlx_lm_greedy() {
         );
     }
 }
+
+/// On MLX's own attention (`keep` on a CPU, a GPU's path) sequences decode
+/// in slots of one batch cache: prompts arriving together enter it with
+/// their prefill, later ones join a running batch. Batched either way,
+/// each case still gives mlx-lm's ids up to its first near-tie.
+#[test]
+fn tiny_models_on_mlx_attention_match_mlx_lm_batched() {
+    for name in [
+        "tiny-qwen3-4bit",
+        "tiny-qwen3-moe-4bit",
+        "tiny-gpt-oss-4bit",
+    ] {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/golden")
+            .join(name);
+        let engine = MlxEngine::load(
+            &dir,
+            &LoadOptions {
+                precision: Precision::Keep,
+                // Generous, so a slow machine's thread starts fall inside.
+                batch_window: std::time::Duration::from_millis(400),
+                ..LoadOptions::default()
+            },
+        )
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let golden = golden(&format!("{name}.json"));
+        for staggered in [false, true] {
+            let outputs = together(&engine, &golden, staggered);
+            for (i, (case, got)) in golden.cases.iter().zip(&outputs).enumerate() {
+                let limit = case
+                    .gaps
+                    .iter()
+                    .position(|&g| g < NEAR_TIE)
+                    .unwrap_or(case.output_ids.len());
+                assert!(limit >= 16.min(case.output_ids.len()), "{name} case {i}");
+                assert_eq!(
+                    &got[..limit],
+                    &case.output_ids[..limit],
+                    "{name} case {i} (staggered: {staggered}): ids differ before the first near-tie (step {limit})"
+                );
+            }
+        }
+        let load = engine.load();
+        assert!(load.batched_tokens > load.steps, "{name}: nothing batched");
+        assert_eq!(load.active_sequences, 0);
+    }
+}
+
+/// Every case of `golden` at once, each on its own thread; `staggered`:
+/// the others start once the first has its first token.
+fn together(engine: &MlxEngine, golden: &Golden, staggered: bool) -> Vec<Vec<u32>> {
+    struct First(Collect, Option<std::sync::mpsc::Sender<()>>);
+    impl TokenSink for First {
+        fn on_token(&mut self, id: u32) -> Directive {
+            if let Some(tx) = self.1.take() {
+                let _ = tx.send(());
+            }
+            self.0.on_token(id)
+        }
+    }
+    let (tx, started) = std::sync::mpsc::channel();
+    let mut tx = staggered.then_some(tx);
+    std::thread::scope(|s| {
+        let mut handles = Vec::new();
+        for (i, case) in golden.cases.iter().enumerate() {
+            if i == 1 && staggered {
+                started.recv().expect("the first case started");
+            }
+            let request = GenerationRequest {
+                prompt: case.prompt_ids.clone(),
+                max_tokens: golden.max_tokens,
+                sampling: SamplingParams::greedy(),
+                stop_token_ids: vec![],
+            };
+            let mut sink = First(Collect(Vec::new()), tx.take());
+            handles.push(s.spawn(move || {
+                engine.generate(&request, &mut sink).expect("generation");
+                sink.0.0
+            }));
+        }
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("a generation thread"))
+            .collect()
+    })
+}

@@ -68,19 +68,61 @@ pub(crate) fn decode_step_kinds_after(
     model: &Network,
     prompts: &[i32],
 ) -> Result<StepOperations, EngineError> {
+    step_kinds(model, prompts, 1, false)
+}
+
+/// The operations of the first decode step after the prompts (prefilled
+/// one by one, or `together` in one pass), the one that moves sequences
+/// into their batch slots: it runs before their first tokens are read, so
+/// a burst's time to first token pays for it.
+#[cfg(test)]
+pub(crate) fn entering_step_kinds(
+    model: &Network,
+    prompts: &[i32],
+    together: bool,
+) -> Result<StepOperations, EngineError> {
+    step_kinds(model, prompts, 0, together)
+}
+
+/// Prefills `prompts` (one pass each, or `together` in one), then
+/// decodes: the kinds of step `counted` (0: the one that moves sequences
+/// into slots) and the median time to build the steady ones after it.
+fn step_kinds(
+    model: &Network,
+    prompts: &[i32],
+    counted: i32,
+    together: bool,
+) -> Result<StepOperations, EngineError> {
     let n = prompts.len();
     let mut caches: Vec<_> = (0..n).map(|_| model.new_cache()).collect();
-    for (i, c) in caches.iter_mut().enumerate() {
-        let mut seg = [Segment {
-            ids: prompt_ids(i, prompts[i]),
-            len: prompts[i],
-            caches: c,
-            fork: None,
-        }];
+    let passes: Vec<Vec<usize>> = match together {
+        true => vec![(0..n).collect()],
+        false => (0..n).map(|i| vec![i]).collect(),
+    };
+    for pass in passes {
+        let mut segments: Vec<Segment<'_>> = caches
+            .iter_mut()
+            .enumerate()
+            .filter(|(i, _)| pass.contains(i))
+            .map(|(i, c)| Segment {
+                ids: prompt_ids(i, prompts[i]),
+                len: prompts[i],
+                caches: c,
+                fork: None,
+            })
+            .collect();
         model
-            .forward(&mut seg, false)
+            .forward(&mut segments, false)
             .map_err(mlx_err("prefilling"))?;
-        let arrays: Vec<Array> = c.iter().flat_map(|k| k.arrays()).collect();
+        let arrays: Vec<Array> = model
+            .batch_arrays()
+            .into_iter()
+            .chain(
+                segments
+                    .iter()
+                    .flat_map(|s| s.caches.iter().flat_map(|k| k.arrays())),
+            )
+            .collect();
         mlx_rs::transforms::eval(&arrays).map_err(mlx_err("prefilling"))?;
     }
     // The first step moves each sequence into its batch slot (a copy
@@ -104,7 +146,7 @@ pub(crate) fn decode_step_kinds_after(
             build_ms.push(start.elapsed().as_secs_f64() * 1e3);
         }
         let outputs: Vec<&Array> = outputs.iter().collect();
-        if step == 1 {
+        if step == counted {
             kinds = operation_kinds(&outputs).map_err(mlx_err("counting operations"))?;
         }
         mlx_rs::transforms::eval(outputs).map_err(mlx_err("decoding"))?;
@@ -228,6 +270,36 @@ mod tests {
             assert_eq!(ops[1], ops[2], "{name}");
             assert!(ops[2] * 10 <= ops[0] * 11, "{name}: {ops:?}");
         }
+    }
+
+    /// Sequences that join the batch together grow its buffers once per
+    /// layer, however many they are; each then costs only its own rows'
+    /// copy.
+    #[test]
+    fn sequences_joining_together_grow_the_batch_once() {
+        let loaded = crate::mlx::load::load_hf_dir(&tiny("tiny-qwen3-4bit")).unwrap();
+        let model = Network::build(&loaded.config, loaded.weights, Precision::Keep).unwrap();
+        let grows = |n: usize, together: bool| {
+            let lens: Vec<i32> = (0..n as i32).map(|i| PROMPT + i % 3).collect();
+            let step = entering_step_kinds(&model, &lens, together).unwrap();
+            let kind = |k: &str| step.kinds.get(k).copied().unwrap_or(0);
+            (kind("Concatenate"), kind("SliceUpdate"), step.operations)
+        };
+        let (two, eight) = (grows(2, false), grows(8, false));
+        eprintln!("concatenations, row copies, operations at N=2: {two:?}, at N=8: {eight:?}");
+        assert_eq!(two.0, eight.0, "the buffers grew per sequence");
+        // Two copies (keys, values) per layer per sequence.
+        assert_eq!(eight.1 - two.1, 6 * (two.1 / 2), "{two:?} {eight:?}");
+        // Prefilled in one pass, they entered their slots with it.
+        let burst = grows(8, true);
+        let lens: Vec<i32> = (0..8).map(|i| PROMPT + i % 3).collect();
+        let steady = decode_step_kinds_after(&model, &lens).unwrap();
+        eprintln!(
+            "after a burst of 8: {burst:?}, a later step {}",
+            steady.operations
+        );
+        assert_eq!(burst.1, 0, "rows copied after a burst");
+        assert!(burst.2 <= steady.operations, "{burst:?}");
     }
 
     /// The figures, printed (`--nocapture`): the default model under

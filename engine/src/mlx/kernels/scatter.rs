@@ -1,6 +1,8 @@
-//! MLX's `scatter` with several index arrays, which mlx-rs only reaches
-//! through numpy-style indexing: the batch cache writes each sequence's
-//! new key row at its own (slot, position) in one operation.
+//! Writes into buffers as single MLX operations, where mlx-rs reaches them
+//! only through numpy-style indexing: `scatter` with several index arrays
+//! (the batch cache writes each sequence's new key row at its own (slot,
+//! position) in one operation), and `slice_update` at a start (mlx-rs's
+//! indexing wraps it in two reshapes, each a node a GPU step walks).
 
 use mlx_rs::error::{Exception, Result};
 use mlx_rs::{Array, StreamOrDevice};
@@ -43,9 +45,63 @@ pub(crate) fn scatter(
     }
 }
 
+/// `a` with `update` (of `a`'s rank) written from `start` on, one index
+/// per axis. When nothing else holds `a`, MLX writes into its buffer in
+/// place.
+pub(crate) fn write_at(a: &Array, update: &Array, start: &[i32]) -> Result<Array> {
+    let shape = update.shape();
+    if start.len() != a.ndim() || shape.len() != a.ndim() {
+        return Err(Exception::custom("write_at: one start per axis of both"));
+    }
+    let stop: Vec<i32> = start.iter().zip(shape).map(|(s, n)| s + n).collect();
+    let strides = vec![1; start.len()];
+    let stream = StreamOrDevice::default();
+    // SAFETY: live input handles and slices for the call; a fresh output
+    // handle, owned by the returned array or freed on failure.
+    unsafe {
+        let mut out = mlx_sys::mlx_array_new();
+        let status = mlx_sys::mlx_slice_update(
+            &mut out,
+            a.as_ptr(),
+            update.as_ptr(),
+            start.as_ptr(),
+            start.len(),
+            stop.as_ptr(),
+            stop.len(),
+            strides.as_ptr(),
+            strides.len(),
+            stream.as_ref().as_ptr(),
+        );
+        if status != 0 {
+            mlx_sys::mlx_array_free(out);
+            return Err(Exception::custom("write_at: the update does not fit"));
+        }
+        Ok(Array::from_ptr(out))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn writes_a_block_from_its_start_as_one_operation() {
+        let a = mlx_rs::ops::zeros::<f32>(&[2, 3, 2]).unwrap();
+        let block = Array::from_slice(&[1.0f32, 2.0, 3.0, 4.0], &[1, 2, 2]);
+        let out = write_at(&a, &block, &[1, 1, 0]).unwrap();
+        let kinds = crate::mlx::kernels::graph::operation_kinds(&[&out]).unwrap();
+        // The zeros are a `Full` and a `Broadcast`; the write one more.
+        assert_eq!(kinds.get("SliceUpdate"), Some(&1), "{kinds:?}");
+        assert_eq!(kinds.values().sum::<usize>(), 3, "{kinds:?}");
+        out.eval().unwrap();
+        assert_eq!(
+            out.as_slice::<f32>(),
+            &[0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 2.0, 3.0, 4.0]
+        );
+        // Past the end, or of another rank: refused.
+        assert!(write_at(&a, &block, &[1, 2, 0]).is_err());
+        assert!(write_at(&a, &block, &[1, 1]).is_err());
+    }
 
     #[test]
     fn writes_each_row_at_its_own_place() {

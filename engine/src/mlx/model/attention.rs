@@ -78,7 +78,7 @@ impl Attention {
             return self.o.forward(&out);
         }
         if let Some(burst) = pass.burst.filter(|_| rows.is_none() && self.takes_bursts()) {
-            let out = self.prefill_burst(&qkv, burst, layer, segments, rope)?;
+            let out = self.prefill_burst(&qkv, burst, layer, segments, rope, pass)?;
             return self.o.forward(&out);
         }
         // Heads first ([1, heads, T, head_dim]) once for the whole batch;
@@ -188,8 +188,9 @@ impl Attention {
     }
 
     /// Fresh prompts (every segment's, no cached positions) rotated and
-    /// attended in one operation each over `burst`'s padded layout; each
-    /// cache keeps views of its prompt's rows. Returns the pass's rows.
+    /// attended in one operation each over `burst`'s padded layout; their
+    /// rows enter the layer's batch slots together, or each cache keeps
+    /// views of its prompt's rows. Returns the pass's rows.
     fn prefill_burst(
         &self,
         qkv: &Array,
@@ -197,6 +198,7 @@ impl Attention {
         layer: usize,
         segments: &mut [Segment<'_>],
         rope: &Rope,
+        pass: Pass<'_>,
     ) -> R<Array> {
         let (n, longest) = (burst.lens.len() as i32, burst.longest);
         let width = qkv.shape()[2];
@@ -208,13 +210,17 @@ impl Attention {
             true => (rope.apply(&q, 0)?, rope.apply(&k, 0)?),
             false => (q, k),
         };
-        for (p, seg) in segments.iter_mut().enumerate() {
-            let l = burst.lens[p];
-            let own = |a: &Array| -> R<Array> {
-                use mlx_rs::ops::indexing::TryIndexOp;
-                a.try_index((p as i32..p as i32 + 1, .., ..l, ..))
-            };
-            seg.caches[layer].adopt(own(&k)?, own(&v)?)?;
+        let mut caches: Vec<&mut KvCache> =
+            segments.iter_mut().map(|s| &mut s.caches[layer]).collect();
+        if !pass.batch.enter_burst(&mut caches, &k, &v, &burst.lens)? {
+            for (p, cache) in caches.iter_mut().enumerate() {
+                let l = burst.lens[p];
+                let own = |a: &Array| -> R<Array> {
+                    use mlx_rs::ops::indexing::TryIndexOp;
+                    a.try_index((p as i32..p as i32 + 1, .., ..l, ..))
+                };
+                cache.adopt(own(&k)?, own(&v)?)?;
+            }
         }
         let out = mlx_rs::fast::scaled_dot_product_attention(
             &q,

@@ -4,8 +4,11 @@
 //! chains of operations per layer. Here the pass's rows (concatenated,
 //! `[1, T, ..]`) are gathered into `[N, longest, ..]`, each prompt padded
 //! by repeating its last row; rotated and attended in one operation each
-//! under a mask that hides the padding; and gathered back. Each prompt's
-//! cache keeps views of its own rows, as a shared prefix does (`fork`).
+//! under a mask that hides the padding; and gathered back. The prompts'
+//! rows then enter the layer's batch slots with one write per buffer
+//! (`BatchCache::enter_burst`), so their first decode step copies
+//! nothing; where the batch has free slots to reuse, each prompt's cache
+//! keeps views of its own rows instead, as a shared prefix does (`fork`).
 
 use mlx_rs::Array;
 

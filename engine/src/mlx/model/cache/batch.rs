@@ -7,18 +7,21 @@
 //! lengths instead, so sequences join and leave without realigning).
 //!
 //! A sequence's [`KvCache`] enters a slot at its first batched decode
-//! step (its rows copied in once) and leaves it, copied back into buffers
-//! of its own, whenever anything else touches it (a prompt chunk, forced
-//! tokens, the prefix pool), so every other use of the cache is unchanged.
+//! step (its rows copied in once; those joining together grow the
+//! buffers once), or with the rest of a burst of fresh prompts at their
+//! prefill (one write for all, [`BatchCache::enter_burst`]). It leaves
+//! it, copied back into buffers of its own, whenever anything else
+//! touches it (a prompt chunk, forced tokens, the prefix pool), so every
+//! other use of the cache is unchanged.
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use mlx_rs::Array;
-use mlx_rs::ops::indexing::{TryIndexMutOp, TryIndexOp};
+use mlx_rs::ops::indexing::TryIndexOp;
 
 use super::super::step_arrays::StepArrays;
 use super::{KvCache, STEP};
-use crate::mlx::kernels::scatter::scatter;
+use crate::mlx::kernels::scatter::{scatter, write_at};
 
 type R<T> = mlx_rs::error::Result<T>;
 
@@ -123,11 +126,12 @@ impl BatchCache {
         v: &Array,
         arrays: &StepArrays,
     ) -> R<BatchView> {
-        for c in caches.iter_mut() {
-            let joined = matches!(&c.slot, Some(s) if s.batch.same(self));
-            if !joined {
-                self.enter(c, k, v)?;
-            }
+        let newcomers: Vec<usize> = (0..caches.len())
+            .filter(|&i| !matches!(&caches[i].slot, Some(s) if s.batch.same(self)))
+            .collect();
+        let len = caches.iter().map(|c| c.offset + 1).max().unwrap_or(1);
+        if !newcomers.is_empty() {
+            self.enter(caches, &newcomers, len, k, v)?;
         }
         let mut slots = Vec::with_capacity(caches.len());
         let mut offsets = Vec::with_capacity(caches.len());
@@ -138,7 +142,6 @@ impl BatchCache {
             slots.push(s.index);
             offsets.push(c.offset);
         }
-        let len = offsets.iter().max().map_or(1, |o| o + 1);
         let mut guard = self.lock();
         let b = &mut *guard;
         let taken = b.taken.len() as i32;
@@ -187,52 +190,131 @@ impl BatchCache {
         })
     }
 
-    /// Moves `cache` into a free slot, its rows copied in.
-    fn enter(&self, cache: &mut KvCache, k: &Array, v: &Array) -> R<()> {
-        cache.detach()?;
+    /// A burst's fresh prompts (`caches`, all empty) straight into new
+    /// slots at the end of the batch: their rotated rows `k`, `v` (`[N, H,
+    /// longest, D]`, prompt n's first `lens[n]` its own, the rest padding
+    /// no step attends) written with one operation per buffer, so their
+    /// first decode step copies nothing. Returns `false`, doing nothing,
+    /// where a cache holds rows or the batch has free slots (reused one
+    /// by one at the next decode step instead).
+    pub(crate) fn enter_burst(
+        &self,
+        caches: &mut [&mut KvCache],
+        k: &Array,
+        v: &Array,
+        lens: &[i32],
+    ) -> R<bool> {
+        let n = caches.len() as i32;
+        let fresh = caches.iter().all(|c| c.offset == 0 && c.slot.is_none());
+        if !fresh || lens.len() != caches.len() || k.shape()[0] != n {
+            return Ok(false);
+        }
         let mut guard = self.lock();
         let b = &mut *guard;
-        if b.keys.is_none() {
-            let dtype = |a: &Array| cache.dtype.unwrap_or(a.dtype());
-            let (h, d, vd) = (k.shape()[1], k.shape()[3], v.shape()[3]);
-            b.keys = Some(mlx_rs::ops::zeros_dtype(&[1, h, STEP, d], dtype(k))?);
-            b.values = Some(mlx_rs::ops::zeros_dtype(&[1, h, STEP, vd], dtype(v))?);
-            b.taken = vec![false];
+        if b.taken.iter().any(|&t| !t) {
+            return Ok(false);
         }
-        let index = match b.taken.iter().position(|&t| !t) {
-            Some(i) => i,
-            None => {
-                b.taken.push(false);
-                b.taken.len() - 1
-            }
+        let first = b.taken.len() as i32;
+        let longest = k.shape()[2];
+        let dtype = caches[0].dtype;
+        let stored = |a: &Array| match dtype {
+            Some(d) if a.dtype() != d => a.as_dtype(d),
+            _ => Ok(a.clone()),
         };
-        b.taken[index] = true;
-        let s = index as i32;
-        let taken = b.taken.len() as i32;
-        b.fit(taken, cache.offset + 1)?;
-        if let (Some((own_k, own_v)), Some(keys), Some(values)) = (
-            cache.keys.take().zip(cache.values.take()),
-            &mut b.keys,
-            &mut b.values,
-        ) {
+        let (k, v) = (stored(k)?, stored(v)?);
+        if b.keys.is_none() {
+            let room = longest / STEP * STEP + STEP;
+            let zeros = |a: &Array| {
+                let sh = a.shape();
+                mlx_rs::ops::zeros_dtype(&[n, sh[1], room, sh[3]], a.dtype())
+            };
+            b.keys = Some(zeros(&k)?);
+            b.values = Some(zeros(&v)?);
+        }
+        b.taken.resize((first + n) as usize, true);
+        b.fit(first + n, longest)?;
+        for (buf, rows) in [(&mut b.keys, &k), (&mut b.values, &v)] {
+            if let Some(a) = buf.take() {
+                *buf = Some(write_at(&a, rows, &[first, 0, 0, 0])?);
+            }
+        }
+        drop(guard);
+        for (p, c) in caches.iter_mut().enumerate() {
+            c.keys = None;
+            c.values = None;
+            c.offset = lens[p];
+            c.slot = Some(Slot {
+                batch: self.clone(),
+                index: first + p as i32,
+            });
+        }
+        Ok(true)
+    }
+
+    /// Moves `caches[i]` for each `i` of `which` into a free slot, their
+    /// rows copied in. The buffers grow once for all of them, to `len`
+    /// positions at least: grown one sequence at a time, a burst of N
+    /// joining together copied the buffers N times (O(N²) bytes, and N
+    /// concatenations per layer before its first tokens were read).
+    fn enter(
+        &self,
+        caches: &mut [&mut KvCache],
+        which: &[usize],
+        len: i32,
+        k: &Array,
+        v: &Array,
+    ) -> R<()> {
+        for &i in which {
+            caches[i].detach()?;
+        }
+        let mut guard = self.lock();
+        let b = &mut *guard;
+        let mut indices = Vec::with_capacity(which.len());
+        for _ in which {
+            let index = match b.taken.iter().position(|&t| !t) {
+                Some(i) => i,
+                None => {
+                    b.taken.push(false);
+                    b.taken.len() - 1
+                }
+            };
+            b.taken[index] = true;
+            indices.push(index as i32);
+        }
+        let slots = b.taken.len() as i32;
+        if b.keys.is_none() {
+            let dtype = |a: &Array| caches[which[0]].dtype.unwrap_or(a.dtype());
+            let (h, d, vd) = (k.shape()[1], k.shape()[3], v.shape()[3]);
+            let room = (len + STEP - 1) / STEP * STEP;
+            b.keys = Some(mlx_rs::ops::zeros_dtype(&[slots, h, room, d], dtype(k))?);
+            b.values = Some(mlx_rs::ops::zeros_dtype(&[slots, h, room, vd], dtype(v))?);
+        }
+        b.fit(slots, len)?;
+        let (Some(keys), Some(values)) = (&mut b.keys, &mut b.values) else {
+            return Err(mlx_rs::error::Exception::custom("a batch without buffers"));
+        };
+        for (&i, &s) in which.iter().zip(&indices) {
+            let cache = &mut *caches[i];
             let end = cache.offset;
-            if end > 0 {
+            if let (Some(own_k), Some(own_v)) = (cache.keys.take(), cache.values.take())
+                && end > 0
+            {
                 let put = |buf: &mut Array, own: &Array| -> R<()> {
                     let mut rows = own.try_index((.., .., ..end, ..))?;
                     if rows.dtype() != buf.dtype() {
                         rows = rows.as_dtype(buf.dtype())?;
                     }
-                    buf.try_index_mut((s..s + 1, .., ..end, ..), &rows)
+                    *buf = write_at(buf, &rows, &[s, 0, 0, 0])?;
+                    Ok(())
                 };
                 put(keys, &own_k)?;
                 put(values, &own_v)?;
             }
+            cache.slot = Some(Slot {
+                batch: self.clone(),
+                index: s,
+            });
         }
-        drop(guard);
-        cache.slot = Some(Slot {
-            batch: self.clone(),
-            index: s,
-        });
         Ok(())
     }
 }

@@ -11,11 +11,12 @@
 
 mod batch;
 
-use mlx_rs::ops::indexing::{TryIndexMutOp, TryIndexOp};
+use mlx_rs::ops::indexing::TryIndexOp;
 use mlx_rs::{Array, Dtype};
 
 use self::batch::Slot;
 pub(crate) use self::batch::{BatchCache, in_order};
+use crate::mlx::kernels::scatter::write_at;
 
 /// Keys/values grow by this many positions at a time.
 const STEP: i32 = 256;
@@ -88,8 +89,8 @@ impl KvCache {
         };
         let (ks, vs) = (stored(k)?, stored(v)?);
         let (keys, values) = self.reserve(l, &ks, &vs)?;
-        keys.try_index_mut((.., .., prev..end, ..), &ks)?;
-        values.try_index_mut((.., .., prev..end, ..), &vs)?;
+        *keys = write_at(keys, &ks, &[0, 0, prev, 0])?;
+        *values = write_at(values, &vs, &[0, 0, prev, 0])?;
         let fetched = (
             keys.try_index((.., .., ..end, ..))?,
             values.try_index((.., .., ..end, ..))?,

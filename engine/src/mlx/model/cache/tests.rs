@@ -128,3 +128,68 @@ fn a_batch_holds_each_cache_in_its_slot_and_gives_it_back() {
     assert_eq!(view.slots, vec![0]);
     assert_eq!(contents(&view.keys), &[5.0, 6.0, 11.0, 12.0]);
 }
+
+#[test]
+fn a_burst_enters_new_slots_at_once_or_leaves_its_caches_alone() {
+    let batch = BatchCache::default();
+    let arrays = StepArrays::default();
+    // A sequence already decoding in slot 0.
+    let mut a = KvCache::default();
+    let ka = Array::from_slice(&[1.0f32, 2.0], &[1, 1, 1, 2]);
+    a.update_and_fetch(&ka, &ka).unwrap();
+    let row = Array::from_slice(&[3.0f32, 4.0], &[1, 1, 1, 2]);
+    batch.decode(&mut [&mut a], &row, &row, &arrays).unwrap();
+    // Two fresh prompts of 2 and 1 rows, padded to 2 (`[N, H, 2, D]`).
+    let k = Array::from_slice(
+        &[5.0f32, 6.0, 7.0, 8.0, 9.0, 10.0, 9.0, 10.0],
+        &[2, 1, 2, 2],
+    );
+    let (mut b, mut c) = (KvCache::default(), KvCache::default());
+    let entered = batch
+        .enter_burst(&mut [&mut b, &mut c], &k, &k, &[2, 1])
+        .unwrap();
+    assert!(entered);
+    assert!(b.in_batch() && c.in_batch());
+    assert_eq!((b.offset(), c.offset()), (2, 1));
+    // Their next step writes after their own rows, in slots 1 and 2.
+    let k3 = Array::from_slice(&[0.5f32, 0.5, 1.5, 1.5, 2.5, 2.5], &[3, 1, 1, 2]);
+    let view = batch
+        .decode(&mut [&mut a, &mut b, &mut c], &k3, &k3, &arrays)
+        .unwrap();
+    assert_eq!(
+        (view.slots.clone(), view.lens.clone()),
+        (vec![0, 1, 2], vec![3, 3, 2])
+    );
+    assert_eq!(
+        contents(&view.keys),
+        &[
+            1.0, 2.0, 3.0, 4.0, 0.5, 0.5, // a
+            5.0, 6.0, 7.0, 8.0, 1.5, 1.5, // b
+            9.0, 10.0, 2.5, 2.5, 0.0, 0.0, // c: its padding overwritten
+        ]
+    );
+    // Taken back out, a burst cache holds its own rows.
+    b.detach().unwrap();
+    assert_eq!(
+        &contents(b.buffers().unwrap().0)[..6],
+        &[5.0, 6.0, 7.0, 8.0, 1.5, 1.5]
+    );
+    // With a free slot (b's) to reuse, or a cache that holds rows, a burst
+    // keeps to views of its rows.
+    let (mut d, mut e) = (KvCache::default(), KvCache::default());
+    let entered = batch
+        .enter_burst(&mut [&mut d, &mut e], &k, &k, &[2, 1])
+        .unwrap();
+    assert!(!entered && !d.in_batch() && d.offset() == 0);
+    let other = BatchCache::default();
+    assert!(
+        !other
+            .enter_burst(&mut [&mut b, &mut d], &k, &k, &[2, 1])
+            .unwrap()
+    );
+    assert!(
+        other
+            .enter_burst(&mut [&mut e, &mut d], &k, &k, &[2, 1])
+            .unwrap()
+    );
+}
