@@ -94,6 +94,9 @@ fn bad_tokens_files_and_origins_are_refused_without_quoting_tokens() {
         "{err}"
     );
 
+    let err = refused(&["--max-batch", "0"]);
+    assert!(err.contains("--max-batch must be at least 1"), "{err}");
+
     let err = refused(&["--allowed-origins", "app.example.com"]);
     assert!(
         err.contains("\"app.example.com\" is not an origin"),

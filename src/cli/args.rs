@@ -38,8 +38,9 @@ pub struct ModelArgs {
     #[arg(long, default_value_t = 512)]
     pub prefix_cache_mb: usize,
     /// Generations decoded together in one batch; more wait in line.
-    #[arg(long, default_value_t = 8)]
-    pub max_batch: usize,
+    /// Default: 32 where MLX runs on a GPU (as mlx-lm's server), 8 on a CPU.
+    #[arg(long)]
+    pub max_batch: Option<usize>,
     /// Megabytes of attention cache the batch may reserve (each generation
     /// reserves room for its prompt and all its tokens; one that does not
     /// fit waits). Default: a quarter of the machine's memory.
@@ -87,6 +88,18 @@ impl ModelArgs {
                 }
                 Ok(path)
             }
+        }
+    }
+
+    /// `--max-batch`, or the default for the device MLX runs on.
+    pub fn max_batch(&self) -> Result<usize> {
+        match self.max_batch {
+            Some(0) => bail!("--max-batch must be at least 1"),
+            Some(n) => Ok(n),
+            #[cfg(feature = "mlx")]
+            None => Ok(thinkwire_engine::mlx::default_max_batch()),
+            #[cfg(not(feature = "mlx"))]
+            None => Ok(8),
         }
     }
 
@@ -157,14 +170,12 @@ pub(super) fn parse_precision(name: &str) -> Result<thinkwire_engine::mlx::Preci
 #[cfg(feature = "mlx")]
 fn load_engine(path: &Path, args: &ModelArgs) -> Result<Arc<dyn thinkwire_engine::Engine>> {
     use thinkwire_engine::mlx::{LoadOptions, MlxEngine};
-    if args.max_batch == 0 {
-        bail!("--max-batch must be at least 1");
-    }
+    let max_batch = args.max_batch()?;
     let options = LoadOptions {
         precision: parse_precision(&args.precision)?,
         prefix_cache: args.prefix_cache,
         prefix_cache_bytes: args.prefix_cache_mb << 20,
-        max_batch: args.max_batch,
+        max_batch,
         kv_cache_bytes: args.kv_cache_mb.map(|mb| mb << 20),
         batch_window: std::time::Duration::from_millis(args.batch_window_ms),
         share_prefixes: args.share_prefixes,

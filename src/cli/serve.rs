@@ -251,7 +251,7 @@ fn server_config(args: &ServeArgs) -> Result<ServerConfig> {
         auth,
         allowed_origins,
         web_dir,
-        max_active_runs: args.model.max_batch,
+        max_active_runs: args.model.max_batch()?,
         max_queued_runs: args.max_queued,
         max_queue_wait: queue_wait(args.max_queue_wait)?,
         openai_reasoning_field,

@@ -334,7 +334,7 @@ pub fn default_model_args() -> thinkwire::cli::ModelArgs {
         formats: None,
         prefix_cache: false,
         prefix_cache_mb: 512,
-        max_batch: 8,
+        max_batch: None,
         kv_cache_mb: None,
         batch_window_ms: 4,
         share_prefixes: false,

@@ -67,7 +67,8 @@ pub struct LoadOptions {
     pub prefix_cache: bool,
     /// Bytes the prefix-cache pool may keep.
     pub prefix_cache_bytes: usize,
-    /// Sequences decoded together at most; more wait in line.
+    /// Sequences decoded together at most; more wait in line (default:
+    /// [`default_max_batch`]).
     pub max_batch: usize,
     /// Bytes of attention cache running sequences may reserve together;
     /// `None`: a quarter of the machine's memory.
@@ -132,13 +133,25 @@ impl Default for LoadOptions {
             prefill_chunk: 512,
             prefix_cache: false,
             prefix_cache_bytes: 512 << 20,
-            max_batch: 8,
+            max_batch: default_max_batch(),
             kv_cache_bytes: None,
             batch_window: Duration::from_millis(4),
             share_prefixes: false,
             kv_cache_dtype: KvCacheDtype::Auto,
             draws_on_device: None,
         }
+    }
+}
+
+/// Sequences decoded together unless told: 32 where MLX runs on a GPU,
+/// whose step barely grows with the batch (mlx-lm's server decodes 32 at
+/// once too), 8 on a CPU, whose step grows with every sequence so that a
+/// larger batch mostly lengthens each one's wait between tokens.
+pub fn default_max_batch() -> usize {
+    if kernels::default_device_is_cpu() {
+        8
+    } else {
+        32
     }
 }
 
