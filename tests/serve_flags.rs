@@ -96,6 +96,8 @@ fn bad_tokens_files_and_origins_are_refused_without_quoting_tokens() {
 
     let err = refused(&["--max-batch", "0"]);
     assert!(err.contains("--max-batch must be at least 1"), "{err}");
+    let err = refused(&["--prefill-chunk", "0"]);
+    assert!(err.contains("--prefill-chunk must be at least 1"), "{err}");
 
     let err = refused(&["--allowed-origins", "app.example.com"]);
     assert!(

@@ -41,6 +41,12 @@ pub struct ModelArgs {
     /// Default: 32 where MLX runs on a GPU (as mlx-lm's server), 8 on a CPU.
     #[arg(long)]
     pub max_batch: Option<usize>,
+    /// Prompt tokens computed per pass: longer prompts are cut into chunks
+    /// between decode steps, so running generations keep streaming and a
+    /// long prefill can be cancelled. Default: 2048 where MLX runs on a GPU
+    /// (as mlx-lm), 512 on a CPU.
+    #[arg(long)]
+    pub prefill_chunk: Option<usize>,
     /// Megabytes of attention cache the batch may reserve (each generation
     /// reserves room for its prompt and all its tokens; one that does not
     /// fit waits). Default: a quarter of the machine's memory.
@@ -100,6 +106,16 @@ impl ModelArgs {
             None => Ok(thinkwire_engine::mlx::default_max_batch()),
             #[cfg(not(feature = "mlx"))]
             None => Ok(8),
+        }
+    }
+
+    /// `--prefill-chunk`, or the default for the device MLX runs on.
+    #[cfg(feature = "mlx")]
+    pub fn prefill_chunk(&self) -> Result<usize> {
+        match self.prefill_chunk {
+            Some(0) => bail!("--prefill-chunk must be at least 1"),
+            Some(n) => Ok(n),
+            None => Ok(thinkwire_engine::mlx::default_prefill_chunk()),
         }
     }
 
@@ -171,11 +187,13 @@ pub(super) fn parse_precision(name: &str) -> Result<thinkwire_engine::mlx::Preci
 fn load_engine(path: &Path, args: &ModelArgs) -> Result<Arc<dyn thinkwire_engine::Engine>> {
     use thinkwire_engine::mlx::{LoadOptions, MlxEngine};
     let max_batch = args.max_batch()?;
+    let prefill_chunk = args.prefill_chunk()?;
     let options = LoadOptions {
         precision: parse_precision(&args.precision)?,
         prefix_cache: args.prefix_cache,
         prefix_cache_bytes: args.prefix_cache_mb << 20,
         max_batch,
+        prefill_chunk,
         kv_cache_bytes: args.kv_cache_mb.map(|mb| mb << 20),
         batch_window: std::time::Duration::from_millis(args.batch_window_ms),
         share_prefixes: args.share_prefixes,

@@ -114,6 +114,7 @@ pub fn bench(args: &BenchArgs) -> Result<()> {
         sampling: args.sampling()?,
         load: LoadOptions {
             precision,
+            prefill_chunk: args.model.prefill_chunk()?,
             kv_cache_dtype: super::args::parse_kv_cache_dtype(&args.model.kv_cache_dtype)?,
             draws_on_device: super::args::parse_sample_on(&args.model.sample_on)?,
             ..LoadOptions::default()
@@ -307,6 +308,7 @@ fn concurrency(
     let options = LoadOptions {
         precision,
         max_batch: most,
+        prefill_chunk: args.model.prefill_chunk()?,
         batch_window: std::time::Duration::from_millis(args.model.batch_window_ms),
         share_prefixes: args.model.share_prefixes,
         kv_cache_dtype: super::args::parse_kv_cache_dtype(&args.model.kv_cache_dtype)?,

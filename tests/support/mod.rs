@@ -335,6 +335,7 @@ pub fn default_model_args() -> thinkwire::cli::ModelArgs {
         prefix_cache: false,
         prefix_cache_mb: 512,
         max_batch: None,
+        prefill_chunk: None,
         kv_cache_mb: None,
         batch_window_ms: 4,
         share_prefixes: false,

@@ -54,7 +54,9 @@ pub struct LoadOptions {
     /// Precision policy for the weights.
     pub precision: Precision,
     /// Prompt tokens per prefill step: bounds the memory of the attention
-    /// scores and lets a long prefill report progress and be cancelled.
+    /// scores, keeps running sequences decoding between a long prompt's
+    /// chunks and lets a long prefill report progress and be cancelled
+    /// (default: [`default_prefill_chunk`]).
     pub prefill_chunk: usize,
     /// Keep the attention caches of finished generations in memory (a pool
     /// of at most `prefix_cache_bytes`, least recently used out first) and
@@ -130,7 +132,7 @@ impl Default for LoadOptions {
     fn default() -> Self {
         Self {
             precision: Precision::default(),
-            prefill_chunk: 512,
+            prefill_chunk: default_prefill_chunk(),
             prefix_cache: false,
             prefix_cache_bytes: 512 << 20,
             max_batch: default_max_batch(),
@@ -152,6 +154,19 @@ pub fn default_max_batch() -> usize {
         8
     } else {
         32
+    }
+}
+
+/// Prompt tokens per prefill pass unless told: 2048 where MLX runs on a
+/// GPU, where a pass of 512 tokens costs little more than the host's work
+/// to build it, so cutting long prompts finer mostly adds passes (mlx-lm
+/// prefills 2048 at a time); 512 on a CPU, where a pass takes seconds and
+/// running sequences wait for it.
+pub fn default_prefill_chunk() -> usize {
+    if kernels::default_device_is_cpu() {
+        512
+    } else {
+        2048
     }
 }
 
