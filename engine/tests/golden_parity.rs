@@ -41,10 +41,25 @@ struct Case {
     gaps: Vec<f64>,
 }
 
-fn golden(name: &str) -> Golden {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+/// `tests/golden/<name>`: a reference file or a tiny model.
+fn golden_path(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/golden")
-        .join(name);
+        .join(name)
+}
+
+impl Case {
+    /// Steps before the reference's first gap under `near_tie`.
+    fn tie_free(&self, near_tie: f64) -> usize {
+        self.gaps
+            .iter()
+            .position(|&g| g < near_tie)
+            .unwrap_or(self.output_ids.len())
+    }
+}
+
+fn golden(name: &str) -> Golden {
+    let path = golden_path(name);
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     serde_json::from_str(&text).expect("golden JSON")
 }
@@ -82,11 +97,7 @@ fn check_up_to(
                 &mut sink,
             )
             .expect("generation");
-        let limit = case
-            .gaps
-            .iter()
-            .position(|&g| g < near_tie)
-            .unwrap_or(case.output_ids.len());
+        let limit = case.tie_free(near_tie);
         assert!(
             limit >= min_compared.min(case.output_ids.len()),
             "case {i}: near-tie at step {limit} leaves too little to compare"
@@ -169,9 +180,7 @@ fn tiny_random_models_match_mlx_lm_greedy() {
         ("tiny-gpt-oss-mxfp4", Precision::Auto),
         ("tiny-gpt-oss-mxfp4", Precision::F32),
     ] {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/golden")
-            .join(name);
+        let dir = golden_path(name);
         let engine = MlxEngine::load(
             &dir,
             &LoadOptions {
@@ -190,7 +199,7 @@ fn tiny_random_models_match_mlx_lm_greedy() {
 /// `rope_parameters`: the same model in that layout gives the same ids.
 #[test]
 fn nested_rope_parameters_read_as_flat_ones() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/tiny-qwen3-yarn");
+    let src = golden_path("tiny-qwen3-yarn");
     let dir = std::env::temp_dir().join(format!("thinkwire-rope-params-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     for entry in std::fs::read_dir(&src).unwrap() {
@@ -227,7 +236,7 @@ fn nested_rope_parameters_read_as_flat_ones() {
 /// the first near-tie.
 #[test]
 fn tiny_gpt_oss_mxfp4_gguf_matches_mlx_lm_greedy() {
-    let model = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/tiny-gpt-oss-mxfp4.gguf");
+    let model = golden_path("tiny-gpt-oss-mxfp4.gguf");
     assert!(
         model.is_file(),
         "{} is missing: run `scripts/setup` (setup-models writes it)",
@@ -262,9 +271,7 @@ fn tiny_models_on_mlx_attention_match_mlx_lm_batched() {
         "tiny-qwen3-moe-4bit",
         "tiny-gpt-oss-4bit",
     ] {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/golden")
-            .join(name);
+        let dir = golden_path(name);
         let engine = MlxEngine::load(
             &dir,
             &LoadOptions {
@@ -279,11 +286,7 @@ fn tiny_models_on_mlx_attention_match_mlx_lm_batched() {
         for staggered in [false, true] {
             let outputs = together(&engine, &golden, staggered);
             for (i, (case, got)) in golden.cases.iter().zip(&outputs).enumerate() {
-                let limit = case
-                    .gaps
-                    .iter()
-                    .position(|&g| g < NEAR_TIE)
-                    .unwrap_or(case.output_ids.len());
+                let limit = case.tie_free(NEAR_TIE);
                 assert!(limit >= 16.min(case.output_ids.len()), "{name} case {i}");
                 assert_eq!(
                     &got[..limit],

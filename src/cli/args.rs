@@ -199,7 +199,6 @@ fn load_engine(path: &Path, args: &ModelArgs) -> Result<Arc<dyn thinkwire_engine
         share_prefixes: args.share_prefixes,
         kv_cache_dtype: parse_kv_cache_dtype(&args.kv_cache_dtype)?,
         draws_on_device: parse_sample_on(&args.sample_on)?,
-        ..LoadOptions::default()
     };
     let engine =
         MlxEngine::load(path, &options).with_context(|| format!("loading {}", path.display()))?;
