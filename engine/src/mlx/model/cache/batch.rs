@@ -222,15 +222,8 @@ impl BatchCache {
             _ => Ok(a.clone()),
         };
         let (k, v) = (stored(k)?, stored(v)?);
-        if b.keys.is_none() {
-            let room = longest / STEP * STEP + STEP;
-            let zeros = |a: &Array| {
-                let sh = a.shape();
-                mlx_rs::ops::zeros_dtype(&[n, sh[1], room, sh[3]], a.dtype())
-            };
-            b.keys = Some(zeros(&k)?);
-            b.values = Some(zeros(&v)?);
-        }
+        // Room for the next decode step's row too.
+        b.create(first + n, longest + 1, &k, &v, None)?;
         b.taken.resize((first + n) as usize, true);
         b.fit(first + n, longest)?;
         for (buf, rows) in [(&mut b.keys, &k), (&mut b.values, &v)] {
@@ -282,13 +275,7 @@ impl BatchCache {
             indices.push(index as i32);
         }
         let slots = b.taken.len() as i32;
-        if b.keys.is_none() {
-            let dtype = |a: &Array| caches[which[0]].dtype.unwrap_or(a.dtype());
-            let (h, d, vd) = (k.shape()[1], k.shape()[3], v.shape()[3]);
-            let room = (len + STEP - 1) / STEP * STEP;
-            b.keys = Some(mlx_rs::ops::zeros_dtype(&[slots, h, room, d], dtype(k))?);
-            b.values = Some(mlx_rs::ops::zeros_dtype(&[slots, h, room, vd], dtype(v))?);
-        }
+        b.create(slots, len, k, v, caches[which[0]].dtype)?;
         b.fit(slots, len)?;
         let (Some(keys), Some(values)) = (&mut b.keys, &mut b.values) else {
             return Err(mlx_rs::error::Exception::custom("a batch without buffers"));
@@ -320,6 +307,30 @@ impl BatchCache {
 }
 
 impl Buffers {
+    /// Where there are no buffers yet: empty ones for `slots` slots and
+    /// `len` positions (rounded up to a step), shaped like `k` and `v`
+    /// (`[_, H, _, D]`) and typed `dtype` (`None`: as they are).
+    fn create(
+        &mut self,
+        slots: i32,
+        len: i32,
+        k: &Array,
+        v: &Array,
+        dtype: Option<mlx_rs::Dtype>,
+    ) -> R<()> {
+        if self.keys.is_some() {
+            return Ok(());
+        }
+        let room = (len + STEP - 1) / STEP * STEP;
+        let zeros = |a: &Array| {
+            let sh = a.shape();
+            mlx_rs::ops::zeros_dtype(&[slots, sh[1], room, sh[3]], dtype.unwrap_or(a.dtype()))
+        };
+        self.keys = Some(zeros(k)?);
+        self.values = Some(zeros(v)?);
+        Ok(())
+    }
+
     /// Grows the buffers to at least `slots` slots and `len` positions.
     fn fit(&mut self, slots: i32, len: i32) -> R<()> {
         for buf in [&mut self.keys, &mut self.values] {
