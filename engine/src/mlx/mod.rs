@@ -204,8 +204,6 @@ impl MlxEngine {
     /// naming the file, tensor or config field.
     pub fn load(path: &Path, options: &LoadOptions) -> Result<Self, EngineError> {
         let (model, config, stop_ids) = load_network(path, options)?;
-        // MLX's statics exist now (the weights were evaluated).
-        kernels::wait_for_queued_work_at_exit();
         let id = path
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())

@@ -1,7 +1,7 @@
 //! Which device MLX runs this process's operations on, named for people
 //! (`thinkwire inspect`, `bench`, the server's `/capabilities`): the same
 //! binary runs on the CPU or, with a CUDA or Metal build of MLX, a GPU;
-//! and the wait for MLX's queued work when the process exits.
+//! and waiting for MLX's queued work, on a thread's stream or at exit.
 
 use mlx_rs::{Device, DeviceType};
 
@@ -18,29 +18,33 @@ pub fn device_name() -> String {
     }
 }
 
-/// Makes the process, as it exits, wait for the work MLX still has queued
-/// (registered once, when an engine has loaded). The scheduler queues its
-/// next step before it hands out a token (pipelined decode), so a process
-/// can exit while MLX's stream thread still runs a step nobody will read,
-/// and C++'s static destructors would free MLX's memory under it (a test
-/// process aborted so: "malloc_consolidate(): unaligned fastbin chunk").
-/// Handlers registered after MLX's statics exist run before those die.
-pub(crate) fn wait_for_queued_work_at_exit() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    extern "C" fn wait() {
-        // SAFETY: no arguments; MLX waits on its own default stream.
-        let _ = unsafe { mlx_sys::mlx_synchronize_default() };
+/// Waits for the MLX work queued on this thread's default stream (MLX's
+/// default streams are per thread).
+pub(crate) fn synchronize_this_thread() {
+    // SAFETY: no arguments; MLX waits on this thread's default stream.
+    let _ = unsafe { mlx_sys::mlx_synchronize_default() };
+}
+
+/// Runs `wait` as the process exits (registered once; later calls are
+/// ignored). Handlers registered after MLX's statics exist run before
+/// C++'s static destructors free them, so `wait` can still wait for MLX.
+pub(crate) fn at_exit(wait: fn()) {
+    static WAIT: std::sync::OnceLock<fn()> = std::sync::OnceLock::new();
+    extern "C" fn run() {
+        if let Some(wait) = WAIT.get() {
+            wait();
+        }
     }
     unsafe extern "C" {
         fn atexit(handler: extern "C" fn()) -> std::os::raw::c_int;
     }
-    ONCE.call_once(|| {
-        // SAFETY: `wait` is a plain function that lives as long as the
+    if WAIT.set(wait).is_ok() {
+        // SAFETY: `run` is a plain function that lives as long as the
         // process; the C library calls it once, from `exit`.
-        if unsafe { atexit(wait) } != 0 {
+        if unsafe { atexit(run) } != 0 {
             tracing::warn!("could not register the wait for MLX's queued work at exit");
         }
-    });
+    }
 }
 
 /// The GPU backend MLX was built with, if it says.

@@ -20,7 +20,7 @@ mod error;
 // FFI into thinkwire's fused operations (mlx-sys/native).
 #[allow(unsafe_code)]
 pub(crate) mod fused;
-// FFI: which GPU backend MLX was built with; waiting for its work at exit.
+// FFI: which GPU backend MLX was built with; waiting for its queued work.
 #[allow(unsafe_code)]
 mod device;
 // FFI: MLX's graph export, to count a step's operations.
@@ -42,7 +42,7 @@ pub(crate) mod quantized;
 pub use self::choice::Precision;
 pub(crate) use self::choice::{Activations, Kernel, Quant, default_device_is_cpu};
 pub use self::device::device_name;
-pub(crate) use self::device::wait_for_queued_work_at_exit;
+pub(crate) use self::device::{at_exit, synchronize_this_thread};
 pub(crate) use self::panels::repack as repack_in_panels;
 pub(crate) use self::quantized::supported;
 pub use self::quantized::{int8_isa, kernel_threads, kernel_time, tiles_available};

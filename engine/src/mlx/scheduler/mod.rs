@@ -21,6 +21,7 @@ mod pace;
 mod pool;
 mod sampler;
 mod sequence;
+mod settle;
 mod shared;
 mod step;
 mod worker;
@@ -133,7 +134,10 @@ impl Scheduler {
             context,
             closing: false,
             pace: pace::Pace::default(),
+            settle: settle::Settle::default(),
         };
+        // MLX's statics exist now (the weights were evaluated).
+        settle::wait_for_schedulers_at_exit();
         let thread = std::thread::Builder::new()
             .name("thinkwire-scheduler".into())
             .spawn(move || worker.run())
@@ -249,6 +253,8 @@ struct Worker {
     context: usize,
     closing: bool,
     pace: pace::Pace,
+    /// Whether MLX work it queued is still unwaited for (`settle.rs`).
+    settle: settle::Settle,
 }
 
 #[cfg(test)]

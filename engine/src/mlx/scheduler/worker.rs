@@ -9,12 +9,21 @@ use std::time::Instant;
 
 use super::link::{Inbox, Reply, Submission};
 use super::sequence::{Next, Sequence};
-use super::{CACHE_BLOCK, Worker, shared};
+use super::{CACHE_BLOCK, Worker, settle, shared};
 
 impl Worker {
     pub(super) fn run(mut self) {
         loop {
+            if settle::exiting() {
+                // The process is exiting: no further step; its exit
+                // handler waits for this one's queued work.
+                self.settle.settle();
+                loop {
+                    std::thread::park();
+                }
+            }
             if !self.has_work() {
+                self.settle.settle();
                 if self.closing && self.active.is_empty() {
                     break;
                 }
@@ -39,6 +48,7 @@ impl Worker {
             }
             self.reap();
             self.admit();
+            self.settle.queued();
             self.step();
             self.reap();
             self.await_answers();
