@@ -265,6 +265,18 @@ int thinkwire_compiled_swiglu(mlx_array* res, const mlx_array gate, const mlx_ar
  * uint32 [rows, 1]. compiled: as one function compiled by MLX (a GPU). */
 int thinkwire_gumbel_noise(mlx_array* res, const mlx_array keys, int vocab, bool compiled);
 
+/* res = the next token of each row of logits float32 [rows, vocab], int32
+ * [rows, 1], in one operation on the CPU (draw/draw.cpp): per row, params
+ * float32 [rows, 4] holds 1/temperature (0: the argmax), top_k (0: off),
+ * top_p (1: off) and min_p (0: off); the kept logits plus the Gumbel noise
+ * of thinkwire_gumbel_noise for keys uint32 [rows, 1] give the argmax. */
+int thinkwire_draw(
+    mlx_array* res,
+    const mlx_array logits,
+    const mlx_array params,
+    const mlx_array keys,
+    const mlx_stream s);
+
 /* res = gpt-oss's (clip(up, +-limit) + 1) * g * sigmoid(alpha * g) with
  * g = min(gate, limit), limit and alpha in gate's type, as one function
  * compiled by MLX (compiled/clamped_swiglu.cpp); gate and up of one shape

@@ -70,11 +70,11 @@ pub struct ModelArgs {
     #[arg(long, default_value = "auto")]
     pub kv_cache_dtype: String,
     /// Where sampled tokens are drawn: `device` (in the step's graph on
-    /// MLX's device: only token ids reach the host, and sampled steps are
-    /// queued ahead like greedy ones), `host` (the sampler on the CPU,
-    /// after the step's logits are read), or `auto` (device on a GPU,
-    /// host on a CPU, where it is faster). Seeded draws differ between
-    /// the two.
+    /// MLX's device, one operation on a CPU: only token ids reach the
+    /// host, and sampled steps are queued ahead like greedy ones), `host`
+    /// (the sampler on the CPU, after the step's logits are read), or
+    /// `auto` (the device, the faster on a GPU and on a CPU alike). Seeded
+    /// draws differ between the two.
     #[arg(long, default_value = "auto")]
     pub sample_on: String,
 }

@@ -90,9 +90,9 @@ pub struct LoadOptions {
     pub kv_cache_dtype: KvCacheDtype,
     /// Whether sampled tokens are drawn in the step's graph on MLX's
     /// device (`scheduler/draw.rs`: only token ids reach the host, so
-    /// sampled steps are queued ahead) rather than by the sampler on the
-    /// host after their logits are read. `None`: where that device is a
-    /// GPU. On a CPU the host sampler is faster (docs/benchmarks.md).
+    /// sampled steps are queued ahead; one operation on a CPU) rather than
+    /// by the sampler on the host after their logits are read. `None`: on
+    /// the device, which is faster on a CPU too (docs/benchmarks.md).
     pub draws_on_device: Option<bool>,
 }
 
@@ -242,9 +242,7 @@ impl MlxEngine {
                 reply_wait: Duration::from_millis(50),
                 gather: options.batch_window,
                 share_prefixes: options.share_prefixes,
-                draws_on_device: options
-                    .draws_on_device
-                    .unwrap_or_else(|| !kernels::default_device_is_cpu()),
+                draws_on_device: options.draws_on_device.unwrap_or(true),
             },
         )?;
         Ok(Self {

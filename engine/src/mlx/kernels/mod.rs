@@ -2,18 +2,21 @@
 //! choice of which of them (or MLX's own) multiplies a weight.
 //!
 //! This folder holds the only unsafe code of the workspace outside mlx-sys
-//! (the FFI calls of `quantized`, `panels`, `mxfp4`, `fused` and `compiled`, each
+//! (the FFI calls of `quantized`, `panels`, `mxfp4`, `fused`, `draw` and `compiled`, each
 //! behind a safe function), and imports nothing else of `mlx/`. The rest
 //! of the engine sees the choice ([`Quant`], [`Precision`], [`Kernel`],
 //! [`Activations`], [`kernel_activations`], [`in_panels`], [`supported`]),
 //! the products (`quantized`, `mxfp4`, [`repack_in_panels`]), the fused
-//! decode-step operations (`fused`) and the functions MLX compiles
-//! (`compiled`).
+//! decode-step operations (`fused`), a step's token draw on the CPU
+//! (`draw`) and the functions MLX compiles (`compiled`).
 
 mod choice;
 // FFI into thinkwire's MLX-compiled functions (mlx-sys/native/compiled).
 #[allow(unsafe_code)]
 pub(crate) mod compiled;
+// FFI into thinkwire's one-operation token draw (mlx-sys/native/draw).
+#[allow(unsafe_code)]
+pub(crate) mod draw;
 // FFI: the C API's error slot, read by every module below.
 #[allow(unsafe_code)]
 mod error;

@@ -13,6 +13,10 @@
 //! Tokens under a constraint, and sequences with a repetition penalty, are
 //! still sampled on the CPU (`sampler.rs`).
 //!
+//! On the CPU the whole draw is one operation (`kernels::draw`, the same
+//! filters and noise), since MLX's CPU sort and a dozen passes over the
+//! vocabulary cost more than the step that queueing ahead overlaps.
+//!
 //! Ties differ from the CPU sampler's: top-k keeps every token tied with
 //! the k-th, where the CPU keeps the lowest ids.
 
@@ -21,6 +25,8 @@ use mlx_rs::ops::indexing::{argmax_axis, take_along_axis};
 
 use crate::SamplingParams;
 use crate::mlx::kernels::compiled::gumbel_noise;
+use crate::mlx::kernels::draw::RowDraw;
+use crate::mlx::kernels::{self, default_device_is_cpu};
 
 type R<T> = mlx_rs::error::Result<T>;
 
@@ -73,12 +79,48 @@ impl Draw {
 
 /// The next token of each row of `logits` (`[rows, vocab]`), `[rows, 1]`
 /// int32: the argmax where `draws[row]` is `None`, else a draw for the
-/// token at the given position.
+/// token at the given position. On the CPU a draw is one operation
+/// (`kernels::draw`), elsewhere MLX's operations ([`picks_by_operations`]);
+/// both keep the same tokens and add the same noise.
 pub(crate) fn picks(logits: &Array, draws: &[Option<(Draw, usize)>]) -> R<Array> {
-    let argmax = |scores: &Array| argmax_axis(scores, -1, true)?.as_dtype(mlx_rs::Dtype::Int32);
     if draws.iter().all(Option::is_none) {
         return argmax(logits);
     }
+    match default_device_is_cpu() {
+        true => picks_in_one_operation(logits, draws),
+        false => picks_by_operations(logits, draws),
+    }
+}
+
+fn argmax(scores: &Array) -> R<Array> {
+    argmax_axis(scores, -1, true)?.as_dtype(mlx_rs::Dtype::Int32)
+}
+
+/// [`picks`] as one operation (the CPU's).
+fn picks_in_one_operation(logits: &Array, draws: &[Option<(Draw, usize)>]) -> R<Array> {
+    let rows: Vec<RowDraw> = draws
+        .iter()
+        .map(|d| match d {
+            Some((d, at)) => RowDraw {
+                inv_temperature: d.inv_temperature,
+                top_k: d.top_k,
+                top_p: d.top_p,
+                min_p: d.min_p,
+                key: d.key(*at),
+            },
+            None => RowDraw::GREEDY,
+        })
+        .collect();
+    let logits = match logits.dtype() {
+        mlx_rs::Dtype::Float32 => logits.clone(),
+        _ => logits.as_dtype(mlx_rs::Dtype::Float32)?,
+    };
+    kernels::draw::draw(&logits, &rows)
+}
+
+/// [`picks`] built from MLX's operations (a GPU's: one fused noise kernel,
+/// the sort on the device).
+fn picks_by_operations(logits: &Array, draws: &[Option<(Draw, usize)>]) -> R<Array> {
     let rows = draws.len() as i32;
     let vocab = logits.shape().last().copied().unwrap_or(0);
     if logits.shape() != [rows, vocab] {
@@ -158,6 +200,14 @@ pub(crate) fn picks(logits: &Array, draws: &[Option<(Draw, usize)>]) -> R<Array>
 mod tests {
     use super::*;
 
+    type Picks = fn(&Array, &[Option<(Draw, usize)>]) -> R<Array>;
+
+    /// Both ways of drawing, each tested on this machine.
+    const WAYS: [(&str, Picks); 2] = [
+        ("one operation", picks_in_one_operation),
+        ("operations", picks_by_operations),
+    ];
+
     fn params(temperature: f32) -> SamplingParams {
         SamplingParams {
             temperature,
@@ -166,17 +216,20 @@ mod tests {
         }
     }
 
+    fn ids(picks: &Array) -> Vec<u32> {
+        picks.eval().unwrap();
+        picks.as_slice::<i32>().iter().map(|&t| t as u32).collect()
+    }
+
     /// `n` draws from `logits` (one row), at positions 0..n.
-    fn draw_many(logits: &[f32], p: &SamplingParams, n: usize) -> Vec<u32> {
+    fn draw_many(way: Picks, logits: &[f32], p: &SamplingParams, n: usize) -> Vec<u32> {
         let d = Draw::of(p).unwrap();
         let rows = n as i32;
         let vocab = logits.len() as i32;
         let all: Vec<f32> = (0..n).flat_map(|_| logits.iter().copied()).collect();
         let l = Array::from_slice(&all, &[rows, vocab]);
         let draws: Vec<_> = (0..n).map(|at| Some((d, at))).collect();
-        let picks = picks(&l, &draws).unwrap();
-        picks.eval().unwrap();
-        picks.as_slice::<i32>().iter().map(|&t| t as u32).collect()
+        ids(&way(&l, &draws).unwrap())
     }
 
     fn frequencies(picks: &[u32], vocab: usize) -> Vec<f64> {
@@ -191,15 +244,19 @@ mod tests {
     fn draws_follow_the_softmax_of_the_logits_over_the_temperature() {
         let logits = [1.0f32, 2.0, 0.5, -1.0, 1.5];
         let n = 20_000;
-        for t in [1.0f32, 0.5] {
-            let f = frequencies(&draw_many(&logits, &params(t), n), logits.len());
+        for ((way, picks), t) in WAYS.iter().flat_map(|w| [(w, 1.0f32), (w, 0.5)]) {
+            let f = frequencies(&draw_many(*picks, &logits, &params(t), n), logits.len());
             let exps: Vec<f64> = logits.iter().map(|&l| ((l / t) as f64).exp()).collect();
             let sum: f64 = exps.iter().sum();
             for (i, e) in exps.iter().enumerate() {
                 let p = e / sum;
                 // Four standard errors of a frequency over n draws.
                 let tol = 4.0 * (p * (1.0 - p) / n as f64).sqrt() + 1e-3;
-                assert!((f[i] - p).abs() < tol, "t={t} token {i}: {} vs {p}", f[i]);
+                assert!(
+                    (f[i] - p).abs() < tol,
+                    "{way}, t={t} token {i}: {} vs {p}",
+                    f[i]
+                );
             }
         }
     }
@@ -208,36 +265,38 @@ mod tests {
     fn top_k_top_p_and_min_p_keep_what_the_cpu_sampler_keeps() {
         let logits = [3.0f32, 2.9, 2.0, 0.0, -1.0, 2.5];
         let n = 4_000;
-        let seen = |p: SamplingParams| {
-            let f = frequencies(&draw_many(&logits, &p, n), logits.len());
-            (0..logits.len())
-                .filter(|&i| f[i] > 0.0)
-                .collect::<Vec<_>>()
-        };
-        let top_k = SamplingParams {
-            top_k: 2,
-            ..params(1.0)
-        };
-        assert_eq!(seen(top_k), vec![0, 1]);
-        // Probabilities 0.34, 0.31, 0.21 (token 5), ...: 0.5 needs two.
-        let top_p = SamplingParams {
-            top_p: 0.5,
-            ..params(1.0)
-        };
-        assert_eq!(seen(top_p), vec![0, 1]);
-        // Top-p over what top-k kept: of the first three, 0.9 needs all.
-        let both = SamplingParams {
-            top_k: 3,
-            top_p: 0.9,
-            ..params(1.0)
-        };
-        assert_eq!(seen(both), vec![0, 1, 5]);
-        // exp(2.0 - 3.0) = 0.37 >= 0.3; exp(0 - 3) = 0.05 is not.
-        let min_p = SamplingParams {
-            min_p: 0.3,
-            ..params(1.0)
-        };
-        assert_eq!(seen(min_p), vec![0, 1, 2, 5]);
+        for (way, picks) in WAYS {
+            let seen = |p: SamplingParams| {
+                let f = frequencies(&draw_many(picks, &logits, &p, n), logits.len());
+                (0..logits.len())
+                    .filter(|&i| f[i] > 0.0)
+                    .collect::<Vec<_>>()
+            };
+            let top_k = SamplingParams {
+                top_k: 2,
+                ..params(1.0)
+            };
+            assert_eq!(seen(top_k), vec![0, 1], "{way}");
+            // Probabilities 0.34, 0.31, 0.21 (token 5), ...: 0.5 needs two.
+            let top_p = SamplingParams {
+                top_p: 0.5,
+                ..params(1.0)
+            };
+            assert_eq!(seen(top_p), vec![0, 1], "{way}");
+            // Top-p over what top-k kept: of the first three, 0.9 needs all.
+            let both = SamplingParams {
+                top_k: 3,
+                top_p: 0.9,
+                ..params(1.0)
+            };
+            assert_eq!(seen(both), vec![0, 1, 5], "{way}");
+            // exp(2.0 - 3.0) = 0.37 >= 0.3; exp(0 - 3) = 0.05 is not.
+            let min_p = SamplingParams {
+                min_p: 0.3,
+                ..params(1.0)
+            };
+            assert_eq!(seen(min_p), vec![0, 1, 2, 5], "{way}");
+        }
     }
 
     #[test]
@@ -245,31 +304,88 @@ mod tests {
         let logits = [0.3f32, 0.1, 0.2, 0.25];
         let p = params(1.0);
         let d = Draw::of(&p).unwrap();
-        let alone: Vec<u32> = (0..16).map(|at| draw_many_at(&logits, d, at)).collect();
-        // Row 1 of a batch with a greedy row and another seed's row.
         let other = Draw::of(&SamplingParams {
             seed: Some(12),
             ..p.clone()
         })
         .unwrap();
         let l = Array::from_slice(&[logits, logits, logits].concat(), &[3, 4]);
-        for (at, &want) in alone.iter().enumerate() {
-            let got = picks(&l, &[None, Some((d, at)), Some((other, at))]).unwrap();
-            got.eval().unwrap();
-            let got = got.as_slice::<i32>();
-            assert_eq!(got[0], 0, "greedy row");
-            assert_eq!(got[1] as u32, want, "position {at}");
+        for (way, picks) in WAYS {
+            let alone: Vec<u32> = (0..16).map(|at| draw_at(picks, &logits, d, at)).collect();
+            // Row 1 of a batch with a greedy row and another seed's row.
+            for (at, &want) in alone.iter().enumerate() {
+                let got = ids(&picks(&l, &[None, Some((d, at)), Some((other, at))]).unwrap());
+                assert_eq!(got[0], 0, "{way}: greedy row");
+                assert_eq!(got[1], want, "{way}: position {at}");
+            }
+            // Another seed draws another sequence.
+            let theirs: Vec<u32> = (0..16)
+                .map(|at| draw_at(picks, &logits, other, at))
+                .collect();
+            assert_ne!(alone, theirs, "{way}");
         }
-        // Another seed draws another sequence.
-        let theirs: Vec<u32> = (0..16).map(|at| draw_many_at(&logits, other, at)).collect();
-        assert_ne!(alone, theirs);
     }
 
-    fn draw_many_at(logits: &[f32], d: Draw, at: usize) -> u32 {
+    fn draw_at(way: Picks, logits: &[f32], d: Draw, at: usize) -> u32 {
         let l = Array::from_slice(logits, &[1, logits.len() as i32]);
-        let p = picks(&l, &[Some((d, at))]).unwrap();
-        p.eval().unwrap();
-        p.as_slice::<i32>()[0] as u32
+        ids(&way(&l, &[Some((d, at))]).unwrap())[0]
+    }
+
+    /// The CPU's one operation draws the tokens MLX's operations draw (the
+    /// same filters, the same noise), over a vocabulary of a model's spread
+    /// of logits, with each filter and none, in bf16 and f32.
+    #[test]
+    fn one_operation_draws_what_the_operations_draw() {
+        let vocab = 3_000;
+        let mut state = 0x2545_f491_u32;
+        let logits: Vec<f32> = (0..vocab)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 17;
+                state ^= state << 5;
+                (state % 20_000) as f32 / 1_000.0 - 12.0
+            })
+            .collect();
+        let settings = [
+            params(0.7),
+            SamplingParams {
+                top_k: 40,
+                ..params(1.0)
+            },
+            SamplingParams {
+                top_p: 0.9,
+                ..params(0.8)
+            },
+            SamplingParams {
+                top_k: 200,
+                top_p: 0.5,
+                ..params(1.3)
+            },
+            SamplingParams {
+                min_p: 0.05,
+                ..params(1.0)
+            },
+        ];
+        let positions = 64;
+        for dtype in [mlx_rs::Dtype::Float32, mlx_rs::Dtype::Bfloat16] {
+            for p in &settings {
+                let d = Draw::of(p).unwrap();
+                let all: Vec<f32> = (0..positions)
+                    .flat_map(|_| logits.iter().copied())
+                    .collect();
+                let l = Array::from_slice(&all, &[positions, vocab])
+                    .as_dtype(dtype)
+                    .unwrap();
+                let draws: Vec<_> = (0..positions as usize)
+                    .map(|at| (at % 5 != 4).then_some((d, at)))
+                    .collect();
+                let one = ids(&picks_in_one_operation(&l, &draws).unwrap());
+                let many = ids(&picks_by_operations(&l, &draws).unwrap());
+                assert_eq!(one, many, "{dtype:?} {p:?}");
+                let distinct: std::collections::BTreeSet<_> = one.iter().collect();
+                assert!(distinct.len() > 4, "{p:?}: {distinct:?}");
+            }
+        }
     }
 
     #[test]
