@@ -11,6 +11,10 @@ use super::link::{Inbox, Reply, Submission};
 use super::sequence::{Next, Sequence};
 use super::{CACHE_BLOCK, Worker, settle, shared};
 
+/// How often a scheduler waiting on its runs looks whether the process is
+/// exiting.
+const EXIT_CHECK: std::time::Duration = std::time::Duration::from_millis(50);
+
 impl Worker {
     pub(super) fn run(mut self) {
         loop {
@@ -23,14 +27,16 @@ impl Worker {
                 }
             }
             if !self.has_work() {
-                self.settle.settle();
-                if self.closing && self.active.is_empty() {
-                    break;
+                if self.active.is_empty() {
+                    // Idle: nothing it queued is left unwaited for.
+                    self.settle.settle();
+                    if self.closing {
+                        break;
+                    }
                 }
                 self.pace.idle();
-                match self.inbox.recv() {
-                    Ok(msg) => self.handle(msg),
-                    Err(_) => self.closing = true,
+                if !self.wait_for_message() {
+                    continue;
                 }
                 if self.active.is_empty() {
                     self.gather();
@@ -55,6 +61,27 @@ impl Worker {
             self.reap();
             self.publish();
         }
+    }
+
+    /// Blocks for the next message and handles it; false when it stopped
+    /// waiting without one. Sequences still running (their runs owe an
+    /// answer or a mask) keep their last step queued, so that the next
+    /// one is built while it runs; the wait then wakes now and then to see
+    /// whether the process is exiting (`settle.rs`).
+    fn wait_for_message(&mut self) -> bool {
+        let got = match self.active.is_empty() {
+            true => self
+                .inbox
+                .recv()
+                .map_err(|_| RecvTimeoutError::Disconnected),
+            false => self.inbox.recv_timeout(EXIT_CHECK),
+        };
+        match got {
+            Ok(msg) => self.handle(msg),
+            Err(RecvTimeoutError::Timeout) => return false,
+            Err(RecvTimeoutError::Disconnected) => self.closing = true,
+        }
+        true
     }
 
     /// Waits for requests arriving together with the first one into an
