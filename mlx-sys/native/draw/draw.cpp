@@ -12,8 +12,8 @@
 // within ln(min_p) of the best. Only the head top-p reaches is sorted (it
 // widens fourfold while its mass is under p). The noise is compiled/gumbel.cpp's
 // hash, bit for bit, and it is computed only for tokens that could still win:
-// noise lies in [-2.86, 17.34], so a kept logit more than 17.5 below the best
-// noisy value so far cannot reach it. Rows with 1/temperature 0 take the
+// noise lies in [-2.82, 16.64], so a kept logit more than 17.5 below the best
+// noisy value so far cannot reach it. NaN logits count as -inf. Rows with 1/temperature 0 take the
 // argmax of their logits, the lowest id on ties, as MLX's argmax does.
 
 // The noise's sums and products round as MLX's element-wise operations do.
@@ -43,7 +43,7 @@ namespace {
 using mlx::core::array;
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-// Above the largest noise a 24-bit u gives, -log(-log(1 - 2^-25)) = 17.33.
+// Above the largest noise a 23-bit u gives, -log(-log(1 - 2^-24)) = 16.64.
 constexpr float kNoiseCeiling = 17.5f;
 
 // lowbias32's mixer (compiled/gumbel.cpp's `mix`).
@@ -58,8 +58,8 @@ inline uint32_t mix(uint32_t x) {
 // -log(-log(u)) for token `id` of the row keyed `mixed_key` (= mix(key)).
 inline float noise(uint32_t mixed_key, uint32_t id) {
   const uint32_t bits = mix(id ^ mixed_key);
-  const float top = static_cast<float>(bits >> 8);
-  const float u = (top + 0.5f) * (1.0f / 16777216.0f);
+  const float top = static_cast<float>(bits >> 9);
+  const float u = (top + 0.5f) * (1.0f / 8388608.0f);
   return -std::log(-std::log(u));
 }
 
@@ -115,7 +115,9 @@ int32_t pick_row(const float* logits, int64_t stride, int n, const RowParams& p,
   scaled.resize(n);
   int argmax = 0;
   for (int i = 0; i < n; i++) {
-    scaled[i] = at(i) * p.inv_temperature;
+    const float s = at(i) * p.inv_temperature;
+    // NaN would break the sorts' ordering (and 1/temperature can be inf).
+    scaled[i] = std::isnan(s) ? kNegInf : s;
     if (scaled[i] > scaled[argmax]) argmax = i;
   }
   const float best = scaled[argmax];

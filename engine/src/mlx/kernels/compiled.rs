@@ -202,6 +202,31 @@ mod tests {
         assert!((below - (-1.0f64).exp()).abs() < 0.015, "P(g <= 0) {below}");
     }
 
+    /// compiled/gumbel.cpp's mixer, to find a key by its hash.
+    fn mix(mut x: u32) -> u32 {
+        x ^= x >> 16;
+        x = x.wrapping_mul(0x7feb_352d);
+        x ^= x >> 15;
+        x = x.wrapping_mul(0x846c_a68b);
+        x ^ (x >> 16)
+    }
+
+    /// The hash's extremes give finite noise within [-2.82, 16.64]: with
+    /// 24 bits of u, the top value's u rounded to 1 and its noise to +inf.
+    #[test]
+    fn gumbel_noise_stays_finite_at_the_hashs_extremes() {
+        for (want, top) in [(u32::MAX >> 9, 16.64f32), (0, -2.82)] {
+            // The first key whose token 0 hashes to the extreme.
+            let key = (0..=u32::MAX).find(|&k| mix(mix(k)) >> 9 == want).unwrap();
+            for compiled in [false, true] {
+                let keys = Array::from_slice(&[key], &[1, 1]);
+                let noise = super::noise(&keys, 1, compiled).unwrap();
+                let g = noise.item_exact::<f32>();
+                assert!(g.is_finite() && (g - top).abs() < 0.01, "{key}: {g}");
+            }
+        }
+    }
+
     #[test]
     fn the_clamped_swiglu_compiled_computes_what_its_operations_do() {
         let values: Vec<f32> = (0..96).map(|i| (i as f32 - 48.0) * 0.31).collect();
