@@ -244,3 +244,67 @@ async fn thinking_signatures_and_redacted_blocks_round_trip_through_the_seal() {
     assert_eq!(seen.lock().unwrap().len(), 3);
     front.shutdown().await;
 }
+
+/// Sampling the Messages API cannot take is refused naming it before the
+/// provider is asked (no penalties; no `top_k` while thinking); `top_k`
+/// goes up when thinking is off, and a neutral penalty asks for nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sampling_the_api_cannot_take_is_refused_by_name() {
+    let (url, seen) = provider(vec![fixture("anthropic-redacted-thinking-text.sse")]).await;
+    let front = front(url).await;
+    let off = json!({"visibility": "off"});
+    let cases = [
+        (
+            json!({"sampling": {"frequencyPenalty": 0.5}, "reasoning": off}),
+            "frequencyPenalty",
+        ),
+        (
+            json!({"sampling": {"repetitionPenalty": 1.2}, "reasoning": off}),
+            "repetitionPenalty",
+        ),
+        (json!({"sampling": {"topK": 5}}), "topK"),
+    ];
+    for (i, (forwarded, key)) in cases.into_iter().enumerate() {
+        let body = input("t-sampling", &format!("r{i}"), "Hi", forwarded);
+        let refused = reqwest::Client::new()
+            .post(front.url("/agent"))
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(refused.status(), 422);
+        let refused: Value = refused.json().await.unwrap();
+        assert_eq!(
+            refused["error"]["code"], "UNSUPPORTED_SAMPLING",
+            "{refused}"
+        );
+        assert_eq!(
+            refused["error"]["path"],
+            format!("forwardedProps.sampling.{key}")
+        );
+    }
+    assert!(seen.lock().unwrap().is_empty());
+
+    let body = input(
+        "t-sampling",
+        "r-ok",
+        "Hi",
+        json!({"sampling": {"topK": 5, "frequencyPenalty": 0}, "reasoning": off}),
+    );
+    let response = reqwest::Client::new()
+        .post(front.url("/agent"))
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    response.bytes().await.unwrap();
+    {
+        let seen = seen.lock().unwrap();
+        let body = &seen[0].1;
+        assert_eq!(body["top_k"], 5);
+        assert!(body.get("thinking").is_none(), "{body}");
+        assert!(body.get("frequency_penalty").is_none(), "{body}");
+    }
+    front.shutdown().await;
+}

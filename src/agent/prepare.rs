@@ -200,7 +200,7 @@ pub(super) fn prepare(
 
     let model = match &shared.backend {
         Backend::Local(model) => model,
-        Backend::Upstream(_) => {
+        Backend::Upstream(up) => {
             if answer_format.is_some() {
                 return Err(RunRejected::new(
                     RejectKind::Unprocessable,
@@ -208,6 +208,16 @@ pub(super) fn prepare(
                     "a response format or a required tool call is not passed to an upstream backend yet",
                 )
                 .at("forwardedProps.responseFormat"));
+            }
+            // Refused rather than sampled without it.
+            let kind = up.upstream.config().kind;
+            if let Some(uncarried) = kind.uncarried_sampling(&sampling, prompt_plan.thinking) {
+                return Err(RunRejected::new(
+                    RejectKind::Unprocessable,
+                    "UNSUPPORTED_SAMPLING",
+                    uncarried.message,
+                )
+                .at(format!("forwardedProps.sampling.{}", uncarried.key)));
             }
             let plan = Plan::Upstream {
                 turns,

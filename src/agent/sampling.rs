@@ -1,12 +1,27 @@
 //! Per-run sampling from `forwardedProps.sampling = {temperature, topP,
-//! topK, minP, repetitionPenalty, seed, maxTokens}`, over the server's
-//! defaults. Unknown keys are ignored; a known key with a bad value is
-//! refused naming it.
+//! topK, minP, repetitionPenalty, frequencyPenalty, presencePenalty, seed,
+//! maxTokens}`, over the server's defaults. Unknown keys are ignored; a
+//! known key with a bad value is refused naming it.
 
 use serde_json::Value;
-use thinkwire_engine::SamplingParams;
+use thinkwire_engine::{EngineError, SamplingParams};
 
 use super::rejection::{RejectKind, RunRejected};
+
+/// A numeric key and the field it sets.
+type Setter = fn(&mut SamplingParams, f32);
+
+/// The keys read as numbers. Each is range-checked alone (the sampler's
+/// bounds are per field), so a refusal names the key rather than the
+/// whole object — and a /v1 refusal the client's own parameter.
+const NUMBERS: [(&str, Setter); 6] = [
+    ("temperature", |p, v| p.temperature = v),
+    ("topP", |p, v| p.top_p = v),
+    ("minP", |p, v| p.min_p = v),
+    ("repetitionPenalty", |p, v| p.repetition_penalty = v),
+    ("frequencyPenalty", |p, v| p.frequency_penalty = v),
+    ("presencePenalty", |p, v| p.presence_penalty = v),
+];
 
 /// The sampling parameters and token limit for one run.
 pub(crate) fn from_forwarded(
@@ -48,17 +63,15 @@ pub(crate) fn from_forwarded(
                 .ok_or_else(|| bad(key, "a non-negative integer")),
         }
     };
-    if let Some(t) = number("temperature")? {
-        params.temperature = t;
-    }
-    if let Some(p) = number("topP")? {
-        params.top_p = p;
-    }
-    if let Some(p) = number("minP")? {
-        params.min_p = p;
-    }
-    if let Some(p) = number("repetitionPenalty")? {
-        params.repetition_penalty = p;
+    for (key, set) in NUMBERS {
+        if let Some(value) = number(key)? {
+            let mut alone = SamplingParams::greedy();
+            set(&mut alone, value);
+            alone
+                .validate()
+                .map_err(|err| out_of_range(err, &format!("forwardedProps.sampling.{key}")))?;
+            set(&mut params, value);
+        }
     }
     if let Some(k) = count("topK")? {
         params.top_k = usize::try_from(k).unwrap_or(usize::MAX);
@@ -72,15 +85,20 @@ pub(crate) fn from_forwarded(
         }
         max_tokens = usize::try_from(n).unwrap_or(usize::MAX).min(max_new_tokens);
     }
-    params.validate().map_err(|err| {
-        RunRejected::new(
-            RejectKind::Unprocessable,
-            "INVALID_SAMPLING",
-            err.to_string(),
-        )
-        .at("forwardedProps.sampling")
-    })?;
+    params
+        .validate()
+        .map_err(|err| out_of_range(err, "forwardedProps.sampling"))?;
     Ok((params, max_tokens))
+}
+
+/// The sampler's refusal at `path`; its message names the parameter and
+/// the range (`sampling top_p must be in (0, 1]`).
+fn out_of_range(err: EngineError, path: &str) -> RunRejected {
+    let message = match err {
+        EngineError::InvalidRequest(message) => message,
+        other => other.to_string(),
+    };
+    RunRejected::new(RejectKind::Unprocessable, "INVALID_SAMPLING", message).at(path)
 }
 
 #[cfg(test)]
@@ -140,5 +158,78 @@ mod tests {
         )
         .unwrap_err();
         assert!(err.message.contains("top_p"), "{}", err.message);
+    }
+
+    #[test]
+    fn penalties_are_read_and_checked_by_key() {
+        let (p, _) = from_forwarded(
+            Some(&json!({"sampling": {"frequencyPenalty": 0.5, "presencePenalty": -1.5}})),
+            &SamplingParams::default(),
+            10,
+        )
+        .unwrap();
+        assert_eq!((p.frequency_penalty, p.presence_penalty), (0.5, -1.5));
+        assert!(p.penalizes());
+        let err = from_forwarded(
+            Some(&json!({"sampling": {"frequencyPenalty": "some"}})),
+            &SamplingParams::default(),
+            10,
+        )
+        .unwrap_err();
+        assert_eq!(err.code, "INVALID_SAMPLING");
+        assert_eq!(
+            err.path.as_deref(),
+            Some("forwardedProps.sampling.frequencyPenalty")
+        );
+        for (key, value) in [("frequencyPenalty", 2.5), ("presencePenalty", -3.0)] {
+            let err = from_forwarded(
+                Some(&json!({"sampling": {key: value}})),
+                &SamplingParams::default(),
+                10,
+            )
+            .unwrap_err();
+            assert_eq!(err.code, "INVALID_SAMPLING");
+            assert_eq!(
+                err.path.as_deref(),
+                Some(format!("forwardedProps.sampling.{key}").as_str())
+            );
+            assert!(err.message.contains("[-2, 2]"), "{}", err.message);
+        }
+        // The bounds themselves are accepted.
+        assert!(
+            from_forwarded(
+                Some(&json!({"sampling": {"frequencyPenalty": 2, "presencePenalty": -2}})),
+                &SamplingParams::default(),
+                10,
+            )
+            .is_ok()
+        );
+    }
+
+    #[test]
+    fn an_out_of_range_value_is_refused_at_its_key() {
+        for (key, value, name) in [
+            ("temperature", json!(-1), "temperature"),
+            ("topP", json!(1.5), "top_p"),
+            ("minP", json!(2), "min_p"),
+            ("repetitionPenalty", json!(0), "repetition_penalty"),
+            ("temperature", json!(1e300), "temperature"),
+        ] {
+            let err = from_forwarded(
+                Some(&json!({"sampling": {key: value}})),
+                &SamplingParams::default(),
+                10,
+            )
+            .unwrap_err();
+            assert_eq!(
+                err.path.as_deref(),
+                Some(format!("forwardedProps.sampling.{key}").as_str())
+            );
+            assert!(
+                err.message.starts_with(&format!("sampling {name} ")),
+                "{}",
+                err.message
+            );
+        }
     }
 }

@@ -95,6 +95,9 @@ pub fn request_body(model: &str, request: &UpstreamRequest<'_>) -> Value {
     } else {
         fields.insert("temperature".into(), json!(request.sampling.temperature));
         fields.insert("top_p".into(), json!(request.sampling.top_p));
+        if request.sampling.top_k != 0 {
+            fields.insert("top_k".into(), json!(request.sampling.top_k));
+        }
     }
     if !request.tools.is_empty() {
         let tools: Vec<Value> = request

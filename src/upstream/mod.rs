@@ -14,6 +14,7 @@ pub mod anthropic;
 mod client;
 pub mod openai_chat;
 pub mod openai_responses;
+mod sampling;
 
 use std::time::Duration;
 
@@ -22,6 +23,7 @@ use thinkwire_seal::ProviderItem;
 
 pub use client::{Upstream, UpstreamStream};
 pub use openai_chat::{UpstreamRequest, UpstreamUsage};
+pub use sampling::Uncarried;
 
 /// What an adapter reads out of its stream.
 #[derive(Debug, Clone, PartialEq)]

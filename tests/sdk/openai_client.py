@@ -6,7 +6,8 @@ Usage: openai_client.py BASE_URL [--api chat|responses] [--visibility full] [--p
 Chat completions (`--api chat`), streaming with a tool: turn 1 streams
 reasoning and a tool call; turn 2 sends back the assistant message with its
 `reasoning_details` and the tool result; then the same turn 2 with the
-sealed value altered must be refused with OpenAI's error shape.
+sealed value altered must be refused with OpenAI's error shape, as must a
+`frequency_penalty` out of range.
 
 Responses (`--api responses`), streaming with `store=False` and
 `include=["reasoning.encrypted_content"]`: turn 2 passes back turn 1's
@@ -202,6 +203,14 @@ def main():
         summary["tampered"] = {"refused": False}
     except openai.APIStatusError as err:
         summary["tampered"] = {"refused": True, "status": err.status_code, "body": err.body}
+    # A sampling value out of OpenAI's range is refused naming it.
+    try:
+        client.chat.completions.create(
+            model="thinkwire", messages=[{"role": "user", "content": args.prompt}],
+            frequency_penalty=5)
+        summary["bad_penalty"] = {"refused": False}
+    except openai.APIStatusError as err:
+        summary["bad_penalty"] = {"refused": True, "status": err.status_code, "body": err.body}
     print(json.dumps(summary))
 
 

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use thinkwire_engine::{
     Directive, Engine, EngineError, Finish, GenerationRequest, GenerationStats, ModelInfo,
-    TokenSink, check_request,
+    SamplingParams, TokenSink, check_request,
 };
 
 /// What the engine saw and did, shared with the test that owns it.
@@ -24,6 +24,8 @@ use thinkwire_engine::{
 pub struct Observed {
     /// Every prompt, in order.
     pub prompts: Mutex<Vec<Vec<u32>>>,
+    /// Every generation's sampling parameters, in order.
+    pub sampling: Mutex<Vec<SamplingParams>>,
     /// Decode steps taken over all generations.
     pub steps: AtomicUsize,
     /// Generations that ended because the sink said stop.
@@ -146,6 +148,8 @@ impl Engine for ScriptedEngine {
         let generation = {
             let mut prompts = self.observed.prompts.lock().expect("prompts lock");
             prompts.push(request.prompt.clone());
+            let mut sampling = self.observed.sampling.lock().expect("sampling lock");
+            sampling.push(request.sampling.clone());
             prompts.len() - 1
         };
         let started = Instant::now();

@@ -90,6 +90,54 @@ async fn the_openai_sdk_streams_chat_with_tools_and_keeps_the_reasoning() {
         "messages[1].reasoning_details[0].data"
     );
     assert_eq!(tampered["body"]["code"], "SEALED_REASONING_REJECTED");
+    let bad = &summary["bad_penalty"];
+    assert_eq!(bad["refused"], true, "{summary}");
+    assert_eq!(bad["status"], 400);
+    assert_eq!(bad["body"]["param"], "frequency_penalty");
+    assert_eq!(bad["body"]["type"], "invalid_request_error");
+    server.shutdown().await;
+}
+
+/// OpenAI's penalties and the vLLM/llama.cpp extras reach the run; a value
+/// of the wrong type or out of range is a 400 naming the parameter, before
+/// the engine sees anything.
+#[tokio::test]
+async fn sampling_parameters_are_honoured_or_refused_by_name() {
+    let (server, observed) = TestServer::qwen3(&[qwen3_turn(REASONING_2, ANSWER_2)]).await;
+    let user = json!([{"role": "user", "content": "Weather?"}]);
+    let refusals = [
+        ("frequency_penalty", json!(5), "INVALID_SAMPLING"),
+        ("presence_penalty", json!(-2.5), "INVALID_SAMPLING"),
+        ("min_p", json!(1.5), "INVALID_SAMPLING"),
+        ("repetition_penalty", json!(0), "INVALID_SAMPLING"),
+        ("top_p", json!(0), "INVALID_SAMPLING"),
+        ("top_k", json!(-1), "invalid_request"),
+        ("frequency_penalty", json!("high"), "invalid_request"),
+    ];
+    for (param, value, code) in refusals {
+        let mut body = json!({"model": "x", "messages": user});
+        body[param] = value;
+        let (status, refused) = post(&server, "/v1/chat/completions", &body).await;
+        assert_eq!(status, 400, "{body}: {refused}");
+        assert_eq!(refused["error"]["param"], param, "{refused}");
+        assert_eq!(refused["error"]["type"], "invalid_request_error");
+        assert_eq!(refused["error"]["code"], code, "{refused}");
+    }
+    assert!(observed.prompts.lock().unwrap().is_empty());
+    let body = json!({"model": "x", "messages": user, "temperature": 0,
+                      "frequency_penalty": 2, "presence_penalty": -2, "top_k": 20,
+                      "min_p": 0.05, "repetition_penalty": 1.1, "seed": null});
+    let (status, answer) = post(&server, "/v1/chat/completions", &body).await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["choices"][0]["message"]["content"], ANSWER_2);
+    let sampling = observed.sampling.lock().unwrap()[0].clone();
+    assert_eq!(
+        (sampling.frequency_penalty, sampling.presence_penalty),
+        (2.0, -2.0)
+    );
+    assert_eq!((sampling.top_k, sampling.min_p), (20, 0.05));
+    assert_eq!(sampling.repetition_penalty, 1.1);
+    assert_eq!(sampling.seed, None);
     server.shutdown().await;
 }
 

@@ -39,7 +39,8 @@ pub struct UpstreamRequest<'a> {
     pub blocks: &'a [ReplayedBlock],
     /// Tools the model may call.
     pub tools: &'a [Tool],
-    /// Temperature, top-p and seed are passed on.
+    /// Passed on as far as the wire carries it; a run asking for more was
+    /// refused when prepared ([`super::UpstreamKind::uncarried_sampling`]).
     pub sampling: &'a SamplingParams,
     /// Most tokens to generate.
     pub max_tokens: usize,

@@ -3,6 +3,7 @@
 
 use serde_json::{Map, Value, json};
 use thinkwire_chat::TemplateMessage;
+use thinkwire_engine::SamplingParams;
 use thinkwire_protocol::Tool;
 use thinkwire_reasoning::Effort;
 
@@ -26,6 +27,7 @@ pub fn request_body(model: &str, request: &UpstreamRequest<'_>) -> Value {
     if let Some(seed) = request.sampling.seed {
         fields.insert("seed".into(), json!(seed));
     }
+    sampling_extras(fields, request.sampling);
     if !request.tools.is_empty() {
         let tools: Vec<Value> = request.tools.iter().map(tool).collect();
         fields.insert("tools".into(), Value::Array(tools));
@@ -48,6 +50,27 @@ pub fn request_body(model: &str, request: &UpstreamRequest<'_>) -> Value {
         fields.insert("reasoning_effort".into(), json!(effort));
     }
     body
+}
+
+/// The parameters beyond temperature and top-p, only when the run asks
+/// for them: the penalties are OpenAI's own; `top_k`, `min_p` and
+/// `repetition_penalty` are vLLM's, SGLang's and mlx-lm's extras, which
+/// OpenAI itself refuses, so a run that never asks never trips it.
+fn sampling_extras(fields: &mut Map<String, Value>, sampling: &SamplingParams) {
+    let numbers = [
+        ("frequency_penalty", sampling.frequency_penalty, 0.0),
+        ("presence_penalty", sampling.presence_penalty, 0.0),
+        ("min_p", sampling.min_p, 0.0),
+        ("repetition_penalty", sampling.repetition_penalty, 1.0),
+    ];
+    for (name, value, neutral) in numbers {
+        if value != neutral {
+            fields.insert(name.into(), json!(value));
+        }
+    }
+    if sampling.top_k != 0 {
+        fields.insert("top_k".into(), json!(sampling.top_k));
+    }
 }
 
 fn message(turn: &TemplateMessage) -> Value {

@@ -180,3 +180,47 @@ fn usage_is_read_and_the_request_carries_replayed_reasoning() {
     assert_eq!(body["max_tokens"], 9);
     assert_eq!(body["stream"], true);
 }
+
+#[test]
+fn sampling_beyond_temperature_goes_up_only_when_asked() {
+    let turns = [TemplateMessage::new("user", "Hi")];
+    let body = |sampling: &SamplingParams| {
+        request_body(
+            "m",
+            &UpstreamRequest {
+                turns: &turns,
+                blocks: &[],
+                tools: &[],
+                sampling,
+                max_tokens: 9,
+                thinking: true,
+                effort: None,
+                budget: 0,
+            },
+        )
+    };
+    // Neutral values add nothing: OpenAI itself refuses the extras.
+    let plain = body(&SamplingParams::greedy());
+    for name in [
+        "frequency_penalty",
+        "presence_penalty",
+        "top_k",
+        "min_p",
+        "repetition_penalty",
+    ] {
+        assert!(plain.get(name).is_none(), "{name} in {plain}");
+    }
+    let asked = body(&SamplingParams {
+        frequency_penalty: 0.5,
+        presence_penalty: -1.0,
+        top_k: 40,
+        min_p: 0.25,
+        repetition_penalty: 1.5,
+        ..SamplingParams::greedy()
+    });
+    assert_eq!(asked["frequency_penalty"], 0.5);
+    assert_eq!(asked["presence_penalty"], -1.0);
+    assert_eq!(asked["top_k"], 40);
+    assert_eq!(asked["min_p"], 0.25);
+    assert_eq!(asked["repetition_penalty"], 1.5);
+}
