@@ -23,8 +23,16 @@ pub struct SamplingParams {
     /// Divide positive logits (multiply negative ones) of recently seen
     /// tokens by this factor (1 = off).
     pub repetition_penalty: f32,
-    /// How many recent tokens the repetition penalty looks at.
+    /// How many recent tokens the repetition penalty looks at (the
+    /// prompt's included).
     pub repetition_context: usize,
+    /// Subtracted from a token's logit once per time it was generated so
+    /// far (OpenAI's `frequency_penalty`; 0 = off). Prompt tokens do not
+    /// count.
+    pub frequency_penalty: f32,
+    /// Subtracted from the logit of every token generated so far, once
+    /// (OpenAI's `presence_penalty`; 0 = off).
+    pub presence_penalty: f32,
     /// Seed of the random generator; `None` seeds from the clock.
     pub seed: Option<u64>,
 }
@@ -40,8 +48,18 @@ impl SamplingParams {
             min_p: 0.0,
             repetition_penalty: 1.0,
             repetition_context: 64,
+            frequency_penalty: 0.0,
+            presence_penalty: 0.0,
             seed: None,
         }
+    }
+
+    /// Whether any penalty on tokens already seen applies.
+    #[must_use]
+    pub fn penalizes(&self) -> bool {
+        (self.repetition_penalty != 1.0 && self.repetition_context > 0)
+            || self.frequency_penalty != 0.0
+            || self.presence_penalty != 0.0
     }
 
     /// Whether this picks the argmax (no randomness involved).
@@ -68,6 +86,14 @@ impl SamplingParams {
         }
         if !self.repetition_penalty.is_finite() || self.repetition_penalty <= 0.0 {
             return bad("repetition_penalty", "must be a finite number > 0");
+        }
+        for (name, value) in [
+            ("frequency_penalty", self.frequency_penalty),
+            ("presence_penalty", self.presence_penalty),
+        ] {
+            if !(-2.0..=2.0).contains(&value) {
+                return bad(name, "must be in [-2, 2]");
+            }
         }
         Ok(())
     }

@@ -13,9 +13,11 @@ same MLX version and BLAS as thinkwire). Two modes:
 
   bench   MODEL_DIR --prompt-ids 1,2,3 [--max-tokens 128] [--runs 2]
           [--temp T --top-p P --top-k K --min-p M --seed S]
+          [--repetition-penalty R --repetition-context N]
           Prints one JSON object: load time, time to first token, prefill
           and decode tokens/s (best of --runs), peak RSS. Greedy unless
-          --temp is above 0, then mlx-lm's own sampler (`make_sampler`).
+          --temp is above 0, then mlx-lm's own sampler (`make_sampler`);
+          a repetition penalty through mlx-lm's `make_logits_processors`.
 
   bench-batch MODEL_DIR --prompts-ids "1,2;3,4;..." --concurrency 1,2,4,8
           [--max-tokens 128] [the sampling flags of bench]
@@ -107,12 +109,26 @@ def sampler(args):
     return make_sampler(temp=args.temp, top_p=args.top_p, min_p=args.min_p, top_k=args.top_k)
 
 
+def processors(args):
+    """mlx-lm's logits processors for the penalty flags (None: none)."""
+    if args.repetition_penalty == 1.0:
+        return None
+    from mlx_lm.sample_utils import make_logits_processors
+
+    return make_logits_processors(
+        repetition_penalty=args.repetition_penalty,
+        repetition_context_size=args.repetition_context,
+    )
+
+
 def add_sampling_flags(parser):
     parser.add_argument("--temp", type=float, default=0.0)
     parser.add_argument("--top-p", type=float, default=1.0)
     parser.add_argument("--top-k", type=int, default=0)
     parser.add_argument("--min-p", type=float, default=0.0)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--repetition-penalty", type=float, default=1.0)
+    parser.add_argument("--repetition-context", type=int, default=64)
 
 
 def cmd_bench(args):
@@ -126,7 +142,13 @@ def cmd_bench(args):
         t0 = time.perf_counter()
         t1 = None
         n = 0
-        steps = generate_step(mx.array(prompt), model, max_tokens=args.max_tokens, sampler=sampler(args))
+        steps = generate_step(
+            mx.array(prompt),
+            model,
+            max_tokens=args.max_tokens,
+            sampler=sampler(args),
+            logits_processors=processors(args),
+        )
         for token, _ in steps:
             int(token)
             if t1 is None:
@@ -180,6 +202,7 @@ def cmd_bench_batch(args):
             completion_batch_size=c,
             prefill_batch_size=c,
             sampler=sampler(args),
+            logits_processors=processors(args),
         )
         batch = [prompts[i % len(prompts)] for i in range(c)]
         t0 = time.perf_counter()

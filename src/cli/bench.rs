@@ -56,9 +56,16 @@ pub struct BenchArgs {
 }
 
 impl BenchArgs {
-    /// The sampling the flags ask for, validated.
+    /// The sampling the flags ask for, validated, and runnable by mlx-lm
+    /// where it is compared.
     #[cfg(feature = "mlx")]
     fn sampling(&self) -> Result<thinkwire_engine::SamplingParams> {
+        if self.compare_mlx_lm && !self.sampling.mlx_lm_comparable() {
+            anyhow::bail!(
+                "--compare-mlx-lm runs mlx-lm without --frequency-penalty or \
+                 --presence-penalty (its own count the prompt too, over a window)"
+            );
+        }
         self.sampling.params()
     }
 

@@ -457,19 +457,28 @@ impl MlxLmReference {
 
 /// `mlx_lm_ref.py`'s sampling flags for `sampling` (none when greedy).
 fn sampling_args(sampling: &SamplingParams) -> Vec<String> {
-    if sampling.is_greedy() {
-        return Vec::new();
+    let mut args = Vec::new();
+    if !sampling.is_greedy() {
+        args.extend([
+            "--temp".into(),
+            sampling.temperature.to_string(),
+            "--top-p".into(),
+            sampling.top_p.to_string(),
+            "--top-k".into(),
+            sampling.top_k.to_string(),
+            "--min-p".into(),
+            sampling.min_p.to_string(),
+            "--seed".into(),
+            sampling.seed.unwrap_or(0).to_string(),
+        ]);
     }
-    vec![
-        "--temp".into(),
-        sampling.temperature.to_string(),
-        "--top-p".into(),
-        sampling.top_p.to_string(),
-        "--top-k".into(),
-        sampling.top_k.to_string(),
-        "--min-p".into(),
-        sampling.min_p.to_string(),
-        "--seed".into(),
-        sampling.seed.unwrap_or(0).to_string(),
-    ]
+    if sampling.repetition_penalty != 1.0 {
+        args.extend([
+            "--repetition-penalty".into(),
+            sampling.repetition_penalty.to_string(),
+            "--repetition-context".into(),
+            sampling.repetition_context.to_string(),
+        ]);
+    }
+    args
 }

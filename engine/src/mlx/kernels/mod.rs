@@ -35,7 +35,8 @@ pub(crate) mod mxfp4;
 // FFI into thinkwire's int8 panel repacking (mlx-sys/native).
 #[allow(unsafe_code)]
 mod panels;
-// FFI: MLX's scatter over several axes (the batch cache's writes).
+// FFI: MLX's scatters that mlx-rs does not reach (the batch cache's writes,
+// a step's penalties counting its tokens).
 #[allow(unsafe_code)]
 pub(crate) mod scatter;
 // FFI into thinkwire's quantized kernels (mlx-sys/native).

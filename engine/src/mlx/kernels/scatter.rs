@@ -1,8 +1,10 @@
 //! Writes into buffers as single MLX operations, where mlx-rs reaches them
 //! only through numpy-style indexing: `scatter` with several index arrays
 //! (the batch cache writes each sequence's new key row at its own (slot,
-//! position) in one operation), and `slice_update` at a start (mlx-rs's
-//! indexing wraps it in two reshapes, each a node a GPU step walks).
+//! position) in one operation), `slice_update` at a start (mlx-rs's
+//! indexing wraps it in two reshapes, each a node a GPU step walks), and
+//! `scatter_add_axis`, which mlx-rs does not wrap (a step's penalties count
+//! each row's tokens with it).
 
 use mlx_rs::error::{Exception, Result};
 use mlx_rs::{Array, StreamOrDevice};
@@ -80,6 +82,40 @@ pub(crate) fn write_at(a: &Array, update: &Array, start: &[i32]) -> Result<Array
     }
 }
 
+/// `a` with `values` added at `indices` along `axis` (both of one shape,
+/// `a`'s rank; an index repeated adds each of its values).
+pub(crate) fn add_along_axis(
+    a: &Array,
+    indices: &Array,
+    values: &Array,
+    axis: i32,
+) -> Result<Array> {
+    if indices.shape() != values.shape() || indices.ndim() != a.ndim() {
+        return Err(Exception::custom(
+            "add_along_axis: indices and values of one shape, of the array's rank",
+        ));
+    }
+    let stream = StreamOrDevice::default();
+    // SAFETY: live input handles for the call; a fresh output handle, owned
+    // by the returned array or freed on failure.
+    unsafe {
+        let mut out = mlx_sys::mlx_array_new();
+        let status = mlx_sys::mlx_scatter_add_axis(
+            &mut out,
+            a.as_ptr(),
+            indices.as_ptr(),
+            values.as_ptr(),
+            axis,
+            stream.as_ref().as_ptr(),
+        );
+        if status != 0 {
+            mlx_sys::mlx_array_free(out);
+            return Err(Exception::custom("add_along_axis: the values do not fit"));
+        }
+        Ok(Array::from_ptr(out))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -117,5 +153,19 @@ mod tests {
             &[3.0, 4.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 2.0]
         );
         assert!(scatter(&a, &[&slots], &rows, &[0, 1]).is_err());
+    }
+
+    #[test]
+    fn adds_every_value_of_a_repeated_index() {
+        let a = mlx_rs::ops::zeros::<f32>(&[2, 4]).unwrap();
+        let at = Array::from_slice(&[1i32, 1, 3, 0, 0, 0], &[2, 3]);
+        let values = Array::from_slice(&[1.0f32, 2.0, 5.0, 1.0, 1.0, 0.5], &[2, 3]);
+        let out = add_along_axis(&a, &at, &values, 1).unwrap();
+        out.eval().unwrap();
+        assert_eq!(
+            out.as_slice::<f32>(),
+            &[0.0, 3.0, 0.0, 5.0, 2.5, 0.0, 0.0, 0.0]
+        );
+        assert!(add_along_axis(&a, &at, &values.reshape(&[3, 2]).unwrap(), 1).is_err());
     }
 }

@@ -10,8 +10,8 @@
 //! the token drawn (`kernels::compiled::gumbel_noise`), so a seeded
 //! sequence draws the same tokens alone or batched, and a step dropped and
 //! run again (forced tokens) draws the same token from the same logits.
-//! Tokens under a constraint, and sequences with a repetition penalty, are
-//! still sampled on the CPU (`sampler.rs`).
+//! Tokens under a constraint are still sampled on the CPU (`sampler.rs`).
+//! Penalties on seen tokens apply before either (`penalty.rs`).
 //!
 //! On the CPU the whole draw is one operation (`kernels::draw`, the same
 //! filters and noise), since MLX's CPU sort and a dozen passes over the
@@ -44,10 +44,9 @@ pub(crate) struct Draw {
 }
 
 impl Draw {
-    /// The draw for `params`, or `None` where the device does not draw:
-    /// greedy sequences (an argmax) and repetition penalties (the CPU).
+    /// The draw for `params`, or `None` for greedy sequences (an argmax).
     pub fn of(params: &SamplingParams) -> Option<Self> {
-        if params.is_greedy() || params.repetition_penalty != 1.0 {
+        if params.is_greedy() {
             return None;
         }
         let seed = params.seed.unwrap_or_else(|| {
@@ -397,13 +396,14 @@ mod tests {
     }
 
     #[test]
-    fn greedy_and_penalized_sequences_are_not_drawn_here() {
+    fn greedy_sequences_are_not_drawn_and_penalized_ones_are() {
         assert!(Draw::of(&SamplingParams::greedy()).is_none());
         let penalized = SamplingParams {
             repetition_penalty: 1.2,
+            frequency_penalty: 0.5,
             ..params(0.7)
         };
-        assert!(Draw::of(&penalized).is_none());
+        assert!(Draw::of(&penalized).is_some());
         assert!(Draw::of(&params(0.7)).is_some());
     }
 }

@@ -3,10 +3,11 @@
 //! the head it keeps (the nucleus is a few dozen tokens, the vocabulary
 //! 50-150 thousand).
 //!
-//! Greedy requests without a repetition penalty never come here: their
-//! argmax stays on the MLX side so decoding can be pipelined. Nor, where
-//! MLX draws them on the device (`draw.rs`, a GPU's default), do sampled
-//! tokens free of a constraint's mask.
+//! Greedy requests never come here: their argmax stays on the MLX side so
+//! decoding can be pipelined. Nor, where MLX draws them on the device
+//! (`draw.rs`, the default), do sampled tokens free of a constraint's mask.
+//! The logits that do come are penalized already, in the step's graph
+//! (`penalty.rs`).
 
 use crate::{SamplingParams, TokenMask};
 
@@ -91,8 +92,6 @@ pub struct Sampler {
     top_k: usize,
     top_p: f32,
     min_p: f32,
-    penalty: f32,
-    penalty_window: usize,
     rng: Rng,
 }
 
@@ -109,45 +108,23 @@ impl Sampler {
             top_k: params.top_k,
             top_p: params.top_p,
             min_p: params.min_p,
-            penalty: params.repetition_penalty,
-            penalty_window: params.repetition_context,
             rng: Rng(seed),
         }
     }
 
-    /// Picks the next token from `logits`, given the tokens so far, among
-    /// those `mask` allows (all without one); `None` when it allows none.
-    pub fn sample(
-        &mut self,
-        logits: &[f32],
-        history: &[u32],
-        mask: Option<&TokenMask>,
-    ) -> Option<u32> {
+    /// Picks the next token from `logits` among those `mask` allows (all
+    /// without one); `None` when it allows none.
+    pub fn sample(&mut self, logits: &[f32], mask: Option<&TokenMask>) -> Option<u32> {
         let mut logits = logits.to_vec();
         if let Some(mask) = mask
             && !mask.apply(&mut logits)
         {
             return None;
         }
-        Some(self.pick(logits, history))
+        Some(self.pick(logits))
     }
 
-    fn pick(&mut self, mut logits: Vec<f32>, history: &[u32]) -> u32 {
-        if self.penalty != 1.0 {
-            let start = history.len().saturating_sub(self.penalty_window);
-            let mut seen = history[start..].to_vec();
-            seen.sort_unstable();
-            seen.dedup();
-            for id in seen {
-                if let Some(l) = logits.get_mut(id as usize) {
-                    *l = if *l > 0.0 {
-                        *l / self.penalty
-                    } else {
-                        *l * self.penalty
-                    };
-                }
-            }
-        }
+    fn pick(&mut self, logits: Vec<f32>) -> u32 {
         if self.temperature == 0.0 {
             return argmax(&logits);
         }
@@ -220,7 +197,7 @@ mod tests {
         let run = |p: &SamplingParams| {
             let mut s = Sampler::new(p);
             (0..20)
-                .map(|_| s.sample(&logits, &[], None).unwrap())
+                .map(|_| s.sample(&logits, None).unwrap())
                 .collect::<Vec<_>>()
         };
         assert_eq!(run(&params()), run(&params()));
@@ -238,14 +215,12 @@ mod tests {
             top_k: 1,
             ..params()
         });
-        assert!((0..20).all(|_| s.sample(&logits, &[], None).unwrap() == 1));
+        assert!((0..20).all(|_| s.sample(&logits, None).unwrap() == 1));
         let mut s = Sampler::new(&SamplingParams {
             min_p: 0.5,
             ..params()
         });
-        let picks: Vec<u32> = (0..200)
-            .map(|_| s.sample(&logits, &[], None).unwrap())
-            .collect();
+        let picks: Vec<u32> = (0..200).map(|_| s.sample(&logits, None).unwrap()).collect();
         assert!(picks.iter().all(|&t| t == 1 || t == 2));
         assert!(picks.contains(&1) && picks.contains(&2));
     }
@@ -257,19 +232,7 @@ mod tests {
             top_p: 0.9,
             ..params()
         });
-        assert!((0..200).all(|_| s.sample(&logits, &[], None).unwrap() < 2));
-    }
-
-    #[test]
-    fn repetition_penalty_discourages_seen_tokens() {
-        let logits = vec![2.0, 1.9, -1.0];
-        let mut s = Sampler::new(&SamplingParams {
-            temperature: 0.0,
-            repetition_penalty: 1.5,
-            ..SamplingParams::greedy()
-        });
-        assert_eq!(s.sample(&logits, &[], None).unwrap(), 0);
-        assert_eq!(s.sample(&logits, &[0], None).unwrap(), 1);
+        assert!((0..200).all(|_| s.sample(&logits, None).unwrap() < 2));
     }
 
     #[test]
@@ -279,14 +242,14 @@ mod tests {
         mask.allow(1);
         mask.allow(3);
         let mut greedy = Sampler::new(&SamplingParams::greedy());
-        assert_eq!(greedy.sample(&logits, &[], Some(&mask)), Some(1));
+        assert_eq!(greedy.sample(&logits, Some(&mask)), Some(1));
         let mut s = Sampler::new(&params());
         let picks: Vec<u32> = (0..200)
-            .map(|_| s.sample(&logits, &[], Some(&mask)).unwrap())
+            .map(|_| s.sample(&logits, Some(&mask)).unwrap())
             .collect();
         assert!(picks.iter().all(|&t| t == 1 || t == 3));
         assert!(picks.contains(&3));
-        assert_eq!(s.sample(&logits, &[], Some(&TokenMask::none(4))), None);
+        assert_eq!(s.sample(&logits, Some(&TokenMask::none(4))), None);
     }
 
     #[test]

@@ -10,6 +10,7 @@ use mlx_rs::Array;
 
 use super::draw::Draw;
 use super::link::{SeqId, Submission, ToRun};
+use super::penalty::{Penalties, PenaltyRow, Seen};
 use super::sampler::Sampler;
 use crate::mlx::error::mlx_err;
 use crate::mlx::model::KvCache;
@@ -56,7 +57,8 @@ pub(crate) enum Spec {
 
 /// How the next token is chosen: on the MLX side (greedy, or drawn on the
 /// device: lazy, so steps can be queued ahead) or by the sampler on the
-/// CPU (a repetition penalty; any sampled token under a constraint).
+/// CPU (`--sample-on host`; any sampled token under a constraint). Either
+/// way from logits already penalized in the step's graph.
 enum Picker {
     Greedy,
     Drawn(Draw),
@@ -81,6 +83,9 @@ pub(crate) struct Sequence {
     pub caches: Vec<KvCache>,
     picker: Picker,
     sampler: Box<Sampler>,
+    /// Penalties on the tokens it has seen, and its count of them.
+    penalties: Option<Penalties>,
+    seen: Seen,
     constraint: Constraint,
     /// Prompt, generated and forced tokens: position `i` of the cache
     /// holds `history[i]` once a step has consumed it.
@@ -118,7 +123,7 @@ impl Sequence {
         draws_on_device: bool,
     ) -> Self {
         let request = sub.request;
-        let picker = if request.sampling.is_greedy() && request.sampling.repetition_penalty == 1.0 {
+        let picker = if request.sampling.is_greedy() {
             Picker::Greedy
         } else if let Some(draw) = Draw::of(&request.sampling).filter(|_| draws_on_device) {
             Picker::Drawn(draw)
@@ -126,6 +131,7 @@ impl Sequence {
             Picker::Sampled
         };
         let sampler = Box::new(Sampler::new(&request.sampling));
+        let penalties = Penalties::of(&request.sampling);
         let constraint = match (sub.constrained, sub.mask) {
             (false, _) | (true, Some(None)) => Constraint::Free,
             (true, Some(Some(mask))) => Constraint::Ready(mask),
@@ -148,6 +154,8 @@ impl Sequence {
             to_run: sub.to_run,
             caches,
             sampler,
+            penalties,
+            seen: Seen::default(),
             picker,
             constraint,
             stats,
@@ -191,13 +199,21 @@ impl Sequence {
     }
 
     /// How the step's picks choose its token at `position` when they draw
-    /// it on the device (a free token of a sampled sequence without a
-    /// repetition penalty); `None`: their argmax, or not theirs to choose.
+    /// it on the device (a free token of a sampled sequence); `None`:
+    /// their argmax, or not theirs to choose.
     pub fn draw_at(&self, position: usize) -> Option<(Draw, usize)> {
         match (&self.picker, &self.constraint) {
             (Picker::Drawn(d), Constraint::Free) => Some((*d, position)),
             _ => None,
         }
+    }
+
+    /// What the step's penalties need to pick its token at `position`
+    /// (`None`: it has none).
+    pub fn penalty_at(&mut self, position: usize) -> Option<PenaltyRow> {
+        let penalties = self.penalties?;
+        let prompt = self.request.prompt.len();
+        Some(self.seen.row(penalties, &self.history, prompt, position))
     }
 
     /// Whether it has logits to pick from but its mask has not arrived.
@@ -305,7 +321,7 @@ impl Sequence {
         let v = logits
             .try_as_slice::<f32>()
             .map_err(|e| EngineError::Backend(format!("reading logits: {e}")))?;
-        self.sampler.sample(v, &self.history, mask).ok_or_else(|| {
+        self.sampler.sample(v, mask).ok_or_else(|| {
             EngineError::InvalidRequest("the output constraint allows no token".into())
         })
     }

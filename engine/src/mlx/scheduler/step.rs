@@ -8,7 +8,7 @@ use std::time::Instant;
 use mlx_rs::Array;
 
 use super::sequence::{Next, Spec};
-use super::{Worker, draw};
+use super::{Worker, draw, penalty};
 use crate::EngineError;
 use crate::mlx::error::mlx_err;
 use crate::mlx::model::{Fork, Segment};
@@ -281,6 +281,13 @@ impl Worker {
                 p.ends_feed.then(|| seq.draw_at(p.reach)).flatten()
             })
             .collect();
+        let penalties: Vec<_> = parts
+            .iter()
+            .map(|p| {
+                let seq = &mut self.active[p.seq];
+                p.ends_feed.then(|| seq.penalty_at(p.reach)).flatten()
+            })
+            .collect();
         let mut caches: Vec<Option<&mut Vec<_>>> = self
             .active
             .iter_mut()
@@ -308,10 +315,20 @@ impl Worker {
                 fork,
             });
         }
-        let out = self
+        let mut out = self
             .model
             .forward(&mut segments, logits)
             .map_err(mlx_err("decoding"))?;
+        if let Some(l) = &out
+            && penalties.iter().any(Option::is_some)
+        {
+            // Every pick, and the logits kept for a mask or the host
+            // sampler, sees the penalized logits.
+            let penalized = last_inputs(parts)
+                .and_then(|inputs| penalty::penalize(l, &penalties, &inputs))
+                .map_err(mlx_err("penalizing seen tokens"))?;
+            out = Some(penalized);
+        }
         let picks = match &out {
             Some(l) => Some(draw::picks(l, &draws).map_err(mlx_err("choosing a token"))?),
             None => None,
@@ -334,6 +351,30 @@ impl Worker {
         .map_err(mlx_err("queueing a step"))?;
         Ok((out, picks))
     }
+}
+
+/// Each part's last input token, `[parts, 1]` int32 (lazy where it is a
+/// token nobody has read yet).
+fn last_inputs(parts: &[Part]) -> mlx_rs::error::Result<Array> {
+    let rows = parts.len() as i32;
+    let all: Vec<&Array> = parts.iter().map(|p| &p.ids).collect();
+    let all = match all.as_slice() {
+        [one] => (*one).clone(),
+        _ => mlx_rs::ops::concatenate(&all, 1)?,
+    };
+    if parts.iter().all(|p| p.len == 1) {
+        return all.reshape(&[rows, 1]);
+    }
+    let mut end = 0;
+    let last: Vec<i32> = parts
+        .iter()
+        .map(|p| {
+            end += p.len as i32;
+            end - 1
+        })
+        .collect();
+    all.take_axis(Array::from_slice(&last, &[rows]), 1)?
+        .reshape(&[rows, 1])
 }
 
 fn ids_array(ids: &[u32]) -> Array {

@@ -219,3 +219,88 @@ fn seeded_draws_alone_and_batched(engine: MlxEngine) {
     assert_eq!(batched, alone);
     assert_ne!(theirs[1], alone, "another seed draws other tokens");
 }
+
+/// Greedy decoding under penalties, one token at a time on the network
+/// with the penalties applied on the host after reading each step's
+/// logits: what the scheduler must produce with its steps queued ahead.
+fn penalized_by_hand(prompt: &[u32], params: &SamplingParams, n: usize) -> Vec<u32> {
+    use crate::mlx::model::Segment;
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/tiny-qwen3");
+    let (model, _, _) = crate::mlx::load_network(&path, &LoadOptions::default()).unwrap();
+    let mut cache = model.new_cache();
+    let mut tokens = prompt.to_vec();
+    let mut feed = prompt.to_vec();
+    for _ in 0..n {
+        let ids: Vec<i32> = feed.iter().map(|&t| t as i32).collect();
+        let mut segment = [Segment {
+            ids: mlx_rs::Array::from_slice(&ids, &[1, ids.len() as i32]),
+            len: ids.len() as i32,
+            caches: &mut cache,
+            fork: None,
+        }];
+        let logits = model.forward(&mut segment, true).unwrap().unwrap();
+        logits.eval().unwrap();
+        let mut row = logits.as_slice::<f32>().to_vec();
+        super::penalty::tests::reference(&mut row, params, &tokens, prompt.len());
+        let next = super::sampler::argmax(&row);
+        tokens.push(next);
+        feed = vec![next];
+    }
+    tokens.split_off(prompt.len())
+}
+
+/// Penalized greedy decoding, pipelined and batched, picks what picking
+/// by hand on the host picks.
+#[test]
+fn penalties_in_the_step_pick_what_the_host_would_alone_and_batched() {
+    let engine = tiny_engine(Duration::from_millis(200));
+    let run = |r: &GenerationRequest| {
+        let mut sink = Tokens(Vec::new());
+        engine.generate(r, &mut sink).unwrap();
+        sink.0
+    };
+    let prompt = vec![5, 6, 7, 8, 5, 6];
+    for params in [
+        SamplingParams {
+            repetition_penalty: 1.5,
+            repetition_context: 16,
+            ..SamplingParams::greedy()
+        },
+        SamplingParams {
+            frequency_penalty: 0.8,
+            presence_penalty: 0.5,
+            ..SamplingParams::greedy()
+        },
+    ] {
+        let mine = GenerationRequest {
+            sampling: params.clone(),
+            ..sampled(prompt.clone(), None)
+        };
+        let want = penalized_by_hand(&prompt, &params, 24);
+        let plain = run(&sampled(prompt.clone(), None));
+        assert_ne!(want, plain, "{params:?} changes nothing here");
+        assert_eq!(run(&mine), want, "{params:?} alone");
+        // Beside a plain greedy generation and a penalized sampled one,
+        // arriving together: its row among theirs.
+        let others = [
+            sampled(vec![9, 10, 11], None),
+            GenerationRequest {
+                sampling: SamplingParams {
+                    frequency_penalty: 1.0,
+                    repetition_penalty: 1.2,
+                    ..sampled(vec![], Some(3)).sampling
+                },
+                ..sampled(vec![9, 3, 4, 5, 6, 7, 8], None)
+            },
+        ];
+        let batched = std::thread::scope(|scope| {
+            let handles: Vec<_> = others.iter().map(|r| scope.spawn(move || run(r))).collect();
+            let batched = run(&mine);
+            for h in handles {
+                assert_eq!(h.join().unwrap().len(), 24);
+            }
+            batched
+        });
+        assert_eq!(batched, want, "{params:?} batched");
+    }
+}
