@@ -231,6 +231,17 @@ pub fn check_request(info: &ModelInfo, request: &GenerationRequest) -> Result<()
             info.vocab_size
         )));
     }
+    if let Some((bad, _)) = request
+        .sampling
+        .logit_bias
+        .iter()
+        .find(|&&(id, _)| id as usize >= info.vocab_size)
+    {
+        return Err(EngineError::InvalidRequest(format!(
+            "sampling logit_bias names token {bad}, outside the vocabulary of {}",
+            info.vocab_size
+        )));
+    }
     if request.prompt.len() + request.max_tokens.min(1) > info.context_length {
         return Err(EngineError::ContextOverflow {
             prompt: request.prompt.len(),
@@ -272,5 +283,20 @@ mod tests {
             Err(EngineError::ContextOverflow { prompt: 8, .. })
         ));
         assert!(check_request(&info(), &request(vec![1; 7])).is_ok());
+    }
+
+    #[test]
+    fn refuses_a_logit_bias_outside_the_vocabulary_or_its_range() {
+        let mut r = request(vec![1, 2]);
+        r.sampling.logit_bias = vec![(9, -100.0), (3, 100.0)];
+        assert!(check_request(&info(), &r).is_ok());
+        r.sampling.logit_bias = vec![(3, 1.0), (10, 1.0)];
+        let err = check_request(&info(), &r).unwrap_err().to_string();
+        assert!(err.contains("logit_bias") && err.contains("10"), "{err}");
+        r.sampling.logit_bias = vec![(3, 100.5)];
+        let err = check_request(&info(), &r).unwrap_err().to_string();
+        assert!(err.contains("logit_bias of token 3"), "{err}");
+        r.sampling.logit_bias = vec![(3, f32::NAN)];
+        assert!(check_request(&info(), &r).is_err());
     }
 }

@@ -33,6 +33,9 @@ pub struct SamplingParams {
     /// Subtracted from the logit of every token generated so far, once
     /// (OpenAI's `presence_penalty`; 0 = off).
     pub presence_penalty: f32,
+    /// Added to these tokens' logits before anything else (OpenAI's
+    /// `logit_bias`: -100 bans a token, 100 all but forces it).
+    pub logit_bias: Vec<(u32, f32)>,
     /// Seed of the random generator; `None` seeds from the clock.
     pub seed: Option<u64>,
 }
@@ -50,6 +53,7 @@ impl SamplingParams {
             repetition_context: 64,
             frequency_penalty: 0.0,
             presence_penalty: 0.0,
+            logit_bias: Vec::new(),
             seed: None,
         }
     }
@@ -94,6 +98,16 @@ impl SamplingParams {
             if !(-2.0..=2.0).contains(&value) {
                 return bad(name, "must be in [-2, 2]");
             }
+        }
+        if let Some((id, _)) = self
+            .logit_bias
+            .iter()
+            .find(|(_, b)| !(-100.0..=100.0).contains(b))
+        {
+            return bad(
+                "logit_bias",
+                &format!("of token {id} must be in [-100, 100]"),
+            );
         }
         Ok(())
     }

@@ -11,7 +11,8 @@
 //! sequence draws the same tokens alone or batched, and a step dropped and
 //! run again (forced tokens) draws the same token from the same logits.
 //! Tokens under a constraint are still sampled on the CPU (`sampler.rs`).
-//! Penalties on seen tokens apply before either (`penalty.rs`).
+//! A request's logit bias and penalties on seen tokens apply before either
+//! (`adjust.rs`).
 //!
 //! On the CPU the whole draw is one operation (`kernels::draw`, the same
 //! filters and noise), since MLX's CPU sort and a dozen passes over the

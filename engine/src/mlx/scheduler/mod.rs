@@ -10,17 +10,17 @@
 //! leave as soon as they finish, are stopped, or their run is gone.
 //!
 //! Greedy steps, and sampled ones drawn on the device (`draw.rs`), are
-//! pipelined as a lone sequence's were, penalties on seen tokens included
-//! (`penalty.rs`): a step takes the previous step's tokens as lazy inputs
+//! pipelined as a lone sequence's were, logit bias and penalties on seen
+//! tokens included (`adjust.rs`): a step takes the previous step's tokens as lazy inputs
 //! and is queued before those tokens are read and handed to the runs,
 //! whose sinks then work while the model computes. A run that answers
 //! late is not waited for again until it answers (`laggard`), so a slow
 //! client never slows its neighbours.
 
+mod adjust;
 mod draw;
 mod link;
 mod pace;
-mod penalty;
 mod pool;
 mod sampler;
 mod sequence;

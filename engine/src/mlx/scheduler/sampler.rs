@@ -6,8 +6,8 @@
 //! Greedy requests never come here: their argmax stays on the MLX side so
 //! decoding can be pipelined. Nor, where MLX draws them on the device
 //! (`draw.rs`, the default), do sampled tokens free of a constraint's mask.
-//! The logits that do come are penalized already, in the step's graph
-//! (`penalty.rs`).
+//! The logits that do come are biased and penalized already, in the step's
+//! graph (`adjust.rs`).
 
 use crate::{SamplingParams, TokenMask};
 

@@ -8,9 +8,9 @@ use std::time::{Duration, Instant};
 
 use mlx_rs::Array;
 
+use super::adjust::{Adjust, AdjustRow, Seen};
 use super::draw::Draw;
 use super::link::{SeqId, Submission, ToRun};
-use super::penalty::{Penalties, PenaltyRow, Seen};
 use super::sampler::Sampler;
 use crate::mlx::error::mlx_err;
 use crate::mlx::model::KvCache;
@@ -83,8 +83,9 @@ pub(crate) struct Sequence {
     pub caches: Vec<KvCache>,
     picker: Picker,
     sampler: Box<Sampler>,
-    /// Penalties on the tokens it has seen, and its count of them.
-    penalties: Option<Penalties>,
+    /// Its logit bias and penalties on the tokens it has seen, and its
+    /// count of them.
+    adjust: Option<Adjust>,
     seen: Seen,
     constraint: Constraint,
     /// Prompt, generated and forced tokens: position `i` of the cache
@@ -131,7 +132,7 @@ impl Sequence {
             Picker::Sampled
         };
         let sampler = Box::new(Sampler::new(&request.sampling));
-        let penalties = Penalties::of(&request.sampling);
+        let adjust = Adjust::of(&request.sampling);
         let constraint = match (sub.constrained, sub.mask) {
             (false, _) | (true, Some(None)) => Constraint::Free,
             (true, Some(Some(mask))) => Constraint::Ready(mask),
@@ -154,7 +155,7 @@ impl Sequence {
             to_run: sub.to_run,
             caches,
             sampler,
-            penalties,
+            adjust,
             seen: Seen::default(),
             picker,
             constraint,
@@ -208,12 +209,12 @@ impl Sequence {
         }
     }
 
-    /// What the step's penalties need to pick its token at `position`
-    /// (`None`: it has none).
-    pub fn penalty_at(&mut self, position: usize) -> Option<PenaltyRow> {
-        let penalties = self.penalties?;
+    /// How the step adjusts its logits to pick its token at `position`
+    /// (`None`: not at all).
+    pub fn adjust_at(&mut self, position: usize) -> Option<AdjustRow> {
+        let adjust = self.adjust.as_ref()?;
         let prompt = self.request.prompt.len();
-        Some(self.seen.row(penalties, &self.history, prompt, position))
+        Some(self.seen.row(adjust, &self.history, prompt, position))
     }
 
     /// Whether it has logits to pick from but its mask has not arrived.

@@ -8,7 +8,7 @@ use std::time::Instant;
 use mlx_rs::Array;
 
 use super::sequence::{Next, Spec};
-use super::{Worker, draw, penalty};
+use super::{Worker, adjust, draw};
 use crate::EngineError;
 use crate::mlx::error::mlx_err;
 use crate::mlx::model::{Fork, Segment};
@@ -281,11 +281,11 @@ impl Worker {
                 p.ends_feed.then(|| seq.draw_at(p.reach)).flatten()
             })
             .collect();
-        let penalties: Vec<_> = parts
+        let adjustments: Vec<_> = parts
             .iter()
             .map(|p| {
                 let seq = &mut self.active[p.seq];
-                p.ends_feed.then(|| seq.penalty_at(p.reach)).flatten()
+                p.ends_feed.then(|| seq.adjust_at(p.reach)).flatten()
             })
             .collect();
         let mut caches: Vec<Option<&mut Vec<_>>> = self
@@ -320,14 +320,14 @@ impl Worker {
             .forward(&mut segments, logits)
             .map_err(mlx_err("decoding"))?;
         if let Some(l) = &out
-            && penalties.iter().any(Option::is_some)
+            && adjustments.iter().any(Option::is_some)
         {
             // Every pick, and the logits kept for a mask or the host
-            // sampler, sees the penalized logits.
-            let penalized = last_inputs(parts)
-                .and_then(|inputs| penalty::penalize(l, &penalties, &inputs))
-                .map_err(mlx_err("penalizing seen tokens"))?;
-            out = Some(penalized);
+            // sampler, sees the adjusted logits.
+            let adjusted = last_inputs(parts)
+                .and_then(|inputs| adjust::adjust(l, &adjustments, &inputs))
+                .map_err(mlx_err("adjusting the logits"))?;
+            out = Some(adjusted);
         }
         let picks = match &out {
             Some(l) => Some(draw::picks(l, &draws).map_err(mlx_err("choosing a token"))?),

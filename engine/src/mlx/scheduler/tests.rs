@@ -220,10 +220,10 @@ fn seeded_draws_alone_and_batched(engine: MlxEngine) {
     assert_ne!(theirs[1], alone, "another seed draws other tokens");
 }
 
-/// Greedy decoding under penalties, one token at a time on the network
-/// with the penalties applied on the host after reading each step's
+/// Greedy decoding under a logit bias and penalties, one token at a time
+/// on the network with them applied on the host after reading each step's
 /// logits: what the scheduler must produce with its steps queued ahead.
-fn penalized_by_hand(prompt: &[u32], params: &SamplingParams, n: usize) -> Vec<u32> {
+fn adjusted_by_hand(prompt: &[u32], params: &SamplingParams, n: usize) -> Vec<u32> {
     use crate::mlx::model::Segment;
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/tiny-qwen3");
     let (model, _, _) = crate::mlx::load_network(&path, &LoadOptions::default()).unwrap();
@@ -241,7 +241,7 @@ fn penalized_by_hand(prompt: &[u32], params: &SamplingParams, n: usize) -> Vec<u
         let logits = model.forward(&mut segment, true).unwrap().unwrap();
         logits.eval().unwrap();
         let mut row = logits.as_slice::<f32>().to_vec();
-        super::penalty::tests::reference(&mut row, params, &tokens, prompt.len());
+        super::adjust::tests::reference(&mut row, params, &tokens, prompt.len());
         let next = super::sampler::argmax(&row);
         tokens.push(next);
         feed = vec![next];
@@ -249,10 +249,10 @@ fn penalized_by_hand(prompt: &[u32], params: &SamplingParams, n: usize) -> Vec<u
     tokens.split_off(prompt.len())
 }
 
-/// Penalized greedy decoding, pipelined and batched, picks what picking
-/// by hand on the host picks.
+/// Greedy decoding under a logit bias and penalties, pipelined and
+/// batched, picks what picking by hand on the host picks.
 #[test]
-fn penalties_in_the_step_pick_what_the_host_would_alone_and_batched() {
+fn adjustments_in_the_step_pick_what_the_host_would_alone_and_batched() {
     let engine = tiny_engine(Duration::from_millis(200));
     let run = |r: &GenerationRequest| {
         let mut sink = Tokens(Vec::new());
@@ -260,6 +260,7 @@ fn penalties_in_the_step_pick_what_the_host_would_alone_and_batched() {
         sink.0
     };
     let prompt = vec![5, 6, 7, 8, 5, 6];
+    let plain = run(&sampled(prompt.clone(), None));
     for params in [
         SamplingParams {
             repetition_penalty: 1.5,
@@ -271,13 +272,18 @@ fn penalties_in_the_step_pick_what_the_host_would_alone_and_batched() {
             presence_penalty: 0.5,
             ..SamplingParams::greedy()
         },
+        // The plain answer's first token banned, another raised.
+        SamplingParams {
+            logit_bias: vec![(plain[0], -100.0), (plain[5], 4.0)],
+            repetition_penalty: 1.1,
+            ..SamplingParams::greedy()
+        },
     ] {
         let mine = GenerationRequest {
             sampling: params.clone(),
             ..sampled(prompt.clone(), None)
         };
-        let want = penalized_by_hand(&prompt, &params, 24);
-        let plain = run(&sampled(prompt.clone(), None));
+        let want = adjusted_by_hand(&prompt, &params, 24);
         assert_ne!(want, plain, "{params:?} changes nothing here");
         assert_eq!(run(&mine), want, "{params:?} alone");
         // Beside a plain greedy generation and a penalized sampled one,

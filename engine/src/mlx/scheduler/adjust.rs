@@ -1,18 +1,21 @@
-//! Penalties on tokens a sequence has already seen, applied to a step's
-//! logits in its graph before any pick: mlx-lm's repetition penalty (a
-//! seen token's logit divided by the factor where positive, multiplied by
-//! it elsewhere, over the last `repetition_context` tokens, the prompt's
-//! included) and OpenAI's frequency and presence penalties (subtracted per
-//! time, and once, a token was generated; prompt tokens do not count).
+//! What a step does to a sequence's logits before any pick, in its graph:
+//! the request's logit bias (OpenAI's, added first, as vLLM and llama.cpp
+//! order it), then penalties on tokens the sequence has already seen:
+//! mlx-lm's repetition penalty (a seen token's logit divided by the factor
+//! where positive, multiplied by it elsewhere, over the last
+//! `repetition_context` tokens, the prompt's included) and OpenAI's
+//! frequency and presence penalties (subtracted per time, and once, a
+//! token was generated; prompt tokens do not count).
 //!
-//! They are in the graph, not on the host, so a penalized sequence's steps
+//! They are in the graph, not on the host, so an adjusted sequence's steps
 //! are queued ahead like any other's: the token the previous step picked
 //! is still unread when the next step is built. So each row's last input
 //! comes in as an array, and only the tokens before it as host lists.
 //! Every pick after them (greedy, drawn on the device, under a mask, or by
-//! the host sampler) sees the same penalized logits.
+//! the host sampler) sees the same adjusted logits.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use mlx_rs::Array;
 use mlx_rs::ops::indexing::{put_along_axis, take_along_axis};
@@ -22,9 +25,11 @@ use crate::mlx::kernels::scatter::add_along_axis;
 
 type R<T> = mlx_rs::error::Result<T>;
 
-/// A sequence's penalties (validated by `SamplingParams::validate`).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) struct Penalties {
+/// A sequence's adjustments (validated by `SamplingParams::validate`).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Adjust {
+    /// Token ids and what to add to their logits.
+    bias: Arc<[(i32, f32)]>,
     /// 1: off.
     repetition: f32,
     /// Tokens the repetition penalty looks at, the last input included.
@@ -35,10 +40,16 @@ pub(crate) struct Penalties {
     presence: f32,
 }
 
-impl Penalties {
-    /// `None` where no penalty applies (the step's graph stays as it is).
+impl Adjust {
+    /// `None` where nothing applies (the step's graph stays as it is).
     pub fn of(params: &SamplingParams) -> Option<Self> {
-        params.penalizes().then_some(Self {
+        let bias: Arc<[(i32, f32)]> = params
+            .logit_bias
+            .iter()
+            .map(|&(t, b)| (t as i32, b))
+            .collect();
+        (params.penalizes() || !bias.is_empty()).then_some(Self {
+            bias,
             repetition: params.repetition_penalty,
             window: params.repetition_context,
             frequency: params.frequency_penalty,
@@ -55,11 +66,11 @@ impl Penalties {
     }
 }
 
-/// What one row's penalties need of its sequence's tokens before the
-/// pass's last input.
+/// One row's adjustments, with what its penalties need of its sequence's
+/// tokens before the pass's last input.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct PenaltyRow {
-    penalties: Penalties,
+pub(crate) struct AdjustRow {
+    adjust: Adjust,
     /// The repetition window's tokens before the last input.
     recent: Vec<i32>,
     /// Each distinct token generated before the last input, and how often.
@@ -84,20 +95,20 @@ impl Seen {
     /// those before it are taken from `history`.
     pub fn row(
         &mut self,
-        penalties: Penalties,
+        adjust: &Adjust,
         history: &[u32],
         prompt: usize,
         position: usize,
-    ) -> PenaltyRow {
+    ) -> AdjustRow {
         let before = position.saturating_sub(1).min(history.len());
-        let recent = match penalties.repeats() {
+        let recent = match adjust.repeats() {
             true => {
-                let from = before.saturating_sub(penalties.window - 1);
+                let from = before.saturating_sub(adjust.window - 1);
                 history[from..before].iter().map(|&t| t as i32).collect()
             }
             false => Vec::new(),
         };
-        let generated = match penalties.counts() {
+        let generated = match adjust.counts() {
             true => {
                 let start = prompt + self.counted;
                 if before > start {
@@ -113,8 +124,8 @@ impl Seen {
             }
             false => Vec::new(),
         };
-        PenaltyRow {
-            penalties,
+        AdjustRow {
+            adjust: adjust.clone(),
             recent,
             generated,
             input_generated: position > prompt,
@@ -122,32 +133,37 @@ impl Seen {
     }
 }
 
-/// `logits` (`[rows, vocab]`, f32) with each row's penalties applied;
+/// `logits` (`[rows, vocab]`, f32) with each row's adjustments applied;
 /// `inputs` (`[rows, 1]` int32) holds each row's last input token. Rows
-/// without penalties come out unchanged.
-pub(crate) fn penalize(logits: &Array, rows: &[Option<PenaltyRow>], inputs: &Array) -> R<Array> {
+/// without adjustments come out unchanged.
+pub(crate) fn adjust(logits: &Array, rows: &[Option<AdjustRow>], inputs: &Array) -> R<Array> {
     let n = rows.len() as i32;
     let vocab = logits.shape().last().copied().unwrap_or(0);
     if logits.shape() != [n, vocab] || inputs.shape() != [n, 1] {
         return Err(mlx_rs::error::Exception::custom(
-            "penalties: logits, inputs and rows disagree",
+            "adjustments: logits, inputs and rows disagree",
         ));
     }
-    let column = |f: &dyn Fn(&PenaltyRow) -> f32, off: f32| -> Array {
+    let column = |f: &dyn Fn(&AdjustRow) -> f32, off: f32| -> Array {
         let v: Vec<f32> = rows.iter().map(|r| r.as_ref().map_or(off, f)).collect();
         Array::from_slice(&v, &[n, 1])
     };
     let mut out = logits.clone();
-    if rows.iter().flatten().any(|r| r.penalties.repeats()) {
+    if rows.iter().flatten().any(|r| !r.adjust.bias.is_empty()) {
+        let (at, bias) = padded(rows, None, |r| r.adjust.bias.to_vec())?;
+        let zeros = mlx_rs::ops::zeros::<f32>(&[n, vocab])?;
+        out = out.add(add_along_axis(&zeros, &at, &bias, 1)?)?;
+    }
+    if rows.iter().flatten().any(|r| r.adjust.repeats()) {
         // Each row's window, padded with its last input: a token in a
         // window twice is penalized once, every copy writing one value.
-        let (at, _) = padded(rows, inputs, |r| match r.penalties.repeats() {
+        let (at, _) = padded(rows, Some(inputs), |r| match r.adjust.repeats() {
             true => r.recent.iter().map(|&t| (t, 0.0)).collect(),
             false => Vec::new(),
         })?;
         let factor = column(
-            &|r| match r.penalties.repeats() {
-                true => r.penalties.repetition,
+            &|r| match r.adjust.repeats() {
+                true => r.adjust.repetition,
                 false => 1.0,
             },
             1.0,
@@ -160,10 +176,10 @@ pub(crate) fn penalize(logits: &Array, rows: &[Option<PenaltyRow>], inputs: &Arr
         )?;
         out = put_along_axis(&out, &at, &penalized, -1)?;
     }
-    if rows.iter().flatten().any(|r| r.penalties.counts()) {
+    if rows.iter().flatten().any(|r| r.adjust.counts()) {
         // Each row's counts over the vocabulary: the host's, plus the last
         // input where it was generated.
-        let (at, counts) = padded(rows, inputs, |r| r.generated.clone())?;
+        let (at, counts) = padded(rows, Some(inputs), |r| r.generated.clone())?;
         let input_counts = column(&|r| f32::from(u8::from(r.input_generated)), 0.0);
         let counts = mlx_rs::ops::concatenate(&[counts, input_counts], 1)?;
         let zeros = mlx_rs::ops::zeros::<f32>(&[n, vocab])?;
@@ -171,20 +187,21 @@ pub(crate) fn penalize(logits: &Array, rows: &[Option<PenaltyRow>], inputs: &Arr
         let present = dense
             .gt(Array::from_f32(0.0))?
             .as_dtype(mlx_rs::Dtype::Float32)?;
-        let by_count = dense.multiply(column(&|r| r.penalties.frequency, 0.0))?;
-        let once = present.multiply(column(&|r| r.penalties.presence, 0.0))?;
+        let by_count = dense.multiply(column(&|r| r.adjust.frequency, 0.0))?;
+        let once = present.multiply(column(&|r| r.adjust.presence, 0.0))?;
         out = out.subtract(by_count.add(once)?)?;
     }
     Ok(out)
 }
 
-/// Each row's `(token, value)` pairs from `of` as `[rows, width + 1]`
-/// token ids, the last column each row's input and the padding its input
-/// too, and `[rows, width]` values (0 in the padding).
+/// Each row's `(token, value)` pairs from `of` as `[rows, width]` token
+/// ids and values, padded with token 0 and value 0; with `inputs`, the
+/// padding is each row's input instead and a last column of ids holds it
+/// (`[rows, width + 1]` ids).
 fn padded(
-    rows: &[Option<PenaltyRow>],
-    inputs: &Array,
-    of: impl Fn(&PenaltyRow) -> Vec<(i32, f32)>,
+    rows: &[Option<AdjustRow>],
+    inputs: Option<&Array>,
+    of: impl Fn(&AdjustRow) -> Vec<(i32, f32)>,
 ) -> R<(Array, Array)> {
     let lists: Vec<Vec<(i32, f32)>> = rows
         .iter()
@@ -203,14 +220,17 @@ fn padded(
         }
     }
     let shape = [n, width as i32];
-    let before = mlx_rs::ops::select(
-        Array::from_slice(&known, &shape),
+    let (ids, values) = (
         Array::from_slice(&ids, &shape),
-        inputs,
-    )?;
+        Array::from_slice(&values, &shape),
+    );
+    let Some(inputs) = inputs else {
+        return Ok((ids, values));
+    };
+    let before = mlx_rs::ops::select(Array::from_slice(&known, &shape), ids, inputs)?;
     Ok((
         mlx_rs::ops::concatenate(&[before, inputs.clone()], 1)?,
-        Array::from_slice(&values, &shape),
+        values,
     ))
 }
 
@@ -228,7 +248,7 @@ pub(super) mod tests {
         }
     }
 
-    /// The penalties as a host would apply them to one row, given the
+    /// The adjustments as a host would apply them to one row, given the
     /// sequence's tokens up to and including the last input.
     pub(in crate::mlx::scheduler) fn reference(
         logits: &mut [f32],
@@ -236,6 +256,13 @@ pub(super) mod tests {
         tokens: &[u32],
         prompt: usize,
     ) {
+        let mut bias: HashMap<u32, f32> = HashMap::new();
+        for &(t, b) in &p.logit_bias {
+            *bias.entry(t).or_default() += b;
+        }
+        for (t, b) in bias {
+            logits[t as usize] += b;
+        }
         if p.repetition_penalty != 1.0 {
             let from = tokens.len().saturating_sub(p.repetition_context);
             let mut seen = tokens[from..].to_vec();
@@ -262,7 +289,7 @@ pub(super) mod tests {
     }
 
     #[test]
-    fn the_graph_penalizes_as_the_host_would_bit_for_bit() {
+    fn the_graph_adjusts_as_the_host_would_bit_for_bit() {
         let vocab = 300usize;
         let mut state = 0x9e37_79b9_u32;
         let mut next = move || {
@@ -278,6 +305,14 @@ pub(super) mod tests {
             params(1.0, 64, 0.0, -1.5),
             params(1.2, 5, 1.1, 0.4),
             params(1.0, 64, 0.0, 0.0),
+            SamplingParams {
+                logit_bias: vec![(7, -100.0), (0, 2.5), (299, 0.125)],
+                ..params(1.0, 64, 0.0, 0.0)
+            },
+            SamplingParams {
+                logit_bias: vec![(7, 30.0), (12, -1.0)],
+                ..params(1.4, 16, 0.3, 0.2)
+            },
         ];
         // Sequences of 12-40 tokens, 10 of them the prompt; repeats come
         // from a small alphabet. The last input is the last token, so the
@@ -301,17 +336,17 @@ pub(super) mod tests {
         let mut want = logits.clone();
         for (i, tokens) in sequences.iter().enumerate() {
             let p = &settings[i % settings.len()];
-            rows.push(Penalties::of(p).map(|pen| {
+            rows.push(Adjust::of(p).map(|a| {
                 // Counted over two calls, as steps would.
                 let mut seen = Seen::default();
-                seen.row(pen, &tokens[..tokens.len() - 3], prompt, tokens.len() - 3);
-                seen.row(pen, tokens, prompt, tokens.len())
+                seen.row(&a, &tokens[..tokens.len() - 3], prompt, tokens.len() - 3);
+                seen.row(&a, tokens, prompt, tokens.len())
             }));
             reference(&mut want[i * vocab..(i + 1) * vocab], p, tokens, prompt);
         }
         let inputs: Vec<i32> = sequences.iter().map(|t| t[t.len() - 1] as i32).collect();
         let n = sequences.len() as i32;
-        let got = penalize(
+        let got = adjust(
             &Array::from_slice(&logits, &[n, vocab as i32]),
             &rows,
             &Array::from_slice(&inputs, &[n, 1]),
@@ -320,7 +355,7 @@ pub(super) mod tests {
         got.eval().unwrap();
         let got = got.as_slice::<f32>();
         let changed = (0..logits.len()).filter(|&i| logits[i] != got[i]).count();
-        assert!(changed > 50, "only {changed} logits penalized");
+        assert!(changed > 50, "only {changed} logits adjusted");
         for (i, (w, g)) in want.iter().zip(got).enumerate() {
             assert_eq!(
                 w.to_bits(),
@@ -334,42 +369,51 @@ pub(super) mod tests {
 
     #[test]
     fn counts_only_generated_tokens_and_not_the_unread_input() {
-        let pen = Penalties::of(&params(1.5, 3, 1.0, 0.0)).unwrap();
+        let a = Adjust::of(&params(1.5, 3, 1.0, 0.0)).unwrap();
         let mut seen = Seen::default();
         // Prompt [4, 5, 4]; generated 5, 5 read, the next one unread.
         let history = [4, 5, 4, 5, 5];
-        let row = seen.row(pen, &history, 3, 6);
+        let row = seen.row(&a, &history, 3, 6);
         assert_eq!(row.recent, vec![5, 5]);
         assert_eq!(row.generated, vec![(5, 2.0)]);
         assert!(row.input_generated);
         // The prompt's last token as the input: nothing generated yet.
-        let row = Seen::default().row(pen, &history[..3], 3, 3);
+        let row = Seen::default().row(&a, &history[..3], 3, 3);
         assert_eq!(row.recent, vec![4, 5]);
         assert!(row.generated.is_empty() && !row.input_generated);
-        assert!(Penalties::of(&params(1.0, 64, 0.0, 0.0)).is_none());
-        assert!(Penalties::of(&params(1.3, 0, 0.0, 0.0)).is_none());
+        assert!(Adjust::of(&params(1.0, 64, 0.0, 0.0)).is_none());
+        assert!(Adjust::of(&params(1.3, 0, 0.0, 0.0)).is_none());
+        let biased = SamplingParams {
+            logit_bias: vec![(3, 1.0)],
+            ..params(1.0, 64, 0.0, 0.0)
+        };
+        assert!(Adjust::of(&biased).is_some());
     }
 
-    /// A GPU launches each operation: penalizing 8 rows takes as many
-    /// as 2 (a row's window and counts are data, not operations).
+    /// A GPU launches each operation: adjusting 8 rows takes as many as
+    /// 2 (a row's bias, window and counts are data, not operations).
     #[test]
     fn operations_do_not_grow_with_the_rows() {
-        let p = params(1.2, 16, 0.5, 0.25);
+        let p = SamplingParams {
+            logit_bias: vec![(1, -3.0), (4, 2.0)],
+            ..params(1.2, 16, 0.5, 0.25)
+        };
         let operations = |n: usize| {
             let rows: Vec<_> = (0..n)
                 .map(|i| {
                     let history: Vec<u32> = (0..20 + i as u32).map(|t| t % 7).collect();
                     let len = history.len();
-                    Some(Seen::default().row(Penalties::of(&p).unwrap(), &history, 4, len + 1))
+                    let a = Adjust::of(&p).unwrap();
+                    Some(Seen::default().row(&a, &history, 4, len + 1))
                 })
                 .collect();
             let logits = mlx_rs::ops::zeros::<f32>(&[n as i32, 50]).unwrap();
             let inputs = Array::from_slice(&vec![3i32; n], &[n as i32, 1]);
-            let out = penalize(&logits, &rows, &inputs).unwrap();
+            let out = adjust(&logits, &rows, &inputs).unwrap();
             crate::mlx::kernels::graph::operation_kinds(&[&out]).unwrap()
         };
         let (two, eight) = (operations(2), operations(8));
         assert_eq!(two, eight);
-        assert!(two.values().sum::<usize>() < 40, "{two:?}");
+        assert!(two.values().sum::<usize>() < 50, "{two:?}");
     }
 }
