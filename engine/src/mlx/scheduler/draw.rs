@@ -64,6 +64,18 @@ impl Draw {
         })
     }
 
+    /// How the token at `position` is drawn: these filters, and the noise
+    /// keyed by seed and position.
+    fn row(&self, position: usize) -> RowDraw {
+        RowDraw {
+            inv_temperature: self.inv_temperature,
+            top_k: self.top_k,
+            top_p: self.top_p,
+            min_p: self.min_p,
+            key: self.key(position),
+        }
+    }
+
     /// The noise key of the token at `position` (SplitMix64's finalizer
     /// over seed and position, folded to 32 bits).
     fn key(&self, position: usize) -> u32 {
@@ -86,10 +98,16 @@ pub(crate) fn picks(logits: &Array, draws: &[Option<(Draw, usize)>]) -> R<Array>
     if draws.iter().all(Option::is_none) {
         return argmax(logits);
     }
+    let rows = rows_of(draws);
     match default_device_is_cpu() {
-        true => picks_in_one_operation(logits, draws),
-        false => picks_by_operations(logits, draws),
+        true => picks_in_one_operation(logits, &rows),
+        false => picks_by_operations(logits, &rows),
     }
+}
+
+/// Each row's draw (`None`: its argmax).
+fn rows_of(draws: &[Option<(Draw, usize)>]) -> Vec<Option<RowDraw>> {
+    draws.iter().map(|d| d.map(|(d, at)| d.row(at))).collect()
 }
 
 fn argmax(scores: &Array) -> R<Array> {
@@ -97,20 +115,8 @@ fn argmax(scores: &Array) -> R<Array> {
 }
 
 /// [`picks`] as one operation (the CPU's).
-fn picks_in_one_operation(logits: &Array, draws: &[Option<(Draw, usize)>]) -> R<Array> {
-    let rows: Vec<RowDraw> = draws
-        .iter()
-        .map(|d| match d {
-            Some((d, at)) => RowDraw {
-                inv_temperature: d.inv_temperature,
-                top_k: d.top_k,
-                top_p: d.top_p,
-                min_p: d.min_p,
-                key: d.key(*at),
-            },
-            None => RowDraw::GREEDY,
-        })
-        .collect();
+fn picks_in_one_operation(logits: &Array, rows: &[Option<RowDraw>]) -> R<Array> {
+    let rows: Vec<RowDraw> = rows.iter().map(|r| r.unwrap_or(RowDraw::GREEDY)).collect();
     let logits = match logits.dtype() {
         mlx_rs::Dtype::Float32 => logits.clone(),
         _ => logits.as_dtype(mlx_rs::Dtype::Float32)?,
@@ -120,7 +126,7 @@ fn picks_in_one_operation(logits: &Array, draws: &[Option<(Draw, usize)>]) -> R<
 
 /// [`picks`] built from MLX's operations (a GPU's: one fused noise kernel,
 /// the sort on the device).
-fn picks_by_operations(logits: &Array, draws: &[Option<(Draw, usize)>]) -> R<Array> {
+fn picks_by_operations(logits: &Array, draws: &[Option<RowDraw>]) -> R<Array> {
     let rows = draws.len() as i32;
     let vocab = logits.shape().last().copied().unwrap_or(0);
     if logits.shape() != [rows, vocab] {
@@ -129,32 +135,26 @@ fn picks_by_operations(logits: &Array, draws: &[Option<(Draw, usize)>]) -> R<Arr
         ));
     }
     // Per row: greedy rows pass through every filter untouched.
-    let column = |f: &dyn Fn(&Draw) -> f32| -> Array {
-        let v: Vec<f32> = draws
-            .iter()
-            .map(|d| d.map_or(1.0, |(d, _)| f(&d)))
-            .collect();
+    let column = |f: &dyn Fn(&RowDraw) -> f32| -> Array {
+        let v: Vec<f32> = draws.iter().map(|d| d.map_or(1.0, |d| f(&d))).collect();
         Array::from_slice(&v, &[rows, 1])
     };
     let drawn: Vec<bool> = draws.iter().map(Option::is_some).collect();
     let drawn = Array::from_slice(&drawn, &[rows, 1]);
-    let keys: Vec<u32> = draws
-        .iter()
-        .map(|d| d.map_or(0, |(d, at)| d.key(at)))
-        .collect();
+    let keys: Vec<u32> = draws.iter().map(|d| d.map_or(0, |d| d.key)).collect();
     let keys = Array::from_slice(&keys, &[rows, 1]);
     let raw = logits.as_dtype(mlx_rs::Dtype::Float32)?;
     let scaled = raw.multiply(column(&|d| d.inv_temperature))?;
     let neg_inf = Array::from_f32(f32::NEG_INFINITY);
     let mut keep: Option<Array> = None;
-    let some = |f: &dyn Fn(&Draw) -> bool| draws.iter().flatten().any(|(d, _)| f(d));
+    let some = |f: &dyn Fn(&RowDraw) -> bool| draws.iter().flatten().any(f);
     if some(&|d| d.top_k > 0 || d.top_p < 1.0) {
         // Descending order, and each row's k (the whole row when off).
         let sorted = mlx_rs::ops::sort_axis(scaled.negative()?, -1)?.negative()?;
         let ks: Vec<i32> = draws
             .iter()
             .map(|d| match d {
-                Some((d, _)) if d.top_k > 0 => d.top_k.min(vocab as usize) as i32,
+                Some(d) if d.top_k > 0 => d.top_k.min(vocab as usize) as i32,
                 _ => vocab,
             })
             .collect();
@@ -202,11 +202,16 @@ mod tests {
 
     type Picks = fn(&Array, &[Option<(Draw, usize)>]) -> R<Array>;
 
+    fn one_operation(logits: &Array, draws: &[Option<(Draw, usize)>]) -> R<Array> {
+        picks_in_one_operation(logits, &rows_of(draws))
+    }
+
+    fn operations(logits: &Array, draws: &[Option<(Draw, usize)>]) -> R<Array> {
+        picks_by_operations(logits, &rows_of(draws))
+    }
+
     /// Both ways of drawing, each tested on this machine.
-    const WAYS: [(&str, Picks); 2] = [
-        ("one operation", picks_in_one_operation),
-        ("operations", picks_by_operations),
-    ];
+    const WAYS: [(&str, Picks); 2] = [("one operation", one_operation), ("operations", operations)];
 
     fn params(temperature: f32) -> SamplingParams {
         SamplingParams {
@@ -387,8 +392,8 @@ mod tests {
                 let draws: Vec<_> = (0..positions as usize)
                     .map(|at| (at % 5 != 4).then_some((d, at)))
                     .collect();
-                let one = ids(&picks_in_one_operation(&l, &draws).unwrap());
-                let many = ids(&picks_by_operations(&l, &draws).unwrap());
+                let one = ids(&one_operation(&l, &draws).unwrap());
+                let many = ids(&operations(&l, &draws).unwrap());
                 assert_eq!(one, many, "{dtype:?} {p:?}");
                 let distinct: std::collections::BTreeSet<_> = one.iter().collect();
                 assert!(distinct.len() > 4, "{p:?}: {distinct:?}");
