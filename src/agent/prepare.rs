@@ -236,6 +236,8 @@ pub(super) fn prepare(
             ));
         }
     };
+    // The ids are the model's own; an upstream checks its own.
+    sampling::check_vocabulary(&sampling, model.engine().info().vocab_size)?;
     let structured = match spec.separate_pass() {
         Some(pass) if prompt_plan.thinking => {
             let chosen = controls.strategy.unwrap_or(pass.strategy) == SeparateStrategy::Structured;

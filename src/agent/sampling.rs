@@ -1,7 +1,7 @@
 //! Per-run sampling from `forwardedProps.sampling = {temperature, topP,
-//! topK, minP, repetitionPenalty, frequencyPenalty, presencePenalty, seed,
-//! maxTokens}`, over the server's defaults. Unknown keys are ignored; a
-//! known key with a bad value is refused naming it.
+//! topK, minP, repetitionPenalty, frequencyPenalty, presencePenalty,
+//! logitBias, seed, maxTokens}`, over the server's defaults. Unknown keys
+//! are ignored; a known key with a bad value is refused naming it.
 
 use serde_json::Value;
 use thinkwire_engine::{EngineError, SamplingParams};
@@ -22,6 +22,17 @@ const NUMBERS: [(&str, Setter); 6] = [
     ("frequencyPenalty", |p, v| p.frequency_penalty = v),
     ("presencePenalty", |p, v| p.presence_penalty = v),
 ];
+
+/// Where a `logitBias` refusal points: at the object, the message naming
+/// the token, so /v1 answers with the client's `logit_bias`.
+const LOGIT_BIAS: &str = "forwardedProps.sampling.logitBias";
+
+/// Most `logitBias` entries one run may give. OpenAI's reference states
+/// the values' range but no count; each entry is added to the logits on
+/// every step of the run, so a bound keeps one request's extra work small.
+/// 1024 is far above a real list (every spelling of a few banned words, a
+/// set of labels to choose among).
+const MAX_LOGIT_BIAS: usize = 1024;
 
 /// The sampling parameters and token limit for one run.
 pub(crate) fn from_forwarded(
@@ -73,6 +84,9 @@ pub(crate) fn from_forwarded(
             set(&mut params, value);
         }
     }
+    if let Some(bias) = sampling.get("logitBias") {
+        params.logit_bias = logit_bias(bias)?;
+    }
     if let Some(k) = count("topK")? {
         params.top_k = usize::try_from(k).unwrap_or(usize::MAX);
     }
@@ -89,6 +103,82 @@ pub(crate) fn from_forwarded(
         .validate()
         .map_err(|err| out_of_range(err, "forwardedProps.sampling"))?;
     Ok((params, max_tokens))
+}
+
+/// `{"<token id>": bias}` (OpenAI's `logit_bias`, ids as decimal object
+/// keys) as the sampler's pairs, in token order. A key that is not a token
+/// id is refused without quoting it: it may be text meant as a token.
+fn logit_bias(value: &Value) -> Result<Vec<(u32, f32)>, RunRejected> {
+    let refuse = |message: String| {
+        RunRejected::new(RejectKind::Unprocessable, "INVALID_SAMPLING", message).at(LOGIT_BIAS)
+    };
+    let Some(entries) = value.as_object() else {
+        return Err(refuse(
+            "sampling logit_bias must be an object of token ids to numbers".into(),
+        ));
+    };
+    if entries.len() > MAX_LOGIT_BIAS {
+        return Err(refuse(format!(
+            "sampling logit_bias has {} entries; the limit is {MAX_LOGIT_BIAS}",
+            entries.len()
+        )));
+    }
+    let mut biases = Vec::with_capacity(entries.len());
+    for (key, bias) in entries {
+        let id = Some(key)
+            .filter(|k| !k.is_empty() && k.bytes().all(|b| b.is_ascii_digit()))
+            .and_then(|k| k.parse::<u32>().ok())
+            .ok_or_else(|| {
+                refuse(
+                    "sampling logit_bias keys must be token ids: decimal integers below 2^32"
+                        .into(),
+                )
+            })?;
+        let bias = bias.as_f64().ok_or_else(|| {
+            refuse(format!(
+                "sampling logit_bias of token {id} must be a number"
+            ))
+        })?;
+        biases.push((id, bias as f32));
+    }
+    // `7` and `007` are one token: refused rather than added up or one
+    // silently dropped.
+    biases.sort_by_key(|&(id, _)| id);
+    if let Some(pair) = biases.windows(2).find(|pair| pair[0].0 == pair[1].0) {
+        return Err(refuse(format!(
+            "sampling logit_bias names token {} twice",
+            pair[0].0
+        )));
+    }
+    let alone = SamplingParams {
+        logit_bias: biases,
+        ..SamplingParams::greedy()
+    };
+    alone
+        .validate()
+        .map_err(|err| out_of_range(err, LOGIT_BIAS))?;
+    Ok(alone.logit_bias)
+}
+
+/// Refuses a bias on a token the model does not have, before the run
+/// starts: the engine would refuse it only once the run had begun.
+pub(crate) fn check_vocabulary(
+    params: &SamplingParams,
+    vocab_size: usize,
+) -> Result<(), RunRejected> {
+    let outside = params
+        .logit_bias
+        .iter()
+        .find(|&&(id, _)| usize::try_from(id).ok().is_none_or(|id| id >= vocab_size));
+    match outside {
+        None => Ok(()),
+        Some((id, _)) => Err(RunRejected::new(
+            RejectKind::Unprocessable,
+            "INVALID_SAMPLING",
+            format!("sampling logit_bias names token {id}, outside the vocabulary of {vocab_size}"),
+        )
+        .at(LOGIT_BIAS)),
+    }
 }
 
 /// The sampler's refusal at `path`; its message names the parameter and
@@ -231,5 +321,79 @@ mod tests {
                 err.message
             );
         }
+    }
+
+    fn biased(bias: Value) -> Result<SamplingParams, RunRejected> {
+        from_forwarded(
+            Some(&json!({"sampling": {"logitBias": bias}})),
+            &SamplingParams::default(),
+            10,
+        )
+        .map(|(p, _)| p)
+    }
+
+    #[test]
+    fn logit_bias_is_read_in_token_order() {
+        let p = biased(json!({"50256": -100, "7": 2.5, "0": 100})).unwrap();
+        assert_eq!(p.logit_bias, vec![(0, 100.0), (7, 2.5), (50256, -100.0)]);
+        assert!(biased(json!({})).unwrap().logit_bias.is_empty());
+        let top = u32::MAX.to_string();
+        let p = biased(json!({ top: 1 })).unwrap();
+        assert_eq!(p.logit_bias, vec![(u32::MAX, 1.0)]);
+    }
+
+    #[test]
+    fn a_bad_logit_bias_is_refused_at_its_key() {
+        let long = "x".repeat(300);
+        for (bias, says) in [
+            (json!([[1, 2]]), "must be an object"),
+            (json!("1: 2"), "must be an object"),
+            (json!({"hello": 1}), "must be token ids"),
+            (json!({long.as_str(): 1}), "must be token ids"),
+            (json!({"-1": 1}), "must be token ids"),
+            (json!({"+5": 1}), "must be token ids"),
+            (json!({"1.5": 1}), "must be token ids"),
+            (json!({"": 1}), "must be token ids"),
+            (json!({"4294967296": 1}), "must be token ids"),
+            (json!({"5": "1"}), "of token 5 must be a number"),
+            (json!({"5": null}), "of token 5 must be a number"),
+            (json!({"5": 100.5}), "of token 5 must be in [-100, 100]"),
+            (json!({"9": -101}), "of token 9 must be in [-100, 100]"),
+            (json!({"9": 1e300}), "of token 9 must be in [-100, 100]"),
+            (json!({"7": 1, "007": 2}), "names token 7 twice"),
+        ] {
+            let err = biased(bias.clone()).unwrap_err();
+            assert_eq!(err.code, "INVALID_SAMPLING", "{bias}");
+            assert_eq!(err.path.as_deref(), Some(LOGIT_BIAS), "{bias}");
+            assert!(err.message.contains(says), "{bias}: {}", err.message);
+            assert!(!err.message.contains("hello") && !err.message.contains("xxx"));
+        }
+    }
+
+    #[test]
+    fn logit_bias_entries_are_capped() {
+        let entries =
+            |n: usize| Value::Object((0..n).map(|id| (id.to_string(), json!(-100))).collect());
+        assert_eq!(
+            biased(entries(MAX_LOGIT_BIAS)).unwrap().logit_bias.len(),
+            MAX_LOGIT_BIAS
+        );
+        let err = biased(entries(MAX_LOGIT_BIAS + 1)).unwrap_err();
+        assert_eq!(err.path.as_deref(), Some(LOGIT_BIAS));
+        assert!(err.message.contains("limit is 1024"), "{}", err.message);
+    }
+
+    #[test]
+    fn a_token_outside_the_vocabulary_is_refused() {
+        let p = biased(json!({"9": 1, "10": -1})).unwrap();
+        assert!(check_vocabulary(&p, 11).is_ok());
+        let err = check_vocabulary(&p, 10).unwrap_err();
+        assert_eq!(err.code, "INVALID_SAMPLING");
+        assert_eq!(err.path.as_deref(), Some(LOGIT_BIAS));
+        assert_eq!(
+            err.message,
+            "sampling logit_bias names token 10, outside the vocabulary of 10"
+        );
+        assert!(check_vocabulary(&SamplingParams::default(), 0).is_ok());
     }
 }

@@ -1,7 +1,7 @@
 //! Which sampling parameters each upstream wire can carry. A run asking
 //! for one its upstream cannot take is refused naming it, never sampled
 //! without it; a parameter left at its neutral value (a penalty of 0, a
-//! `topK` of 0) asks for nothing and passes.
+//! `topK` of 0, no `logitBias` entries) asks for nothing and passes.
 
 use thinkwire_engine::SamplingParams;
 
@@ -39,16 +39,19 @@ impl UpstreamKind {
                 "presence_penalty",
                 params.presence_penalty != 0.0,
             ),
+            ("logitBias", "logit_bias", !params.logit_bias.is_empty()),
         ];
         let carried: &[&str] = match self {
             // vLLM, SGLang and mlx-lm take all of them; OpenAI itself
-            // refuses the three extras with its own 400.
+            // refuses the three extras with its own 400. Bias ids are the
+            // upstream model's; it checks them against its vocabulary.
             Self::OpenAiChat => &[
                 "topK",
                 "minP",
                 "repetitionPenalty",
                 "frequencyPenalty",
                 "presencePenalty",
+                "logitBias",
             ],
             Self::OpenAiResponses => &[],
             Self::Anthropic if thinking => &[],
@@ -111,9 +114,36 @@ mod tests {
             p.repetition_penalty = 1.1;
             p.frequency_penalty = 0.5;
             p.presence_penalty = 0.5;
+            p.logit_bias = vec![(7, -100.0)];
         });
         assert_eq!(
             UpstreamKind::OpenAiChat.uncarried_sampling(&params, true),
+            None
+        );
+    }
+
+    #[test]
+    fn only_chat_completions_carries_logit_bias() {
+        let params = asking(|p| p.logit_bias = vec![(7, -100.0)]);
+        for (kind, thinking) in [
+            (UpstreamKind::OpenAiResponses, false),
+            (UpstreamKind::Anthropic, false),
+            (UpstreamKind::Anthropic, true),
+        ] {
+            let refused = kind.uncarried_sampling(&params, thinking).unwrap();
+            assert_eq!(refused.key, "logitBias");
+            assert!(
+                refused.message.starts_with(&format!(
+                    "sampling logit_bias cannot be passed to the {} upstream",
+                    kind.as_str()
+                )),
+                "{refused:?}"
+            );
+        }
+        // An empty bias asks for nothing.
+        let params = asking(|p| p.logit_bias = Vec::new());
+        assert_eq!(
+            UpstreamKind::OpenAiResponses.uncarried_sampling(&params, false),
             None
         );
     }

@@ -7,7 +7,7 @@ Chat completions (`--api chat`), streaming with a tool: turn 1 streams
 reasoning and a tool call; turn 2 sends back the assistant message with its
 `reasoning_details` and the tool result; then the same turn 2 with the
 sealed value altered must be refused with OpenAI's error shape, as must a
-`frequency_penalty` out of range.
+`frequency_penalty` out of range and `logprobs=True` (never returned).
 
 Responses (`--api responses`), streaming with `store=False` and
 `include=["reasoning.encrypted_content"]`: turn 2 passes back turn 1's
@@ -211,6 +211,14 @@ def main():
         summary["bad_penalty"] = {"refused": False}
     except openai.APIStatusError as err:
         summary["bad_penalty"] = {"refused": True, "status": err.status_code, "body": err.body}
+    # Token log-probabilities are not returned: asking is refused by name.
+    try:
+        client.chat.completions.create(
+            model="thinkwire", messages=[{"role": "user", "content": args.prompt}],
+            logprobs=True)
+        summary["logprobs"] = {"refused": False}
+    except openai.APIStatusError as err:
+        summary["logprobs"] = {"refused": True, "status": err.status_code, "body": err.body}
     print(json.dumps(summary))
 
 

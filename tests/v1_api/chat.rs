@@ -95,12 +95,18 @@ async fn the_openai_sdk_streams_chat_with_tools_and_keeps_the_reasoning() {
     assert_eq!(bad["status"], 400);
     assert_eq!(bad["body"]["param"], "frequency_penalty");
     assert_eq!(bad["body"]["type"], "invalid_request_error");
+    let logprobs = &summary["logprobs"];
+    assert_eq!(logprobs["refused"], true, "{summary}");
+    assert_eq!(logprobs["status"], 400);
+    assert_eq!(logprobs["body"]["param"], "logprobs");
     server.shutdown().await;
 }
 
-/// OpenAI's penalties and the vLLM/llama.cpp extras reach the run; a value
-/// of the wrong type or out of range is a 400 naming the parameter, before
-/// the engine sees anything.
+/// OpenAI's penalties, `logit_bias` and the vLLM/llama.cpp extras reach
+/// the run; a value of the wrong type or out of range (a bias on a token
+/// outside the model's vocabulary included), or a request for token
+/// log-probabilities, is a 400 naming the parameter, before the engine
+/// sees anything.
 #[tokio::test]
 async fn sampling_parameters_are_honoured_or_refused_by_name() {
     let (server, observed) = TestServer::qwen3(&[qwen3_turn(REASONING_2, ANSWER_2)]).await;
@@ -113,6 +119,13 @@ async fn sampling_parameters_are_honoured_or_refused_by_name() {
         ("top_p", json!(0), "INVALID_SAMPLING"),
         ("top_k", json!(-1), "invalid_request"),
         ("frequency_penalty", json!("high"), "invalid_request"),
+        ("logit_bias", json!({"Paris": -100}), "INVALID_SAMPLING"),
+        ("logit_bias", json!({"5": 101}), "INVALID_SAMPLING"),
+        ("logit_bias", json!({"5": "ban"}), "INVALID_SAMPLING"),
+        ("logit_bias", json!({"151936": -100}), "INVALID_SAMPLING"),
+        ("logit_bias", json!([[5, -100]]), "invalid_request"),
+        ("logprobs", json!(true), "invalid_request"),
+        ("top_logprobs", json!(2), "invalid_request"),
     ];
     for (param, value, code) in refusals {
         let mut body = json!({"model": "x", "messages": user});
@@ -122,11 +135,13 @@ async fn sampling_parameters_are_honoured_or_refused_by_name() {
         assert_eq!(refused["error"]["param"], param, "{refused}");
         assert_eq!(refused["error"]["type"], "invalid_request_error");
         assert_eq!(refused["error"]["code"], code, "{refused}");
+        assert!(!refused.to_string().contains("Paris"), "{refused}");
     }
     assert!(observed.prompts.lock().unwrap().is_empty());
     let body = json!({"model": "x", "messages": user, "temperature": 0,
                       "frequency_penalty": 2, "presence_penalty": -2, "top_k": 20,
-                      "min_p": 0.05, "repetition_penalty": 1.1, "seed": null});
+                      "min_p": 0.05, "repetition_penalty": 1.1, "seed": null,
+                      "logit_bias": {"151935": -100, "13": 5}, "logprobs": false});
     let (status, answer) = post(&server, "/v1/chat/completions", &body).await;
     assert_eq!(status, 200, "{answer}");
     assert_eq!(answer["choices"][0]["message"]["content"], ANSWER_2);
@@ -138,6 +153,7 @@ async fn sampling_parameters_are_honoured_or_refused_by_name() {
     assert_eq!((sampling.top_k, sampling.min_p), (20, 0.05));
     assert_eq!(sampling.repetition_penalty, 1.1);
     assert_eq!(sampling.seed, None);
+    assert_eq!(sampling.logit_bias, vec![(13, 5.0), (151_935, -100.0)]);
     server.shutdown().await;
 }
 

@@ -61,6 +61,12 @@ async fn responses_refuse_stored_mode_and_show_reasoning_per_visibility() {
             json!({"input": [{"type": "item_reference", "id": "x"}]}),
             "input[0]",
         ),
+        // Token log-probabilities are never returned: asking is refused.
+        (
+            json!({"input": "hi", "include": ["message.output_text.logprobs"]}),
+            "include[0]",
+        ),
+        (json!({"input": "hi", "top_logprobs": 2}), "top_logprobs"),
     ] {
         let (status, refused) = post(&server, "/v1/responses", &body).await;
         assert_eq!(status, 400, "{refused}");

@@ -53,7 +53,7 @@ pub fn request_body(model: &str, request: &UpstreamRequest<'_>) -> Value {
 }
 
 /// The parameters beyond temperature and top-p, only when the run asks
-/// for them: the penalties are OpenAI's own; `top_k`, `min_p` and
+/// for them: the penalties and `logit_bias` are OpenAI's own; `top_k`, `min_p` and
 /// `repetition_penalty` are vLLM's, SGLang's and mlx-lm's extras, which
 /// OpenAI itself refuses, so a run that never asks never trips it.
 fn sampling_extras(fields: &mut Map<String, Value>, sampling: &SamplingParams) {
@@ -70,6 +70,15 @@ fn sampling_extras(fields: &mut Map<String, Value>, sampling: &SamplingParams) {
     }
     if sampling.top_k != 0 {
         fields.insert("top_k".into(), json!(sampling.top_k));
+    }
+    // OpenAI's shape: token ids as the object's keys.
+    if !sampling.logit_bias.is_empty() {
+        let bias: Map<String, Value> = sampling
+            .logit_bias
+            .iter()
+            .map(|&(id, bias)| (id.to_string(), json!(bias)))
+            .collect();
+        fields.insert("logit_bias".into(), Value::Object(bias));
     }
 }
 

@@ -207,6 +207,7 @@ fn sampling_beyond_temperature_goes_up_only_when_asked() {
         "top_k",
         "min_p",
         "repetition_penalty",
+        "logit_bias",
     ] {
         assert!(plain.get(name).is_none(), "{name} in {plain}");
     }
@@ -216,6 +217,7 @@ fn sampling_beyond_temperature_goes_up_only_when_asked() {
         top_k: 40,
         min_p: 0.25,
         repetition_penalty: 1.5,
+        logit_bias: vec![(7, -100.0), (50256, 2.5)],
         ..SamplingParams::greedy()
     });
     assert_eq!(asked["frequency_penalty"], 0.5);
@@ -223,4 +225,5 @@ fn sampling_beyond_temperature_goes_up_only_when_asked() {
     assert_eq!(asked["top_k"], 40);
     assert_eq!(asked["min_p"], 0.25);
     assert_eq!(asked["repetition_penalty"], 1.5);
+    assert_eq!(asked["logit_bias"], json!({"7": -100.0, "50256": 2.5}));
 }

@@ -9,6 +9,7 @@
 //! client sends back on the assistant message to keep the reasoning.
 
 mod request;
+mod sampling;
 
 #[cfg(feature = "fuzzing")]
 pub(super) use request::decode;
@@ -19,6 +20,7 @@ use axum::response::Response;
 use serde_json::{Map, Value, json};
 
 pub use request::{effort_control, strings};
+pub use sampling::top_logprobs;
 
 use super::error::{ApiError, Dialect};
 use super::events::{Collected, RunStep, Usage, collect};

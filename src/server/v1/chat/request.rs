@@ -16,6 +16,7 @@ use super::super::carrier;
 use super::super::content;
 use super::super::error::ApiError;
 use super::super::wire::{At, Field, single_choice};
+use super::sampling::sampling;
 
 /// Content part types holding text.
 const TEXT_PARTS: &[&str] = &["text", "input_text", "output_text"];
@@ -211,45 +212,6 @@ fn tools(input: &mut RunInput, root: &At<'_>) -> Result<(), ApiError> {
     Ok(())
 }
 
-/// OpenAI's number parameters, and the extras vLLM and llama.cpp's server
-/// take, onto `forwardedProps.sampling` keys. Range checks are the
-/// agent's; its refusal comes back naming the parameter here.
-const NUMBERS: [(&str, &str); 6] = [
-    ("temperature", "temperature"),
-    ("top_p", "topP"),
-    ("frequency_penalty", "frequencyPenalty"),
-    ("presence_penalty", "presencePenalty"),
-    ("min_p", "minP"),
-    ("repetition_penalty", "repetitionPenalty"),
-];
-
-fn sampling(input: &mut RunInput, root: &At<'_>) -> Result<(), ApiError> {
-    for (param, key) in NUMBERS {
-        if let Some(v) = root.get(param).f64()? {
-            input.sampling(key, json!(v), param);
-        }
-    }
-    for (param, key) in [("top_k", "topK"), ("seed", "seed")] {
-        if let Some(n) = root.get(param).u64()? {
-            input.sampling(key, json!(n), param);
-        }
-    }
-    if let Some(format) = root.get("response_format").value.filter(|v| !v.is_null()) {
-        input.response_format(format.clone(), "response_format");
-    }
-    for param in ["max_completion_tokens", "max_tokens"] {
-        let field = root.get(param);
-        if let Some(n) = field.u64()? {
-            if n == 0 {
-                return Err(field.invalid("must be a positive integer"));
-            }
-            input.sampling("maxTokens", json!(n), param);
-            break;
-        }
-    }
-    Ok(())
-}
-
 /// `reasoning_effort` (OpenAI) and `reasoning` (OpenRouter's object, plus
 /// thinkwire's `visibility`) → `forwardedProps.reasoning`.
 fn reasoning(input: &mut RunInput, root: &At<'_>) -> Result<(), ApiError> {
@@ -365,87 +327,6 @@ mod tests {
             let err = decode(&body).unwrap_err();
             assert_eq!(err.param.as_deref(), Some(param), "{body}");
             assert_eq!(err.status, 400);
-        }
-    }
-
-    #[test]
-    fn sampling_parameters_become_forwarded_sampling() {
-        let body = json!({
-            "messages": [{"role": "user", "content": "x"}],
-            "temperature": 0.5, "top_p": 0.9, "seed": 3,
-            "frequency_penalty": 0.25, "presence_penalty": -0.5,
-            "top_k": 40, "min_p": 0.05, "repetition_penalty": 1.1,
-            // `null` is absent, as for every other parameter.
-            "max_tokens": null,
-        });
-        let props = decode(&body)
-            .unwrap()
-            .input
-            .to_input("run-1")
-            .forwarded_props;
-        assert_eq!(
-            props.unwrap()["sampling"],
-            json!({
-                "temperature": 0.5, "topP": 0.9, "seed": 3,
-                "frequencyPenalty": 0.25, "presencePenalty": -0.5,
-                "topK": 40, "minP": 0.05, "repetitionPenalty": 1.1,
-            })
-        );
-        let body = json!({
-            "messages": [{"role": "user", "content": "x"}],
-            "frequency_penalty": null, "top_k": null,
-        });
-        let props = decode(&body)
-            .unwrap()
-            .input
-            .to_input("run-1")
-            .forwarded_props;
-        assert_eq!(props.unwrap()["sampling"], json!({}));
-    }
-
-    #[test]
-    fn a_sampling_parameter_of_the_wrong_type_is_named() {
-        for (param, value) in [
-            ("frequency_penalty", json!("high")),
-            ("presence_penalty", json!([1])),
-            ("min_p", json!(true)),
-            ("repetition_penalty", json!({})),
-            ("top_k", json!(-1)),
-            ("top_k", json!(1.5)),
-        ] {
-            let mut body = json!({"messages": [{"role": "user", "content": "x"}]});
-            body[param] = value;
-            let err = decode(&body).unwrap_err();
-            assert_eq!(err.param.as_deref(), Some(param), "{body}");
-            assert_eq!(err.status, 400);
-        }
-    }
-
-    /// An out-of-range value is the agent's refusal (its range check, at
-    /// `forwardedProps.sampling.<key>`); through the bridge it names the
-    /// client's parameter, as OpenAI's `invalid_request_error` does.
-    /// `tests/v1_api` checks the same over a socket.
-    #[test]
-    fn an_agent_refusal_names_the_parameter() {
-        use crate::agent::{RejectKind, RunRejected};
-        let mut body = json!({"messages": [{"role": "user", "content": "x"}], "top_k": 5});
-        for (param, _) in NUMBERS {
-            body[param] = json!(1);
-        }
-        let request = decode(&body).unwrap();
-        for (param, key) in NUMBERS.into_iter().chain([("top_k", "topK")]) {
-            let rejected = RunRejected::new(
-                RejectKind::Unprocessable,
-                "INVALID_SAMPLING",
-                format!("sampling {param} must be in range"),
-            )
-            .at(format!("forwardedProps.sampling.{key}"));
-            let err = request.input.refusal(rejected);
-            assert_eq!(err.status, 400);
-            assert_eq!(err.param.as_deref(), Some(param));
-            let wire = err.body(super::super::super::error::Dialect::OpenAi);
-            assert_eq!(wire["error"]["type"], "invalid_request_error");
-            assert_eq!(wire["error"]["param"], param);
         }
     }
 }

@@ -14,7 +14,7 @@ use thinkwire_protocol::ToolCall;
 
 use super::super::bridge::{RunInput, TextRole};
 use super::super::carrier;
-use super::super::chat::effort_control;
+use super::super::chat::{effort_control, top_logprobs};
 use super::super::content;
 use super::super::error::ApiError;
 use super::super::wire::{At, Field};
@@ -81,10 +81,7 @@ pub fn decode(body: &Value, agent: &Agent) -> Result<ResponsesRequest, ApiError>
         Some(n) => input.sampling("maxTokens", json!(n), "max_output_tokens"),
         None => {}
     }
-    let mut include_encrypted = false;
-    for item in root.get("include").array()? {
-        include_encrypted |= item.str()? == Some("reasoning.encrypted_content");
-    }
+    let include_encrypted = include(&root)?;
     let visibility = reasoning(&mut input, &root, agent)?;
     Ok(ResponsesRequest {
         input,
@@ -93,6 +90,27 @@ pub fn decode(body: &Value, agent: &Agent) -> Result<ResponsesRequest, ApiError>
         visibility,
         include_encrypted,
     })
+}
+
+/// Whether `include` asks for reasoning items' `encrypted_content`. Token
+/// log-probabilities (`message.output_text.logprobs`, `top_logprobs`) are
+/// never returned: asked for, they are refused by name rather than left
+/// out of the answer.
+fn include(root: &At<'_>) -> Result<bool, ApiError> {
+    top_logprobs(&root.get("top_logprobs"))?;
+    let mut encrypted = false;
+    for item in root.get("include").array()? {
+        match item.str()? {
+            Some("reasoning.encrypted_content") => encrypted = true,
+            Some("message.output_text.logprobs") => {
+                return Err(
+                    item.invalid("is not supported: token log-probabilities are not returned")
+                );
+            }
+            _ => {}
+        }
+    }
+    Ok(encrypted)
 }
 
 /// An assistant message being gathered from consecutive items.
@@ -268,4 +286,34 @@ fn reasoning(input: &mut RunInput, root: &At<'_>, agent: &Agent) -> Result<Visib
         input.reasoning_control("visibility", json!(name), &asked.path);
     }
     Ok(visibility)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn log_probabilities_are_refused_by_name() {
+        let read = |body: Value| include(&At::root(&body).unwrap());
+        assert_eq!(
+            read(json!({"include": ["reasoning.encrypted_content"], "top_logprobs": 0})),
+            Ok(true)
+        );
+        assert_eq!(
+            read(json!({"include": [], "top_logprobs": null})),
+            Ok(false)
+        );
+        for (body, param) in [
+            (
+                json!({"include": ["reasoning.encrypted_content", "message.output_text.logprobs"]}),
+                "include[1]",
+            ),
+            (json!({"top_logprobs": 3}), "top_logprobs"),
+            (json!({"top_logprobs": "3"}), "top_logprobs"),
+        ] {
+            let err = read(body.clone()).unwrap_err();
+            assert_eq!(err.param.as_deref(), Some(param), "{body}");
+            assert_eq!(err.status, 400);
+        }
+    }
 }
