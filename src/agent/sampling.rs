@@ -232,68 +232,44 @@ mod tests {
         assert_eq!(p.repetition_penalty, 1.3, "an explicit penalty is honoured");
     }
 
+    /// `forwardedProps.sampling` = `sampling` over the default parameters.
+    fn read(sampling: Value) -> Result<SamplingParams, RunRejected> {
+        from_forwarded(
+            Some(&json!({ "sampling": sampling })),
+            &SamplingParams::default(),
+            10,
+        )
+        .map(|(p, _)| p)
+    }
+
+    /// `sampling`'s refusal, which must name `forwardedProps.sampling.{key}`.
+    fn refused_at(sampling: Value, key: &str) -> RunRejected {
+        let err = read(sampling).unwrap_err();
+        assert_eq!(err.code, "INVALID_SAMPLING");
+        let path = format!("forwardedProps.sampling.{key}");
+        assert_eq!(err.path.as_deref(), Some(path.as_str()));
+        err
+    }
+
     #[test]
     fn names_the_bad_key() {
-        let err = from_forwarded(
-            Some(&json!({"sampling": {"topP": "high"}})),
-            &SamplingParams::default(),
-            10,
-        )
-        .unwrap_err();
-        assert_eq!(err.path.as_deref(), Some("forwardedProps.sampling.topP"));
-        let err = from_forwarded(
-            Some(&json!({"sampling": {"topP": 0}})),
-            &SamplingParams::default(),
-            10,
-        )
-        .unwrap_err();
+        refused_at(json!({"topP": "high"}), "topP");
+        let err = refused_at(json!({"topP": 0}), "topP");
         assert!(err.message.contains("top_p"), "{}", err.message);
     }
 
     #[test]
     fn penalties_are_read_and_checked_by_key() {
-        let (p, _) = from_forwarded(
-            Some(&json!({"sampling": {"frequencyPenalty": 0.5, "presencePenalty": -1.5}})),
-            &SamplingParams::default(),
-            10,
-        )
-        .unwrap();
+        let p = read(json!({"frequencyPenalty": 0.5, "presencePenalty": -1.5})).unwrap();
         assert_eq!((p.frequency_penalty, p.presence_penalty), (0.5, -1.5));
         assert!(p.penalizes());
-        let err = from_forwarded(
-            Some(&json!({"sampling": {"frequencyPenalty": "some"}})),
-            &SamplingParams::default(),
-            10,
-        )
-        .unwrap_err();
-        assert_eq!(err.code, "INVALID_SAMPLING");
-        assert_eq!(
-            err.path.as_deref(),
-            Some("forwardedProps.sampling.frequencyPenalty")
-        );
+        refused_at(json!({"frequencyPenalty": "some"}), "frequencyPenalty");
         for (key, value) in [("frequencyPenalty", 2.5), ("presencePenalty", -3.0)] {
-            let err = from_forwarded(
-                Some(&json!({"sampling": {key: value}})),
-                &SamplingParams::default(),
-                10,
-            )
-            .unwrap_err();
-            assert_eq!(err.code, "INVALID_SAMPLING");
-            assert_eq!(
-                err.path.as_deref(),
-                Some(format!("forwardedProps.sampling.{key}").as_str())
-            );
+            let err = refused_at(json!({ key: value }), key);
             assert!(err.message.contains("[-2, 2]"), "{}", err.message);
         }
         // The bounds themselves are accepted.
-        assert!(
-            from_forwarded(
-                Some(&json!({"sampling": {"frequencyPenalty": 2, "presencePenalty": -2}})),
-                &SamplingParams::default(),
-                10,
-            )
-            .is_ok()
-        );
+        assert!(read(json!({"frequencyPenalty": 2, "presencePenalty": -2})).is_ok());
     }
 
     #[test]
@@ -305,16 +281,7 @@ mod tests {
             ("repetitionPenalty", json!(0), "repetition_penalty"),
             ("temperature", json!(1e300), "temperature"),
         ] {
-            let err = from_forwarded(
-                Some(&json!({"sampling": {key: value}})),
-                &SamplingParams::default(),
-                10,
-            )
-            .unwrap_err();
-            assert_eq!(
-                err.path.as_deref(),
-                Some(format!("forwardedProps.sampling.{key}").as_str())
-            );
+            let err = refused_at(json!({ key: value }), key);
             assert!(
                 err.message.starts_with(&format!("sampling {name} ")),
                 "{}",
@@ -324,12 +291,7 @@ mod tests {
     }
 
     fn biased(bias: Value) -> Result<SamplingParams, RunRejected> {
-        from_forwarded(
-            Some(&json!({"sampling": {"logitBias": bias}})),
-            &SamplingParams::default(),
-            10,
-        )
-        .map(|(p, _)| p)
+        read(json!({ "logitBias": bias }))
     }
 
     #[test]
