@@ -145,8 +145,10 @@ struct DrawTask {
   int64_t row_stride, col_stride;
   int vocab;
   int64_t rows;
-  const float* params;  // [rows, 4]
-  const uint32_t* keys; // [rows]
+  const float* params;  // [rows, 4], read through its strides
+  int64_t param_row, param_col;
+  const uint32_t* keys; // [rows, 1]
+  int64_t key_row;
   int32_t* out;
 };
 
@@ -155,10 +157,11 @@ void draw_part(const void* ctx, int part, int parts) {
   const DrawTask& t = *static_cast<const DrawTask*>(ctx);
   std::vector<float> scaled, scratch;
   for (int64_t r = t.rows * part / parts; r < t.rows * (part + 1) / parts; r++) {
-    const float* q = t.params + 4 * r;
-    const RowParams p{q[0], static_cast<int>(q[1]), q[2], q[3]};
-    t.out[r] = pick_row(t.logits + r * t.row_stride, t.col_stride, t.vocab, p, t.keys[r], scaled,
-                        scratch);
+    const float* q = t.params + r * t.param_row;
+    const int64_t c = t.param_col;
+    const RowParams p{q[0], static_cast<int>(q[c]), q[2 * c], q[3 * c]};
+    t.out[r] = pick_row(t.logits + r * t.row_stride, t.col_stride, t.vocab, p,
+                        t.keys[r * t.key_row], scaled, scratch);
   }
 }
 
@@ -169,11 +172,14 @@ class Draw : public thinkwire::Primitive {
   void eval_cpu(const std::vector<array>& inputs, std::vector<array>& outputs) override {
     auto& encoder = encoder_for(inputs, outputs);
     const array& logits = inputs[0];
+    const array& params = inputs[1];
+    const array& keys = inputs[2];
     const int rows = logits.shape(0);
     encoder.dispatch([task = DrawTask{logits.data<float>(), logits.strides()[0],
                                       logits.strides()[1], logits.shape(1), rows,
-                                      inputs[1].data<float>(), inputs[2].data<uint32_t>(),
-                                      outputs[0].data<int32_t>()}]() {
+                                      params.data<float>(), params.strides()[0],
+                                      params.strides()[1], keys.data<uint32_t>(),
+                                      keys.strides()[0], outputs[0].data<int32_t>()}]() {
       // Rows over the kernels' threads (one to a few dozen a step).
       thinkwire::parallel_parts(draw_part, &task, static_cast<int>(task.rows));
     });
@@ -212,10 +218,8 @@ extern "C" int thinkwire_draw(mlx_array* res, const mlx_array logits, const mlx_
          op, "keys must be uint32 [rows, 1], got " + shape_text(k));
     auto stream = mlx_stream_get_(s);
     need(stream.device == mlx::core::Device::cpu, op, "the stream must be a CPU stream");
-    // The small inputs are read as dense rows.
-    const array dense_p = mlx::core::contiguous(p, false, stream);
-    const array dense_k = mlx::core::contiguous(k, false, stream);
+    // Every input is read through its strides: no copy into dense rows.
     mlx_array_set_(*res, array({rows, 1}, mlx::core::int32, std::make_shared<Draw>(stream),
-                               {l, dense_p, dense_k}));
+                               {l, p, k}));
   });
 }

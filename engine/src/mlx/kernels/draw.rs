@@ -46,6 +46,12 @@ pub(crate) fn draw(logits: &Array, rows: &[RowDraw]) -> Result<Array> {
     let params = Array::from_slice(&params, &[n, 4]);
     let keys: Vec<u32> = rows.iter().map(|r| r.key).collect();
     let keys = Array::from_slice(&keys, &[n, 1]);
+    draw_from(logits, &params, &keys)
+}
+
+/// [`draw`] over `params` (`[rows, 4]` f32: 1/temperature, top-k, top-p,
+/// min-p) and `keys` (`[rows, 1]` u32), each read through its strides.
+fn draw_from(logits: &Array, params: &Array, keys: &Array) -> Result<Array> {
     // SAFETY: live input handles; see `call`.
     let [out] = unsafe {
         call(|o, s| {
@@ -59,4 +65,48 @@ pub(crate) fn draw(logits: &Array, rows: &[RowDraw]) -> Result<Array> {
         })?
     };
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One node over its inputs (no copies of the small ones into dense
+    /// rows), which it reads through their strides.
+    #[test]
+    fn one_operation_reads_its_inputs_through_their_strides() {
+        let vocab = 64;
+        let logits: Vec<f32> = (0..3 * vocab)
+            .map(|i| ((i * 37) % 23) as f32 / 4.0)
+            .collect();
+        let logits = Array::from_slice(&logits, &[3, vocab]);
+        // Rows: greedy; temperature 1; temperature 0.5 with top-k 5.
+        let dense = Array::from_slice(
+            &[
+                0.0f32, 0.0, 1.0, 0.0, 1.0, 0.0, 1.0, 0.0, 2.0, 5.0, 1.0, 0.0,
+            ],
+            &[3, 4],
+        );
+        let keys = Array::from_slice(&[7u32, 8, 9], &[3, 1]);
+        let want = draw_from(&logits, &dense, &keys).unwrap();
+        let kinds = crate::mlx::kernels::graph::operation_kinds(&[&want]).unwrap();
+        assert_eq!(kinds.get("ThinkwireDraw"), Some(&1), "{kinds:?}");
+        assert_eq!(kinds.values().sum::<usize>(), 1, "{kinds:?}");
+        // The same values as column-major views.
+        let by_column = Array::from_slice(
+            &[
+                0.0f32, 1.0, 2.0, 0.0, 0.0, 5.0, 1.0, 1.0, 1.0, 0.0, 0.0, 0.0,
+            ],
+            &[4, 3],
+        )
+        .transpose_axes(&[1, 0])
+        .unwrap();
+        let keys_row = Array::from_slice(&[7u32, 8, 9], &[1, 3])
+            .transpose_axes(&[1, 0])
+            .unwrap();
+        let got = draw_from(&logits, &by_column, &keys_row).unwrap();
+        want.eval().unwrap();
+        got.eval().unwrap();
+        assert_eq!(want.as_slice::<i32>(), got.as_slice::<i32>());
+    }
 }
