@@ -36,6 +36,10 @@ pub struct SamplingParams {
     /// Added to these tokens' logits before anything else (OpenAI's
     /// `logit_bias`: -100 bans a token, 100 all but forces it).
     pub logit_bias: Vec<(u32, f32)>,
+    /// Where the run's own output begins in the prompt, for a generation
+    /// resumed after tokens it already produced (`None`: at the prompt's
+    /// end). The frequency and presence penalties count from there.
+    pub generated_from: Option<usize>,
     /// Seed of the random generator; `None` seeds from the clock.
     pub seed: Option<u64>,
 }
@@ -54,6 +58,7 @@ impl SamplingParams {
             frequency_penalty: 0.0,
             presence_penalty: 0.0,
             logit_bias: Vec::new(),
+            generated_from: None,
             seed: None,
         }
     }

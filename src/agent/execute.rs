@@ -223,6 +223,11 @@ impl Execution<'_, '_> {
         let run = self.run;
         let mut consumed: Vec<u32> = Vec::new();
         let mut remaining = run.max_new_tokens;
+        // A resumed pass's penalties count what it generated before.
+        let sampling = SamplingParams {
+            generated_from: Some(prompt.len()),
+            ..run.sampling.clone()
+        };
         loop {
             let mut full_prompt = prompt.to_vec();
             full_prompt.extend_from_slice(&consumed);
@@ -230,7 +235,7 @@ impl Execution<'_, '_> {
                 &mut self.events,
                 full_prompt,
                 remaining,
-                &run.sampling,
+                &sampling,
                 &mut self.usage,
             )?;
             remaining = remaining.saturating_sub(step.consumed.len());

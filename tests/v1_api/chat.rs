@@ -117,7 +117,7 @@ async fn sampling_parameters_are_honoured_or_refused_by_name() {
         ("min_p", json!(1.5), "INVALID_SAMPLING"),
         ("repetition_penalty", json!(0), "INVALID_SAMPLING"),
         ("top_p", json!(0), "INVALID_SAMPLING"),
-        ("top_k", json!(-1), "invalid_request"),
+        ("top_k", json!(1.5), "invalid_request"),
         ("frequency_penalty", json!("high"), "invalid_request"),
         ("logit_bias", json!({"Paris": -100}), "INVALID_SAMPLING"),
         ("logit_bias", json!({"5": 101}), "INVALID_SAMPLING"),

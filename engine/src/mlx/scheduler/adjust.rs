@@ -5,7 +5,8 @@
 //! where positive, multiplied by it elsewhere, over the last
 //! `repetition_context` tokens, the prompt's included) and OpenAI's
 //! frequency and presence penalties (subtracted per time, and once, a
-//! token was generated; prompt tokens do not count).
+//! token was generated; only the run's own output counts, a resumed
+//! generation's earlier output included).
 //!
 //! They are in the graph, not on the host, so an adjusted sequence's steps
 //! are queued ahead like any other's: the token the previous step picked
@@ -43,11 +44,17 @@ pub(crate) struct Adjust {
 impl Adjust {
     /// `None` where nothing applies (the step's graph stays as it is).
     pub fn of(params: &SamplingParams) -> Option<Self> {
-        let bias: Arc<[(i32, f32)]> = params
-            .logit_bias
-            .iter()
-            .map(|&(t, b)| (t as i32, b))
-            .collect();
+        // A token named twice takes the sum of its biases, once.
+        let mut sums: Vec<(u32, f32)> = params.logit_bias.clone();
+        sums.sort_by_key(|&(t, _)| t);
+        sums.dedup_by(|later, first| {
+            let same = later.0 == first.0;
+            if same {
+                first.1 += later.1;
+            }
+            same
+        });
+        let bias: Arc<[(i32, f32)]> = sums.iter().map(|&(t, b)| (t as i32, b)).collect();
         (params.penalizes() || !bias.is_empty()).then_some(Self {
             bias,
             repetition: params.repetition_penalty,
@@ -90,7 +97,7 @@ pub(crate) struct Seen {
 
 impl Seen {
     /// The row of the token at `position` of a sequence whose tokens are
-    /// `history`, the first `prompt` of them its prompt. The token at
+    /// `history`, the first `prompt` of them not the run's output. The token at
     /// `position - 1` is the pass's last input, read or not, so only
     /// those before it are taken from `history`.
     pub fn row(
@@ -150,9 +157,9 @@ pub(crate) fn adjust(logits: &Array, rows: &[Option<AdjustRow>], inputs: &Array)
     };
     let mut out = logits.clone();
     if rows.iter().flatten().any(|r| !r.adjust.bias.is_empty()) {
+        // Padding adds 0 to token 0.
         let (at, bias) = padded(rows, None, |r| r.adjust.bias.to_vec())?;
-        let zeros = mlx_rs::ops::zeros::<f32>(&[n, vocab])?;
-        out = out.add(add_along_axis(&zeros, &at, &bias, 1)?)?;
+        out = add_along_axis(&out, &at, &bias, 1)?;
     }
     if rows.iter().flatten().any(|r| r.adjust.repeats()) {
         // Each row's window, padded with its last input: a token in a
@@ -381,6 +388,10 @@ pub(super) mod tests {
         let row = Seen::default().row(&a, &history[..3], 3, 3);
         assert_eq!(row.recent, vec![4, 5]);
         assert!(row.generated.is_empty() && !row.input_generated);
+        // A resumed generation: its output began at index 1 of its prompt.
+        let row = Seen::default().row(&a, &history[..3], 1, 3);
+        assert_eq!(row.generated, vec![(5, 1.0)]);
+        assert!(row.input_generated);
         assert!(Adjust::of(&params(1.0, 64, 0.0, 0.0)).is_none());
         assert!(Adjust::of(&params(1.3, 0, 0.0, 0.0)).is_none());
         let biased = SamplingParams {

@@ -224,13 +224,26 @@ fn seeded_draws_alone_and_batched(engine: MlxEngine) {
 /// on the network with them applied on the host after reading each step's
 /// logits: what the scheduler must produce with its steps queued ahead.
 fn adjusted_by_hand(prompt: &[u32], params: &SamplingParams, n: usize) -> Vec<u32> {
+    adjusted_and_forced_by_hand(prompt, params, n, (usize::MAX, &[]))
+}
+
+/// [`adjusted_by_hand`] with `forced` tokens after the `after`-th one, fed
+/// with it as the scheduler feeds them; `n` tokens in all, the forced
+/// included; returns the generated ones.
+fn adjusted_and_forced_by_hand(
+    prompt: &[u32],
+    params: &SamplingParams,
+    n: usize,
+    (after, forced): (usize, &[u32]),
+) -> Vec<u32> {
     use crate::mlx::model::Segment;
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/tiny-qwen3");
     let (model, _, _) = crate::mlx::load_network(&path, &LoadOptions::default()).unwrap();
     let mut cache = model.new_cache();
     let mut tokens = prompt.to_vec();
+    let mut generated = Vec::new();
     let mut feed = prompt.to_vec();
-    for _ in 0..n {
+    while tokens.len() - prompt.len() < n {
         let ids: Vec<i32> = feed.iter().map(|&t| t as i32).collect();
         let mut segment = [Segment {
             ids: mlx_rs::Array::from_slice(&ids, &[1, ids.len() as i32]),
@@ -244,9 +257,64 @@ fn adjusted_by_hand(prompt: &[u32], params: &SamplingParams, n: usize) -> Vec<u3
         super::adjust::tests::reference(&mut row, params, &tokens, prompt.len());
         let next = super::sampler::argmax(&row);
         tokens.push(next);
+        generated.push(next);
         feed = vec![next];
+        if generated.len() == after {
+            tokens.extend_from_slice(forced);
+            feed.extend_from_slice(forced);
+        }
     }
-    tokens.split_off(prompt.len())
+    generated
+}
+
+/// Forces tokens after its `after`-th token; keeps every token told.
+struct Forcing {
+    after: usize,
+    forced: Vec<u32>,
+    tokens: Vec<u32>,
+}
+
+impl TokenSink for Forcing {
+    fn on_token(&mut self, id: u32) -> Directive {
+        self.tokens.push(id);
+        match self.tokens.len() == self.after {
+            true => Directive::Force(self.forced.clone()),
+            false => Directive::Continue,
+        }
+    }
+}
+
+/// Forced tokens count as generated for the frequency and presence
+/// penalties, and the step dropped for them is built again with the
+/// same counts.
+#[test]
+fn penalties_count_forced_tokens_as_generated() {
+    let engine = tiny_engine(Duration::from_millis(20));
+    let prompt = vec![5, 6, 7, 8, 5, 6];
+    // Repeats favoured, so each count decides the next pick.
+    let params = SamplingParams {
+        frequency_penalty: -0.7,
+        presence_penalty: -0.7,
+        repetition_penalty: 1.2,
+        ..SamplingParams::greedy()
+    };
+    let plain = adjusted_by_hand(&prompt, &params, 24);
+    // Force the token the sequence would pick next, twice: the next pick
+    // then sees it three times.
+    let forced = vec![plain[3], plain[3]];
+    let want = adjusted_and_forced_by_hand(&prompt, &params, 24, (3, &forced));
+    let request = GenerationRequest {
+        sampling: params,
+        ..sampled(prompt, None)
+    };
+    let mut sink = Forcing {
+        after: 3,
+        forced,
+        tokens: Vec::new(),
+    };
+    engine.generate(&request, &mut sink).unwrap();
+    assert_eq!(sink.tokens.len(), 22);
+    assert_eq!(sink.tokens, want);
 }
 
 /// Greedy decoding under a logit bias and penalties, pipelined and
@@ -267,9 +335,10 @@ fn adjustments_in_the_step_pick_what_the_host_would_alone_and_batched() {
             repetition_context: 16,
             ..SamplingParams::greedy()
         },
+        // Negative: repeats are favoured, so each count decides.
         SamplingParams {
-            frequency_penalty: 0.8,
-            presence_penalty: 0.5,
+            frequency_penalty: -0.8,
+            presence_penalty: -0.5,
             ..SamplingParams::greedy()
         },
         // The plain answer's first token banned, another raised.

@@ -29,10 +29,16 @@ pub(super) fn sampling(input: &mut RunInput, root: &At<'_>) -> Result<(), ApiErr
             input.sampling(key, json!(v), param);
         }
     }
-    for (param, key) in [("top_k", "topK"), ("seed", "seed")] {
-        if let Some(n) = root.get(param).u64()? {
-            input.sampling(key, json!(n), param);
-        }
+    // vLLM's `top_k: -1` and llama.cpp's 0 both mean off.
+    let top_k = root.get("top_k");
+    if let Some(k) = top_k.value {
+        let k = k
+            .as_i64()
+            .ok_or_else(|| top_k.invalid("must be an integer (-1 or 0: off)"))?;
+        input.sampling("topK", json!(k.max(0)), "top_k");
+    }
+    if let Some(seed) = root.get("seed").u64()? {
+        input.sampling("seed", json!(seed), "seed");
     }
     // Keys and values are the agent's to check (token ids, range, count,
     // the model's vocabulary); its refusal names `logit_bias`.
@@ -133,8 +139,8 @@ mod tests {
             ("presence_penalty", json!([1])),
             ("min_p", json!(true)),
             ("repetition_penalty", json!({})),
-            ("top_k", json!(-1)),
             ("top_k", json!(1.5)),
+            ("top_k", json!("40")),
         ] {
             let mut body = json!({"messages": [{"role": "user", "content": "x"}]});
             body[param] = value;
@@ -226,6 +232,19 @@ mod tests {
             ("top_logprobs", Value::Null),
         ] {
             assert!(decode(&asking(param, value)).is_ok(), "{param}");
+        }
+    }
+
+    #[test]
+    fn a_negative_top_k_is_off_as_in_vllm() {
+        for k in [-1, 0] {
+            let body = json!({"messages": [{"role": "user", "content": "x"}], "top_k": k});
+            let props = decode(&body)
+                .unwrap()
+                .input
+                .to_input("run-1")
+                .forwarded_props;
+            assert_eq!(props.unwrap()["sampling"]["topK"], json!(0), "{k}");
         }
     }
 }
