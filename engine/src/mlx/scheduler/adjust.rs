@@ -31,6 +31,9 @@ type R<T> = mlx_rs::error::Result<T>;
 pub(crate) struct Adjust {
     /// Token ids and what to add to their logits.
     bias: Arc<[(i32, f32)]>,
+    /// Where the run's output begins, if before the prompt's end (a
+    /// resumed generation).
+    generated_from: Option<usize>,
     /// 1: off.
     repetition: f32,
     /// Tokens the repetition penalty looks at, the last input included.
@@ -57,6 +60,7 @@ impl Adjust {
         let bias: Arc<[(i32, f32)]> = sums.iter().map(|&(t, b)| (t as i32, b)).collect();
         (params.penalizes() || !bias.is_empty()).then_some(Self {
             bias,
+            generated_from: params.generated_from,
             repetition: params.repetition_penalty,
             window: params.repetition_context,
             frequency: params.frequency_penalty,
@@ -97,7 +101,8 @@ pub(crate) struct Seen {
 
 impl Seen {
     /// The row of the token at `position` of a sequence whose tokens are
-    /// `history`, the first `prompt` of them not the run's output. The token at
+    /// `history`, the first `prompt` of them its prompt (its output from
+    /// `generated_from` on, where that is earlier). The token at
     /// `position - 1` is the pass's last input, read or not, so only
     /// those before it are taken from `history`.
     pub fn row(
@@ -107,6 +112,7 @@ impl Seen {
         prompt: usize,
         position: usize,
     ) -> AdjustRow {
+        let prompt = adjust.generated_from.map_or(prompt, |g| g.min(prompt));
         let before = position.saturating_sub(1).min(history.len());
         let recent = match adjust.repeats() {
             true => {
@@ -389,7 +395,12 @@ pub(super) mod tests {
         assert_eq!(row.recent, vec![4, 5]);
         assert!(row.generated.is_empty() && !row.input_generated);
         // A resumed generation: its output began at index 1 of its prompt.
-        let row = Seen::default().row(&a, &history[..3], 1, 3);
+        let resumed = Adjust::of(&SamplingParams {
+            generated_from: Some(1),
+            ..params(1.5, 3, 1.0, 0.0)
+        })
+        .unwrap();
+        let row = Seen::default().row(&resumed, &history[..3], 3, 3);
         assert_eq!(row.generated, vec![(5, 1.0)]);
         assert!(row.input_generated);
         assert!(Adjust::of(&params(1.0, 64, 0.0, 0.0)).is_none());

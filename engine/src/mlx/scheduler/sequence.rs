@@ -214,12 +214,7 @@ impl Sequence {
     pub fn adjust_at(&mut self, position: usize) -> Option<AdjustRow> {
         let adjust = self.adjust.as_ref()?;
         let prompt = self.request.prompt.len();
-        let generated = self
-            .request
-            .sampling
-            .generated_from
-            .map_or(prompt, |g| g.min(prompt));
-        Some(self.seen.row(adjust, &self.history, generated, position))
+        Some(self.seen.row(adjust, &self.history, prompt, position))
     }
 
     /// Whether it has logits to pick from but its mask has not arrived.
