@@ -37,9 +37,11 @@ pub(super) async fn conversations(server: &TestServer, c: &Canaries, secrets: &S
     // Chat completions.
     let mut messages =
         vec![json!({"role": "user", "content": format!("Tell me about {}", c.user)})];
+    // Penalties and a bias on the way, as a sampling client sends them.
     let chat = |messages: &[Value]| {
         json!({"messages": messages, "tools": [{"type": "function", "function": lookup()}],
-               "reasoning": {"visibility": "full"}})
+               "reasoning": {"visibility": "full"}, "frequency_penalty": 0.5,
+               "presence_penalty": 0.25, "logit_bias": {"13": 1}})
         .to_string()
     };
     let (status, body) = post(server, "/v1/chat/completions", chat(&messages)).await;
@@ -80,6 +82,13 @@ pub(super) async fn conversations(server: &TestServer, c: &Canaries, secrets: &S
     )
     .await;
     assert_eq!(status, 400);
+    assert!(secrets.found_in(&body).is_none());
+    // A bias keyed by text, not a token id, is refused without quoting it.
+    let biased = json!({"messages": [{"role": "user", "content": "Hi"}],
+                        "logit_bias": {c.user.as_str(): -100}});
+    let (status, body) = post(server, "/v1/chat/completions", biased.to_string()).await;
+    assert_eq!(status, 400);
+    assert!(contains(&body, b"logit_bias"));
     assert!(secrets.found_in(&body).is_none());
 
     // Responses, streamed, the reasoning item carried back.
