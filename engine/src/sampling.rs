@@ -63,14 +63,6 @@ impl SamplingParams {
         }
     }
 
-    /// Whether any penalty on tokens already seen applies.
-    #[must_use]
-    pub fn penalizes(&self) -> bool {
-        (self.repetition_penalty != 1.0 && self.repetition_context > 0)
-            || self.frequency_penalty != 0.0
-            || self.presence_penalty != 0.0
-    }
-
     /// Whether this picks the argmax (no randomness involved).
     #[must_use]
     pub fn is_greedy(&self) -> bool {

@@ -262,7 +262,6 @@ mod tests {
     fn penalties_are_read_and_checked_by_key() {
         let p = read(json!({"frequencyPenalty": 0.5, "presencePenalty": -1.5})).unwrap();
         assert_eq!((p.frequency_penalty, p.presence_penalty), (0.5, -1.5));
-        assert!(p.penalizes());
         refused_at(json!({"frequencyPenalty": "some"}), "frequencyPenalty");
         for (key, value) in [("frequencyPenalty", 2.5), ("presencePenalty", -3.0)] {
             let err = refused_at(json!({ key: value }), key);

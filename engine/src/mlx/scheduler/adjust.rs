@@ -58,14 +58,15 @@ impl Adjust {
             same
         });
         let bias: Arc<[(i32, f32)]> = sums.iter().map(|&(t, b)| (t as i32, b)).collect();
-        (params.penalizes() || !bias.is_empty()).then_some(Self {
+        let adjust = Self {
             bias,
             generated_from: params.generated_from,
             repetition: params.repetition_penalty,
             window: params.repetition_context,
             frequency: params.frequency_penalty,
             presence: params.presence_penalty,
-        })
+        };
+        (adjust.repeats() || adjust.counts() || !adjust.bias.is_empty()).then_some(adjust)
     }
 
     fn repeats(&self) -> bool {
