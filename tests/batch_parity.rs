@@ -326,3 +326,64 @@ fn a_burst_is_prefilled_in_one_pass() {
     assert!(firsts.iter().all(|ids| ids.len() == 1), "{firsts:?}");
     assert_eq!(engine.load().steps, 1, "one pass for the four prompts");
 }
+
+/// Under `keep` (MLX's own operations, a GPU's path) with the prefix cache
+/// on: prompts that find their first two thirds in the pool continue those
+/// caches in one padded pass together (`model/burst.rs`), written into the
+/// batch slots from each cache's offset, and must give the ids they give
+/// alone without the pool.
+#[test]
+fn prefix_cache_hits_prefilled_together_give_the_ids_they_give_alone() {
+    let dir: PathBuf = thinkwire_chat::assets::home().join("models/tiny-qwen3-chat");
+    let (max_tokens, cases) = cases("tiny-qwen3-chat-thinking-off.json", 4);
+    let options = LoadOptions {
+        precision: Precision::Keep,
+        max_batch: 8,
+        batch_window: std::time::Duration::from_millis(400),
+        ..LoadOptions::default()
+    };
+    let want = alone(
+        &MlxEngine::load(&dir, &options).unwrap(),
+        &cases,
+        max_tokens,
+    );
+    let pooled = MlxEngine::load(
+        &dir,
+        &LoadOptions {
+            prefix_cache: true,
+            ..options
+        },
+    )
+    .unwrap();
+    let starts: Vec<Case> = cases
+        .iter()
+        .map(|c| Case {
+            prompt_ids: c.prompt_ids[..c.prompt_ids.len() * 2 / 3].to_vec(),
+            ..c.clone()
+        })
+        .collect();
+    // Together: one by one, each would take the last one's entry.
+    together(&pooled, &starts, 1, false);
+    // They finish in one step and are kept after their runs are told.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while pooled.load().prefix_cache_bytes == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the pool kept nothing"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let got = together(&pooled, &cases, max_tokens, false);
+    let mut compared = 0;
+    for ((case, a), b) in cases.iter().zip(&want).zip(&got) {
+        let limit = case.tie_free(NEAR_TIE).min(a.len());
+        assert_eq!(
+            &b[..limit.min(b.len())],
+            &a[..limit],
+            "{}: ids differ before the first near-tie (step {limit})",
+            case.name
+        );
+        compared += limit;
+    }
+    assert!(compared >= 100, "only {compared} steps compared");
+}

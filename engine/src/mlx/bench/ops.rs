@@ -161,7 +161,47 @@ fn step_kinds(
 /// their first tokens.
 #[cfg(test)]
 pub(crate) fn prefill_operations(model: &Network, lens: &[i32]) -> Result<usize, EngineError> {
+    let fresh = vec![0; lens.len()];
+    continuing_operations(model, &fresh, false, lens)
+}
+
+/// As [`prefill_operations`], for prompts that continue caches of
+/// `prefixes[i]` positions (a prefix-cache hit, a long prompt's next
+/// chunk), prefilled one by one beforehand; `decoded`: then one decode
+/// step, so the caches sit in the batch slots (forced tokens).
+#[cfg(test)]
+pub(crate) fn continuing_operations(
+    model: &Network,
+    prefixes: &[i32],
+    decoded: bool,
+    lens: &[i32],
+) -> Result<usize, EngineError> {
     let mut caches: Vec<_> = lens.iter().map(|_| model.new_cache()).collect();
+    for (i, (c, &len)) in caches.iter_mut().zip(prefixes).enumerate() {
+        if len > 0 {
+            let mut one = [Segment {
+                ids: prompt_ids(i + 50, len),
+                len,
+                caches: c,
+                fork: None,
+            }];
+            mlx_rs::transforms::eval(&pass_outputs(model, &mut one)?)
+                .map_err(mlx_err("a prefix"))?;
+        }
+    }
+    if decoded {
+        let mut all: Vec<Segment<'_>> = caches
+            .iter_mut()
+            .enumerate()
+            .map(|(i, c)| Segment {
+                ids: prompt_ids(i + 90, 1),
+                len: 1,
+                caches: c,
+                fork: None,
+            })
+            .collect();
+        mlx_rs::transforms::eval(&pass_outputs(model, &mut all)?).map_err(mlx_err("a step"))?;
+    }
     let mut segments: Vec<Segment<'_>> = caches
         .iter_mut()
         .zip(lens)
@@ -300,6 +340,40 @@ mod tests {
         );
         assert_eq!(burst.1, 0, "rows copied after a burst");
         assert!(burst.2 <= steady.operations, "{burst:?}");
+    }
+
+    /// Prompts that continue cached rows go as one padded batch too: a
+    /// pass of 8 builds the operations of a pass of 2, plus only each
+    /// newcomer's two row copies per layer into its batch slot (none for
+    /// caches already in one), where prompt by prompt each added a chain.
+    #[test]
+    fn prompts_after_cached_rows_do_not_add_a_chain_each() {
+        let loaded = crate::mlx::load::load_hf_dir(&tiny("tiny-qwen3-4bit")).unwrap();
+        let model = Network::build(&loaded.config, loaded.weights, Precision::Keep).unwrap();
+        let layers = model.new_cache().len();
+        let count = |n: i32, decoded: bool, together: bool| -> usize {
+            let prefixes: Vec<i32> = (0..n).map(|i| 20 + i % 4).collect();
+            let lens: Vec<i32> = (0..n).map(|i| 6 + i % 3).collect();
+            match together {
+                true => continuing_operations(&model, &prefixes, decoded, &lens).unwrap(),
+                false => (0..n as usize)
+                    .map(|i| {
+                        continuing_operations(&model, &prefixes[i..=i], decoded, &lens[i..=i])
+                            .unwrap()
+                    })
+                    .sum(),
+            }
+        };
+        for decoded in [false, true] {
+            let (two, eight) = (count(2, decoded, true), count(8, decoded, true));
+            let apart = count(8, decoded, false);
+            eprintln!(
+                "after cached rows (in slots: {decoded}): N=2 {two}, N=8 {eight}, 8 apart {apart}"
+            );
+            let copies = if decoded { 0 } else { 6 * 4 * layers };
+            assert!(eight <= two + copies + 12, "{two} {eight}");
+            assert!(eight * 3 < apart, "{eight} {apart}");
+        }
     }
 
     /// The figures, printed (`--nocapture`): the default model under

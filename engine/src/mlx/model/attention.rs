@@ -187,10 +187,12 @@ impl Attention {
         !(self.fused && self.sinks.is_none()) && self.window.is_none()
     }
 
-    /// Fresh prompts (every segment's, no cached positions) rotated and
-    /// attended in one operation each over `burst`'s padded layout; their
-    /// rows enter the layer's batch slots together, or each cache keeps
-    /// views of its prompt's rows. Returns the pass's rows.
+    /// Every segment's prompt rotated and attended in one operation each
+    /// over `burst`'s padded layout. Fresh prompts attend their own rows,
+    /// which then enter the layer's batch slots together (or each cache
+    /// keeps views of its prompt's rows); prompts after cached rows are
+    /// written into their slots first and attend them. Returns the pass's
+    /// rows.
     fn prefill_burst(
         &self,
         qkv: &Array,
@@ -206,26 +208,30 @@ impl Attention {
             .take_axis(&burst.gather, 1)?
             .reshape(&[n, longest, width])?;
         let (q, k, v) = self.split_and_rotate(&padded, None)?;
-        let (q, k) = match self.rotate {
-            true => (rope.apply(&q, 0)?, rope.apply(&k, 0)?),
-            false => (q, k),
+        let (q, k) = match (self.rotate, &burst.starts) {
+            (false, _) => (q, k),
+            (true, None) => (rope.apply(&q, 0)?, rope.apply(&k, 0)?),
+            (true, Some(at)) => (rope.apply_at(&q, at)?, rope.apply_at(&k, at)?),
         };
         let mut caches: Vec<&mut KvCache> =
             segments.iter_mut().map(|s| &mut s.caches[layer]).collect();
-        if !pass.batch.enter_burst(&mut caches, &k, &v, &burst.lens)? {
-            for (p, cache) in caches.iter_mut().enumerate() {
-                let l = burst.lens[p];
-                let own = |a: &Array| -> R<Array> {
-                    use mlx_rs::ops::indexing::TryIndexOp;
-                    a.try_index((p as i32..p as i32 + 1, .., ..l, ..))
-                };
-                cache.adopt(own(&k)?, own(&v)?)?;
-            }
-        }
+        let (keys, values) = if burst.fresh() {
+            self.enter_fresh(&mut caches, &k, &v, burst, pass)?;
+            (k, v)
+        } else {
+            let (keys, values) = pass
+                .batch
+                .prefill(&mut caches, &k, &v, burst, pass.arrays)?;
+            let widen = |a: Array| match a.dtype() {
+                d if d == q.dtype() => Ok(a),
+                _ => a.as_dtype(q.dtype()),
+            };
+            (widen(keys)?, widen(values)?)
+        };
         let out = mlx_rs::fast::scaled_dot_product_attention(
             &q,
-            &k,
-            &v,
+            &keys,
+            &values,
             self.scale,
             Some(ScaledDotProductAttentionMask::Array(&burst.mask)),
             self.sinks.as_ref(),
@@ -233,6 +239,30 @@ impl Attention {
         out.transpose_axes(&[0, 2, 1, 3])?
             .reshape(&[1, n * longest, self.heads * self.head_dim])?
             .take_axis(&burst.scatter, 1)
+    }
+
+    /// Fresh prompts' rotated rows (`[N, H, longest, D]`) into new batch
+    /// slots with one write per buffer, or each cache keeping views of its
+    /// own rows where the batch has free slots to reuse.
+    fn enter_fresh(
+        &self,
+        caches: &mut [&mut KvCache],
+        k: &Array,
+        v: &Array,
+        burst: &Burst,
+        pass: Pass<'_>,
+    ) -> R<()> {
+        if !pass.batch.enter_burst(caches, k, v, &burst.lens)? {
+            for (p, cache) in caches.iter_mut().enumerate() {
+                let l = burst.lens[p];
+                let own = |a: &Array| -> R<Array> {
+                    use mlx_rs::ops::indexing::TryIndexOp;
+                    a.try_index((p as i32..p as i32 + 1, .., ..l, ..))
+                };
+                cache.adopt(own(k)?, own(v)?)?;
+            }
+        }
+        Ok(())
     }
 
     /// A decode step (one token per segment): every sequence's cache write

@@ -92,7 +92,7 @@ impl Block {
 }
 
 /// What every layer of one pass shares besides the rotation: the layer's
-/// batch buffers (decode steps), a burst of fresh prompts' padded layout
+/// batch buffers (decode steps), a burst of prompts' padded layout
 /// (`burst.rs`) and the small index arrays built once for all layers
 /// (`step_arrays.rs`).
 #[derive(Clone, Copy)]
@@ -255,14 +255,20 @@ impl Network {
             Some(r) => rows_of(r)?,
             None => None,
         };
-        // Fresh prompts together: one padded attention per layer where
-        // MLX's attention serves them.
-        let fresh = segments.len() > 1
+        // Prompts together: one padded attention per layer where MLX's
+        // attention serves them, fresh or after cached rows. A shared
+        // prefix (a fork) goes per segment: its rows are the leader's,
+        // written in this same pass.
+        let together = segments.len() > 1
             && segments
                 .iter()
-                .all(|s| s.fork.is_none() && s.caches.first().is_some_and(|c| c.offset() == 0));
-        let burst = match fresh && self.blocks.iter().any(|b| b.attn.takes_bursts()) {
-            true => Burst::new(&segments.iter().map(|s| s.len).collect::<Vec<_>>()),
+                .all(|s| s.fork.is_none() && !s.caches.is_empty());
+        let burst = match together && self.blocks.iter().any(|b| b.attn.takes_bursts()) {
+            true => {
+                let bases: Vec<i32> = segments.iter().map(|s| s.caches[0].offset()).collect();
+                let lens: Vec<i32> = segments.iter().map(|s| s.len).collect();
+                Burst::new(&bases, &lens)?
+            }
             false => None,
         };
         let mut x = self.embed.lookup(&ids)?;

@@ -1,7 +1,8 @@
 //! The step's rotation and type off the CPU's fused path: MLX's own rope
 //! (one operation, each sequence from its own position) computes what the
 //! tables do, a bf16 step stays bf16 end to end, and a burst of prompts
-//! in one padded batch computes what each prompt alone does.
+//! in one padded batch, fresh or after cached rows, computes what each
+//! prompt alone does.
 
 use std::path::{Path, PathBuf};
 
@@ -141,7 +142,7 @@ fn a_burst_of_fresh_prompts_computes_what_each_prompt_alone_does() {
     // batch on MLX's attention (`burst.rs`): each must get the logits and
     // the cache (read by the decode step after) it gets alone.
     let prompts = [5, 9, 7];
-    assert!(super::Burst::new(&[5, 9, 7]).is_some());
+    assert!(super::Burst::new(&[0; 3], &[5, 9, 7]).unwrap().is_some());
     for name in [
         "tiny-qwen3",
         "tiny-llama3-untied",
@@ -206,5 +207,113 @@ fn clone_weights(w: &crate::mlx::load::WeightMap) -> crate::mlx::load::WeightMap
         source: w.source.clone(),
         quant: w.quant,
         quant_overrides: w.quant_overrides.clone(),
+    }
+}
+
+/// Caches holding `prefixes[i]` positions (prefilled alone; `decoded`: then
+/// one batched decode step, so they sit in the batch slots), then one pass
+/// of `prompts[i]` new rows for every sequence (`together`) or a pass per
+/// sequence, then a decode step: the pass's last logits and the step's.
+fn continue_then_step(
+    model: &Network,
+    prefixes: &[usize],
+    prompts: &[usize],
+    decoded: bool,
+    together: bool,
+) -> (Vec<f32>, Vec<f32>, Vec<Vec<bool>>) {
+    let mut caches: Vec<_> = prefixes.iter().map(|_| model.new_cache()).collect();
+    for (i, (&len, c)) in prefixes.iter().zip(caches.iter_mut()).enumerate() {
+        if len > 0 {
+            let mut seg = [Segment {
+                ids: prompt_ids(i + 7, len),
+                len: len as i32,
+                caches: c,
+                fork: None,
+            }];
+            model.forward(&mut seg, false).unwrap();
+        }
+    }
+    if decoded {
+        decode_step(model, &mut caches);
+    }
+    let groups: Vec<Vec<usize>> = match together {
+        true => vec![(0..prompts.len()).collect()],
+        false => (0..prompts.len()).map(|i| vec![i]).collect(),
+    };
+    let mut first = Vec::new();
+    for group in &groups {
+        let mut segments: Vec<Segment<'_>> = caches
+            .iter_mut()
+            .enumerate()
+            .filter(|(i, _)| group.contains(i))
+            .map(|(i, c)| Segment {
+                ids: prompt_ids(i, prompts[i]),
+                len: prompts[i] as i32,
+                caches: c,
+                fork: None,
+            })
+            .collect();
+        let logits = model.forward(&mut segments, true).unwrap().unwrap();
+        logits.eval().unwrap();
+        first.extend_from_slice(logits.as_slice::<f32>());
+    }
+    // Which (sequence, layer) caches the pass left in a batch slot.
+    let slotted = caches
+        .iter()
+        .map(|c| c.iter().map(super::KvCache::in_batch).collect())
+        .collect();
+    let step = decode_step(model, &mut caches);
+    (first, step, slotted)
+}
+
+#[test]
+fn prompts_after_cached_rows_in_one_pass_compute_what_each_alone_does() {
+    // A prefix-cache hit, a long prompt's next chunk, forced tokens: rows
+    // that continue a cache go as one padded batch too, written into the
+    // batch slots from each cache's offset and attending them
+    // (`BatchCache::prefill`). Each sequence must get the logits and the
+    // cache it gets alone: beside a fresh prompt, after caches of their
+    // own and after caches already in the batch slots.
+    let prompts = [5, 9, 7];
+    for (prefixes, decoded) in [([4, 0, 11], false), ([4, 2, 11], true)] {
+        for name in [
+            "tiny-qwen3",
+            "tiny-llama3-untied",
+            "tiny-qwen3-4bit",
+            "tiny-gemma3",
+            "tiny-gpt-oss",
+        ] {
+            let model = network(name, Precision::Keep);
+            let (alone_first, alone_step, _) =
+                continue_then_step(&model, &prefixes, &prompts, decoded, false);
+            let (first, step, slotted) =
+                continue_then_step(&model, &prefixes, &prompts, decoded, true);
+            for (what, want, got) in [
+                ("the prompts' logits", &alone_first, &first),
+                ("the step after", &alone_step, &step),
+            ] {
+                assert_eq!(want.len(), got.len(), "{name}: {what}");
+                let worst = want
+                    .iter()
+                    .zip(got.iter())
+                    .map(|(a, b)| (a - b).abs())
+                    .fold(0.0f32, f32::max);
+                assert!(
+                    worst < 1e-3,
+                    "{name} {prefixes:?}: {what} differ by {worst}"
+                );
+            }
+            // The pass went as a burst: its layers' caches are in slots
+            // (a prompt alone takes its rows out into buffers of its own).
+            let bursting: Vec<usize> = (0..model.blocks.len())
+                .filter(|&l| model.blocks[l].attn.takes_bursts())
+                .collect();
+            assert!(!bursting.is_empty(), "{name}");
+            for (i, layers) in slotted.iter().enumerate() {
+                for &l in &bursting {
+                    assert!(layers[l], "{name}: sequence {i}, layer {l}");
+                }
+            }
+        }
     }
 }

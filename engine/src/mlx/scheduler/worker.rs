@@ -287,6 +287,9 @@ impl Worker {
                 self.pool.put(tokens, caches, bytes);
             }
         }
+        // `publish` above ran before these entries were kept.
+        let pool = self.pool.bytes();
+        self.gauges.pool_bytes.store(pool, Ordering::Relaxed);
     }
 
     fn publish(&self) {

@@ -8,8 +8,10 @@
 //!
 //! A sequence's [`KvCache`] enters a slot at its first batched decode
 //! step (its rows copied in once; those joining together grow the
-//! buffers once), or with the rest of a burst of fresh prompts at their
-//! prefill (one write for all, [`BatchCache::enter_burst`]). It leaves
+//! buffers once), with the rest of a burst of fresh prompts at their
+//! prefill (one write for all, [`BatchCache::enter_burst`]), or with a
+//! burst of prompts that continue cached rows, which then attend the slots
+//! ([`BatchCache::prefill`]). It leaves
 //! it, copied back into buffers of its own, whenever anything else
 //! touches it (a prompt chunk, forced tokens, the prefix pool), so every
 //! other use of the cache is unchanged.
@@ -19,6 +21,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use mlx_rs::Array;
 use mlx_rs::ops::indexing::TryIndexOp;
 
+use super::super::burst::Burst;
 use super::super::step_arrays::StepArrays;
 use super::{KvCache, STEP};
 use crate::mlx::kernels::scatter::{scatter, write_at};
@@ -242,6 +245,92 @@ impl BatchCache {
             });
         }
         Ok(true)
+    }
+
+    /// A burst whose prompts continue cached rows (`burst.rs`): every
+    /// cache moved into a slot (its rows copied in once, as a decode
+    /// step's newcomers are), the padded rows `k`, `v` (`[N, H, longest,
+    /// D]`) written from each cache's offset (`burst.bases`) with one
+    /// scatter per buffer, and the offsets advanced by `burst.lens`.
+    /// Returns the N slots' keys and values up to `burst.reach` (`[N, H,
+    /// reach, D]`), for the burst's mask: a written row past a prompt's
+    /// length is padding that no query sees and the next write replaces.
+    pub(crate) fn prefill(
+        &self,
+        caches: &mut [&mut KvCache],
+        k: &Array,
+        v: &Array,
+        burst: &Burst,
+        arrays: &StepArrays,
+    ) -> R<(Array, Array)> {
+        let n = caches.len() as i32;
+        let longest = k.shape()[2];
+        if burst.bases.len() != caches.len() || k.shape()[0] != n || longest != burst.longest {
+            return Err(mlx_rs::error::Exception::custom(
+                "a burst's rows for other caches",
+            ));
+        }
+        // Room for every prompt's padded rows from its offset.
+        let room = burst.bases.iter().max().map_or(0, |b| b + longest);
+        let newcomers: Vec<usize> = (0..caches.len())
+            .filter(|&i| !matches!(&caches[i].slot, Some(s) if s.batch.same(self)))
+            .collect();
+        if !newcomers.is_empty() {
+            self.enter(caches, &newcomers, room, k, v)?;
+        }
+        let mut slots = Vec::with_capacity(caches.len());
+        for (c, &base) in caches.iter().zip(&burst.bases) {
+            match &c.slot {
+                Some(s) if c.offset == base => slots.push(s.index),
+                _ => {
+                    return Err(mlx_rs::error::Exception::custom(
+                        "a burst's cache moved from its position",
+                    ));
+                }
+            }
+        }
+        let mut guard = self.lock();
+        let b = &mut *guard;
+        let taken = b.taken.len() as i32;
+        b.fit(taken, room)?;
+        let (Some(keys), Some(values)) = (b.keys.take(), b.values.take()) else {
+            return Err(mlx_rs::error::Exception::custom("a batch without buffers"));
+        };
+        let slot_idx = arrays.ints(&slots, &[n])?;
+        let pos_idx = arrays.ints(&burst.bases, &[n])?;
+        let rows = |a: &Array, like: &Array| -> R<Array> {
+            let sh = a.shape();
+            let a = a.reshape(&[sh[0], 1, sh[1], sh[2], sh[3]])?;
+            if a.dtype() == like.dtype() {
+                Ok(a)
+            } else {
+                a.as_dtype(like.dtype())
+            }
+        };
+        let keys = scatter(&keys, &[&slot_idx, &pos_idx], &rows(k, &keys)?, &[0, 2])?;
+        let values = scatter(&values, &[&slot_idx, &pos_idx], &rows(v, &values)?, &[0, 2])?;
+        // The burst's slots, in its order, up to its reach.
+        let whole =
+            slots.len() == b.taken.len() && slots.iter().enumerate().all(|(i, &s)| s == i as i32);
+        let reach = burst.reach;
+        let theirs = |a: &Array| -> R<Array> {
+            let a = match reach == a.shape()[2] {
+                true => a.clone(),
+                false => a.try_index((.., .., ..reach, ..))?,
+            };
+            match whole {
+                true => Ok(a),
+                false => a.take_axis(&slot_idx, 0),
+            }
+        };
+        let out = (theirs(&keys)?, theirs(&values)?);
+        b.keys = Some(keys);
+        b.values = Some(values);
+        drop(guard);
+        for (c, &l) in caches.iter_mut().zip(&burst.lens) {
+            c.offset += l;
+        }
+        Ok(out)
     }
 
     /// Moves `caches[i]` for each `i` of `which` into a free slot, their
