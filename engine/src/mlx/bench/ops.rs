@@ -397,6 +397,19 @@ mod tests {
                     "{} N={n}: {together} operations to prefill the burst in one pass, {apart} one prompt at a time",
                     precision.name()
                 );
+                // The same prompts' second halves, after their first
+                // halves' caches (a long prompt's next chunk).
+                let halves: Vec<i32> = lens.iter().map(|l| l / 2).collect();
+                let rests: Vec<i32> = lens.iter().map(|l| l - l / 2).collect();
+                let after = |i: usize| {
+                    continuing_operations(&model, &halves[i..=i], false, &rests[i..=i]).unwrap()
+                };
+                let together = continuing_operations(&model, &halves, false, &rests).unwrap();
+                let apart: usize = (0..lens.len()).map(after).sum();
+                eprintln!(
+                    "{} N={n}: {together} operations to continue their caches in one pass, {apart} one prompt at a time",
+                    precision.name()
+                );
                 let step = decode_step_kinds(&model, n).unwrap();
                 eprintln!(
                     "{} N={n}: {} operations per decode step: {:?}",
