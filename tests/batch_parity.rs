@@ -387,3 +387,51 @@ fn prefix_cache_hits_prefilled_together_give_the_ids_they_give_alone() {
     }
     assert!(compared >= 100, "only {compared} steps compared");
 }
+
+/// Under `keep` with `share_prefixes`: prompts with a common start of 24
+/// tokens admitted together take it from the first one's rows in the same
+/// padded pass (`model/burst.rs`, a fork read from the leader's slot) and
+/// must give the ids they give alone, without sharing, up to where the
+/// two runs first part (these prompts have no reference gaps), over most
+/// of their tokens.
+#[test]
+fn shared_starts_prefilled_together_give_the_ids_they_give_alone() {
+    let dir: PathBuf = thinkwire_chat::assets::home().join("models/tiny-qwen3-chat");
+    let (max_tokens, mut cases) = cases("tiny-qwen3-chat-thinking-off.json", 4);
+    let start: Vec<u32> = (0..24u32).map(|j| 200 + 37 * j).collect();
+    for c in &mut cases {
+        c.prompt_ids.splice(0..0, start.iter().copied());
+    }
+    let options = LoadOptions {
+        precision: Precision::Keep,
+        max_batch: 8,
+        batch_window: std::time::Duration::from_millis(400),
+        ..LoadOptions::default()
+    };
+    let want = alone(
+        &MlxEngine::load(&dir, &options).unwrap(),
+        &cases,
+        max_tokens,
+    );
+    let sharing = MlxEngine::load(
+        &dir,
+        &LoadOptions {
+            share_prefixes: true,
+            ..options
+        },
+    )
+    .unwrap();
+    let got = together(&sharing, &cases, max_tokens, false);
+    let shared = sharing.load().shared_prompt_tokens;
+    assert!(shared >= 3 * 24, "only {shared} prompt tokens shared");
+    let same: Vec<usize> = want
+        .iter()
+        .zip(&got)
+        .map(|(a, b)| a.iter().zip(b).take_while(|(x, y)| x == y).count())
+        .collect();
+    eprintln!("steps equal to the run alone: {same:?} of {max_tokens}");
+    assert!(
+        same.iter().sum::<usize>() * 2 >= cases.len() * max_tokens,
+        "{same:?}"
+    );
+}

@@ -220,6 +220,46 @@ pub(crate) fn continuing_operations(
         .map_err(mlx_err("counting operations"))
 }
 
+/// Operations of one pass where prompt 0 is `common` + `lens[0]` tokens
+/// and every later prompt `i` shares its first `common` (a fork of prompt
+/// 0, `--share-prefixes`) and adds `lens[i]` of its own.
+#[cfg(test)]
+pub(crate) fn shared_operations(
+    model: &Network,
+    common: i32,
+    lens: &[i32],
+) -> Result<usize, EngineError> {
+    let mut caches: Vec<_> = lens.iter().map(|_| model.new_cache()).collect();
+    let mut segments: Vec<Segment<'_>> = caches
+        .iter_mut()
+        .zip(lens)
+        .enumerate()
+        .map(|(i, (c, &len))| {
+            let (len, fork) = match i {
+                0 => (common + len, None),
+                _ => (
+                    len,
+                    Some(crate::mlx::model::Fork {
+                        from: 0,
+                        at: common,
+                    }),
+                ),
+            };
+            Segment {
+                ids: prompt_ids(i, len),
+                len,
+                caches: c,
+                fork,
+            }
+        })
+        .collect();
+    let outputs = pass_outputs(model, &mut segments)?;
+    let outputs: Vec<&Array> = outputs.iter().collect();
+    operation_kinds(&outputs)
+        .map(|k| k.values().sum())
+        .map_err(mlx_err("counting operations"))
+}
+
 /// Test prompt `i`'s ids, `len` of them (`[1, len]`).
 fn prompt_ids(i: usize, len: i32) -> Array {
     let ids: Vec<i32> = (0..len)
@@ -345,7 +385,8 @@ mod tests {
     /// Prompts that continue cached rows go as one padded batch too: a
     /// pass of 8 builds the operations of a pass of 2, plus only each
     /// newcomer's two row copies per layer into its batch slot (none for
-    /// caches already in one), where prompt by prompt each added a chain.
+    /// caches already in one), where prompt by prompt each added a chain;
+    /// so do prompts sharing an earlier one's start, with no copies.
     #[test]
     fn prompts_after_cached_rows_do_not_add_a_chain_each() {
         let loaded = crate::mlx::load::load_hf_dir(&tiny("tiny-qwen3-4bit")).unwrap();
@@ -364,6 +405,16 @@ mod tests {
                     .sum(),
             }
         };
+        // Sharing the first prompt's start: as many at 8 as at 2 (a start
+        // short enough that the first prompt's padding of the others
+        // stays under the burst's limit, `Burst::new`).
+        let shared: Vec<i32> = (0..8).map(|i| 8 + i % 3).collect();
+        let (two, eight) = (
+            shared_operations(&model, 10, &shared[..2]).unwrap(),
+            shared_operations(&model, 10, &shared).unwrap(),
+        );
+        eprintln!("sharing a start: N=2 {two}, N=8 {eight}");
+        assert_eq!(two, eight);
         for decoded in [false, true] {
             let (two, eight) = (count(2, decoded, true), count(8, decoded, true));
             let apart = count(8, decoded, false);

@@ -35,10 +35,11 @@ pub(crate) mod mxfp4;
 // FFI into thinkwire's int8 panel repacking (mlx-sys/native).
 #[allow(unsafe_code)]
 mod panels;
-// FFI: MLX's scatters that mlx-rs does not reach (the batch cache's writes,
-// a step's penalties counting its tokens).
+// FFI: MLX's gathers and scatters that mlx-rs does not reach (the batch
+// cache's writes and a shared prefix's rows, a step's penalties counting
+// its tokens).
 #[allow(unsafe_code)]
-pub(crate) mod scatter;
+pub(crate) mod indexed;
 // FFI into thinkwire's quantized kernels (mlx-sys/native).
 #[allow(unsafe_code)]
 pub(crate) mod quantized;

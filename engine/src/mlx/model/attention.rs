@@ -10,7 +10,7 @@ use super::linear::Linear;
 use super::rope::{Rope, RopeRows};
 use super::{Pass, R, Segment};
 use crate::mlx::kernels::fused;
-use crate::mlx::kernels::scatter::scatter;
+use crate::mlx::kernels::indexed::scatter;
 
 pub(super) struct Attention {
     pub(super) qkv: Linear,

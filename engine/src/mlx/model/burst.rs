@@ -13,9 +13,14 @@
 //! shared prefix does (`fork`). Prompts that continue cached rows (a
 //! prefix-cache hit, a long prompt's next chunk, forced tokens) are written
 //! into their batch slots first, each from its own position, and attend the
-//! slots (`BatchCache::prefill`).
+//! slots (`BatchCache::prefill`). A prompt that shares its start with an
+//! earlier one of the pass (a fork) reads that start from the slot that
+//! writes it, and its own slot gets a copy, in one gather and one scatter
+//! per buffer for the whole pass.
 
 use mlx_rs::Array;
+
+use super::Fork;
 
 /// The padded layout of a pass's prompts, built once per pass for every
 /// layer.
@@ -40,21 +45,33 @@ pub(crate) struct Burst {
     /// `bases` as `[N]` int32 (each prompt's RoPE offset); `None` when
     /// every prompt is fresh.
     pub starts: Option<Array>,
+    /// Each prompt's shared start, if it has one (its base is `at`).
+    pub forks: Vec<Option<Fork>>,
 }
 
 impl Burst {
-    /// The layout for prompts of `lens` rows after `bases` cached
-    /// positions; `None` where it does not pay: fewer than two prompts, or
-    /// padding that would more than double the rows computed (one long
-    /// prompt beside short ones).
-    pub fn new(bases: &[i32], lens: &[i32]) -> mlx_rs::error::Result<Option<Burst>> {
+    /// The layout for prompts of `lens` rows after `bases` cached (or
+    /// shared: `forks`) positions; `None` where it does not pay: fewer
+    /// than two prompts, or padding that would more than double the rows
+    /// computed (one long prompt beside short ones).
+    pub fn new(
+        bases: &[i32],
+        lens: &[i32],
+        forks: &[Option<Fork>],
+    ) -> mlx_rs::error::Result<Option<Burst>> {
         let n = lens.len() as i32;
         let Some(&longest) = lens.iter().max() else {
             return Ok(None);
         };
         let total: i32 = lens.iter().sum();
+        let forks_fit = forks.len() == lens.len()
+            && forks.iter().enumerate().all(|(i, f)| match f {
+                Some(f) => f.from < i && f.at == bases[i],
+                None => true,
+            });
         if n < 2
             || bases.len() != lens.len()
+            || !forks_fit
             || lens.iter().any(|&l| l < 1)
             || bases.iter().any(|&b| b < 0)
             || n * longest > 2 * total
@@ -89,7 +106,30 @@ impl Burst {
             scatter: Array::from_slice(&scatter, &[total]),
             mask: keys.le(&seen)?,
             starts: cached.then(|| Array::from_slice(bases, &[n])),
+            forks: forks.to_vec(),
         }))
+    }
+
+    /// Whether a prompt shares its start with an earlier one.
+    pub fn shares(&self) -> bool {
+        self.forks.iter().any(Option::is_some)
+    }
+
+    /// For each prompt `n` and key position `j < reach` (`[N * reach]`),
+    /// the slot that holds it, given each prompt's slot: its own, or for
+    /// a shared start its leader's (whose own start may be shared in turn).
+    pub fn sources(&self, slots: &[i32]) -> Vec<i32> {
+        let mut out = Vec::with_capacity(self.forks.len() * self.reach as usize);
+        for n in 0..self.forks.len() {
+            out.extend((0..self.reach).map(|j| {
+                let mut at = n;
+                while let Some(f) = self.forks[at].filter(|f| j < f.at) {
+                    at = f.from;
+                }
+                slots.get(at).copied().unwrap_or(0)
+            }));
+        }
+        out
     }
 
     /// Whether every prompt starts at position 0.
@@ -109,7 +149,9 @@ mod tests {
 
     #[test]
     fn the_layout_pads_each_prompt_with_its_last_row() {
-        let b = Burst::new(&[0, 0, 0], &[3, 1, 2]).unwrap().unwrap();
+        let b = Burst::new(&[0, 0, 0], &[3, 1, 2], &[None; 3])
+            .unwrap()
+            .unwrap();
         assert!(b.fresh());
         assert_eq!((b.longest, b.reach), (3, 3));
         assert_eq!(b.gather.as_slice::<i32>(), &[0, 1, 2, 3, 3, 3, 4, 5, 5]);
@@ -131,7 +173,7 @@ mod tests {
     #[test]
     fn prompts_after_cached_rows_see_them_and_their_own() {
         // Prompt 0: 2 rows after 3 cached; prompt 1: 1 fresh row.
-        let b = Burst::new(&[3, 0], &[2, 1]).unwrap().unwrap();
+        let b = Burst::new(&[3, 0], &[2, 1], &[None; 2]).unwrap().unwrap();
         assert!(!b.fresh());
         assert_eq!((b.longest, b.reach), (2, 5));
         assert_eq!(b.mask.shape(), &[2, 1, 2, 5]);
@@ -146,8 +188,38 @@ mod tests {
     }
 
     #[test]
+    fn a_shared_start_is_read_from_the_slot_that_writes_it() {
+        // Prompt 1 shares prompt 0's first 2 positions; prompt 2 shares
+        // prompt 1's first 3 (so its first 2 are prompt 0's).
+        let fork = |from, at| Some(Fork { from, at });
+        let forks = [None, fork(0, 2), fork(1, 3)];
+        let b = Burst::new(&[0, 2, 3], &[3, 2, 1], &forks).unwrap().unwrap();
+        assert!(b.shares() && !b.fresh());
+        assert_eq!(b.reach, 4);
+        assert_eq!(
+            b.sources(&[5, 7, 9]),
+            [[5, 5, 5, 5], [5, 5, 7, 7], [5, 5, 7, 9]].concat()
+        );
+        // A fork of a later prompt, or at another position: per prompt.
+        assert!(
+            Burst::new(&[2, 0], &[3, 3], &[fork(1, 2), None])
+                .unwrap()
+                .is_none()
+        );
+        assert!(
+            Burst::new(&[0, 1], &[3, 3], &[None, fork(0, 2)])
+                .unwrap()
+                .is_none()
+        );
+    }
+
+    #[test]
     fn a_lone_prompt_or_much_padding_goes_per_prompt() {
-        let none = |bases: &[i32], lens: &[i32]| Burst::new(bases, lens).unwrap().is_none();
+        let none = |bases: &[i32], lens: &[i32]| {
+            Burst::new(bases, lens, &vec![None; lens.len()])
+                .unwrap()
+                .is_none()
+        };
         assert!(none(&[0], &[5]));
         assert!(none(&[0, 0, 0], &[100, 2, 2]));
         assert!(none(&[0, 0], &[3, 0]));

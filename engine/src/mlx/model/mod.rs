@@ -256,18 +256,18 @@ impl Network {
             None => None,
         };
         // Prompts together: one padded attention per layer where MLX's
-        // attention serves them, fresh or after cached rows. A shared
-        // prefix (a fork) goes per segment: its rows are the leader's,
-        // written in this same pass.
-        let together = segments.len() > 1
-            && segments
-                .iter()
-                .all(|s| s.fork.is_none() && !s.caches.is_empty());
+        // attention serves them, fresh, after cached rows or after a
+        // start shared with an earlier prompt of the pass.
+        let together = segments.len() > 1 && segments.iter().all(|s| !s.caches.is_empty());
         let burst = match together && self.blocks.iter().any(|b| b.attn.takes_bursts()) {
             true => {
-                let bases: Vec<i32> = segments.iter().map(|s| s.caches[0].offset()).collect();
+                let bases: Vec<i32> = segments
+                    .iter()
+                    .map(|s| s.fork.map_or(s.caches[0].offset(), |f| f.at))
+                    .collect();
                 let lens: Vec<i32> = segments.iter().map(|s| s.len).collect();
-                Burst::new(&bases, &lens)?
+                let forks: Vec<Option<Fork>> = segments.iter().map(|s| s.fork).collect();
+                Burst::new(&bases, &lens, &forks)?
             }
             false => None,
         };

@@ -142,7 +142,11 @@ fn a_burst_of_fresh_prompts_computes_what_each_prompt_alone_does() {
     // batch on MLX's attention (`burst.rs`): each must get the logits and
     // the cache (read by the decode step after) it gets alone.
     let prompts = [5, 9, 7];
-    assert!(super::Burst::new(&[0; 3], &[5, 9, 7]).unwrap().is_some());
+    assert!(
+        super::Burst::new(&[0; 3], &[5, 9, 7], &[None; 3])
+            .unwrap()
+            .is_some()
+    );
     for name in [
         "tiny-qwen3",
         "tiny-llama3-untied",
@@ -314,6 +318,112 @@ fn prompts_after_cached_rows_in_one_pass_compute_what_each_alone_does() {
                     assert!(layers[l], "{name}: sequence {i}, layer {l}");
                 }
             }
+        }
+    }
+}
+
+/// The last logits of each prompt of `prompts` (ids) and of one decode
+/// step after: prefilled one by one from empty caches, or in one pass
+/// where prompt `i` with `forks[i]` takes its first `at` positions from
+/// prompt `from` (and holds only the rest), beside a prompt continuing a
+/// cache of its own (`cached[i]` positions prefilled alone first).
+fn shared_then_step(
+    model: &Network,
+    prompts: &[Vec<i32>],
+    cached: &[usize],
+    forks: &[Option<super::Fork>],
+    together: bool,
+) -> (Vec<f32>, Vec<f32>) {
+    let mut caches: Vec<_> = prompts.iter().map(|_| model.new_cache()).collect();
+    let ids = |p: &[i32]| Array::from_slice(p, &[1, p.len() as i32]);
+    let mut first = Vec::new();
+    if !together {
+        for (p, c) in prompts.iter().zip(caches.iter_mut()) {
+            let mut seg = [Segment {
+                ids: ids(p),
+                len: p.len() as i32,
+                caches: c,
+                fork: None,
+            }];
+            let logits = model.forward(&mut seg, true).unwrap().unwrap();
+            logits.eval().unwrap();
+            first.extend_from_slice(logits.as_slice::<f32>());
+        }
+        return (first, decode_step(model, &mut caches));
+    }
+    for ((p, c), &n) in prompts.iter().zip(caches.iter_mut()).zip(cached) {
+        if n > 0 {
+            let mut seg = [Segment {
+                ids: ids(&p[..n]),
+                len: n as i32,
+                caches: c,
+                fork: None,
+            }];
+            model.forward(&mut seg, false).unwrap();
+        }
+    }
+    let mut segments: Vec<Segment<'_>> = caches
+        .iter_mut()
+        .enumerate()
+        .map(|(i, c)| {
+            let skip = forks[i].map_or(cached[i], |f| f.at as usize);
+            let rest = &prompts[i][skip..];
+            Segment {
+                ids: ids(rest),
+                len: rest.len() as i32,
+                caches: c,
+                fork: forks[i],
+            }
+        })
+        .collect();
+    let logits = model.forward(&mut segments, true).unwrap().unwrap();
+    logits.eval().unwrap();
+    first.extend_from_slice(logits.as_slice::<f32>());
+    (first, decode_step(model, &mut caches))
+}
+
+#[test]
+fn shared_starts_in_one_pass_compute_what_each_prompt_alone_does() {
+    // `--share-prefixes`: prompts admitted together take their common
+    // start from the one that writes it in this pass. On MLX's attention
+    // the pass stays one padded batch: prompt 1 shares prompt 0's first 8
+    // positions, prompt 2 prompt 1's first 10 (8 of them prompt 0's),
+    // prompt 3 continues a cache of its own, prompt 4 is fresh.
+    let base: Vec<i32> = (0..14).map(|j| (5 + 7 * j) % 90).collect();
+    let own = |seed: i32, len: i32| (0..len).map(move |j| (seed + 11 * j) % 90);
+    let p1: Vec<i32> = base[..8].iter().copied().chain(own(3, 6)).collect();
+    let p2: Vec<i32> = p1[..10].iter().copied().chain(own(8, 3)).collect();
+    let prompts = [
+        base.clone(),
+        p1,
+        p2,
+        own(21, 12).collect(),
+        own(40, 9).collect(),
+    ];
+    let fork = |from, at| Some(super::Fork { from, at });
+    let forks = [None, fork(0, 8), fork(1, 10), None, None];
+    let cached = [0, 0, 0, 5, 0];
+    for name in [
+        "tiny-qwen3",
+        "tiny-llama3-untied",
+        "tiny-qwen3-4bit",
+        "tiny-gemma3",
+        "tiny-gpt-oss",
+    ] {
+        let model = network(name, Precision::Keep);
+        let (want_first, want_step) = shared_then_step(&model, &prompts, &cached, &forks, false);
+        let (first, step) = shared_then_step(&model, &prompts, &cached, &forks, true);
+        for (what, want, got) in [
+            ("the prompts' logits", &want_first, &first),
+            ("the step after", &want_step, &step),
+        ] {
+            assert_eq!(want.len(), got.len(), "{name}: {what}");
+            let worst = want
+                .iter()
+                .zip(got.iter())
+                .map(|(a, b)| (a - b).abs())
+                .fold(0.0f32, f32::max);
+            assert!(worst < 1e-3, "{name}: {what} differ by {worst}");
         }
     }
 }

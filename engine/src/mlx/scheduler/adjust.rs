@@ -22,7 +22,7 @@ use mlx_rs::Array;
 use mlx_rs::ops::indexing::{put_along_axis, take_along_axis};
 
 use crate::SamplingParams;
-use crate::mlx::kernels::scatter::add_along_axis;
+use crate::mlx::kernels::indexed::add_along_axis;
 
 type R<T> = mlx_rs::error::Result<T>;
 

@@ -24,7 +24,7 @@ use mlx_rs::ops::indexing::TryIndexOp;
 use super::super::burst::Burst;
 use super::super::step_arrays::StepArrays;
 use super::{KvCache, STEP};
-use crate::mlx::kernels::scatter::{scatter, write_at};
+use crate::mlx::kernels::indexed::{gather, scatter, write_at};
 
 type R<T> = mlx_rs::error::Result<T>;
 
@@ -252,7 +252,9 @@ impl BatchCache {
     /// step's newcomers are), the padded rows `k`, `v` (`[N, H, longest,
     /// D]`) written from each cache's offset (`burst.bases`) with one
     /// scatter per buffer, and the offsets advanced by `burst.lens`.
-    /// Returns the N slots' keys and values up to `burst.reach` (`[N, H,
+    /// A prompt that shares an earlier one's start (`burst.forks`) enters
+    /// empty and gets that start copied from the slot that writes it.
+    /// Returns the N prompts' keys and values up to `burst.reach` (`[N, H,
     /// reach, D]`), for the burst's mask: a written row past a prompt's
     /// length is padding that no query sees and the next write replaces.
     pub(crate) fn prefill(
@@ -279,9 +281,11 @@ impl BatchCache {
             self.enter(caches, &newcomers, room, k, v)?;
         }
         let mut slots = Vec::with_capacity(caches.len());
-        for (c, &base) in caches.iter().zip(&burst.bases) {
+        for ((c, &base), fork) in caches.iter().zip(&burst.bases).zip(&burst.forks) {
+            // A shared start is copied in below: such a cache is empty.
+            let offset = if fork.is_some() { 0 } else { base };
             match &c.slot {
-                Some(s) if c.offset == base => slots.push(s.index),
+                Some(s) if c.offset == offset => slots.push(s.index),
                 _ => {
                     return Err(mlx_rs::error::Exception::custom(
                         "a burst's cache moved from its position",
@@ -309,6 +313,41 @@ impl BatchCache {
         };
         let keys = scatter(&keys, &[&slot_idx, &pos_idx], &rows(k, &keys)?, &[0, 2])?;
         let values = scatter(&values, &[&slot_idx, &pos_idx], &rows(v, &values)?, &[0, 2])?;
+        if burst.shares() {
+            // Every prompt's keys read position by position from the slot
+            // that holds them (a shared start: its leader's, just written),
+            // then written back into each one's own slot.
+            let reach = burst.reach;
+            let sources = arrays.ints(&burst.sources(&slots), &[n, reach])?;
+            let positions: Vec<i32> = (0..reach).collect();
+            let positions = arrays.ints(&positions, &[1, reach])?;
+            let own = arrays.ints(&slots, &[n, 1])?;
+            let mut out = Vec::with_capacity(2);
+            for buf in [keys, values] {
+                let sh = buf.shape().to_vec();
+                let rows = gather(
+                    &buf,
+                    &[&sources, &positions],
+                    &[0, 2],
+                    &[1, sh[1], 1, sh[3]],
+                )?;
+                out.push(scatter(&buf, &[&own, &positions], &rows, &[0, 2])?);
+                // [N, reach, 1, H, 1, D] → [N, H, reach, D].
+                let rows = rows
+                    .reshape(&[n, reach, sh[1], sh[3]])?
+                    .transpose_axes(&[0, 2, 1, 3])?;
+                out.push(rows);
+            }
+            let [keys, seen_k, values, seen_v] = <[Array; 4]>::try_from(out)
+                .map_err(|_| mlx_rs::error::Exception::custom("a burst's shared rows"))?;
+            b.keys = Some(keys);
+            b.values = Some(values);
+            drop(guard);
+            for ((c, &base), &l) in caches.iter_mut().zip(&burst.bases).zip(&burst.lens) {
+                c.offset = base + l;
+            }
+            return Ok((seen_k, seen_v));
+        }
         // The burst's slots, in its order, up to its reach.
         let whole =
             slots.len() == b.taken.len() && slots.iter().enumerate().all(|(i, &s)| s == i as i32);
@@ -327,8 +366,8 @@ impl BatchCache {
         b.keys = Some(keys);
         b.values = Some(values);
         drop(guard);
-        for (c, &l) in caches.iter_mut().zip(&burst.lens) {
-            c.offset += l;
+        for ((c, &base), &l) in caches.iter_mut().zip(&burst.bases).zip(&burst.lens) {
+            c.offset = base + l;
         }
         Ok(out)
     }

@@ -16,7 +16,7 @@ use mlx_rs::{Array, Dtype};
 
 use self::batch::Slot;
 pub(crate) use self::batch::{BatchCache, in_order};
-use crate::mlx::kernels::scatter::write_at;
+use crate::mlx::kernels::indexed::write_at;
 
 /// Keys/values grow by this many positions at a time.
 const STEP: i32 = 256;

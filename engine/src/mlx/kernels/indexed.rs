@@ -1,10 +1,11 @@
-//! Writes into buffers as single MLX operations, where mlx-rs reaches them
-//! only through numpy-style indexing: `scatter` with several index arrays
-//! (the batch cache writes each sequence's new key row at its own (slot,
-//! position) in one operation), `slice_update` at a start (mlx-rs's
-//! indexing wraps it in two reshapes, each a node a GPU step walks), and
-//! `scatter_add_axis`, which mlx-rs does not wrap (a step's penalties count
-//! each row's tokens with it).
+//! Indexed reads and writes as single MLX operations, where mlx-rs reaches
+//! them only through numpy-style indexing: `scatter` with several index
+//! arrays (the batch cache writes each sequence's new key row at its own
+//! (slot, position) in one operation), `gather`, its mirror (a burst reads
+//! a shared prefix's rows from the slot that wrote them), `slice_update`
+//! at a start (mlx-rs's indexing wraps it in two reshapes, each a node a
+//! GPU step walks), and `scatter_add_axis`, which mlx-rs does not wrap (a
+//! step's penalties count each row's tokens with it).
 
 use mlx_rs::error::{Exception, Result};
 use mlx_rs::{Array, StreamOrDevice};
@@ -42,6 +43,43 @@ pub(crate) fn scatter(
         if status != 0 {
             mlx_sys::mlx_array_free(out);
             return Err(Exception::custom("scatter: shapes do not fit"));
+        }
+        Ok(Array::from_ptr(out))
+    }
+}
+
+/// The slices of `a` at `indices` along `axes` (one index array per axis,
+/// broadcast to one shape `I`), each of `slice`'s size (`a`'s rank, 1 on
+/// the indexed axes): shaped `I` followed by `slice`. The mirror of
+/// [`scatter`].
+pub(crate) fn gather(a: &Array, indices: &[&Array], axes: &[i32], slice: &[i32]) -> Result<Array> {
+    if indices.len() != axes.len() || slice.len() != a.ndim() {
+        return Err(Exception::custom(
+            "gather: one index array per axis, a slice of the array's rank",
+        ));
+    }
+    let handles: Vec<mlx_sys::mlx_array> = indices.iter().map(|i| i.as_ptr()).collect();
+    let stream = StreamOrDevice::default();
+    // SAFETY: live input handles and sizes for the call; a fresh output
+    // handle, owned by the returned array or freed on failure; the vector
+    // is freed here.
+    unsafe {
+        let vector = mlx_sys::mlx_vector_array_new_data(handles.as_ptr(), handles.len());
+        let mut out = mlx_sys::mlx_array_new();
+        let status = mlx_sys::mlx_gather(
+            &mut out,
+            a.as_ptr(),
+            vector,
+            axes.as_ptr(),
+            axes.len(),
+            slice.as_ptr(),
+            slice.len(),
+            stream.as_ref().as_ptr(),
+        );
+        mlx_sys::mlx_vector_array_free(vector);
+        if status != 0 {
+            mlx_sys::mlx_array_free(out);
+            return Err(Exception::custom("gather: shapes do not fit"));
         }
         Ok(Array::from_ptr(out))
     }
@@ -153,6 +191,27 @@ mod tests {
             &[3.0, 4.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 2.0]
         );
         assert!(scatter(&a, &[&slots], &rows, &[0, 1]).is_err());
+    }
+
+    #[test]
+    fn gathers_each_slice_from_its_own_place() {
+        // [slots 2, positions 3, width 2]: rows (slot, position) for a
+        // [2, 2] grid of indices, the slot index broadcast along positions.
+        let a = Array::from_slice(&(0..12).map(|x| x as f32).collect::<Vec<_>>(), &[2, 3, 2]);
+        let slots = Array::from_slice(&[1i32, 0], &[2, 1]);
+        let positions = Array::from_slice(&[0i32, 2], &[1, 2]);
+        let out = gather(&a, &[&slots, &positions], &[0, 1], &[1, 1, 2]).unwrap();
+        assert_eq!(out.shape(), &[2, 2, 1, 1, 2]);
+        out.eval().unwrap();
+        assert_eq!(
+            out.as_slice::<f32>(),
+            &[6.0, 7.0, 10.0, 11.0, 0.0, 1.0, 4.0, 5.0]
+        );
+        // Written back where it came from, nothing changes.
+        let back = scatter(&a, &[&slots, &positions], &out, &[0, 1]).unwrap();
+        back.eval().unwrap();
+        assert_eq!(back.as_slice::<f32>(), a.as_slice::<f32>());
+        assert!(gather(&a, &[&slots], &[0, 1], &[1, 1, 2]).is_err());
     }
 
     #[test]
