@@ -405,16 +405,24 @@ mod tests {
                     .sum(),
             }
         };
-        // Sharing the first prompt's start: as many at 8 as at 2 (a start
-        // short enough that the first prompt's padding of the others
-        // stays under the burst's limit, `Burst::new`).
+        // Sharing the first prompt's start: as many at 8 as at 2, with a
+        // start short beside the prompts' own rows, or long (the first
+        // prompt then goes in pieces, `Burst::new`).
         let shared: Vec<i32> = (0..8).map(|i| 8 + i % 3).collect();
         let (two, eight) = (
             shared_operations(&model, 10, &shared[..2]).unwrap(),
             shared_operations(&model, 10, &shared).unwrap(),
         );
-        eprintln!("sharing a start: N=2 {two}, N=8 {eight}");
+        let rests: Vec<i32> = (0..8).map(|i| 20 + i % 3).collect();
+        let (long_two, long_eight) = (
+            shared_operations(&model, 100, &rests[..2]).unwrap(),
+            shared_operations(&model, 100, &rests).unwrap(),
+        );
+        eprintln!(
+            "sharing a start of 10: N=2 {two}, N=8 {eight}; of 100: N=2 {long_two}, N=8 {long_eight}"
+        );
         assert_eq!(two, eight);
+        assert_eq!(long_two, long_eight);
         for decoded in [false, true] {
             let (two, eight) = (count(2, decoded, true), count(8, decoded, true));
             let apart = count(8, decoded, false);

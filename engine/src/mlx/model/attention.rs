@@ -202,7 +202,7 @@ impl Attention {
         rope: &Rope,
         pass: Pass<'_>,
     ) -> R<Array> {
-        let (n, longest) = (burst.lens.len() as i32, burst.longest);
+        let (n, longest) = (burst.pieces.len() as i32, burst.longest);
         let width = qkv.shape()[2];
         let padded = qkv
             .take_axis(&burst.gather, 1)?

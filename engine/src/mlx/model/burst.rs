@@ -27,56 +27,94 @@ use super::Fork;
 pub(crate) struct Burst {
     /// Each prompt's rows in the pass, in order.
     pub lens: Vec<i32>,
-    /// Each prompt's cached positions (where its rows start).
+    /// Each prompt's cached (or shared) positions: where its rows start.
     pub bases: Vec<i32>,
-    /// The longest (the padded length).
+    /// The padded batch's rows: each prompt whole, or cut into pieces of
+    /// `longest` rows where one prompt much longer than the others would
+    /// otherwise pad them all to its length (a shared start's leader, a
+    /// long prompt beside chat turns).
+    pub pieces: Vec<Piece>,
+    /// The rows of a piece, padded.
     pub longest: i32,
     /// The keys a query may see: the furthest prompt's end.
     pub reach: i32,
-    /// For each padded position (`[N * longest]`), the pass row it takes.
+    /// For each padded position (`[pieces * longest]`), the pass row it
+    /// takes.
     pub gather: Array,
     /// For each pass row (`[T]`), its padded position.
     pub scatter: Array,
-    /// `[N, 1, longest, reach]`: query `i` of prompt `n` sees key `j` when
-    /// `j <= bases[n] + min(i, lens[n] - 1)` (a padded query sees what
-    /// its prompt's last row sees). Built on the device from the queries'
-    /// positions, not as `N × longest × reach` host booleans.
+    /// `[pieces, 1, longest, reach]`: query `i` of a piece from position
+    /// `base` with `len` rows sees key `j` when `j <= base + min(i, len -
+    /// 1)` (a padded query sees what its piece's last row sees). Built on
+    /// the device from the queries' positions, not as host booleans.
     pub mask: Array,
-    /// `bases` as `[N]` int32 (each prompt's RoPE offset); `None` when
-    /// every prompt is fresh.
+    /// The pieces' first positions as `[pieces]` int32 (their RoPE
+    /// offsets); `None` when every prompt is one fresh piece.
     pub starts: Option<Array>,
     /// Each prompt's shared start, if it has one (its base is `at`).
     pub forks: Vec<Option<Fork>>,
 }
 
+/// Rows of one prompt in the padded batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Piece {
+    /// Its prompt's index in the pass.
+    pub prompt: usize,
+    /// Its first row's position.
+    pub base: i32,
+    /// Its rows.
+    pub len: i32,
+}
+
+/// Prompts are cut into pieces no shorter than this: each piece reads
+/// every key up to the pass's reach.
+const SHORTEST_PIECE: i32 = 32;
+
 impl Burst {
     /// The layout for prompts of `lens` rows after `bases` cached (or
     /// shared: `forks`) positions; `None` where it does not pay: fewer
     /// than two prompts, or padding that would more than double the rows
-    /// computed (one long prompt beside short ones).
+    /// computed even with the longest prompts cut into pieces.
     pub fn new(
         bases: &[i32],
         lens: &[i32],
         forks: &[Option<Fork>],
     ) -> mlx_rs::error::Result<Option<Burst>> {
-        let n = lens.len() as i32;
-        let Some(&longest) = lens.iter().max() else {
+        let n = lens.len();
+        let Some(&most) = lens.iter().max() else {
             return Ok(None);
         };
         let total: i32 = lens.iter().sum();
-        let forks_fit = forks.len() == lens.len()
+        let forks_fit = forks.len() == n
             && forks.iter().enumerate().all(|(i, f)| match f {
                 Some(f) => f.from < i && f.at == bases[i],
                 None => true,
             });
         if n < 2
-            || bases.len() != lens.len()
+            || bases.len() != n
             || !forks_fit
             || lens.iter().any(|&l| l < 1)
             || bases.iter().any(|&b| b < 0)
-            || n * longest > 2 * total
         {
             return Ok(None);
+        }
+        // A long piece whose padding at most doubles the rows: halved
+        // until it fits, down to the shortest.
+        let padded = |p: i32| lens.iter().map(|&l| (l + p - 1) / p * p).sum::<i32>();
+        let mut longest = most;
+        while padded(longest) > 2 * total {
+            if longest <= SHORTEST_PIECE {
+                return Ok(None);
+            }
+            longest = ((longest + 1) / 2).max(SHORTEST_PIECE);
+        }
+        let mut pieces = Vec::new();
+        for (prompt, (&l, &b)) in lens.iter().zip(bases).enumerate() {
+            pieces.extend((0..l).step_by(longest as usize).map(|at| Piece {
+                prompt,
+                base: b + at,
+                len: longest.min(l - at),
+            }));
         }
         let reach = bases
             .iter()
@@ -84,30 +122,47 @@ impl Burst {
             .map(|(b, l)| b + l)
             .max()
             .unwrap_or(0);
-        let mut gather = Vec::with_capacity((n * longest) as usize);
+        let count = pieces.len() as i32;
+        let mut gather = Vec::with_capacity((count * longest) as usize);
         let mut scatter = Vec::with_capacity(total as usize);
-        let mut seen = Vec::with_capacity((n * longest) as usize);
-        let mut start = 0;
-        for (p, (&l, &b)) in lens.iter().zip(bases).enumerate() {
-            gather.extend((0..longest).map(|j| start + j.min(l - 1)));
-            scatter.extend((0..l).map(|j| p as i32 * longest + j));
+        let mut seen = Vec::with_capacity((count * longest) as usize);
+        // Each prompt's first row in the pass.
+        let firsts: Vec<i32> = lens
+            .iter()
+            .scan(0, |row, &l| {
+                let first = *row;
+                *row += l;
+                Some(first)
+            })
+            .collect();
+        for (k, piece) in pieces.iter().enumerate() {
+            let (l, b) = (piece.len, piece.base);
+            let first = firsts[piece.prompt] + b - bases[piece.prompt];
+            gather.extend((0..longest).map(|j| first + j.min(l - 1)));
+            scatter.extend((0..l).map(|j| k as i32 * longest + j));
             seen.extend((0..longest).map(|i| b + i.min(l - 1)));
-            start += l;
         }
-        let seen = Array::from_slice(&seen, &[n, 1, longest, 1]);
+        let seen = Array::from_slice(&seen, &[count, 1, longest, 1]);
         let keys = mlx_rs::ops::arange::<_, i32>(0, reach, None)?.reshape(&[1, 1, 1, reach])?;
-        let cached = bases.iter().any(|&b| b > 0);
+        let cached = pieces.iter().any(|p| p.base > 0);
+        let starts: Vec<i32> = pieces.iter().map(|p| p.base).collect();
         Ok(Some(Burst {
             lens: lens.to_vec(),
             bases: bases.to_vec(),
             longest,
             reach,
-            gather: Array::from_slice(&gather, &[n * longest]),
+            gather: Array::from_slice(&gather, &[count * longest]),
             scatter: Array::from_slice(&scatter, &[total]),
             mask: keys.le(&seen)?,
-            starts: cached.then(|| Array::from_slice(bases, &[n])),
+            starts: cached.then(|| Array::from_slice(&starts, &[count])),
             forks: forks.to_vec(),
+            pieces,
         }))
+    }
+
+    /// Whether some prompt is cut into pieces.
+    pub fn cut(&self) -> bool {
+        self.pieces.len() > self.lens.len()
     }
 
     /// Whether a prompt shares its start with an earlier one.
@@ -115,14 +170,15 @@ impl Burst {
         self.forks.iter().any(Option::is_some)
     }
 
-    /// For each prompt `n` and key position `j < reach` (`[N * reach]`),
-    /// the slot that holds it, given each prompt's slot: its own, or for
-    /// a shared start its leader's (whose own start may be shared in turn).
+    /// For each piece and key position `j < reach` (`[pieces * reach]`),
+    /// the slot that holds it, given each prompt's slot: its prompt's own,
+    /// or for a shared start its leader's (whose own start may be shared
+    /// in turn).
     pub fn sources(&self, slots: &[i32]) -> Vec<i32> {
-        let mut out = Vec::with_capacity(self.forks.len() * self.reach as usize);
-        for n in 0..self.forks.len() {
+        let mut out = Vec::with_capacity(self.pieces.len() * self.reach as usize);
+        for piece in &self.pieces {
             out.extend((0..self.reach).map(|j| {
-                let mut at = n;
+                let mut at = piece.prompt;
                 while let Some(f) = self.forks[at].filter(|f| j < f.at) {
                     at = f.from;
                 }
@@ -214,6 +270,39 @@ mod tests {
     }
 
     #[test]
+    fn a_prompt_much_longer_than_the_others_is_cut_into_pieces() {
+        // 100 rows beside two of 2 would pad to 300: pieces of 50 pad to
+        // 200, at most twice the 104 rows.
+        let b = Burst::new(&[0, 7, 0], &[100, 2, 2], &[None; 3])
+            .unwrap()
+            .unwrap();
+        assert!(b.cut() && !b.fresh());
+        assert_eq!((b.longest, b.reach), (50, 100));
+        let piece = |prompt, base, len| Piece { prompt, base, len };
+        assert_eq!(
+            b.pieces,
+            [
+                piece(0, 0, 50),
+                piece(0, 50, 50),
+                piece(1, 7, 2),
+                piece(2, 0, 2)
+            ]
+        );
+        let gather = b.gather.as_slice::<i32>();
+        assert_eq!((gather[49], gather[50], gather[99]), (49, 50, 99));
+        // Prompt 1's rows are pass rows 100 and 101, then its padding.
+        assert_eq!(&gather[100..103], &[100, 101, 101]);
+        let scatter = b.scatter.as_slice::<i32>();
+        assert_eq!(&scatter[98..104], &[98, 99, 100, 101, 150, 151]);
+        assert_eq!(b.starts.as_ref().unwrap().as_slice::<i32>(), &[0, 50, 7, 0]);
+        // The second piece sees the first one's keys.
+        let mask = mask(&b);
+        let row = |piece: usize, i: usize| &mask[(piece * 50 + i) * 100..][..100];
+        assert!(row(1, 0)[..51].iter().all(|&m| m) && !row(1, 0)[51]);
+        assert_eq!(row(2, 0).iter().filter(|&&m| m).count(), 8);
+    }
+
+    #[test]
     fn a_lone_prompt_or_much_padding_goes_per_prompt() {
         let none = |bases: &[i32], lens: &[i32]| {
             Burst::new(bases, lens, &vec![None; lens.len()])
@@ -221,7 +310,8 @@ mod tests {
                 .is_none()
         };
         assert!(none(&[0], &[5]));
-        assert!(none(&[0, 0, 0], &[100, 2, 2]));
+        // Pieces of 40 would fit; shorter than `SHORTEST_PIECE` they do not.
+        assert!(none(&[0; 9], &[40, 1, 1, 1, 1, 1, 1, 1, 1]));
         assert!(none(&[0, 0], &[3, 0]));
         assert!(!none(&[0, 0, 0, 0], &[30, 24, 28, 31]));
         assert!(!none(&[40, 0, 7, 900], &[30, 24, 28, 31]));

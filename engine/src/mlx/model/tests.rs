@@ -383,6 +383,49 @@ fn shared_then_step(
 }
 
 #[test]
+fn a_long_prompt_cut_into_pieces_computes_what_it_does_alone() {
+    // A prompt of 200 rows beside three of 40 would pad them all to 200:
+    // it goes as pieces of 100 (`Burst::new`), the second attending the
+    // first's keys from the batch slot. Here the others share its first
+    // 190 positions (`--share-prefixes` behind a long system prompt) or
+    // continue a cache of their own.
+    let long: Vec<i32> = (0..200).map(|j| (3 + 7 * j) % 90).collect();
+    let own = |seed: i32, len: i32| (0..len).map(move |j| (seed + 11 * j) % 90);
+    let follower = |seed| long[..190].iter().copied().chain(own(seed, 40)).collect();
+    let prompts = [
+        long.clone(),
+        follower(5),
+        follower(9),
+        own(30, 52).collect(),
+    ];
+    let fork = |from, at| Some(super::Fork { from, at });
+    let forks = [None, fork(0, 190), fork(0, 190), None];
+    let cached = [0, 0, 0, 12];
+    let lens = [200, 40, 40, 40];
+    let burst = super::Burst::new(&[0, 190, 190, 12], &lens, &forks)
+        .unwrap()
+        .unwrap();
+    assert!(burst.cut() && burst.pieces.len() == 5);
+    for name in ["tiny-qwen3", "tiny-qwen3-4bit", "tiny-gemma3"] {
+        let model = network(name, Precision::Keep);
+        let (want_first, want_step) = shared_then_step(&model, &prompts, &cached, &forks, false);
+        let (first, step) = shared_then_step(&model, &prompts, &cached, &forks, true);
+        for (what, want, got) in [
+            ("the prompts' logits", &want_first, &first),
+            ("the step after", &want_step, &step),
+        ] {
+            assert_eq!(want.len(), got.len(), "{name}: {what}");
+            let worst = want
+                .iter()
+                .zip(got.iter())
+                .map(|(a, b)| (a - b).abs())
+                .fold(0.0f32, f32::max);
+            assert!(worst < 1e-3, "{name}: {what} differ by {worst}");
+        }
+    }
+}
+
+#[test]
 fn shared_starts_in_one_pass_compute_what_each_prompt_alone_does() {
     // `--share-prefixes`: prompts admitted together take their common
     // start from the one that writes it in this pass. On MLX's attention

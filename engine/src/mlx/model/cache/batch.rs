@@ -265,15 +265,21 @@ impl BatchCache {
         burst: &Burst,
         arrays: &StepArrays,
     ) -> R<(Array, Array)> {
-        let n = caches.len() as i32;
+        // One padded row group per piece (a prompt, or a cut of one).
+        let n = burst.pieces.len() as i32;
         let longest = k.shape()[2];
         if burst.bases.len() != caches.len() || k.shape()[0] != n || longest != burst.longest {
             return Err(mlx_rs::error::Exception::custom(
                 "a burst's rows for other caches",
             ));
         }
-        // Room for every prompt's padded rows from its offset.
-        let room = burst.bases.iter().max().map_or(0, |b| b + longest);
+        // Room for every piece's padded rows from its position.
+        let room = burst
+            .pieces
+            .iter()
+            .map(|p| p.base)
+            .max()
+            .map_or(0, |b| b + longest);
         let newcomers: Vec<usize> = (0..caches.len())
             .filter(|&i| !matches!(&caches[i].slot, Some(s) if s.batch.same(self)))
             .collect();
@@ -300,8 +306,10 @@ impl BatchCache {
         let (Some(keys), Some(values)) = (b.keys.take(), b.values.take()) else {
             return Err(mlx_rs::error::Exception::custom("a batch without buffers"));
         };
-        let slot_idx = arrays.ints(&slots, &[n])?;
-        let pos_idx = arrays.ints(&burst.bases, &[n])?;
+        let piece_slots: Vec<i32> = burst.pieces.iter().map(|p| slots[p.prompt]).collect();
+        let piece_bases: Vec<i32> = burst.pieces.iter().map(|p| p.base).collect();
+        let slot_idx = arrays.ints(&piece_slots, &[n])?;
+        let pos_idx = arrays.ints(&piece_bases, &[n])?;
         let rows = |a: &Array, like: &Array| -> R<Array> {
             let sh = a.shape();
             let a = a.reshape(&[sh[0], 1, sh[1], sh[2], sh[3]])?;
@@ -313,16 +321,16 @@ impl BatchCache {
         };
         let keys = scatter(&keys, &[&slot_idx, &pos_idx], &rows(k, &keys)?, &[0, 2])?;
         let values = scatter(&values, &[&slot_idx, &pos_idx], &rows(v, &values)?, &[0, 2])?;
-        if burst.shares() {
-            // Every prompt's keys read position by position from the slot
-            // that holds them (a shared start: its leader's, just written),
-            // then written back into each one's own slot.
+        if burst.shares() || burst.cut() {
+            // Every piece's keys read position by position from the slot
+            // that holds them (a shared start: its leader's, just written);
+            // a shared start is then written into its prompt's own slot.
             let reach = burst.reach;
             let sources = arrays.ints(&burst.sources(&slots), &[n, reach])?;
             let positions: Vec<i32> = (0..reach).collect();
             let positions = arrays.ints(&positions, &[1, reach])?;
-            let own = arrays.ints(&slots, &[n, 1])?;
-            let mut out = Vec::with_capacity(2);
+            let own = arrays.ints(&piece_slots, &[n, 1])?;
+            let mut out = Vec::with_capacity(4);
             for buf in [keys, values] {
                 let sh = buf.shape().to_vec();
                 let rows = gather(
@@ -331,7 +339,11 @@ impl BatchCache {
                     &[0, 2],
                     &[1, sh[1], 1, sh[3]],
                 )?;
-                out.push(scatter(&buf, &[&own, &positions], &rows, &[0, 2])?);
+                out.push(match burst.shares() {
+                    // Pieces of one prompt write the same rows.
+                    true => scatter(&buf, &[&own, &positions], &rows, &[0, 2])?,
+                    false => buf,
+                });
                 // [N, reach, 1, H, 1, D] → [N, H, reach, D].
                 let rows = rows
                     .reshape(&[n, reach, sh[1], sh[3]])?
