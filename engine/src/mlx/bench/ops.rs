@@ -469,6 +469,20 @@ mod tests {
                     "{} N={n}: {together} operations to continue their caches in one pass, {apart} one prompt at a time",
                     precision.name()
                 );
+                // The same prompts after a shared start of 200 tokens
+                // (`--share-prefixes`): the first prompt writes it.
+                if n > 1 {
+                    let together = shared_operations(&model, 200, &lens).unwrap();
+                    let apart: usize = shared_operations(&model, 200, &lens[..1]).unwrap()
+                        + lens[1..]
+                            .iter()
+                            .map(|&l| continuing_operations(&model, &[200], false, &[l]).unwrap())
+                            .sum::<usize>();
+                    eprintln!(
+                        "{} N={n}: {together} operations for prompts sharing a 200-token start in one pass, {apart} one prompt at a time",
+                        precision.name()
+                    );
+                }
                 let step = decode_step_kinds(&model, n).unwrap();
                 eprintln!(
                     "{} N={n}: {} operations per decode step: {:?}",
