@@ -362,9 +362,8 @@ fn prefix_cache_hits_prefilled_together_give_the_ids_they_give_alone() {
             ..c.clone()
         })
         .collect();
-    // Together: one by one, each would take the last one's entry.
+    // Together, they finish in one step, kept after their runs are told.
     together(&pooled, &starts, 1, false);
-    // They finish in one step and are kept after their runs are told.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     while pooled.load().prefix_cache_bytes == 0 {
         assert!(

@@ -1,8 +1,11 @@
 //! The prefix-cache pool (`LoadOptions::prefix_cache`): attention caches
 //! that finished sequences left behind, keyed by the tokens they hold,
 //! bounded in bytes and evicted least recently used first. A new prompt
-//! takes the entry sharing its longest prefix and only prefills the rest.
-//! Process memory only; off by default (see `LoadOptions::prefix_cache`).
+//! starts from views of the entry sharing its longest prefix and only
+//! prefills the rest; the entry stays, so every prompt that starts alike
+//! (a system prompt, a document, a conversation's earlier turns) reuses
+//! it, a burst of them at once included. Process memory only; off by
+//! default (see `LoadOptions::prefix_cache`).
 
 use super::shared::common_prefix;
 use crate::mlx::model::KvCache;
@@ -76,12 +79,13 @@ impl PrefixPool {
         });
     }
 
-    /// Takes the entry sharing the longest prefix with `prompt` (at least
-    /// one token), cut to that prefix; the prompt's last token is always
-    /// left to run, since its logits pick the first new token. Returns the
-    /// cache, how many prompt tokens it holds and the bytes it had in the
-    /// pool.
-    pub fn take(&mut self, prompt: &[u32]) -> Option<(Vec<KvCache>, usize, usize)> {
+    /// Caches holding the longest prefix a kept entry shares with
+    /// `prompt` (at least one token; the prompt's last token is always
+    /// left to run, since its logits pick the first new token), and how
+    /// many prompt tokens they hold. They are views of the entry's rows
+    /// (`KvCache::fork`) whose first write grows buffers of their own, so
+    /// the entry stays as it is for the next prompt that starts alike.
+    pub fn prefix(&mut self, prompt: &[u32]) -> Option<(Vec<KvCache>, usize)> {
         let (best, common) = self
             .entries
             .iter()
@@ -91,13 +95,16 @@ impl PrefixPool {
         if common == 0 {
             return None;
         }
-        let e = self.entries.swap_remove(best);
-        self.bytes -= e.bytes;
-        let mut caches = e.caches;
-        for c in &mut caches {
-            c.truncate(common as i32);
-        }
-        Some((caches, common, e.bytes))
+        self.clock += 1;
+        let entry = &mut self.entries[best];
+        entry.used = self.clock;
+        let caches = entry
+            .caches
+            .iter()
+            .map(|c| c.fork(common as i32))
+            .collect::<Result<Vec<_>, _>>()
+            .ok()?;
+        Some((caches, common))
     }
 }
 
@@ -110,26 +117,34 @@ mod tests {
     }
 
     #[test]
-    fn takes_the_longest_prefix_and_evicts_the_least_recently_used() {
+    fn lends_the_longest_prefix_and_evicts_the_least_recently_used() {
         let mut pool = PrefixPool::new(100);
         pool.put(vec![1, 2, 3, 4], caches(), 40);
         pool.put(vec![1, 2, 9], caches(), 40);
         assert_eq!(pool.bytes(), 80);
         // Longest common prefix wins; the last prompt token is left to run.
-        let (_, common, bytes) = pool.take(&[1, 2, 3, 4, 5]).unwrap();
-        assert_eq!((common, bytes), (4, 40));
-        assert_eq!(pool.bytes(), 40);
-        assert!(pool.take(&[7, 8]).is_none(), "no common prefix");
-        // Over the limit: the older entry goes.
-        pool.put(vec![5, 6], caches(), 40);
-        pool.put(vec![7, 8], caches(), 40);
+        let (_, common) = pool.prefix(&[1, 2, 3, 4, 5]).unwrap();
+        assert_eq!(common, 4);
+        let (_, common) = pool.prefix(&[1, 2, 3, 4]).unwrap();
+        assert_eq!(common, 3);
+        // The entry stays, for every prompt that starts alike.
         assert_eq!(pool.bytes(), 80);
-        assert!(pool.take(&[1, 2, 9, 9]).is_none(), "evicted");
+        assert!(pool.prefix(&[7, 8]).is_none(), "no common prefix");
+        // Over the limit: the least recently used entry goes ([1, 2, 9]).
+        pool.put(vec![5, 6], caches(), 40);
+        assert_eq!(pool.bytes(), 80);
+        assert_eq!(
+            pool.prefix(&[1, 2, 9, 9]).unwrap().1,
+            2,
+            "[1, 2, 3, 4] kept"
+        );
+        pool.put(vec![7, 8], caches(), 40);
+        assert!(pool.prefix(&[5, 6, 6]).is_none(), "evicted");
         // Larger than the pool: not kept.
         pool.put(vec![3], caches(), 101);
         assert_eq!(pool.bytes(), 80);
         // An extension supersedes its prefix.
-        pool.put(vec![5, 6, 7], caches(), 10);
+        pool.put(vec![7, 8, 9], caches(), 10);
         assert_eq!(pool.bytes(), 50);
     }
 }

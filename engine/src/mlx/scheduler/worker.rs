@@ -169,8 +169,8 @@ impl Worker {
             let Some(sub) = self.waiting.pop_front() else {
                 break;
             };
-            let (caches, reused) = match self.pool.take(&sub.request.prompt) {
-                Some((caches, reused, _)) => {
+            let (caches, reused) = match self.pool.prefix(&sub.request.prompt) {
+                Some((caches, reused)) => {
                     tracing::debug!(reused, "prefix cache hit");
                     (caches, reused)
                 }
