@@ -121,6 +121,9 @@ pub fn bench(args: &BenchArgs) -> Result<()> {
         sampling: args.sampling()?,
         load: LoadOptions {
             precision,
+            prefix_cache: args.model.prefix_cache,
+            prefix_cache_bytes: args.model.prefix_cache_mb << 20,
+            kv_cache_bytes: args.model.kv_cache_mb.map(|mb| mb << 20),
             prefill_chunk: args.model.prefill_chunk()?,
             kv_cache_dtype: super::args::parse_kv_cache_dtype(&args.model.kv_cache_dtype)?,
             draws_on_device: super::args::parse_sample_on(&args.model.sample_on)?,
@@ -314,6 +317,9 @@ fn concurrency(
     let most = levels.iter().copied().max().unwrap_or(1);
     let options = LoadOptions {
         precision,
+        prefix_cache: args.model.prefix_cache,
+        prefix_cache_bytes: args.model.prefix_cache_mb << 20,
+        kv_cache_bytes: args.model.kv_cache_mb.map(|mb| mb << 20),
         max_batch: most,
         prefill_chunk: args.model.prefill_chunk()?,
         batch_window: std::time::Duration::from_millis(args.model.batch_window_ms),
