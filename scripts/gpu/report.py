@@ -127,7 +127,9 @@ def collect(raw: Path):
             }
         models[name] = entry
     parity = read_json(raw / "parity.json")
-    return {"meta": meta, "steps": steps, "models": models, "parity": parity}
+    flags_file = raw / "thinkwire-flags.txt"
+    flags = flags_file.read_text().split() if flags_file.exists() else []
+    return {"meta": meta, "steps": steps, "models": models, "parity": parity, "thinkwire_flags": flags}
 
 
 def markdown(report):
@@ -169,6 +171,12 @@ def markdown(report):
         out.append("| " + " | ".join(cells) + " |")
     out.append("")
     out.append("decode tok/s (ratio: thinkwire / mlx-lm). Prefill and steps:")
+    if "--prefix-cache" in report.get("thinkwire_flags", []):
+        out.append("")
+        out.append(
+            "thinkwire ran with `--prefix-cache`: after each warm-up every prompt reuses all but its "
+            "last token, so its time to first token is that of a burst after kept prefixes."
+        )
     out.append("")
     out.append("| model | thinkwire prefill tok/s (N=1) | mlx-lm prompt_tps (N=1) | thinkwire step ms N=1 / 8 / 32 | of it queueing / waiting for the device | thinkwire ttft p50 ms N=1 / 8 / 32 | mlx-lm peak GB N=32 |")
     out.append("|---|---|---|---|---|---|---|")
