@@ -327,6 +327,25 @@ fn a_burst_is_prefilled_in_one_pass() {
     assert_eq!(engine.load().steps, 1, "one pass for the four prompts");
 }
 
+/// Tokens, and the first prefill progress (prompt tokens in the cache).
+#[derive(Default)]
+struct Progress {
+    ids: Vec<u32>,
+    first: Option<usize>,
+}
+
+impl TokenSink for Progress {
+    fn on_token(&mut self, id: u32) -> Directive {
+        self.ids.push(id);
+        Directive::Continue
+    }
+
+    fn on_prefill(&mut self, done: usize, _total: usize) -> std::ops::ControlFlow<()> {
+        self.first.get_or_insert(done);
+        std::ops::ControlFlow::Continue(())
+    }
+}
+
 /// Under `keep` (MLX's own operations, a GPU's path) with the prefix cache
 /// on: prompts that find their first two thirds in the pool continue those
 /// caches in one padded pass together (`model/burst.rs`), written into the
@@ -340,6 +359,8 @@ fn prefix_cache_hits_prefilled_together_give_the_ids_they_give_alone() {
         precision: Precision::Keep,
         max_batch: 8,
         batch_window: std::time::Duration::from_millis(400),
+        // Progress then tells what was reused: 4 tokens a pass.
+        prefill_chunk: 4,
         ..LoadOptions::default()
     };
     let want = alone(
@@ -372,7 +393,29 @@ fn prefix_cache_hits_prefilled_together_give_the_ids_they_give_alone() {
         );
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
-    let got = together(&pooled, &cases, max_tokens, false);
+    // Each prompt's first progress: its kept start and a chunk.
+    let runs: Vec<(Vec<u32>, usize)> = std::thread::scope(|s| {
+        let handles: Vec<_> = cases
+            .iter()
+            .map(|case| {
+                let (engine, req) = (&pooled, request(&pooled, case, max_tokens));
+                s.spawn(move || {
+                    let mut sink = Progress::default();
+                    engine.generate(&req, &mut sink).unwrap();
+                    (sink.ids, sink.first.unwrap_or(0))
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    for ((case, start), (_, first)) in cases.iter().zip(&starts).zip(&runs) {
+        assert!(
+            *first > 4 && *first <= start.prompt_ids.len() + 4,
+            "{}: first progress {first}: the pool was not used",
+            case.name
+        );
+    }
+    let got: Vec<Vec<u32>> = runs.into_iter().map(|(ids, _)| ids).collect();
     let mut compared = 0;
     for ((case, a), b) in cases.iter().zip(&want).zip(&got) {
         let limit = case.tie_free(NEAR_TIE).min(a.len());
@@ -391,7 +434,7 @@ fn prefix_cache_hits_prefilled_together_give_the_ids_they_give_alone() {
 /// tokens admitted together take it from the first one's rows in the same
 /// padded pass (`model/burst.rs`, a fork read from the leader's slot) and
 /// must give the ids they give alone, without sharing, up to where the
-/// two runs first part (these prompts have no reference gaps), over most
+/// two runs first part (these prompts have no reference gaps), over 90 %
 /// of their tokens.
 #[test]
 fn shared_starts_prefilled_together_give_the_ids_they_give_alone() {
@@ -430,7 +473,7 @@ fn shared_starts_prefilled_together_give_the_ids_they_give_alone() {
         .collect();
     eprintln!("steps equal to the run alone: {same:?} of {max_tokens}");
     assert!(
-        same.iter().sum::<usize>() * 2 >= cases.len() * max_tokens,
+        same.iter().sum::<usize>() * 10 >= cases.len() * max_tokens * 9,
         "{same:?}"
     );
 }

@@ -326,7 +326,6 @@ fn concurrency(
         share_prefixes: args.model.share_prefixes,
         kv_cache_dtype: super::args::parse_kv_cache_dtype(&args.model.kv_cache_dtype)?,
         draws_on_device: super::args::parse_sample_on(&args.model.sample_on)?,
-        ..LoadOptions::default()
     };
     let engine =
         MlxEngine::load(path, &options).with_context(|| format!("loading {}", path.display()))?;

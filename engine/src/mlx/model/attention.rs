@@ -39,10 +39,10 @@ pub(super) struct Attention {
 impl Attention {
     /// Projections over every row of the batch; a decode step's attention
     /// in one operation for all sequences (the fused one on the CPU, else
-    /// MLX's over the layer's `batch` cache); fresh prompts together on
-    /// MLX's attention as one padded batch (`pass.burst`); other prompts'
-    /// RoPE, cache and attention per segment, against that sequence's own
-    /// cache.
+    /// MLX's over the layer's `batch` cache); a pass's prompts together on
+    /// MLX's attention as one padded batch (`pass.burst`: fresh, after
+    /// cached rows or sharing a start); other prompts' RoPE, cache and
+    /// attention per segment, against that sequence's own cache.
     pub(super) fn forward(
         &self,
         x: &Array,

@@ -18,6 +18,8 @@
 //! writes it, and its own slot gets a copy, in one gather and one scatter
 //! per buffer for the whole pass.
 
+use std::cell::RefCell;
+
 use mlx_rs::Array;
 
 use super::Fork;
@@ -53,6 +55,12 @@ pub(crate) struct Burst {
     pub starts: Option<Array>,
     /// Each prompt's shared start, if it has one (its base is `at`).
     pub forks: Vec<Option<Fork>>,
+    /// For each padded row (`[pieces * longest]`), the position its key
+    /// and value are written at in its prompt's slot: its own, or for
+    /// padding `reach`, a position past every prompt's end.
+    pub writes: Vec<i32>,
+    /// [`Burst::sources`] of the last slots asked for: every layer asks.
+    sources: RefCell<Option<(Vec<i32>, Vec<i32>)>>,
 }
 
 /// Rows of one prompt in the padded batch.
@@ -70,11 +78,16 @@ pub(crate) struct Piece {
 /// every key up to the pass's reach.
 const SHORTEST_PIECE: i32 = 32;
 
+/// The most attention scores a padded pass may compute, as a multiple of
+/// what its prompts would one by one.
+const KEY_WORK: i64 = 4;
+
 impl Burst {
     /// The layout for prompts of `lens` rows after `bases` cached (or
     /// shared: `forks`) positions; `None` where it does not pay: fewer
-    /// than two prompts, or padding that would more than double the rows
-    /// computed even with the longest prompts cut into pieces.
+    /// than two prompts, padding that would more than double the query
+    /// rows even with the longest prompts cut into pieces, or keys read
+    /// past [`KEY_WORK`] times what the prompts would read one by one.
     pub fn new(
         bases: &[i32],
         lens: &[i32],
@@ -85,17 +98,15 @@ impl Burst {
             return Ok(None);
         };
         let total: i32 = lens.iter().sum();
-        let forks_fit = forks.len() == n
-            && forks.iter().enumerate().all(|(i, f)| match f {
-                Some(f) => f.from < i && f.at == bases[i],
-                None => true,
-            });
-        if n < 2
-            || bases.len() != n
-            || !forks_fit
-            || lens.iter().any(|&l| l < 1)
-            || bases.iter().any(|&b| b < 0)
-        {
+        if n < 2 || bases.len() != n || forks.len() != n {
+            return Ok(None);
+        }
+        // A shared start lies within rows its leader holds by the pass's end.
+        let forks_fit = forks.iter().enumerate().all(|(i, f)| match f {
+            Some(f) => f.from < i && f.at == bases[i] && f.at <= bases[f.from] + lens[f.from],
+            None => true,
+        });
+        if !forks_fit || lens.iter().any(|&l| l < 1) || bases.iter().any(|&b| b < 0) {
             return Ok(None);
         }
         // A long piece whose padding at most doubles the rows: halved
@@ -122,10 +133,23 @@ impl Burst {
             .map(|(b, l)| b + l)
             .max()
             .unwrap_or(0);
+        // Every piece attends every key up to `reach`: at most `KEY_WORK`
+        // times the scores prompt by prompt would compute (a short
+        // continuation of a long cache beside fresh prompts would make
+        // them all attend its length).
+        let apart: i64 = bases
+            .iter()
+            .zip(lens)
+            .map(|(&b, &l)| l as i64 * (b + l) as i64)
+            .sum();
+        if pieces.len() as i64 * longest as i64 * reach as i64 > KEY_WORK * apart {
+            return Ok(None);
+        }
         let count = pieces.len() as i32;
         let mut gather = Vec::with_capacity((count * longest) as usize);
         let mut scatter = Vec::with_capacity(total as usize);
         let mut seen = Vec::with_capacity((count * longest) as usize);
+        let mut writes = Vec::with_capacity((count * longest) as usize);
         // Each prompt's first row in the pass.
         let firsts: Vec<i32> = lens
             .iter()
@@ -141,6 +165,7 @@ impl Burst {
             gather.extend((0..longest).map(|j| first + j.min(l - 1)));
             scatter.extend((0..l).map(|j| k as i32 * longest + j));
             seen.extend((0..longest).map(|i| b + i.min(l - 1)));
+            writes.extend((0..longest).map(|i| if i < l { b + i } else { reach }));
         }
         let seen = Array::from_slice(&seen, &[count, 1, longest, 1]);
         let keys = mlx_rs::ops::arange::<_, i32>(0, reach, None)?.reshape(&[1, 1, 1, reach])?;
@@ -157,6 +182,8 @@ impl Burst {
             starts: cached.then(|| Array::from_slice(&starts, &[count])),
             forks: forks.to_vec(),
             pieces,
+            writes,
+            sources: RefCell::default(),
         }))
     }
 
@@ -175,6 +202,11 @@ impl Burst {
     /// or for a shared start its leader's (whose own start may be shared
     /// in turn).
     pub fn sources(&self, slots: &[i32]) -> Vec<i32> {
+        if let Some((asked, sources)) = &*self.sources.borrow()
+            && asked == slots
+        {
+            return sources.clone();
+        }
         let mut out = Vec::with_capacity(self.pieces.len() * self.reach as usize);
         for piece in &self.pieces {
             out.extend((0..self.reach).map(|j| {
@@ -185,6 +217,7 @@ impl Burst {
                 slots.get(at).copied().unwrap_or(0)
             }));
         }
+        *self.sources.borrow_mut() = Some((slots.to_vec(), out.clone()));
         out
     }
 
@@ -256,7 +289,13 @@ mod tests {
             b.sources(&[5, 7, 9]),
             [[5, 5, 5, 5], [5, 5, 7, 7], [5, 5, 7, 9]].concat()
         );
-        // A fork of a later prompt, or at another position: per prompt.
+        // A fork of a later prompt, at another position or past what its
+        // leader holds: per prompt.
+        assert!(
+            Burst::new(&[0, 4], &[3, 3], &[None, fork(0, 4)])
+                .unwrap()
+                .is_none()
+        );
         assert!(
             Burst::new(&[2, 0], &[3, 3], &[fork(1, 2), None])
                 .unwrap()
@@ -295,6 +334,10 @@ mod tests {
         let scatter = b.scatter.as_slice::<i32>();
         assert_eq!(&scatter[98..104], &[98, 99, 100, 101, 150, 151]);
         assert_eq!(b.starts.as_ref().unwrap().as_slice::<i32>(), &[0, 50, 7, 0]);
+        // Written at their own positions; padding at the reach, past
+        // every prompt's end.
+        assert_eq!(&b.writes[48..52], &[48, 49, 50, 51]);
+        assert_eq!(&b.writes[100..104], &[7, 8, 100, 100]);
         // The second piece sees the first one's keys.
         let mask = mask(&b);
         let row = |piece: usize, i: usize| &mask[(piece * 50 + i) * 100..][..100];
@@ -310,6 +353,9 @@ mod tests {
                 .is_none()
         };
         assert!(none(&[0], &[5]));
+        // A short continuation of a long cache beside fresh prompts: every
+        // piece would attend its 8,050 keys.
+        assert!(none(&[8000, 0, 0], &[50, 1000, 1000]));
         // Pieces of 40 would fit; shorter than `SHORTEST_PIECE` they do not.
         assert!(none(&[0; 9], &[40, 1, 1, 1, 1, 1, 1, 1, 1]));
         assert!(none(&[0, 0], &[3, 0]));

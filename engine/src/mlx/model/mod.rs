@@ -258,7 +258,11 @@ impl Network {
         // Prompts together: one padded attention per layer where MLX's
         // attention serves them, fresh, after cached rows or after a
         // start shared with an earlier prompt of the pass.
-        let together = segments.len() > 1 && segments.iter().all(|s| !s.caches.is_empty());
+        // (A pass of one row each without forks is a decode step: the
+        // batch cache serves it.)
+        let together = segments.len() > 1
+            && segments.iter().all(|s| !s.caches.is_empty())
+            && segments.iter().any(|s| s.len > 1 || s.fork.is_some());
         let burst = match together && self.blocks.iter().any(|b| b.attn.takes_bursts()) {
             true => {
                 let bases: Vec<i32> = segments

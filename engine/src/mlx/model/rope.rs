@@ -253,9 +253,10 @@ impl Rope {
         )
     }
 
-    /// As [`Rope::apply`] for a batch of sequences, `x` `[N, heads, 1,
-    /// head_dim]`, each from its own position (`offsets`, `[N]` int32):
-    /// one operation for a decode step, where the tables are not used.
+    /// As [`Rope::apply`] for a batch of sequences, `x` `[N, heads, L,
+    /// head_dim]`, each's rows from its own position on (`offsets`, `[N]`
+    /// int32): one operation for a decode step or a padded pass of
+    /// prompts, where the tables are not used.
     pub fn apply_at(&self, x: &Array, offsets: &Array) -> mlx_rs::error::Result<Array> {
         let scaled = self.prescaled(x)?;
         mlx_rs::fast::rope_dynamic(

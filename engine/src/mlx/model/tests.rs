@@ -379,6 +379,19 @@ fn shared_then_step(
     let logits = model.forward(&mut segments, true).unwrap().unwrap();
     logits.eval().unwrap();
     first.extend_from_slice(logits.as_slice::<f32>());
+    drop(segments);
+    // It went as one padded pass: the layers that take one left every
+    // cache in its batch slot.
+    for (i, c) in caches.iter().enumerate() {
+        for (l, block) in model.blocks.iter().enumerate() {
+            if block.attn.takes_bursts() {
+                assert!(
+                    c[l].in_batch(),
+                    "prompt {i}, layer {l}: not in a padded pass"
+                );
+            }
+        }
+    }
     (first, decode_step(model, &mut caches))
 }
 

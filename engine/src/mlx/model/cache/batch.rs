@@ -11,10 +11,11 @@
 //! buffers once), with the rest of a burst of fresh prompts at their
 //! prefill (one write for all, [`BatchCache::enter_burst`]), or with a
 //! burst of prompts that continue cached rows, which then attend the slots
-//! ([`BatchCache::prefill`]). It leaves
-//! it, copied back into buffers of its own, whenever anything else
-//! touches it (a prompt chunk, forced tokens, the prefix pool), so every
-//! other use of the cache is unchanged.
+//! ([`BatchCache::prefill`]: a prompt's next chunk or forced tokens in
+//! such a pass stay in the slot). It leaves it, copied back into buffers
+//! of its own, whenever anything else touches it (a prompt chunk or
+//! forced tokens alone, the prefix pool), so every other use of the cache
+//! is unchanged.
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -273,13 +274,9 @@ impl BatchCache {
                 "a burst's rows for other caches",
             ));
         }
-        // Room for every piece's padded rows from its position.
-        let room = burst
-            .pieces
-            .iter()
-            .map(|p| p.base)
-            .max()
-            .map_or(0, |b| b + longest);
+        // Room for every prompt's rows, and `reach` itself, where padding
+        // rows are written.
+        let room = burst.reach + 1;
         let newcomers: Vec<usize> = (0..caches.len())
             .filter(|&i| !matches!(&caches[i].slot, Some(s) if s.batch.same(self)))
             .collect();
@@ -306,82 +303,23 @@ impl BatchCache {
         let (Some(keys), Some(values)) = (b.keys.take(), b.values.take()) else {
             return Err(mlx_rs::error::Exception::custom("a batch without buffers"));
         };
-        let piece_slots: Vec<i32> = burst.pieces.iter().map(|p| slots[p.prompt]).collect();
-        let piece_bases: Vec<i32> = burst.pieces.iter().map(|p| p.base).collect();
-        let slot_idx = arrays.ints(&piece_slots, &[n])?;
-        let pos_idx = arrays.ints(&piece_bases, &[n])?;
-        let rows = |a: &Array, like: &Array| -> R<Array> {
-            let sh = a.shape();
-            let a = a.reshape(&[sh[0], 1, sh[1], sh[2], sh[3]])?;
-            if a.dtype() == like.dtype() {
-                Ok(a)
-            } else {
-                a.as_dtype(like.dtype())
+        // On an error the buffers stay as they were, for the other slots.
+        match write_and_read(&keys, &values, k, v, burst, &slots, arrays) {
+            Ok((new_k, new_v, seen)) => {
+                b.keys = Some(new_k);
+                b.values = Some(new_v);
+                drop(guard);
+                for ((c, &base), &l) in caches.iter_mut().zip(&burst.bases).zip(&burst.lens) {
+                    c.offset = base + l;
+                }
+                Ok(seen)
             }
-        };
-        let keys = scatter(&keys, &[&slot_idx, &pos_idx], &rows(k, &keys)?, &[0, 2])?;
-        let values = scatter(&values, &[&slot_idx, &pos_idx], &rows(v, &values)?, &[0, 2])?;
-        if burst.shares() || burst.cut() {
-            // Every piece's keys read position by position from the slot
-            // that holds them (a shared start: its leader's, just written);
-            // a shared start is then written into its prompt's own slot.
-            let reach = burst.reach;
-            let sources = arrays.ints(&burst.sources(&slots), &[n, reach])?;
-            let positions: Vec<i32> = (0..reach).collect();
-            let positions = arrays.ints(&positions, &[1, reach])?;
-            let own = arrays.ints(&piece_slots, &[n, 1])?;
-            let mut out = Vec::with_capacity(4);
-            for buf in [keys, values] {
-                let sh = buf.shape().to_vec();
-                let rows = gather(
-                    &buf,
-                    &[&sources, &positions],
-                    &[0, 2],
-                    &[1, sh[1], 1, sh[3]],
-                )?;
-                out.push(match burst.shares() {
-                    // Pieces of one prompt write the same rows.
-                    true => scatter(&buf, &[&own, &positions], &rows, &[0, 2])?,
-                    false => buf,
-                });
-                // [N, reach, 1, H, 1, D] → [N, H, reach, D].
-                let rows = rows
-                    .reshape(&[n, reach, sh[1], sh[3]])?
-                    .transpose_axes(&[0, 2, 1, 3])?;
-                out.push(rows);
+            Err(e) => {
+                b.keys = Some(keys);
+                b.values = Some(values);
+                Err(e)
             }
-            let [keys, seen_k, values, seen_v] = <[Array; 4]>::try_from(out)
-                .map_err(|_| mlx_rs::error::Exception::custom("a burst's shared rows"))?;
-            b.keys = Some(keys);
-            b.values = Some(values);
-            drop(guard);
-            for ((c, &base), &l) in caches.iter_mut().zip(&burst.bases).zip(&burst.lens) {
-                c.offset = base + l;
-            }
-            return Ok((seen_k, seen_v));
         }
-        // The burst's slots, in its order, up to its reach.
-        let whole =
-            slots.len() == b.taken.len() && slots.iter().enumerate().all(|(i, &s)| s == i as i32);
-        let reach = burst.reach;
-        let theirs = |a: &Array| -> R<Array> {
-            let a = match reach == a.shape()[2] {
-                true => a.clone(),
-                false => a.try_index((.., .., ..reach, ..))?,
-            };
-            match whole {
-                true => Ok(a),
-                false => a.take_axis(&slot_idx, 0),
-            }
-        };
-        let out = (theirs(&keys)?, theirs(&values)?);
-        b.keys = Some(keys);
-        b.values = Some(values);
-        drop(guard);
-        for ((c, &base), &l) in caches.iter_mut().zip(&burst.bases).zip(&burst.lens) {
-            c.offset = base + l;
-        }
-        Ok(out)
     }
 
     /// Moves `caches[i]` for each `i` of `which` into a free slot, their
@@ -444,6 +382,90 @@ impl BatchCache {
         }
         Ok(())
     }
+}
+
+/// [`BatchCache::prefill`]'s writes and reads: the burst's padded rows
+/// `k`, `v` (`[pieces, H, longest, D]`) written row by row into the
+/// batch buffers `keys`, `values` (each at its prompt's slot and its own
+/// position, padding at `reach`), then every piece's keys and values up to
+/// `reach` read back (`[pieces, H, reach, D]`): a slice and a take of the
+/// slots, or where prompts share a start or are cut into pieces, a gather
+/// position by position from the slot that holds it (a shared start is
+/// then written into its follower's slot). Returns the new buffers and
+/// what the pieces attend.
+#[allow(clippy::type_complexity)]
+fn write_and_read(
+    keys: &Array,
+    values: &Array,
+    k: &Array,
+    v: &Array,
+    burst: &Burst,
+    slots: &[i32],
+    arrays: &StepArrays,
+) -> R<(Array, Array, (Array, Array))> {
+    let (n, longest, reach) = (burst.pieces.len() as i32, burst.longest, burst.reach);
+    let piece_slots: Vec<i32> = burst.pieces.iter().map(|p| slots[p.prompt]).collect();
+    let slot_idx = arrays.ints(&piece_slots, &[n, 1])?;
+    let pos_idx = arrays.ints(&burst.writes, &[n, longest])?;
+    // [pieces, H, longest, D] → [pieces, longest, 1, H, 1, D]: a row per
+    // (piece, position) index.
+    let rows = |a: &Array, like: &Array| -> R<Array> {
+        let sh = a.shape();
+        let a = a
+            .transpose_axes(&[0, 2, 1, 3])?
+            .reshape(&[sh[0], sh[2], 1, sh[1], 1, sh[3]])?;
+        if a.dtype() == like.dtype() {
+            Ok(a)
+        } else {
+            a.as_dtype(like.dtype())
+        }
+    };
+    let keys = scatter(keys, &[&slot_idx, &pos_idx], &rows(k, keys)?, &[0, 2])?;
+    let values = scatter(values, &[&slot_idx, &pos_idx], &rows(v, values)?, &[0, 2])?;
+    if !(burst.shares() || burst.cut()) {
+        // One piece per prompt: its slot, up to the reach.
+        let whole =
+            n == keys.shape()[0] && piece_slots.iter().enumerate().all(|(i, &s)| s == i as i32);
+        let flat = arrays.ints(&piece_slots, &[n])?;
+        let theirs = |a: &Array| -> R<Array> {
+            let a = match reach == a.shape()[2] {
+                true => a.clone(),
+                false => a.try_index((.., .., ..reach, ..))?,
+            };
+            match whole {
+                true => Ok(a),
+                false => a.take_axis(&flat, 0),
+            }
+        };
+        let seen = (theirs(&keys)?, theirs(&values)?);
+        return Ok((keys, values, seen));
+    }
+    let sources = arrays.ints(&burst.sources(slots), &[n, reach])?;
+    let positions: Vec<i32> = (0..reach).collect();
+    let positions = arrays.ints(&positions, &[1, reach])?;
+    let mut out = Vec::with_capacity(4);
+    for buf in [keys, values] {
+        let sh = buf.shape().to_vec();
+        let rows = gather(
+            &buf,
+            &[&sources, &positions],
+            &[0, 2],
+            &[1, sh[1], 1, sh[3]],
+        )?;
+        out.push(match burst.shares() {
+            // Pieces of one prompt write the same rows.
+            true => scatter(&buf, &[&slot_idx, &positions], &rows, &[0, 2])?,
+            false => buf,
+        });
+        // [pieces, reach, 1, H, 1, D] → [pieces, H, reach, D].
+        out.push(
+            rows.reshape(&[n, reach, sh[1], sh[3]])?
+                .transpose_axes(&[0, 2, 1, 3])?,
+        );
+    }
+    let [keys, seen_k, values, seen_v] = <[Array; 4]>::try_from(out)
+        .map_err(|_| mlx_rs::error::Exception::custom("a burst's rows"))?;
+    Ok((keys, values, (seen_k, seen_v)))
 }
 
 impl Buffers {
