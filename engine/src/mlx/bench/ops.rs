@@ -435,6 +435,51 @@ mod tests {
         }
     }
 
+    /// A burst into a batch with a free slot (a sequence finished) writes
+    /// its rows into slots in its pass: the decode step after it copies no
+    /// rows and builds what a later step does.
+    #[test]
+    fn a_burst_into_free_slots_leaves_its_first_step_nothing_to_copy() {
+        let loaded = crate::mlx::load::load_hf_dir(&tiny("tiny-qwen3-4bit")).unwrap();
+        let model = Network::build(&loaded.config, loaded.weights, Precision::Keep).unwrap();
+        let run = |caches: &mut [Vec<crate::mlx::model::KvCache>], lens: &[i32], count: bool| {
+            let mut segments: Vec<Segment<'_>> = caches
+                .iter_mut()
+                .zip(lens)
+                .enumerate()
+                .map(|(i, (c, &len))| Segment {
+                    ids: prompt_ids(i, len),
+                    len,
+                    caches: c,
+                    fork: None,
+                })
+                .collect();
+            let outputs = pass_outputs(&model, &mut segments).unwrap();
+            let refs: Vec<&Array> = outputs.iter().collect();
+            let kinds = count.then(|| operation_kinds(&refs).unwrap());
+            mlx_rs::transforms::eval(&outputs).unwrap();
+            kinds
+        };
+        let mut running: Vec<_> = (0..3).map(|_| model.new_cache()).collect();
+        for c in running.iter_mut() {
+            run(std::slice::from_mut(c), &[PROMPT], false);
+        }
+        run(&mut running, &[1; 3], false);
+        drop(running.remove(1));
+        let mut burst: Vec<_> = (0..4).map(|_| model.new_cache()).collect();
+        run(&mut burst, &[PROMPT, PROMPT + 1, PROMPT + 2, PROMPT], false);
+        running.append(&mut burst);
+        let first = run(&mut running, &[1; 6], true).unwrap();
+        let later = run(&mut running, &[1; 6], true).unwrap();
+        let copies = first.get("SliceUpdate").copied().unwrap_or(0);
+        let (first, later): (usize, usize) = (first.values().sum(), later.values().sum());
+        eprintln!(
+            "after a burst into a free slot: {first} operations ({copies} row copies), later {later}"
+        );
+        assert_eq!(copies, 0);
+        assert!(first <= later, "{first} {later}");
+    }
+
     /// The figures, printed (`--nocapture`): the default model under
     /// `auto` and `keep` (MLX's own operations, a GPU's path).
     #[test]

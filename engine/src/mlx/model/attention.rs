@@ -188,11 +188,8 @@ impl Attention {
     }
 
     /// Every segment's prompt rotated and attended in one operation each
-    /// over `burst`'s padded layout. Fresh prompts attend their own rows,
-    /// which then enter the layer's batch slots together (or each cache
-    /// keeps views of its prompt's rows); prompts after cached rows are
-    /// written into their slots first and attend them. Returns the pass's
-    /// rows.
+    /// over `burst`'s padded layout, its rows written into the layer's
+    /// batch slots in the same pass. Returns the pass's rows.
     fn prefill_burst(
         &self,
         qkv: &Array,
@@ -215,8 +212,11 @@ impl Attention {
         };
         let mut caches: Vec<&mut KvCache> =
             segments.iter_mut().map(|s| &mut s.caches[layer]).collect();
-        let (keys, values) = if burst.fresh() {
-            self.enter_fresh(&mut caches, &k, &v, burst, pass)?;
+        // Fresh prompts into new slots at the batch's end attend their own
+        // rows; otherwise (free slots to reuse, cached rows, shared starts,
+        // pieces) the rows go into the slots first and are read back.
+        let entered = burst.fresh() && pass.batch.enter_burst(&mut caches, &k, &v, &burst.lens)?;
+        let (keys, values) = if entered {
             (k, v)
         } else {
             let (keys, values) = pass
@@ -239,30 +239,6 @@ impl Attention {
         out.transpose_axes(&[0, 2, 1, 3])?
             .reshape(&[1, n * longest, self.heads * self.head_dim])?
             .take_axis(&burst.scatter, 1)
-    }
-
-    /// Fresh prompts' rotated rows (`[N, H, longest, D]`) into new batch
-    /// slots with one write per buffer, or each cache keeping views of its
-    /// own rows where the batch has free slots to reuse.
-    fn enter_fresh(
-        &self,
-        caches: &mut [&mut KvCache],
-        k: &Array,
-        v: &Array,
-        burst: &Burst,
-        pass: Pass<'_>,
-    ) -> R<()> {
-        if !pass.batch.enter_burst(caches, k, v, &burst.lens)? {
-            for (p, cache) in caches.iter_mut().enumerate() {
-                let l = burst.lens[p];
-                let own = |a: &Array| -> R<Array> {
-                    use mlx_rs::ops::indexing::TryIndexOp;
-                    a.try_index((p as i32..p as i32 + 1, .., ..l, ..))
-                };
-                cache.adopt(own(k)?, own(v)?)?;
-            }
-        }
-        Ok(())
     }
 
     /// A decode step (one token per segment): every sequence's cache write

@@ -6,14 +6,13 @@
 //! by repeating its last row; rotated and attended in one operation each
 //! under a mask that hides the padding; and gathered back.
 //!
-//! Fresh prompts attend only their own rows: those then enter the layer's
-//! batch slots with one write per buffer (`BatchCache::enter_burst`), so
-//! their first decode step copies nothing; where the batch has free slots
-//! to reuse, each prompt's cache keeps views of its own rows instead, as a
-//! shared prefix does (`fork`). Prompts that continue cached rows (a
-//! prefix-cache hit, a long prompt's next chunk, forced tokens) are written
-//! into their batch slots first, each from its own position, and attend the
-//! slots (`BatchCache::prefill`). A prompt that shares its start with an
+//! Fresh prompts entering new slots at the end of the batch attend only
+//! their own rows, which then enter those slots with one write per buffer
+//! (`BatchCache::enter_burst`), so their first decode step copies
+//! nothing. Otherwise (free slots to reuse, prompts that continue cached
+//! rows: a prefix-cache hit, a long prompt's next chunk, forced tokens)
+//! the rows are written into the batch slots first, each at its own
+//! position, and the prompts attend the slots (`BatchCache::prefill`). A prompt that shares its start with an
 //! earlier one of the pass (a fork) reads that start from the slot that
 //! writes it, and its own slot gets a copy, in one gather and one scatter
 //! per buffer for the whole pass.

@@ -483,3 +483,43 @@ fn shared_starts_in_one_pass_compute_what_each_prompt_alone_does() {
         }
     }
 }
+
+#[test]
+fn a_burst_into_free_slots_computes_what_each_prompt_alone_does() {
+    // A sequence that finished leaves a free slot: a burst of fresh
+    // prompts then writes its rows into it (and a new one) in the pass
+    // itself (`BatchCache::prefill`), beside sequences still decoding.
+    for name in ["tiny-qwen3", "tiny-qwen3-4bit", "tiny-gemma3"] {
+        let busy = network(name, Precision::Keep);
+        let (_, mut others) = decode_after_prompts(&busy, &[4, 6, 5]);
+        drop(others.remove(1));
+        let clean = network(name, Precision::Keep);
+        let prompts = [5, 9, 7];
+        let (want_first, want_step) = pass_then_step(&clean, &prompts, false);
+        let (first, step) = pass_then_step(&busy, &prompts, true);
+        for (what, want, got) in [
+            ("the prompts' logits", &want_first, &first),
+            ("the step after", &want_step, &step),
+        ] {
+            assert_eq!(want.len(), got.len(), "{name}: {what}");
+            let worst = want
+                .iter()
+                .zip(got.iter())
+                .map(|(a, b)| (a - b).abs())
+                .fold(0.0f32, f32::max);
+            assert!(worst < 1e-3, "{name}: {what} differ by {worst}");
+        }
+        // The others decode on as they would have without the burst.
+        let quiet = network(name, Precision::Keep);
+        let (_, mut alone) = decode_after_prompts(&quiet, &[4, 6, 5]);
+        drop(alone.remove(1));
+        let want = decode_step(&quiet, &mut alone);
+        let got = decode_step(&busy, &mut others);
+        let worst = want
+            .iter()
+            .zip(&got)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0f32, f32::max);
+        assert!(worst < 1e-3, "{name}: the others' step differs by {worst}");
+    }
+}

@@ -199,8 +199,8 @@ impl BatchCache {
     /// longest, D]`, prompt n's first `lens[n]` its own, the rest padding
     /// no step attends) written with one operation per buffer, so their
     /// first decode step copies nothing. Returns `false`, doing nothing,
-    /// where a cache holds rows or the batch has free slots (reused one
-    /// by one at the next decode step instead).
+    /// where a cache holds rows or the batch has free slots to reuse
+    /// ([`BatchCache::prefill`] then writes the rows into the slots).
     pub(crate) fn enter_burst(
         &self,
         caches: &mut [&mut KvCache],

@@ -171,25 +171,6 @@ impl KvCache {
         })
     }
 
-    /// Takes `keys` and `values` (`[1, H, L, D]`: views of a burst's rows,
-    /// `burst.rs`) as its first `L` positions. Like a fork's, its first
-    /// write grows them into buffers of its own (see `reserve`).
-    pub fn adopt(&mut self, keys: Array, values: Array) -> mlx_rs::error::Result<()> {
-        if self.offset != 0 || self.slot.is_some() {
-            return Err(mlx_rs::error::Exception::custom(
-                "a burst's rows for a cache that holds some already",
-            ));
-        }
-        let stored = |a: Array| match self.dtype {
-            Some(d) if a.dtype() != d => a.as_dtype(d),
-            _ => Ok(a),
-        };
-        self.offset = keys.shape()[2];
-        self.keys = Some(stored(keys)?);
-        self.values = Some(stored(values)?);
-        Ok(())
-    }
-
     /// Takes its rows out of a batch slot (if it is in one) into buffers of
     /// its own, with room past its offset, and frees the slot.
     pub fn detach(&mut self) -> mlx_rs::error::Result<()> {

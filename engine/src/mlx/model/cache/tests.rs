@@ -174,8 +174,8 @@ fn a_burst_enters_new_slots_at_once_or_leaves_its_caches_alone() {
         &contents(b.buffers().unwrap().0)[..6],
         &[5.0, 6.0, 7.0, 8.0, 1.5, 1.5]
     );
-    // With a free slot (b's) to reuse, or a cache that holds rows, a burst
-    // keeps to views of its rows.
+    // With a free slot (b's) to reuse, or a cache that holds rows, it
+    // leaves the burst to `BatchCache::prefill`.
     let (mut d, mut e) = (KvCache::default(), KvCache::default());
     let entered = batch
         .enter_burst(&mut [&mut d, &mut e], &k, &k, &[2, 1])
