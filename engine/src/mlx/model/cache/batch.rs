@@ -365,7 +365,12 @@ impl BatchCache {
                 && end > 0
             {
                 let put = |buf: &mut Array, own: &Array| -> R<()> {
-                    let mut rows = own.try_index((.., .., ..end, ..))?;
+                    // A view exactly `end` long (a lent prefix) needs no
+                    // slice of its own.
+                    let mut rows = match own.shape()[2] == end {
+                        true => own.clone(),
+                        false => own.try_index((.., .., ..end, ..))?,
+                    };
                     if rows.dtype() != buf.dtype() {
                         rows = rows.as_dtype(buf.dtype())?;
                     }
