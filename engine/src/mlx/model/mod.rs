@@ -117,7 +117,7 @@ pub(crate) struct Network {
     /// What the attention caches hold (`None`: the f32 rows as they are).
     cache_dtype: Option<mlx_rs::Dtype>,
     /// Per layer, the buffers decode steps on MLX's attention keep every
-    /// sequence's cache in (`cache/batch.rs`).
+    /// sequence's cache in (`cache/batch/`).
     batches: Vec<BatchCache>,
     pub architecture: Architecture,
     pub vocab: usize,

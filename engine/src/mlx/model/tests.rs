@@ -73,13 +73,7 @@ fn mlx_rope_at_each_sequences_position_matches_the_tables() {
         let prompts = [5, 9, 2];
         let (want, _) = decode_after_prompts(&tables, &prompts);
         let (got, _) = decode_after_prompts(&rope, &prompts);
-        assert_eq!(want.len(), got.len());
-        let worst = want
-            .iter()
-            .zip(&got)
-            .map(|(a, b)| (a - b).abs())
-            .fold(0.0f32, f32::max);
-        assert!(worst < 1e-3, "{name}: logits differ by {worst}");
+        assert_close(&format!("{name}: logits"), &want, &got);
     }
 }
 
@@ -98,6 +92,17 @@ fn a_bf16_step_keeps_bf16_keys_and_values() {
             assert_eq!(a.dtype(), Dtype::Bfloat16);
         }
     }
+}
+
+/// `got` within 1e-3 of `want`, element by element.
+fn assert_close(what: &str, want: &[f32], got: &[f32]) {
+    assert_eq!(want.len(), got.len(), "{what}");
+    let worst = want
+        .iter()
+        .zip(got)
+        .map(|(a, b)| (a - b).abs())
+        .fold(0.0f32, f32::max);
+    assert!(worst < 1e-3, "{what}: differ by {worst}");
 }
 
 /// Token ids of test prompt `i`, `len` long.
@@ -157,18 +162,12 @@ fn a_burst_of_fresh_prompts_computes_what_each_prompt_alone_does() {
         assert!(model.blocks.iter().any(|b| b.attn.takes_bursts()), "{name}");
         let (alone_first, alone_step) = pass_then_step(&model, &prompts, false);
         let (first, step) = pass_then_step(&model, &prompts, true);
-        for (what, want, got) in [
-            ("the prompts' logits", &alone_first, &first),
-            ("the step after", &alone_step, &step),
-        ] {
-            assert_eq!(want.len(), got.len(), "{name}: {what}");
-            let worst = want
-                .iter()
-                .zip(got.iter())
-                .map(|(a, b)| (a - b).abs())
-                .fold(0.0f32, f32::max);
-            assert!(worst < 1e-3, "{name}: {what} differ by {worst}");
-        }
+        assert_close(
+            &format!("{name}: the prompts' logits"),
+            &alone_first,
+            &first,
+        );
+        assert_close(&format!("{name}: the step after"), &alone_step, &step);
     }
 }
 
@@ -292,21 +291,16 @@ fn prompts_after_cached_rows_in_one_pass_compute_what_each_alone_does() {
                 continue_then_step(&model, &prefixes, &prompts, decoded, false);
             let (first, step, slotted) =
                 continue_then_step(&model, &prefixes, &prompts, decoded, true);
-            for (what, want, got) in [
-                ("the prompts' logits", &alone_first, &first),
-                ("the step after", &alone_step, &step),
-            ] {
-                assert_eq!(want.len(), got.len(), "{name}: {what}");
-                let worst = want
-                    .iter()
-                    .zip(got.iter())
-                    .map(|(a, b)| (a - b).abs())
-                    .fold(0.0f32, f32::max);
-                assert!(
-                    worst < 1e-3,
-                    "{name} {prefixes:?}: {what} differ by {worst}"
-                );
-            }
+            assert_close(
+                &format!("{name} {prefixes:?}: the prompts' logits"),
+                &alone_first,
+                &first,
+            );
+            assert_close(
+                &format!("{name} {prefixes:?}: the step after"),
+                &alone_step,
+                &step,
+            );
             // The pass went as a burst: its layers' caches are in slots
             // (a prompt alone takes its rows out into buffers of its own).
             let bursting: Vec<usize> = (0..model.blocks.len())
@@ -423,18 +417,8 @@ fn a_long_prompt_cut_into_pieces_computes_what_it_does_alone() {
         let model = network(name, Precision::Keep);
         let (want_first, want_step) = shared_then_step(&model, &prompts, &cached, &forks, false);
         let (first, step) = shared_then_step(&model, &prompts, &cached, &forks, true);
-        for (what, want, got) in [
-            ("the prompts' logits", &want_first, &first),
-            ("the step after", &want_step, &step),
-        ] {
-            assert_eq!(want.len(), got.len(), "{name}: {what}");
-            let worst = want
-                .iter()
-                .zip(got.iter())
-                .map(|(a, b)| (a - b).abs())
-                .fold(0.0f32, f32::max);
-            assert!(worst < 1e-3, "{name}: {what} differ by {worst}");
-        }
+        assert_close(&format!("{name}: the prompts' logits"), &want_first, &first);
+        assert_close(&format!("{name}: the step after"), &want_step, &step);
     }
 }
 
@@ -469,18 +453,8 @@ fn shared_starts_in_one_pass_compute_what_each_prompt_alone_does() {
         let model = network(name, Precision::Keep);
         let (want_first, want_step) = shared_then_step(&model, &prompts, &cached, &forks, false);
         let (first, step) = shared_then_step(&model, &prompts, &cached, &forks, true);
-        for (what, want, got) in [
-            ("the prompts' logits", &want_first, &first),
-            ("the step after", &want_step, &step),
-        ] {
-            assert_eq!(want.len(), got.len(), "{name}: {what}");
-            let worst = want
-                .iter()
-                .zip(got.iter())
-                .map(|(a, b)| (a - b).abs())
-                .fold(0.0f32, f32::max);
-            assert!(worst < 1e-3, "{name}: {what} differ by {worst}");
-        }
+        assert_close(&format!("{name}: the prompts' logits"), &want_first, &first);
+        assert_close(&format!("{name}: the step after"), &want_step, &step);
     }
 }
 
@@ -497,29 +471,14 @@ fn a_burst_into_free_slots_computes_what_each_prompt_alone_does() {
         let prompts = [5, 9, 7];
         let (want_first, want_step) = pass_then_step(&clean, &prompts, false);
         let (first, step) = pass_then_step(&busy, &prompts, true);
-        for (what, want, got) in [
-            ("the prompts' logits", &want_first, &first),
-            ("the step after", &want_step, &step),
-        ] {
-            assert_eq!(want.len(), got.len(), "{name}: {what}");
-            let worst = want
-                .iter()
-                .zip(got.iter())
-                .map(|(a, b)| (a - b).abs())
-                .fold(0.0f32, f32::max);
-            assert!(worst < 1e-3, "{name}: {what} differ by {worst}");
-        }
+        assert_close(&format!("{name}: the prompts' logits"), &want_first, &first);
+        assert_close(&format!("{name}: the step after"), &want_step, &step);
         // The others decode on as they would have without the burst.
         let quiet = network(name, Precision::Keep);
         let (_, mut alone) = decode_after_prompts(&quiet, &[4, 6, 5]);
         drop(alone.remove(1));
         let want = decode_step(&quiet, &mut alone);
         let got = decode_step(&busy, &mut others);
-        let worst = want
-            .iter()
-            .zip(&got)
-            .map(|(a, b)| (a - b).abs())
-            .fold(0.0f32, f32::max);
-        assert!(worst < 1e-3, "{name}: the others' step differs by {worst}");
+        assert_close(&format!("{name}: the others' step"), &want, &got);
     }
 }

@@ -6,7 +6,7 @@
 //!
 //! On MLX's own attention (a GPU, or layers the fused CPU operations do
 //! not cover) a decode step keeps every sequence's cache in a slot of one
-//! [`BatchCache`] per layer (`batch.rs`); anything else first takes the
+//! [`BatchCache`] per layer (`batch/`); anything else first takes the
 //! rows back into buffers of the cache's own ([`KvCache::detach`]).
 
 mod batch;
