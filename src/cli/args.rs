@@ -183,23 +183,31 @@ pub(super) fn parse_precision(name: &str) -> Result<thinkwire_engine::mlx::Preci
     flag_value("--precision", name, Precision::parse, Precision::NAMES)
 }
 
+/// The engine's options from the model flags, at `precision`: one place,
+/// so `serve`, `chat` and `bench` honour every flag alike.
 #[cfg(feature = "mlx")]
-fn load_engine(path: &Path, args: &ModelArgs) -> Result<Arc<dyn thinkwire_engine::Engine>> {
-    use thinkwire_engine::mlx::{LoadOptions, MlxEngine};
-    let max_batch = args.max_batch()?;
-    let prefill_chunk = args.prefill_chunk()?;
-    let options = LoadOptions {
-        precision: parse_precision(&args.precision)?,
+pub(super) fn load_options(
+    args: &ModelArgs,
+    precision: thinkwire_engine::mlx::Precision,
+) -> Result<thinkwire_engine::mlx::LoadOptions> {
+    Ok(thinkwire_engine::mlx::LoadOptions {
+        precision,
         prefix_cache: args.prefix_cache,
         prefix_cache_bytes: args.prefix_cache_mb << 20,
-        max_batch,
-        prefill_chunk,
+        max_batch: args.max_batch()?,
+        prefill_chunk: args.prefill_chunk()?,
         kv_cache_bytes: args.kv_cache_mb.map(|mb| mb << 20),
         batch_window: std::time::Duration::from_millis(args.batch_window_ms),
         share_prefixes: args.share_prefixes,
         kv_cache_dtype: parse_kv_cache_dtype(&args.kv_cache_dtype)?,
         draws_on_device: parse_sample_on(&args.sample_on)?,
-    };
+    })
+}
+
+#[cfg(feature = "mlx")]
+fn load_engine(path: &Path, args: &ModelArgs) -> Result<Arc<dyn thinkwire_engine::Engine>> {
+    use thinkwire_engine::mlx::MlxEngine;
+    let options = load_options(args, parse_precision(&args.precision)?)?;
     let engine =
         MlxEngine::load(path, &options).with_context(|| format!("loading {}", path.display()))?;
     Ok(Arc::new(engine))

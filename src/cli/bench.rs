@@ -94,8 +94,8 @@ const CONCURRENT_PROMPTS: [&str; 8] = [
 pub fn bench(args: &BenchArgs) -> Result<()> {
     use anyhow::{Context, bail};
     use thinkwire_chat::{ChatModel, RenderOptions, TemplateMessage};
+    use thinkwire_engine::mlx::Precision;
     use thinkwire_engine::mlx::bench::{BenchOptions, BenchReport, MlxLmReference};
-    use thinkwire_engine::mlx::{LoadOptions, Precision};
 
     let path = args.model.path()?;
     let precision = super::args::parse_precision(&args.model.precision)?;
@@ -119,16 +119,7 @@ pub fn bench(args: &BenchArgs) -> Result<()> {
         max_tokens: args.max_tokens,
         runs: args.runs,
         sampling: args.sampling()?,
-        load: LoadOptions {
-            precision,
-            prefix_cache: args.model.prefix_cache,
-            prefix_cache_bytes: args.model.prefix_cache_mb << 20,
-            kv_cache_bytes: args.model.kv_cache_mb.map(|mb| mb << 20),
-            prefill_chunk: args.model.prefill_chunk()?,
-            kv_cache_dtype: super::args::parse_kv_cache_dtype(&args.model.kv_cache_dtype)?,
-            draws_on_device: super::args::parse_sample_on(&args.model.sample_on)?,
-            ..LoadOptions::default()
-        },
+        load: super::args::load_options(&args.model, precision)?,
     };
     let ours = thinkwire_engine::mlx::bench::bench(&path, &options)
         .with_context(|| format!("benchmarking {}", path.display()))?;
@@ -316,16 +307,8 @@ fn concurrency(
         .collect::<Result<Vec<_>, _>>()?;
     let most = levels.iter().copied().max().unwrap_or(1);
     let options = LoadOptions {
-        precision,
-        prefix_cache: args.model.prefix_cache,
-        prefix_cache_bytes: args.model.prefix_cache_mb << 20,
-        kv_cache_bytes: args.model.kv_cache_mb.map(|mb| mb << 20),
         max_batch: most,
-        prefill_chunk: args.model.prefill_chunk()?,
-        batch_window: std::time::Duration::from_millis(args.model.batch_window_ms),
-        share_prefixes: args.model.share_prefixes,
-        kv_cache_dtype: super::args::parse_kv_cache_dtype(&args.model.kv_cache_dtype)?,
-        draws_on_device: super::args::parse_sample_on(&args.model.sample_on)?,
+        ..super::args::load_options(&args.model, precision)?
     };
     let engine =
         MlxEngine::load(path, &options).with_context(|| format!("loading {}", path.display()))?;

@@ -213,11 +213,7 @@ pub(crate) fn continuing_operations(
             fork: None,
         })
         .collect();
-    let outputs = pass_outputs(model, &mut segments)?;
-    let outputs: Vec<&Array> = outputs.iter().collect();
-    operation_kinds(&outputs)
-        .map(|k| k.values().sum())
-        .map_err(mlx_err("counting operations"))
+    pass_operations(model, &mut segments)
 }
 
 /// Operations of one pass where prompt 0 is `common` + `lens[0]` tokens
@@ -253,7 +249,13 @@ pub(crate) fn shared_operations(
             }
         })
         .collect();
-    let outputs = pass_outputs(model, &mut segments)?;
+    pass_operations(model, &mut segments)
+}
+
+/// The operations of one pass over `segments` ([`pass_outputs`]).
+#[cfg(test)]
+fn pass_operations(model: &Network, segments: &mut [Segment<'_>]) -> Result<usize, EngineError> {
+    let outputs = pass_outputs(model, segments)?;
     let outputs: Vec<&Array> = outputs.iter().collect();
     operation_kinds(&outputs)
         .map(|k| k.values().sum())
