@@ -229,13 +229,19 @@ mod test_util {
         )
     }
 
-    /// Writes `md` as a tensorless GGUF in a per-process temp folder.
+    /// Writes `md` as a tensorless GGUF in a per-process temp folder and
+    /// parses it; the file and the folder are gone once it is read (its
+    /// metadata is all a tokenizer needs), so test runs leave nothing.
     pub fn gguf(name: &str, md: &[(&str, V)]) -> GgufFile {
         let dir = std::env::temp_dir().join(format!("thinkwire-chat-gguf-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join(format!("{name}.gguf"));
         std::fs::write(&path, write::file(md, &[])).unwrap();
-        GgufFile::open(path).unwrap()
+        let file = GgufFile::open(&path).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        // Other tests of this process may still be writing theirs.
+        let _ = std::fs::remove_dir(&dir);
+        file
     }
 }
 
