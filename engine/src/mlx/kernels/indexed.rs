@@ -154,9 +154,36 @@ pub(crate) fn add_along_axis(
     }
 }
 
+/// Where `a`'s data lies (0 before MLX has given it a buffer: on a CPU
+/// that happens when a step is queued), so a test can tell a write in
+/// place from a copy.
+#[cfg(test)]
+pub(crate) fn buffer_address(a: &Array) -> usize {
+    // SAFETY: reads the pointer MLX holds for `a`; nothing is dereferenced.
+    unsafe { mlx_sys::mlx_array_data_uint8(a.as_ptr()) as usize }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_scatter_writes_in_place_unless_its_input_is_held() {
+        let rows = Array::from_slice(&[1.0f32, 2.0], &[1, 1, 1, 2]);
+        let at = Array::from_slice(&[1i32], &[1]);
+        let a = mlx_rs::ops::zeros::<f32>(&[2, 3, 2]).unwrap();
+        a.eval().unwrap();
+        let before = buffer_address(&a);
+        let out = scatter(&a, &[&at, &at], &rows, &[0, 1]).unwrap();
+        drop(a);
+        out.eval().unwrap();
+        assert_eq!(buffer_address(&out), before, "nothing else held it");
+        // Held elsewhere (a view kept past its step): a copy.
+        let held = out.clone();
+        let again = scatter(&out, &[&at, &at], &rows, &[0, 1]).unwrap();
+        again.eval().unwrap();
+        assert_ne!(buffer_address(&again), buffer_address(&held));
+    }
 
     #[test]
     fn writes_a_block_from_its_start_as_one_operation() {
