@@ -145,24 +145,36 @@ fn max_tokens_stop_and_cancellation() {
 
 #[test]
 fn forced_tokens_continue_as_if_generated() {
-    let e = load("tiny-llama3-untied", 512);
-    let forced = vec![40u32, 41, 42];
-    let mut s = Script {
-        force_at: Some((2, forced.clone())),
-        ..Script::default()
-    };
-    let stats = run(&e, &request(PROMPT.to_vec(), 12), &mut s);
-    assert_eq!(stats.finish, Finish::Length);
-    // 2 generated + 3 forced count towards max_tokens: 7 more generated.
-    assert_eq!(s.tokens.len(), 9);
+    // On the CPU's fused path, and on MLX's attention (`keep`, a GPU's
+    // path), where the forced rows are written into the sequence's batch
+    // slot in a pass of their own.
+    for precision in [Precision::Auto, Precision::Keep] {
+        let e = MlxEngine::load(
+            &tiny("tiny-llama3-untied"),
+            &LoadOptions {
+                precision,
+                ..LoadOptions::default()
+            },
+        )
+        .unwrap();
+        let forced = vec![40u32, 41, 42];
+        let mut s = Script {
+            force_at: Some((2, forced.clone())),
+            ..Script::default()
+        };
+        let stats = run(&e, &request(PROMPT.to_vec(), 12), &mut s);
+        assert_eq!(stats.finish, Finish::Length);
+        // 2 generated + 3 forced count towards max_tokens: 7 more generated.
+        assert_eq!(s.tokens.len(), 9);
 
-    // Same as a prompt that already contains those tokens.
-    let mut prompt = PROMPT.to_vec();
-    prompt.extend_from_slice(&s.tokens[..2]);
-    prompt.extend_from_slice(&forced);
-    let mut plain = Script::default();
-    run(&e, &request(prompt, 7), &mut plain);
-    assert_eq!(&s.tokens[2..], &plain.tokens[..]);
+        // Same as a prompt that already contains those tokens.
+        let mut prompt = PROMPT.to_vec();
+        prompt.extend_from_slice(&s.tokens[..2]);
+        prompt.extend_from_slice(&forced);
+        let mut plain = Script::default();
+        run(&e, &request(prompt, 7), &mut plain);
+        assert_eq!(&s.tokens[2..], &plain.tokens[..], "{precision:?}");
+    }
 }
 
 #[test]

@@ -201,9 +201,14 @@ impl Attention {
     ) -> R<Array> {
         let (n, longest) = (burst.pieces.len() as i32, burst.longest);
         let width = qkv.shape()[2];
-        let padded = qkv
-            .take_axis(&burst.gather, 1)?
-            .reshape(&[n, longest, width])?;
+        // One prompt in one piece is its rows as they are.
+        let whole = burst.whole();
+        let padded = match whole {
+            true => qkv.clone(),
+            false => qkv
+                .take_axis(&burst.gather, 1)?
+                .reshape(&[n, longest, width])?,
+        };
         let (q, k, v) = self.split_and_rotate(&padded, None)?;
         let (q, k) = match (self.rotate, &burst.starts) {
             (false, _) => (q, k),
@@ -228,17 +233,30 @@ impl Attention {
             };
             (widen(keys)?, widen(values)?)
         };
+        // A whole prompt's queries see the keys up to their own positions:
+        // the causal mask aligned at the last key, which MLX's fused
+        // attention takes without a mask array.
+        let mask = match whole {
+            true => (longest > 1).then_some(ScaledDotProductAttentionMask::Causal),
+            false => Some(ScaledDotProductAttentionMask::Array(&burst.mask)),
+        };
         let out = mlx_rs::fast::scaled_dot_product_attention(
             &q,
             &keys,
             &values,
             self.scale,
-            Some(ScaledDotProductAttentionMask::Array(&burst.mask)),
+            mask,
             self.sinks.as_ref(),
         )?;
-        out.transpose_axes(&[0, 2, 1, 3])?
-            .reshape(&[1, n * longest, self.heads * self.head_dim])?
-            .take_axis(&burst.scatter, 1)
+        let out = out.transpose_axes(&[0, 2, 1, 3])?.reshape(&[
+            1,
+            n * longest,
+            self.heads * self.head_dim,
+        ])?;
+        match whole {
+            true => Ok(out),
+            false => out.take_axis(&burst.scatter, 1),
+        }
     }
 
     /// A decode step (one token per segment): every sequence's cache write

@@ -16,6 +16,11 @@
 //! earlier one of the pass (a fork) reads that start from the slot that
 //! writes it, and its own slot gets a copy, in one gather and one scatter
 //! per buffer for the whole pass.
+//!
+//! A lone prompt whose cache is in a batch slot is a burst of one (one
+//! piece, no padding, the causal mask): its rows go into the slot rather
+//! than the cache leaving it for the pass and coming back at its next
+//! decode step, a copy each way.
 
 use std::cell::RefCell;
 
@@ -83,10 +88,12 @@ const KEY_WORK: i64 = 4;
 
 impl Burst {
     /// The layout for prompts of `lens` rows after `bases` cached (or
-    /// shared: `forks`) positions; `None` where it does not pay: fewer
-    /// than two prompts, padding that would more than double the query
-    /// rows even with the longest prompts cut into pieces, or keys read
-    /// past [`KEY_WORK`] times what the prompts would read one by one.
+    /// shared: `forks`) positions; `None` where it does not pay: padding
+    /// that would more than double the query rows even with the longest
+    /// prompts cut into pieces, or keys read past [`KEY_WORK`] times what
+    /// the prompts would read one by one. One prompt is one piece without
+    /// padding: the caller decides when that pays (its cache in a batch
+    /// slot, which it then need not leave).
     pub fn new(
         bases: &[i32],
         lens: &[i32],
@@ -97,7 +104,7 @@ impl Burst {
             return Ok(None);
         };
         let total: i32 = lens.iter().sum();
-        if n < 2 || bases.len() != n || forks.len() != n {
+        if bases.len() != n || forks.len() != n {
             return Ok(None);
         }
         // A shared start lies within rows its leader holds by the pass's end.
@@ -184,6 +191,13 @@ impl Burst {
             writes,
             sources: RefCell::default(),
         }))
+    }
+
+    /// Whether the pass is one prompt in one piece: its rows need no
+    /// padding or reordering, and the causal mask from its base is its
+    /// mask.
+    pub fn whole(&self) -> bool {
+        self.pieces.len() == 1 && self.lens.len() == 1
     }
 
     /// Whether some prompt is cut into pieces.
@@ -345,13 +359,25 @@ mod tests {
     }
 
     #[test]
-    fn a_lone_prompt_or_much_padding_goes_per_prompt() {
+    fn a_lone_prompt_is_one_piece_and_much_padding_goes_per_prompt() {
+        let lone = Burst::new(&[7], &[5], &[None]).unwrap().unwrap();
+        assert_eq!(
+            lone.pieces,
+            [Piece {
+                prompt: 0,
+                base: 7,
+                len: 5
+            }]
+        );
+        assert_eq!((lone.longest, lone.reach), (5, 12));
+        assert_eq!(lone.writes, [7, 8, 9, 10, 11]);
+        assert!(lone.whole());
         let none = |bases: &[i32], lens: &[i32]| {
             Burst::new(bases, lens, &vec![None; lens.len()])
                 .unwrap()
                 .is_none()
         };
-        assert!(none(&[0], &[5]));
+        assert!(none(&[], &[]));
         // A short continuation of a long cache beside fresh prompts: every
         // piece would attend its 8,050 keys.
         assert!(none(&[8000, 0, 0], &[50, 1000, 1000]));

@@ -257,12 +257,20 @@ impl Network {
         };
         // Prompts together: one padded attention per layer where MLX's
         // attention serves them, fresh, after cached rows or after a
-        // start shared with an earlier prompt of the pass.
+        // start shared with an earlier prompt of the pass. A lone prompt
+        // goes so too where its cache is in a batch slot (forced tokens
+        // of a decoding sequence, the next chunk of a prompt that began
+        // in a burst): its rows are written into the slot, where alone it
+        // would copy its cache out and, at its next decode step, back in.
         // (A pass of one row each without forks is a decode step: the
         // batch cache serves it.)
-        let together = segments.len() > 1
-            && segments.iter().all(|s| !s.caches.is_empty())
-            && segments.iter().any(|s| s.len > 1 || s.fork.is_some());
+        let together = match segments {
+            [one] => one.len > 1 && one.fork.is_none() && one.caches.iter().any(KvCache::in_batch),
+            _ => {
+                segments.iter().all(|s| !s.caches.is_empty())
+                    && segments.iter().any(|s| s.len > 1 || s.fork.is_some())
+            }
+        };
         let burst = match together && self.blocks.iter().any(|b| b.attn.takes_bursts()) {
             true => {
                 let bases: Vec<i32> = segments

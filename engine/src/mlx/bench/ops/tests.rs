@@ -129,6 +129,56 @@ fn prompts_after_cached_rows_do_not_add_a_chain_each() {
     }
 }
 
+/// One pass of `lens[i]` rows for each of `caches`, evaluated; its
+/// operations by kind where `count`.
+fn run_pass(
+    model: &Network,
+    caches: &mut [Vec<crate::mlx::model::KvCache>],
+    lens: &[i32],
+    count: bool,
+) -> Option<BTreeMap<String, usize>> {
+    let mut segments: Vec<Segment<'_>> = caches
+        .iter_mut()
+        .zip(lens)
+        .enumerate()
+        .map(|(i, (c, &len))| Segment {
+            ids: prompt_ids(i, len),
+            len,
+            caches: c,
+            fork: None,
+        })
+        .collect();
+    let outputs = pass_outputs(model, &mut segments).unwrap();
+    let refs: Vec<&Array> = outputs.iter().collect();
+    let kinds = count.then(|| operation_kinds(&refs).unwrap());
+    mlx_rs::transforms::eval(&outputs).unwrap();
+    kinds
+}
+
+/// Three sequences prefilled one by one, then a decode step that moves
+/// them into their batch slots.
+fn decoding(model: &Network) -> Vec<Vec<crate::mlx::model::KvCache>> {
+    let mut running: Vec<_> = (0..3).map(|_| model.new_cache()).collect();
+    for c in running.iter_mut() {
+        run_pass(model, std::slice::from_mut(c), &[PROMPT], false);
+    }
+    run_pass(model, &mut running, &[1; 3], false);
+    running
+}
+
+/// The decode step after a pass: its operations and row copies, against
+/// a later step's operations.
+fn step_after(
+    model: &Network,
+    running: &mut [Vec<crate::mlx::model::KvCache>],
+) -> (usize, usize, usize) {
+    let n = running.len();
+    let first = run_pass(model, running, &vec![1; n], true).unwrap();
+    let later = run_pass(model, running, &vec![1; n], true).unwrap();
+    let copies = first.get("SliceUpdate").copied().unwrap_or(0);
+    (first.values().sum(), copies, later.values().sum())
+}
+
 /// A burst into a batch with a free slot (a sequence finished) writes
 /// its rows into slots in its pass: the decode step after it copies no
 /// rows and builds what a later step does.
@@ -136,42 +186,57 @@ fn prompts_after_cached_rows_do_not_add_a_chain_each() {
 fn a_burst_into_free_slots_leaves_its_first_step_nothing_to_copy() {
     let loaded = crate::mlx::load::load_hf_dir(&tiny("tiny-qwen3-4bit")).unwrap();
     let model = Network::build(&loaded.config, loaded.weights, Precision::Keep).unwrap();
-    let run = |caches: &mut [Vec<crate::mlx::model::KvCache>], lens: &[i32], count: bool| {
-        let mut segments: Vec<Segment<'_>> = caches
-            .iter_mut()
-            .zip(lens)
-            .enumerate()
-            .map(|(i, (c, &len))| Segment {
-                ids: prompt_ids(i, len),
-                len,
-                caches: c,
-                fork: None,
-            })
-            .collect();
-        let outputs = pass_outputs(&model, &mut segments).unwrap();
-        let refs: Vec<&Array> = outputs.iter().collect();
-        let kinds = count.then(|| operation_kinds(&refs).unwrap());
-        mlx_rs::transforms::eval(&outputs).unwrap();
-        kinds
-    };
-    let mut running: Vec<_> = (0..3).map(|_| model.new_cache()).collect();
-    for c in running.iter_mut() {
-        run(std::slice::from_mut(c), &[PROMPT], false);
-    }
-    run(&mut running, &[1; 3], false);
+    let mut running = decoding(&model);
     drop(running.remove(1));
     let mut burst: Vec<_> = (0..4).map(|_| model.new_cache()).collect();
-    run(&mut burst, &[PROMPT, PROMPT + 1, PROMPT + 2, PROMPT], false);
+    run_pass(
+        &model,
+        &mut burst,
+        &[PROMPT, PROMPT + 1, PROMPT + 2, PROMPT],
+        false,
+    );
     running.append(&mut burst);
-    let first = run(&mut running, &[1; 6], true).unwrap();
-    let later = run(&mut running, &[1; 6], true).unwrap();
-    let copies = first.get("SliceUpdate").copied().unwrap_or(0);
-    let (first, later): (usize, usize) = (first.values().sum(), later.values().sum());
+    let (first, copies, later) = step_after(&model, &mut running);
     eprintln!(
         "after a burst into a free slot: {first} operations ({copies} row copies), later {later}"
     );
     assert_eq!(copies, 0);
     assert!(first <= later, "{first} {later}");
+}
+
+/// Forced tokens of a sequence decoding in the batch (several rows after
+/// its cache, alone in their pass) are written into its slot: the pass
+/// copies nothing out and the decode step after it nothing back in.
+/// Taken out of its slot first (as such a pass once did), the cache is
+/// copied out, and back in at that step.
+#[test]
+fn forced_tokens_in_the_batch_leave_the_next_step_nothing_to_copy() {
+    let loaded = crate::mlx::load::load_hf_dir(&tiny("tiny-qwen3-4bit")).unwrap();
+    let model = Network::build(&loaded.config, loaded.weights, Precision::Keep).unwrap();
+    let forced = |taken_out: bool| {
+        let mut running = decoding(&model);
+        if taken_out {
+            for c in running[1].iter_mut() {
+                c.detach().unwrap();
+            }
+        }
+        let pass = run_pass(&model, &mut running[1..2], &[4], true).unwrap();
+        let (first, copies, later) = step_after(&model, &mut running);
+        (pass.values().sum::<usize>(), first, copies, later)
+    };
+    let (pass, first, copies, later) = forced(false);
+    let (out_pass, out_first, out_copies, _) = forced(true);
+    eprintln!(
+        "forced tokens in the batch: {pass} operations, the step after {first} ({copies} row \
+         copies), later {later}; taken out of the slot: {out_pass}, then {out_first} \
+         ({out_copies} row copies)"
+    );
+    assert_eq!(copies, 0);
+    assert!(first <= later, "{first} {later}");
+    assert!(
+        pass < out_pass && out_copies > 0,
+        "{pass} {out_pass} {out_copies}"
+    );
 }
 
 /// The figures, printed (`--nocapture`): the default model under

@@ -335,3 +335,49 @@ fn a_burst_into_free_slots_computes_what_each_prompt_alone_does() {
         assert_close(&format!("{name}: the others' step"), &want, &got);
     }
 }
+
+#[test]
+fn a_lone_prompt_after_a_cache_in_its_slot_computes_what_it_does_outside() {
+    // Forced tokens of a decoding sequence: rows after a cache held in a
+    // batch slot, alone in their pass. They go as a burst of one and the
+    // cache stays in its slot; taken out of it first, they go per
+    // segment. Both must give the same logits, and so must the decode
+    // step after, for that sequence and the one beside it.
+    for name in [
+        "tiny-qwen3",
+        "tiny-llama3-untied",
+        "tiny-qwen3-4bit",
+        "tiny-gemma3",
+        "tiny-gpt-oss",
+    ] {
+        let model = network(name, Precision::Keep);
+        let bursting: Vec<usize> = (0..model.blocks.len())
+            .filter(|&l| model.blocks[l].attn.takes_bursts())
+            .collect();
+        assert!(!bursting.is_empty(), "{name}");
+        let run = |taken_out: bool| -> (Vec<f32>, Vec<f32>, bool) {
+            let (_, mut caches) = decode_after_prompts(&model, &[6, 9]);
+            if taken_out {
+                for c in caches[1].iter_mut() {
+                    c.detach().unwrap();
+                }
+            }
+            let mut pass = [Segment {
+                ids: prompt_ids(3, 5),
+                len: 5,
+                caches: &mut caches[1],
+                fork: None,
+            }];
+            let logits = model.forward(&mut pass, true).unwrap().unwrap();
+            logits.eval().unwrap();
+            let first = logits.as_slice::<f32>().to_vec();
+            let slotted = bursting.iter().all(|&l| caches[1][l].in_batch());
+            (first, decode_step(&model, &mut caches), slotted)
+        };
+        let (alone_first, alone_step, left) = run(true);
+        let (first, step, stayed) = run(false);
+        assert!(!left && stayed, "{name}: the cache stays in its slot");
+        assert_close(&format!("{name}: the rows' logits"), &alone_first, &first);
+        assert_close(&format!("{name}: the step after"), &alone_step, &step);
+    }
+}

@@ -11,11 +11,11 @@
 //! buffers once), with the rest of a burst of fresh prompts at their
 //! prefill (one write for all, [`BatchCache::enter_burst`]), or with a
 //! burst of prompts that continue cached rows, which then attend the slots
-//! ([`BatchCache::prefill`]: a prompt's next chunk or forced tokens in
-//! such a pass stay in the slot). It leaves it, copied back into buffers
-//! of its own, whenever anything else touches it (a prompt chunk or
-//! forced tokens alone, the prefix pool), so every other use of the cache
-//! is unchanged.
+//! ([`BatchCache::prefill`]: a prompt's next chunk or forced tokens stay
+//! in the slot, alone in their pass too). It leaves it, copied back into
+//! buffers of its own, whenever anything else touches it (the prefix
+//! pool, a pass on a layer that takes no bursts), so every other use of
+//! the cache is unchanged.
 
 use std::sync::{Arc, Mutex, MutexGuard};
 

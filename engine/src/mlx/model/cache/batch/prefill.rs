@@ -9,7 +9,7 @@ use mlx_rs::ops::indexing::TryIndexOp;
 use super::super::super::burst::Burst;
 use super::super::super::step_arrays::StepArrays;
 use super::{BatchCache, KvCache, R};
-use crate::mlx::kernels::indexed::{gather, scatter};
+use crate::mlx::kernels::indexed::{gather, scatter, write_at};
 
 impl BatchCache {
     /// A burst whose prompts continue cached rows (`burst.rs`): every
@@ -107,6 +107,22 @@ fn write_and_read(
     arrays: &StepArrays,
 ) -> R<(Array, Array, (Array, Array))> {
     let (n, longest, reach) = (burst.pieces.len() as i32, burst.longest, burst.reach);
+    let typed = |a: &Array, like: &Array| -> R<Array> {
+        match a.dtype() == like.dtype() {
+            true => Ok(a.clone()),
+            false => a.as_dtype(like.dtype()),
+        }
+    };
+    if burst.whole() {
+        // One prompt: its rows written as one block from its base, its
+        // slot read back up to the reach.
+        let (s, base) = (slots[0], burst.pieces[0].base);
+        let keys = write_at(keys, &typed(k, keys)?, &[s, 0, base, 0])?;
+        let values = write_at(values, &typed(v, values)?, &[s, 0, base, 0])?;
+        let theirs = |a: &Array| a.try_index((s..s + 1, .., ..reach, ..));
+        let seen = (theirs(&keys)?, theirs(&values)?);
+        return Ok((keys, values, seen));
+    }
     let piece_slots: Vec<i32> = burst.pieces.iter().map(|p| slots[p.prompt]).collect();
     let slot_idx = arrays.ints(&piece_slots, &[n, 1])?;
     let pos_idx = arrays.ints(&burst.writes, &[n, longest])?;
@@ -117,11 +133,7 @@ fn write_and_read(
         let a = a
             .transpose_axes(&[0, 2, 1, 3])?
             .reshape(&[sh[0], sh[2], 1, sh[1], 1, sh[3]])?;
-        if a.dtype() == like.dtype() {
-            Ok(a)
-        } else {
-            a.as_dtype(like.dtype())
-        }
+        typed(&a, like)
     };
     let keys = scatter(keys, &[&slot_idx, &pos_idx], &rows(k, keys)?, &[0, 2])?;
     let values = scatter(values, &[&slot_idx, &pos_idx], &rows(v, values)?, &[0, 2])?;
