@@ -61,16 +61,32 @@ def mlx_lm_benchmark(path: Path):
 
 
 def step_operations(rows):
-    """{N: {"operations", "build_ms"}} from a `thinkwire bench --json`'s
-    `operations_per_decode_step` or `mlx_lm_ref.py ops`'s `rows` (older
-    binaries wrote [N, operations] pairs)."""
+    """{N: {"operations", "build_ms", "kinds"}} from a `thinkwire bench
+    --json`'s `operations_per_decode_step` or `mlx_lm_ref.py ops`'s `rows`
+    (older binaries wrote [N, operations] pairs)."""
     out = {}
     for r in rows or []:
         if isinstance(r, dict):
-            out[r["batch"]] = {"operations": r.get("operations"), "build_ms": r.get("build_ms")}
+            out[r["batch"]] = {
+                "operations": r.get("operations"),
+                "build_ms": r.get("build_ms"),
+                "kinds": r.get("kinds") or {},
+            }
         elif isinstance(r, list) and len(r) == 2:
             out[r[0]] = {"operations": r[1], "build_ms": None}
     return out
+
+
+def kind_difference(operations, n=1, most=12):
+    """The kinds of operation whose counts differ between thinkwire's and
+    mlx-lm's decode step of `n` sequences, largest differences first."""
+    ours = ((operations.get("thinkwire") or {}).get(n) or {}).get("kinds") or {}
+    theirs = ((operations.get("mlx_lm") or {}).get(n) or {}).get("kinds") or {}
+    if not ours or not theirs:
+        return []
+    diff = {k: ours.get(k, 0) - theirs.get(k, 0) for k in set(ours) | set(theirs)}
+    ranked = sorted(((k, v) for k, v in diff.items() if v), key=lambda kv: (-abs(kv[1]), kv[0]))
+    return ranked[:most]
 
 
 def fmt(x, digits=1):
@@ -210,6 +226,14 @@ def markdown(report):
                 cells.append(" / ".join(fmt((rows.get(n) or {}).get(key), digits) for n in LEVELS))
         out.append("| " + " | ".join(cells) + " |")
     out.append("")
+    diffs = [(name, kind_difference(m.get("operations") or {})) for name, m in report["models"].items()]
+    diffs = [(name, d) for name, d in diffs if d]
+    if diffs:
+        out.append("Where the two N=1 steps differ, by MLX primitive (thinkwire minus mlx-lm; on this device):")
+        out.append("")
+        for name, d in diffs:
+            out.append(f"- {name}: " + ", ".join(f"{k} {v:+d}" for k, v in d))
+        out.append("")
     sampled = {name: m["sampled"] for name, m in report["models"].items() if m.get("sampled")}
     if sampled:
         out.append("Sampled decode (`--sampled`; aggregate tok/s: thinkwire `bench --concurrency`, mlx-lm's BatchGenerator with `make_sampler`):")
