@@ -137,7 +137,10 @@ pub struct EngineLoad {
     pub active_sequences: usize,
     /// Sequences waiting for a place in the batch.
     pub queued_sequences: usize,
-    /// Attention-cache bytes reserved by the sequences in the batch.
+    /// Attention-cache bytes reserved by the sequences in the batch: each
+    /// sequence's prompt and all its tokens, and where decode steps keep
+    /// the rows in batch buffers (a GPU), a slot for each sequence at the
+    /// longest one's length.
     pub kv_reserved_bytes: usize,
     /// The most they may reserve together.
     pub kv_budget_bytes: usize,

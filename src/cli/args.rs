@@ -48,8 +48,10 @@ pub struct ModelArgs {
     #[arg(long)]
     pub prefill_chunk: Option<usize>,
     /// Megabytes of attention cache the batch may reserve (each generation
-    /// reserves room for its prompt and all its tokens; one that does not
-    /// fit waits). Default: a quarter of the machine's memory.
+    /// reserves room for its prompt and all its tokens; where MLX's
+    /// attention keeps the batch in one buffer per layer, a GPU, every
+    /// generation reserves the longest one's room; one that does not fit
+    /// waits). Default: a quarter of the machine's memory.
     #[arg(long)]
     pub kv_cache_mb: Option<usize>,
     /// When nothing is generating, how many milliseconds a new request

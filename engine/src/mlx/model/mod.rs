@@ -206,6 +206,27 @@ impl Network {
 
     /// Bytes the cache of one sequence holds per position.
     pub fn cache_bytes_per_token(&self) -> usize {
+        self.blocks.len() * self.layer_cache_bytes_per_token()
+    }
+
+    /// Of [`Self::cache_bytes_per_token`], the bytes of the layers whose
+    /// decode steps keep the rows in the layer's batch buffers
+    /// (`cache/batch/`) while the longest sequence is under `longest`
+    /// positions: MLX's attention (a GPU, `keep`, `bf16`), sliding-window
+    /// and sink layers, and rotations the CPU's tables do not cover.
+    /// Those buffers give every slot the longest sequence's length, so
+    /// such a layer holds a batch of N sequences at N times the longest.
+    pub fn batch_cache_bytes_per_token(&self, longest: usize) -> usize {
+        let tables = self.rope.tables_cover(longest);
+        let own = |a: &attention::Attention| {
+            a.fused && a.window.is_none() && a.sinks.is_none() && (tables || !a.rotate)
+        };
+        let batched = self.blocks.iter().filter(|b| !own(&b.attn)).count();
+        batched * self.layer_cache_bytes_per_token()
+    }
+
+    /// Bytes one layer's cache holds per position.
+    fn layer_cache_bytes_per_token(&self) -> usize {
         let Some(b) = self.blocks.first() else {
             return 0;
         };
@@ -216,7 +237,7 @@ impl Network {
             Some(mlx_rs::Dtype::Float32) => 4,
             _ => self.norm.item_size(),
         };
-        self.blocks.len() * per_layer * bytes
+        per_layer * bytes
     }
 
     /// One step of several sequences: every segment's tokens go through

@@ -205,6 +205,12 @@ impl Rope {
         [&self.cos, &self.sin]
     }
 
+    /// Whether the tables rotate every position below `positions`
+    /// ([`Rope::rows`] gives rows for them).
+    pub fn tables_cover(&self, positions: usize) -> bool {
+        self.dims == self.head_dim && self.mscale == 1.0 && positions <= self.positions as usize
+    }
+
     /// The table rows of `positions` (one per row of a step, sequences
     /// one after another), shaped to rotate `[1, T, heads, head_dim]`;
     /// `None` when a position is past the tables ([`Rope::apply`] then).

@@ -250,7 +250,8 @@ struct Worker {
     active: Vec<Sequence>,
     pool: PrefixPool,
     gauges: Arc<Gauges>,
-    /// Cache bytes reserved by active sequences.
+    /// Cache bytes the active sequences' reservations take
+    /// (`Worker::footprint`).
     reserved: usize,
     kv_per_token: usize,
     context: usize,

@@ -104,7 +104,8 @@ pub(crate) struct Sequence {
     /// Missed the last wait for its answer: later steps go on without it
     /// until it answers (a slow client never holds the batch back).
     pub laggard: bool,
-    /// Cache bytes reserved for this sequence at admission.
+    /// Cache positions reserved for this sequence at admission (its
+    /// prompt and all its tokens, in the blocks the cache allocates).
     pub reserved: usize,
     /// A running sequence whose cache will give this one its prompt's
     /// first tokens (`shared.rs`); until then it feeds nothing.
@@ -115,7 +116,7 @@ pub(crate) struct Sequence {
 impl Sequence {
     /// A sequence for `sub`, its cache already holding `reused` prompt
     /// tokens (a prefix-cache hit) or none, in a context of `context`
-    /// positions, `reserved` cache bytes set aside for it; its sampled
+    /// positions, `reserved` cache positions set aside for it; its sampled
     /// tokens drawn in the step's graph when `draws_on_device`.
     pub fn new(
         sub: Submission,

@@ -5,7 +5,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::mlx::{LoadOptions, MlxEngine};
+use crate::mlx::{LoadOptions, MlxEngine, Precision};
 use crate::{Directive, Engine, GenerationRequest, SamplingParams, TokenSink};
 
 /// Notes its name in a shared list at its first token.
@@ -377,5 +377,78 @@ fn adjustments_in_the_step_pick_what_the_host_would_alone_and_batched() {
             batched
         });
         assert_eq!(batched, want, "{params:?} batched");
+    }
+}
+
+/// At each token: the most sequences it saw in the batch, and whether
+/// the reserved cache ever passed the budget; stops after `stop` tokens.
+struct Watching<'a> {
+    engine: &'a MlxEngine,
+    most: usize,
+    over_budget: bool,
+    tokens: usize,
+    stop: usize,
+}
+
+impl TokenSink for Watching<'_> {
+    fn on_token(&mut self, _id: u32) -> Directive {
+        let load = self.engine.load();
+        self.most = self.most.max(load.active_sequences);
+        self.over_budget |= load.kv_reserved_bytes > load.kv_budget_bytes;
+        self.tokens += 1;
+        match self.tokens >= self.stop {
+            true => Directive::Stop,
+            false => Directive::Continue,
+        }
+    }
+}
+
+/// The tiny Qwen3 holds 512 bytes a position (f32) in a context of 512;
+/// the budget is 1,024 positions. The long request reserves 512, each
+/// short one 256. On the CPU's fused path each sequence holds its own
+/// rows: all three fit. On MLX's attention (`keep`, a GPU's path) the
+/// batch buffers give every slot the longest sequence's 512: beside the
+/// long one only one short one fits, and the budget still bounds what
+/// the buffers hold.
+#[test]
+fn a_long_request_counts_for_what_it_makes_the_batch_buffers_hold() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/tiny-qwen3");
+    for (precision, together) in [(Precision::F32, 3), (Precision::Keep, 2)] {
+        let options = LoadOptions {
+            precision,
+            kv_cache_bytes: Some(1024 * 512),
+            batch_window: Duration::from_millis(200),
+            ..LoadOptions::default()
+        };
+        let engine = MlxEngine::load(&path, &options).unwrap();
+        let runs = [(490, 30), (20, 20), (20, 20)];
+        let seen: Vec<(usize, bool)> = std::thread::scope(|scope| {
+            let handles: Vec<_> = runs
+                .iter()
+                .enumerate()
+                .map(|(i, &(max_tokens, stop))| {
+                    let engine = &engine;
+                    scope.spawn(move || {
+                        let request = GenerationRequest {
+                            max_tokens,
+                            ..request((0..10).map(|t| 5 + t + i as u32).collect())
+                        };
+                        let mut sink = Watching {
+                            engine,
+                            most: 0,
+                            over_budget: false,
+                            tokens: 0,
+                            stop,
+                        };
+                        engine.generate(&request, &mut sink).unwrap();
+                        (sink.most, sink.over_budget)
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let most = seen.iter().map(|s| s.0).max();
+        assert_eq!(most, Some(together), "{precision:?}");
+        assert!(seen.iter().all(|s| !s.1), "{precision:?}: over the budget");
     }
 }

@@ -150,9 +150,28 @@ impl Worker {
         }
     }
 
+    /// Cache positions a request reserves: its prompt and all its tokens,
+    /// in the blocks the cache allocates.
     fn reservation(&self, sub: &Submission) -> usize {
         let positions = (sub.request.prompt.len() + sub.request.max_tokens).min(self.context);
-        positions.div_ceil(CACHE_BLOCK) * CACHE_BLOCK * self.kv_per_token
+        positions.div_ceil(CACHE_BLOCK) * CACHE_BLOCK
+    }
+
+    /// Cache bytes sequences holding `reserved` positions each take at
+    /// most: a sequence's own caches its positions, the layers' batch
+    /// buffers (`Network::batch_cache_bytes_per_token`) a slot for each
+    /// at the longest one's length. One long sequence among many short
+    /// ones then counts for what it makes the buffers hold.
+    fn footprint(&self, reserved: impl Iterator<Item = usize>) -> usize {
+        let (mut sum, mut longest, mut n) = (0usize, 0usize, 0usize);
+        for positions in reserved {
+            sum += positions;
+            longest = longest.max(positions);
+            n += 1;
+        }
+        let batch = self.model.batch_cache_bytes_per_token(longest);
+        let own = self.kv_per_token.saturating_sub(batch);
+        own * sum + batch * n * longest
     }
 
     /// Moves waiting requests into the batch, in arrival order, while the
@@ -163,7 +182,9 @@ impl Worker {
                 break;
             };
             let need = self.reservation(front);
-            if self.reserved + need > self.options.kv_budget && !self.active.is_empty() {
+            let held = self.active.iter().map(|s| s.reserved);
+            let after = self.footprint(held.chain([need]));
+            if after > self.options.kv_budget && !self.active.is_empty() {
                 break; // waits for room
             }
             let Some(sub) = self.waiting.pop_front() else {
@@ -188,7 +209,7 @@ impl Worker {
                     "shares a running sequence's prompt prefix"
                 );
             }
-            self.reserved += need;
+            self.reserved = after;
             let mut seq = Sequence::new(
                 sub,
                 caches,
@@ -270,9 +291,7 @@ impl Worker {
             .into_iter()
             .partition(Sequence::is_done);
         self.active = active;
-        for seq in &done {
-            self.reserved = self.reserved.saturating_sub(seq.reserved);
-        }
+        self.reserved = self.footprint(self.active.iter().map(|s| s.reserved));
         self.publish();
         for seq in done {
             let failed = seq.failed();

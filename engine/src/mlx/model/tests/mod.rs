@@ -197,3 +197,36 @@ fn clone_weights(w: &crate::mlx::load::WeightMap) -> crate::mlx::load::WeightMap
         quant_overrides: w.quant_overrides.clone(),
     }
 }
+
+#[test]
+fn the_layers_that_keep_rows_in_batch_buffers_are_counted() {
+    // The CPU's fused path keeps each sequence's rows in caches of its
+    // own while its tables rotate every position; MLX's attention, a
+    // sliding window or positions past the tables keep them in the
+    // batch buffers, a slot per sequence at the longest one's length.
+    let fused = network("tiny-qwen3", Precision::F32);
+    let all = fused.cache_bytes_per_token();
+    assert!(all > 0);
+    assert_eq!(fused.batch_cache_bytes_per_token(512), 0);
+    assert_eq!(
+        fused.batch_cache_bytes_per_token(513),
+        all,
+        "past the tables"
+    );
+    let kept = network("tiny-qwen3", Precision::Keep);
+    assert_eq!(
+        kept.batch_cache_bytes_per_token(16),
+        kept.cache_bytes_per_token()
+    );
+    let gemma = network("tiny-gemma3", Precision::F32);
+    let windowed = gemma
+        .blocks
+        .iter()
+        .filter(|b| b.attn.window.is_some())
+        .count();
+    assert!(windowed > 0 && windowed < gemma.blocks.len());
+    assert_eq!(
+        gemma.batch_cache_bytes_per_token(16),
+        gemma.cache_bytes_per_token() / gemma.blocks.len() * windowed
+    );
+}
