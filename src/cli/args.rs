@@ -51,7 +51,8 @@ pub struct ModelArgs {
     /// reserves room for its prompt and all its tokens; where MLX's
     /// attention keeps the batch in one buffer per layer, a GPU, every
     /// generation reserves the longest one's room; one that does not fit
-    /// waits). Default: a quarter of the machine's memory.
+    /// waits). Default: a quarter of the machine's memory, or of the GPU's
+    /// where MLX runs on one with less.
     #[arg(long)]
     pub kv_cache_mb: Option<usize>,
     /// When nothing is generating, how many milliseconds a new request

@@ -73,7 +73,7 @@ pub struct LoadOptions {
     /// [`default_max_batch`]).
     pub max_batch: usize,
     /// Bytes of attention cache running sequences may reserve together;
-    /// `None`: a quarter of the machine's memory.
+    /// `None`: [`default_kv_cache_bytes`].
     pub kv_cache_bytes: Option<usize>,
     /// When nothing runs, how long a new request waits at most for others
     /// arriving with it, so a burst is prefilled in one pass (a lone
@@ -170,13 +170,19 @@ pub fn default_prefill_chunk() -> usize {
     }
 }
 
-/// A quarter of the machine's memory (Linux `MemTotal`), else 2 GiB.
+/// A quarter of the memory the caches live in: the machine's (Linux
+/// `MemTotal`), or a GPU's where MLX runs on one with less (an NVIDIA
+/// card beside a host of more memory); else 2 GiB.
 pub fn default_kv_cache_bytes() -> usize {
     let total = std::fs::read_to_string("/proc/meminfo").ok().and_then(|m| {
         let line = m.lines().find(|l| l.starts_with("MemTotal:"))?;
         let kb: usize = line.split_whitespace().nth(1)?.parse().ok()?;
         Some(kb * 1024)
     });
+    let total = match (total, kernels::device_memory()) {
+        (Some(host), Some(device)) => Some(host.min(device)),
+        (host, device) => host.or(device),
+    };
     total.map_or(2 << 30, |t| t / 4)
 }
 
@@ -208,11 +214,15 @@ impl MlxEngine {
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_else(|| "model".into());
+        let kv_budget = options
+            .kv_cache_bytes
+            .unwrap_or_else(default_kv_cache_bytes);
         tracing::info!(
             model = %id,
             architecture = model.architecture.name(),
             precision = options.precision.name(),
             kv_cache = model.cache_dtype_name(),
+            kv_budget_mb = kv_budget >> 20,
             max_batch = options.max_batch,
             "model loaded"
         );
@@ -231,9 +241,7 @@ impl MlxEngine {
                 prefill_chunk: options.prefill_chunk.max(1),
                 step_prompt_tokens: options.prefill_chunk.max(1),
                 short_prompt_tokens: options.prefill_chunk.max(1) / 2,
-                kv_budget: options
-                    .kv_cache_bytes
-                    .unwrap_or_else(default_kv_cache_bytes),
+                kv_budget,
                 prefix_pool: if options.prefix_cache {
                     options.prefix_cache_bytes
                 } else {

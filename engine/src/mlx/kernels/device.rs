@@ -18,6 +18,37 @@ pub fn device_name() -> String {
     }
 }
 
+/// The memory of MLX's default device in bytes, where MLX reports it: a
+/// GPU's (CUDA's `total_memory`, Metal's `memory_size`, which on Apple
+/// silicon is the memory it shares with the CPU); `None` on the CPU.
+pub(crate) fn device_memory() -> Option<usize> {
+    // SAFETY: the device and the info are created here, written by MLX
+    // through the pointers given, read by key and freed before returning.
+    unsafe {
+        let mut device = mlx_sys::mlx_device_new();
+        let mut info = mlx_sys::mlx_device_info_new();
+        let mut bytes = None;
+        if mlx_sys::mlx_get_default_device(&mut device) == 0
+            && mlx_sys::mlx_device_info_get(&mut info, device) == 0
+        {
+            for key in [c"total_memory", c"memory_size"] {
+                let (mut exists, mut value) = (false, 0usize);
+                if mlx_sys::mlx_device_info_has_key(&mut exists, info, key.as_ptr()) == 0
+                    && exists
+                    && mlx_sys::mlx_device_info_get_size(&mut value, info, key.as_ptr()) == 0
+                    && value > 0
+                {
+                    bytes = Some(value);
+                    break;
+                }
+            }
+        }
+        mlx_sys::mlx_device_info_free(info);
+        mlx_sys::mlx_device_free(device);
+        bytes
+    }
+}
+
 /// Waits for the MLX work queued on this thread's default stream (MLX's
 /// default streams are per thread).
 pub(crate) fn synchronize_this_thread() {
@@ -72,5 +103,8 @@ mod tests {
     fn names_the_default_device() {
         let name = super::device_name();
         assert!(name == "cpu" || name.starts_with("gpu"), "{name}");
+        // A CPU's memory is the machine's, which MLX does not report.
+        let memory = super::device_memory();
+        assert_eq!(memory.is_none(), name == "cpu", "{memory:?}");
     }
 }
