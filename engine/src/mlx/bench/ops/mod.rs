@@ -202,7 +202,16 @@ pub(crate) fn continuing_operations(
             .collect();
         mlx_rs::transforms::eval(&pass_outputs(model, &mut all)?).map_err(mlx_err("a step"))?;
     }
-    let mut segments: Vec<Segment<'_>> = caches
+    pass_operations(model, &mut prompt_segments(&mut caches, lens))
+}
+
+/// A segment of test prompt `i` with `lens[i]` tokens for each cache.
+#[cfg(test)]
+fn prompt_segments<'a>(
+    caches: &'a mut [Vec<crate::mlx::model::KvCache>],
+    lens: &[i32],
+) -> Vec<Segment<'a>> {
+    caches
         .iter_mut()
         .zip(lens)
         .enumerate()
@@ -212,8 +221,7 @@ pub(crate) fn continuing_operations(
             caches: c,
             fork: None,
         })
-        .collect();
-    pass_operations(model, &mut segments)
+        .collect()
 }
 
 /// Operations of one pass where prompt 0 is `common` + `lens[0]` tokens

@@ -137,18 +137,7 @@ fn run_pass(
     lens: &[i32],
     count: bool,
 ) -> Option<BTreeMap<String, usize>> {
-    let mut segments: Vec<Segment<'_>> = caches
-        .iter_mut()
-        .zip(lens)
-        .enumerate()
-        .map(|(i, (c, &len))| Segment {
-            ids: prompt_ids(i, len),
-            len,
-            caches: c,
-            fork: None,
-        })
-        .collect();
-    let outputs = pass_outputs(model, &mut segments).unwrap();
+    let outputs = pass_outputs(model, &mut prompt_segments(caches, lens)).unwrap();
     let refs: Vec<&Array> = outputs.iter().collect();
     let kinds = count.then(|| operation_kinds(&refs).unwrap());
     mlx_rs::transforms::eval(&outputs).unwrap();

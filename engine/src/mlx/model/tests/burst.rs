@@ -8,15 +8,20 @@ use super::super::{Network, Segment};
 use super::{assert_close, decode_after_prompts, decode_step, network, prompt_ids};
 use crate::mlx::kernels::Precision;
 
-/// The logits of one pass over `segments` and of one decode step after
-/// it (a token per segment), each `[segments, vocab]`.
-fn pass_then_step(model: &Network, prompts: &[usize], together: bool) -> (Vec<f32>, Vec<f32>) {
-    let mut caches: Vec<_> = prompts.iter().map(|_| model.new_cache()).collect();
-    let mut first = Vec::new();
+/// Test prompt `i` of `prompts[i]` tokens after whatever `caches[i]`
+/// holds: in one pass for all (`together`) or a pass each; the passes'
+/// last logits, `[prompts, vocab]`.
+fn prompt_passes(
+    model: &Network,
+    caches: &mut [Vec<super::super::KvCache>],
+    prompts: &[usize],
+    together: bool,
+) -> Vec<f32> {
     let groups: Vec<Vec<usize>> = match together {
         true => vec![(0..prompts.len()).collect()],
         false => (0..prompts.len()).map(|i| vec![i]).collect(),
     };
+    let mut first = Vec::new();
     for group in &groups {
         let mut segments: Vec<Segment<'_>> = caches
             .iter_mut()
@@ -33,6 +38,14 @@ fn pass_then_step(model: &Network, prompts: &[usize], together: bool) -> (Vec<f3
         logits.eval().unwrap();
         first.extend_from_slice(logits.as_slice::<f32>());
     }
+    first
+}
+
+/// The logits of one pass over `segments` and of one decode step after
+/// it (a token per segment), each `[segments, vocab]`.
+fn pass_then_step(model: &Network, prompts: &[usize], together: bool) -> (Vec<f32>, Vec<f32>) {
+    let mut caches: Vec<_> = prompts.iter().map(|_| model.new_cache()).collect();
+    let first = prompt_passes(model, &mut caches, prompts, together);
     (first, decode_step(model, &mut caches))
 }
 
@@ -92,27 +105,7 @@ fn continue_then_step(
     if decoded {
         decode_step(model, &mut caches);
     }
-    let groups: Vec<Vec<usize>> = match together {
-        true => vec![(0..prompts.len()).collect()],
-        false => (0..prompts.len()).map(|i| vec![i]).collect(),
-    };
-    let mut first = Vec::new();
-    for group in &groups {
-        let mut segments: Vec<Segment<'_>> = caches
-            .iter_mut()
-            .enumerate()
-            .filter(|(i, _)| group.contains(i))
-            .map(|(i, c)| Segment {
-                ids: prompt_ids(i, prompts[i]),
-                len: prompts[i] as i32,
-                caches: c,
-                fork: None,
-            })
-            .collect();
-        let logits = model.forward(&mut segments, true).unwrap().unwrap();
-        logits.eval().unwrap();
-        first.extend_from_slice(logits.as_slice::<f32>());
-    }
+    let first = prompt_passes(model, &mut caches, prompts, together);
     // Which (sequence, layer) caches the pass left in a batch slot.
     let slotted = caches
         .iter()
