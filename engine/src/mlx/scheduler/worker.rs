@@ -169,7 +169,10 @@ impl Worker {
             longest = longest.max(positions);
             n += 1;
         }
-        let batch = self.model.batch_cache_bytes_per_token(longest);
+        // Reservations round up to blocks; no position passes the context.
+        let batch = self
+            .model
+            .batch_cache_bytes_per_token(longest.min(self.context));
         let own = self.kv_per_token.saturating_sub(batch);
         own * sum + batch * n * longest
     }
