@@ -235,6 +235,23 @@ fn shared_then_step(
     (first, decode_step(model, &mut caches))
 }
 
+/// For each model of `names` under `keep`: [`shared_then_step`] in one
+/// pass computes what it does prompt by prompt.
+fn shared_alike(
+    names: &[&str],
+    prompts: &[Vec<i32>],
+    cached: &[usize],
+    forks: &[Option<super::super::Fork>],
+) {
+    for name in names {
+        let model = network(name, Precision::Keep);
+        let (want_first, want_step) = shared_then_step(&model, prompts, cached, forks, false);
+        let (first, step) = shared_then_step(&model, prompts, cached, forks, true);
+        assert_close(&format!("{name}: the prompts' logits"), &want_first, &first);
+        assert_close(&format!("{name}: the step after"), &want_step, &step);
+    }
+}
+
 #[test]
 fn a_long_prompt_cut_into_pieces_computes_what_it_does_alone() {
     // A prompt of 200 rows beside three of 40 would pad them all to 200:
@@ -259,13 +276,12 @@ fn a_long_prompt_cut_into_pieces_computes_what_it_does_alone() {
         .unwrap()
         .unwrap();
     assert!(burst.cut() && burst.pieces.len() == 5);
-    for name in ["tiny-qwen3", "tiny-qwen3-4bit", "tiny-gemma3"] {
-        let model = network(name, Precision::Keep);
-        let (want_first, want_step) = shared_then_step(&model, &prompts, &cached, &forks, false);
-        let (first, step) = shared_then_step(&model, &prompts, &cached, &forks, true);
-        assert_close(&format!("{name}: the prompts' logits"), &want_first, &first);
-        assert_close(&format!("{name}: the step after"), &want_step, &step);
-    }
+    shared_alike(
+        &["tiny-qwen3", "tiny-qwen3-4bit", "tiny-gemma3"],
+        &prompts,
+        &cached,
+        &forks,
+    );
 }
 
 #[test]
@@ -289,19 +305,18 @@ fn shared_starts_in_one_pass_compute_what_each_prompt_alone_does() {
     let fork = |from, at| Some(super::super::Fork { from, at });
     let forks = [None, fork(0, 8), fork(1, 10), None, None];
     let cached = [0, 0, 0, 5, 0];
-    for name in [
-        "tiny-qwen3",
-        "tiny-llama3-untied",
-        "tiny-qwen3-4bit",
-        "tiny-gemma3",
-        "tiny-gpt-oss",
-    ] {
-        let model = network(name, Precision::Keep);
-        let (want_first, want_step) = shared_then_step(&model, &prompts, &cached, &forks, false);
-        let (first, step) = shared_then_step(&model, &prompts, &cached, &forks, true);
-        assert_close(&format!("{name}: the prompts' logits"), &want_first, &first);
-        assert_close(&format!("{name}: the step after"), &want_step, &step);
-    }
+    shared_alike(
+        &[
+            "tiny-qwen3",
+            "tiny-llama3-untied",
+            "tiny-qwen3-4bit",
+            "tiny-gemma3",
+            "tiny-gpt-oss",
+        ],
+        &prompts,
+        &cached,
+        &forks,
+    );
 }
 
 #[test]

@@ -149,22 +149,13 @@ impl BatchCache {
         }
         let mut guard = self.lock();
         let b = &mut *guard;
-        let taken = b.taken.len() as i32;
-        b.fit(taken, len)?;
-        let (Some(keys), Some(values)) = (b.keys.take(), b.values.take()) else {
-            return Err(mlx_rs::error::Exception::custom("a batch without buffers"));
-        };
+        let (keys, values) = b.take_fitted(len)?;
         let n = slots.len() as i32;
         let slot_idx = arrays.ints(&slots, &[n])?;
         let pos_idx = arrays.ints(&offsets, &[n])?;
         let rows = |a: &Array, like: &Array| -> R<Array> {
             let sh = a.shape();
-            let a = a.reshape(&[sh[0], 1, sh[1], 1, sh[3]])?;
-            if a.dtype() == like.dtype() {
-                Ok(a)
-            } else {
-                a.as_dtype(like.dtype())
-            }
+            typed_as(&a.reshape(&[sh[0], 1, sh[1], 1, sh[3]])?, like)
         };
         let keys = scatter(&keys, &[&slot_idx, &pos_idx], &rows(k, &keys)?, &[0, 2])?;
         let values = scatter(&values, &[&slot_idx, &pos_idx], &rows(v, &values)?, &[0, 2])?;
@@ -294,14 +285,11 @@ impl BatchCache {
                 let put = |buf: &mut Array, own: &Array| -> R<()> {
                     // A view exactly `end` long (a lent prefix) needs no
                     // slice of its own.
-                    let mut rows = match own.shape()[2] == end {
+                    let rows = match own.shape()[2] == end {
                         true => own.clone(),
                         false => own.try_index((.., .., ..end, ..))?,
                     };
-                    if rows.dtype() != buf.dtype() {
-                        rows = rows.as_dtype(buf.dtype())?;
-                    }
-                    *buf = write_at(buf, &rows, &[s, 0, 0, 0])?;
+                    *buf = write_at(buf, &typed_as(&rows, buf)?, &[s, 0, 0, 0])?;
                     Ok(())
                 };
                 put(keys, &own_k)?;
@@ -316,7 +304,26 @@ impl BatchCache {
     }
 }
 
+/// `a` in `like`'s type (the buffers keep theirs; rows may come wider).
+fn typed_as(a: &Array, like: &Array) -> R<Array> {
+    match a.dtype() == like.dtype() {
+        true => Ok(a.clone()),
+        false => a.as_dtype(like.dtype()),
+    }
+}
+
 impl Buffers {
+    /// The buffers, taken out to be written (put them back after), grown
+    /// to every slot taken and `len` positions at least.
+    fn take_fitted(&mut self, len: i32) -> R<(Array, Array)> {
+        let taken = self.taken.len() as i32;
+        self.fit(taken, len)?;
+        match (self.keys.take(), self.values.take()) {
+            (Some(keys), Some(values)) => Ok((keys, values)),
+            _ => Err(mlx_rs::error::Exception::custom("a batch without buffers")),
+        }
+    }
+
     /// Where there are no buffers yet: empty ones for `slots` slots and
     /// `len` positions (rounded up to a step), shaped like `k` and `v`
     /// (`[_, H, _, D]`) and typed `dtype` (`None`: as they are).

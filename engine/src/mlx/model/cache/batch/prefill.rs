@@ -8,7 +8,7 @@ use mlx_rs::ops::indexing::TryIndexOp;
 
 use super::super::super::burst::Burst;
 use super::super::super::step_arrays::StepArrays;
-use super::{BatchCache, KvCache, R};
+use super::{BatchCache, KvCache, R, typed_as};
 use crate::mlx::kernels::indexed::{gather, scatter, write_at};
 
 impl BatchCache {
@@ -62,11 +62,7 @@ impl BatchCache {
         }
         let mut guard = self.lock();
         let b = &mut *guard;
-        let taken = b.taken.len() as i32;
-        b.fit(taken, room)?;
-        let (Some(keys), Some(values)) = (b.keys.take(), b.values.take()) else {
-            return Err(mlx_rs::error::Exception::custom("a batch without buffers"));
-        };
+        let (keys, values) = b.take_fitted(room)?;
         // On an error the buffers stay as they were, for the other slots.
         match write_and_read(&keys, &values, k, v, burst, &slots, arrays) {
             Ok((new_k, new_v, seen)) => {
@@ -107,18 +103,12 @@ fn write_and_read(
     arrays: &StepArrays,
 ) -> R<(Array, Array, (Array, Array))> {
     let (n, longest, reach) = (burst.pieces.len() as i32, burst.longest, burst.reach);
-    let typed = |a: &Array, like: &Array| -> R<Array> {
-        match a.dtype() == like.dtype() {
-            true => Ok(a.clone()),
-            false => a.as_dtype(like.dtype()),
-        }
-    };
     if burst.whole() {
         // One prompt: its rows written as one block from its base, its
         // slot read back up to the reach.
         let (s, base) = (slots[0], burst.pieces[0].base);
-        let keys = write_at(keys, &typed(k, keys)?, &[s, 0, base, 0])?;
-        let values = write_at(values, &typed(v, values)?, &[s, 0, base, 0])?;
+        let keys = write_at(keys, &typed_as(k, keys)?, &[s, 0, base, 0])?;
+        let values = write_at(values, &typed_as(v, values)?, &[s, 0, base, 0])?;
         let theirs = |a: &Array| a.try_index((s..s + 1, .., ..reach, ..));
         let seen = (theirs(&keys)?, theirs(&values)?);
         return Ok((keys, values, seen));
@@ -133,7 +123,7 @@ fn write_and_read(
         let a = a
             .transpose_axes(&[0, 2, 1, 3])?
             .reshape(&[sh[0], sh[2], 1, sh[1], 1, sh[3]])?;
-        typed(&a, like)
+        typed_as(&a, like)
     };
     let keys = scatter(keys, &[&slot_idx, &pos_idx], &rows(k, keys)?, &[0, 2])?;
     let values = scatter(values, &[&slot_idx, &pos_idx], &rows(v, values)?, &[0, 2])?;
