@@ -477,3 +477,26 @@ fn shared_starts_prefilled_together_give_the_ids_they_give_alone() {
         "{same:?}"
     );
 }
+
+/// Under `keep` (a GPU's path), prompts joining a running batch are
+/// prefilled in the pass that decodes it (`Split`): every generation, the
+/// running one too, gives the ids it gives alone.
+#[test]
+fn prompts_joining_a_decoding_batch_under_keep_give_the_ids_they_give_alone() {
+    let dir: PathBuf = thinkwire_chat::assets::home().join("models/tiny-qwen3-chat");
+    let (max_tokens, cases) = cases("tiny-qwen3-chat-thinking-off.json", 4);
+    let options = LoadOptions {
+        precision: Precision::Keep,
+        ..LoadOptions::default()
+    };
+    let engine = MlxEngine::load(&dir, &options).unwrap();
+    let want = alone(&engine, &cases, max_tokens);
+    let got = together(&engine, &cases, max_tokens, true);
+    let mut compared = 0;
+    for ((case, a), b) in cases.iter().zip(&want).zip(&got) {
+        let limit = case.tie_free(NEAR_TIE).min(a.len());
+        assert_eq!(&b[..limit.min(b.len())], &a[..limit], "{}", case.name);
+        compared += limit;
+    }
+    assert!(compared >= 150, "only {compared} steps compared");
+}

@@ -93,13 +93,26 @@ impl Block {
 
 /// What every layer of one pass shares besides the rotation: the layer's
 /// batch buffers (decode steps), a burst of prompts' padded layout
-/// (`burst.rs`) and the small index arrays built once for all layers
-/// (`step_arrays.rs`).
+/// (`burst.rs`), the small index arrays built once for all layers
+/// (`step_arrays.rs`), and where a pass decodes some sequences and
+/// prefills others, where the two parts meet.
 #[derive(Clone, Copy)]
 pub(super) struct Pass<'a> {
     pub batch: &'a BatchCache,
     pub burst: Option<&'a Burst>,
     pub arrays: &'a StepArrays,
+    pub split: Option<Split<'a>>,
+}
+
+/// A pass whose first `decoding` segments decode (a row each) and the
+/// rest prefill: one forward for both, the weights read once, with the
+/// attention in two parts (`attention.rs`). The rotation's table rows are
+/// the decode rows'; `rows` are the prompts'. The burst and the prompts'
+/// forks (`Fork::from`, numbered in the whole pass) are the prompts'.
+#[derive(Clone, Copy)]
+pub(super) struct Split<'a> {
+    pub decoding: usize,
+    pub rows: Option<&'a RopeRows>,
 }
 
 /// A loaded decoder.
@@ -263,18 +276,30 @@ impl Network {
                 mlx_rs::ops::concatenate(&all, 1)?
             }
         };
+        // Sequences that decode beside prompts: one pass, the attention
+        // split (`Split`); the prompts are then laid out on their own.
+        let d = decoding_head(segments);
+        let prompts = &segments[d..];
         // The tables serve the CPU's fused path, whose `fast::rope` is slow;
         // elsewhere MLX's rope is one operation, in the step's own type
         // (the f32 tables would widen a bf16 step to f32).
         let tables = self.blocks.first().is_some_and(|b| b.attn.fused);
-        let rows_of = |rope: &Rope| match tables {
-            true => rope.rows(&positions),
+        let rows_of = |rope: &Rope, at: &[i32]| match tables {
+            true => rope.rows(at),
             false => Ok(None),
         };
-        let rows = rows_of(&self.rope)?;
-        let local_rows = match &self.local_rope {
-            Some(r) => rows_of(r)?,
-            None => None,
+        // Each part's rows: a split pass's decode rows, then its prompts'.
+        let (head, tail) = positions.split_at(d);
+        let parted = |rope: &Rope| -> R<(Option<RopeRows>, Option<RopeRows>)> {
+            match d {
+                0 => Ok((rows_of(rope, &positions)?, None)),
+                _ => Ok((rows_of(rope, head)?, rows_of(rope, tail)?)),
+            }
+        };
+        let (rows, prompt_rows) = parted(&self.rope)?;
+        let (local_rows, local_prompt_rows) = match &self.local_rope {
+            Some(r) => parted(r)?,
+            None => (None, None),
         };
         // Prompts together: one padded attention per layer where MLX's
         // attention serves them, fresh, after cached rows or after a
@@ -285,21 +310,31 @@ impl Network {
         // would copy its cache out and, at its next decode step, back in.
         // (A pass of one row each without forks is a decode step: the
         // batch cache serves it.)
-        let together = match segments {
+        let together = match prompts {
             [one] => one.len > 1 && one.fork.is_none() && one.caches.iter().any(KvCache::in_batch),
             _ => {
-                segments.iter().all(|s| !s.caches.is_empty())
-                    && segments.iter().any(|s| s.len > 1 || s.fork.is_some())
+                prompts.iter().all(|s| !s.caches.is_empty())
+                    && prompts.iter().any(|s| s.len > 1 || s.fork.is_some())
             }
         };
         let burst = match together && self.blocks.iter().any(|b| b.attn.takes_bursts()) {
             true => {
-                let bases: Vec<i32> = segments
+                let bases: Vec<i32> = prompts
                     .iter()
                     .map(|s| s.fork.map_or(s.caches[0].offset(), |f| f.at))
                     .collect();
-                let lens: Vec<i32> = segments.iter().map(|s| s.len).collect();
-                let forks: Vec<Option<Fork>> = segments.iter().map(|s| s.fork).collect();
+                let lens: Vec<i32> = prompts.iter().map(|s| s.len).collect();
+                // Numbered among the prompts (`decoding_head` keeps every
+                // fork's source among them).
+                let forks: Vec<Option<Fork>> = prompts
+                    .iter()
+                    .map(|s| {
+                        s.fork.map(|f| Fork {
+                            from: f.from - d,
+                            at: f.at,
+                        })
+                    })
+                    .collect();
                 Burst::new(&bases, &lens, &forks)?
             }
             false => None,
@@ -314,6 +349,9 @@ impl Network {
             .is_some_and(|b| b.attn.fused && b.post_norms.is_none())
             && x.ndim() == 3;
         let arrays = StepArrays::default();
+        fn split(decoding: usize, rows: Option<&RopeRows>) -> Option<Split<'_>> {
+            (decoding > 0).then_some(Split { decoding, rows })
+        }
         let mut pending: Option<Array> = None;
         for (layer, block) in self.blocks.iter().enumerate() {
             if fused {
@@ -327,18 +365,20 @@ impl Network {
                         batch: &self.batches[layer],
                         burst: burst.as_ref(),
                         arrays: &arrays,
+                        split: split(d, prompt_rows.as_ref()),
                     },
                 )?;
                 (x, pending) = (nx, Some(out));
             } else {
-                let (rope, rows) = match (&self.local_rope, block.local_rope) {
-                    (Some(local), true) => (local, local_rows.as_ref()),
-                    _ => (&self.rope, rows.as_ref()),
+                let (rope, rows, prompt_rows) = match (&self.local_rope, block.local_rope) {
+                    (Some(local), true) => (local, local_rows.as_ref(), local_prompt_rows.as_ref()),
+                    _ => (&self.rope, rows.as_ref(), prompt_rows.as_ref()),
                 };
                 let pass = Pass {
                     batch: &self.batches[layer],
                     burst: burst.as_ref(),
                     arrays: &arrays,
+                    split: split(d, prompt_rows),
                 };
                 x = block.forward(&x, layer, segments, (rope, rows), pass)?;
             }
@@ -388,6 +428,29 @@ pub(crate) struct Segment<'a> {
     /// Its cache starts as an earlier segment's prefix, taken layer by
     /// layer in this pass.
     pub fork: Option<Fork>,
+}
+
+/// How many leading segments of a pass decode beside prompts: a row each,
+/// no fork, and none the source of a later segment's fork (a fork reads
+/// its source in the same part). 0 where the pass only decodes or only
+/// prefills.
+fn decoding_head(segments: &[Segment<'_>]) -> usize {
+    let mut d = segments
+        .iter()
+        .take_while(|s| s.len == 1 && s.fork.is_none())
+        .count();
+    while let Some(from) = segments[d..]
+        .iter()
+        .filter_map(|s| s.fork.map(|f| f.from))
+        .filter(|&from| from < d)
+        .min()
+    {
+        d = from;
+    }
+    match d == segments.len() {
+        true => 0,
+        false => d,
+    }
 }
 
 /// A prompt prefix one segment shares with an earlier one in the same

@@ -1,6 +1,8 @@
-//! One step of the scheduler: the decode pass (one token per sequence) and
-//! the prefill pass (prompt chunks under the step's budget), queued one
-//! behind the other, then the previous step's tokens read and handed out.
+//! One step of the scheduler: one pass of the decode rows (one token per
+//! sequence) and the prompt chunks under the step's budget, queued, then
+//! the previous step's tokens read and handed out. Decode rows and
+//! prompts go through one forward (`model::Split`): the weights are read
+//! once and a GPU launches one graph, where two passes did each twice.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
@@ -13,10 +15,10 @@ use crate::EngineError;
 use crate::mlx::error::mlx_err;
 use crate::mlx::model::{Fork, Segment};
 
-/// Which of a step's two passes a segment goes to.
+/// Which of a step's parts a segment belongs to.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Phase {
-    /// One token per sequence: the batched decode.
+    /// One token per sequence: the batched decode, first in the pass.
     Decode,
     /// Prompt chunks and forced tokens.
     Prefill,
@@ -25,6 +27,7 @@ enum Phase {
 /// One sequence's part in a pass: its index in `active`, its input, and
 /// whether the pass ends its feed (its logits pick the next token).
 struct Part {
+    phase: Phase,
     seq: usize,
     ids: Array,
     len: usize,
@@ -38,7 +41,7 @@ struct Part {
 }
 
 impl Worker {
-    /// One step: the decode pass, the prefill pass, then reading the
+    /// One step: the pass of decode rows and prompts, then reading the
     /// tokens the previous step picked.
     pub(super) fn step(&mut self) {
         self.await_masks();
@@ -86,11 +89,12 @@ impl Worker {
                 unread.push((i, token.clone()));
             }
         }
-        let mut decode_out = self.run_pass(&decode, Phase::Decode);
-        let _prefill_out = self.run_pass(&prefill, Phase::Prefill);
+        let mut parts = decode;
+        parts.extend(prefill);
+        let mut specs = self.run_pass(&parts);
         // Read the previous step's tokens while this one computes.
         for (i, token) in unread {
-            let spec = decode_out.as_mut().and_then(|out| {
+            let spec = specs.as_mut().and_then(|out| {
                 let at = out.iter().position(|(s, _)| *s == i)?;
                 Some(out.swap_remove(at).1)
             });
@@ -119,8 +123,8 @@ impl Worker {
         }
     }
 
-    /// Splits what the sequences have to feed into the decode pass (one
-    /// token each) and the prefill pass (chunks, as a lone prompt would be
+    /// Splits what the sequences have to feed into the decode rows (one
+    /// token each) and the prompt parts (chunks, as a lone prompt would be
     /// cut, under the step's prompt budget; prompts whose rest is short
     /// take their own lane first, so long ones never hold them back).
     fn plan(&mut self) -> (Vec<Part>, Vec<Part>) {
@@ -132,6 +136,7 @@ impl Worker {
         for (i, seq) in self.active.iter().enumerate() {
             match &seq.next {
                 Next::Unread(token) if seq.may_continue() => decode.push(Part {
+                    phase: Phase::Decode,
                     seq: i,
                     ids: token.clone(),
                     len: 1,
@@ -141,6 +146,7 @@ impl Worker {
                     reach: seq.offset() + 1,
                 }),
                 Next::Feed(ids) if ids.len() == 1 && !seq.in_prompt() => decode.push(Part {
+                    phase: Phase::Decode,
                     seq: i,
                     ids: ids_array(ids),
                     len: 1,
@@ -178,6 +184,7 @@ impl Worker {
                         budget = budget.saturating_sub(take);
                     }
                     prefill.push(Part {
+                        phase: Phase::Prefill,
                         seq: i,
                         ids: ids_array(&ids[..take]),
                         len: take,
@@ -193,9 +200,10 @@ impl Worker {
         (decode, prefill)
     }
 
-    /// Runs one pass and queues it; returns each sequence's next-token
-    /// source (a lazy pick for greedy ones) by index in `active`.
-    fn run_pass(&mut self, parts: &[Part], pass: Phase) -> Option<Vec<(usize, Spec)>> {
+    /// Runs one pass and queues it; returns each decoding sequence's
+    /// next-token source (a lazy pick for greedy ones) by index in
+    /// `active`.
+    fn run_pass(&mut self, parts: &[Part]) -> Option<Vec<(usize, Spec)>> {
         if parts.is_empty() {
             return None;
         }
@@ -242,8 +250,8 @@ impl Worker {
             let (Some(logits), Some(picks)) = (&logits, &picks) else {
                 continue;
             };
-            match pass {
-                // The decode pass's picks are the *next* step's inputs; the
+            match p.phase {
+                // The decode rows' picks are the *next* step's inputs; the
                 // token they follow is read by the caller.
                 Phase::Decode if matches!(seq.next, Next::Unread(_)) => {
                     match seq.spec(picks, logits, row as i32) {

@@ -228,6 +228,39 @@ fn forced_tokens_in_the_batch_leave_the_next_step_nothing_to_copy() {
     );
 }
 
+/// Sequences decoding while prompts start go through one forward
+/// (`model::Split`): each weight is multiplied once for both, where a
+/// decode step and a prefill pass multiplied it twice.
+#[test]
+fn decode_rows_beside_prompts_take_one_forward() {
+    let loaded = crate::mlx::load::load_hf_dir(&tiny("tiny-qwen3-4bit")).unwrap();
+    let model = Network::build(&loaded.config, loaded.weights, Precision::Keep).unwrap();
+    let prompts = [PROMPT, PROMPT + 3];
+    let fresh = |model: &Network| -> Vec<_> { prompts.iter().map(|_| model.new_cache()).collect() };
+    let mut running = decoding(&model);
+    let step = run_pass(&model, &mut running, &[1; 3], true).unwrap();
+    let prefill = run_pass(&model, &mut fresh(&model), &prompts, true).unwrap();
+    let mut running = decoding(&model);
+    running.extend(fresh(&model));
+    let lens = [1, 1, 1, prompts[0], prompts[1]];
+    let one = run_pass(&model, &mut running, &lens, true).unwrap();
+    let sum = |k: &BTreeMap<String, usize>| k.values().sum::<usize>();
+    let products = |k: &BTreeMap<String, usize>| k.get("QuantizedMatmul").copied().unwrap_or(0);
+    eprintln!(
+        "decode rows beside prompts: one pass {} operations ({} quantized products); a decode \
+         step {} ({}) and a prefill pass {} ({})",
+        sum(&one),
+        products(&one),
+        sum(&step),
+        products(&step),
+        sum(&prefill),
+        products(&prefill)
+    );
+    assert_eq!(products(&one), products(&prefill));
+    assert!(products(&step) > 0);
+    assert!(sum(&one) < sum(&step) + sum(&prefill));
+}
+
 /// The figures, printed (`--nocapture`): the default model under
 /// `auto` and `keep` (MLX's own operations, a GPU's path).
 #[test]

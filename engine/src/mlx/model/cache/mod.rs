@@ -15,7 +15,7 @@ use mlx_rs::ops::indexing::TryIndexOp;
 use mlx_rs::{Array, Dtype};
 
 use self::batch::Slot;
-pub(crate) use self::batch::{BatchCache, in_order};
+pub(crate) use self::batch::{BatchCache, Written, in_order};
 use crate::mlx::kernels::indexed::write_at;
 
 /// Keys/values grow by this many positions at a time.

@@ -5,6 +5,7 @@
 //! each prompt alone does.
 
 mod burst;
+mod split;
 
 use std::path::{Path, PathBuf};
 

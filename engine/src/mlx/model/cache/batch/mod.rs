@@ -105,6 +105,14 @@ pub(crate) struct BatchView {
     pub lens: Vec<i32>,
 }
 
+/// What a decode step wrote ([`BatchCache::write_decode`]), to read back
+/// with [`BatchCache::view`] once the pass's other writes are done.
+pub(crate) struct Written {
+    slots: Vec<i32>,
+    lens: Vec<i32>,
+    len: i32,
+}
+
 impl BatchCache {
     fn lock(&self) -> MutexGuard<'_, Buffers> {
         // A panic while holding it left plain data behind: still usable.
@@ -123,7 +131,9 @@ impl BatchCache {
 
     /// One decode step of `caches` (one per segment, in order): their new
     /// rows `k`, `v` (`[N, H, 1, D]`) written at their slots and offsets,
-    /// caches not yet in a slot moved into one, offsets advanced.
+    /// caches not yet in a slot moved into one, offsets advanced; then
+    /// what the step attends.
+    #[cfg(test)]
     pub(crate) fn decode(
         &self,
         caches: &mut [&mut KvCache],
@@ -131,6 +141,21 @@ impl BatchCache {
         v: &Array,
         arrays: &StepArrays,
     ) -> R<BatchView> {
+        let written = self.write_decode(caches, k, v, arrays)?;
+        self.view(written)
+    }
+
+    /// [`BatchCache::decode`]'s writes. A pass that also prefills writes
+    /// its prompts' rows before the step reads ([`BatchCache::view`]), so
+    /// no view of the buffers is held while they are written and MLX
+    /// writes each in place.
+    pub(crate) fn write_decode(
+        &self,
+        caches: &mut [&mut KvCache],
+        k: &Array,
+        v: &Array,
+        arrays: &StepArrays,
+    ) -> R<Written> {
         let newcomers: Vec<usize> = (0..caches.len())
             .filter(|&i| !matches!(&caches[i].slot, Some(s) if s.batch.same(self)))
             .collect();
@@ -157,17 +182,20 @@ impl BatchCache {
             let sh = a.shape();
             typed_as(&a.reshape(&[sh[0], 1, sh[1], 1, sh[3]])?, like)
         };
-        let keys = scatter(&keys, &[&slot_idx, &pos_idx], &rows(k, &keys)?, &[0, 2])?;
-        let values = scatter(&values, &[&slot_idx, &pos_idx], &rows(v, &values)?, &[0, 2])?;
-        let capacity = keys.shape()[2];
-        let view = |a: &Array| -> R<Array> {
-            if len == capacity {
-                Ok(a.clone())
-            } else {
-                a.try_index((.., .., ..len, ..))
+        let written =
+            scatter(&keys, &[&slot_idx, &pos_idx], &rows(k, &keys)?, &[0, 2]).and_then(|nk| {
+                let nv = scatter(&values, &[&slot_idx, &pos_idx], &rows(v, &values)?, &[0, 2])?;
+                Ok((nk, nv))
+            });
+        let (keys, values) = match written {
+            Ok(new) => new,
+            Err(e) => {
+                // The buffers stay as they were, for the other slots.
+                b.keys = Some(keys);
+                b.values = Some(values);
+                return Err(e);
             }
         };
-        let (kv, vv) = (view(&keys)?, view(&values)?);
         b.keys = Some(keys);
         b.values = Some(values);
         let mut lens = vec![1; b.taken.len()];
@@ -178,9 +206,36 @@ impl BatchCache {
         for c in caches.iter_mut() {
             c.offset += 1;
         }
+        Ok(Written { slots, lens, len })
+    }
+
+    /// What the decode step `written` attends, from the buffers as they
+    /// are now. Slots the pass's prompts took after it are not the step's
+    /// (a slot no segment holds computes a row nobody reads, so they are
+    /// left out); slots freed at the end since held none of its sequences.
+    pub(crate) fn view(&self, written: Written) -> R<BatchView> {
+        let Written {
+            slots,
+            mut lens,
+            len,
+        } = written;
+        let b = self.lock();
+        let (Some(keys), Some(values)) = (&b.keys, &b.values) else {
+            return Err(mlx_rs::error::Exception::custom("a batch without buffers"));
+        };
+        let (held, capacity) = (keys.shape()[0], keys.shape()[2]);
+        let count = (lens.len() as i32).min(held);
+        lens.truncate(count as usize);
+        let view = |a: &Array| -> R<Array> {
+            match (count == held, len == capacity) {
+                (true, true) => Ok(a.clone()),
+                (true, false) => a.try_index((.., .., ..len, ..)),
+                (false, _) => a.try_index((..count, .., ..len, ..)),
+            }
+        };
         Ok(BatchView {
-            keys: kv,
-            values: vv,
+            keys: view(keys)?,
+            values: view(values)?,
             slots,
             lens,
         })

@@ -1,16 +1,21 @@
 //! Attention of the shared decoder: the fused q/k/v product split into
-//! heads and rotated, each sequence's rows against its own cache.
+//! heads and rotated, each sequence's rows against its own cache. A
+//! decode step's rows go together (`decode.rs`), a pass's prompts as one
+//! padded batch where MLX's attention serves them (`burst.rs` of the
+//! model) or per segment; a pass with both splits its rows between them.
 
 use mlx_rs::Array;
 use mlx_rs::fast::ScaledDotProductAttentionMask;
 
+mod decode;
+
+use self::decode::Decoded;
 use super::burst::Burst;
-use super::cache::{KvCache, in_order};
+use super::cache::KvCache;
 use super::linear::Linear;
 use super::rope::{Rope, RopeRows};
-use super::{Pass, R, Segment};
+use super::{Pass, R, Segment, Split};
 use crate::mlx::kernels::fused;
-use crate::mlx::kernels::indexed::scatter;
 
 pub(super) struct Attention {
     pub(super) qkv: Linear,
@@ -42,53 +47,85 @@ impl Attention {
     /// MLX's over the layer's `batch` cache); a pass's prompts together on
     /// MLX's attention as one padded batch (`pass.burst`: fresh, after
     /// cached rows or sharing a start); other prompts' RoPE, cache and
-    /// attention per segment, against that sequence's own cache.
+    /// attention per segment, against that sequence's own cache. A pass
+    /// that decodes some sequences and prefills others (`pass.split`)
+    /// shares the projections and splits the attention.
     pub(super) fn forward(
         &self,
         x: &Array,
         layer: usize,
         segments: &mut [Segment<'_>],
+        rotation: (&Rope, Option<&RopeRows>),
+        pass: Pass<'_>,
+    ) -> R<Array> {
+        let qkv = self.qkv.forward(x)?;
+        let out = match pass.split {
+            Some(split) if split.decoding > 0 && split.decoding < segments.len() => {
+                self.attend_split(&qkv, layer, segments, rotation, split, pass)?
+            }
+            _ => self.attend(&qkv, layer, segments, rotation, pass)?,
+        };
+        self.o.forward(&out)
+    }
+
+    /// The attention of a pass whose first `split.decoding` segments
+    /// decode (a row each) and the rest prefill: the decode rows as a
+    /// decode step, the prompts as a prefill pass, out in the pass's row
+    /// order. The decode rows are written first, the prompts written and
+    /// read, the decode rows read last: nothing reads the layer's batch
+    /// buffers until every write to them is queued, so MLX writes them in
+    /// place (a view held across a write would copy them whole).
+    fn attend_split(
+        &self,
+        qkv: &Array,
+        layer: usize,
+        segments: &mut [Segment<'_>],
+        (rope, rows): (&Rope, Option<&RopeRows>),
+        split: Split<'_>,
+        pass: Pass<'_>,
+    ) -> R<Array> {
+        let [head, tail] = split_rows(qkv, split.decoding as i32)?;
+        let (decoding, prompts) = segments.split_at_mut(split.decoding);
+        let decoded = self.decode_rows(&head, layer, decoding, (rope, rows), pass)?;
+        let prompted = self.attend(&tail, layer, prompts, (rope, split.rows), pass)?;
+        let decoded = match decoded {
+            Decoded::Attended(out) => out,
+            Decoded::Written(w) => self.decode_read(w, pass)?,
+        };
+        mlx_rs::ops::concatenate(&[decoded, prompted], 1)
+    }
+
+    /// The attention of `qkv`'s rows (`[1, T, width]`), before the output
+    /// projection: `[1, T, heads * head_dim]`.
+    fn attend(
+        &self,
+        qkv: &Array,
+        layer: usize,
+        segments: &mut [Segment<'_>],
         (rope, rows): (&Rope, Option<&RopeRows>),
         pass: Pass<'_>,
     ) -> R<Array> {
-        let (t, hd) = (x.shape()[1], self.head_dim);
+        let (t, hd) = (qkv.shape()[1], self.head_dim);
         let (nq, nkv) = (self.heads, self.kv_heads);
-        let qkv = self.qkv.forward(x)?;
         let rows = rows.filter(|_| self.rotate);
         let decoding = segments.iter().all(|s| s.len == 1 && s.fork.is_none());
-        // Past the tables RoPE goes per sequence (below).
-        let rotatable = rows.is_some() || !self.rotate;
-        if self.fused && self.window.is_none() && self.sinks.is_none() && decoding && rotatable {
-            let (q, k, v) = match (rows, &self.q_norm) {
-                (Some(rows), None) => {
-                    let (cos, sin) = rows.tables();
-                    fused::rope_split(&qkv, cos, sin, nq, nkv, hd)?
-                }
-                // Qwen3's q/k norms: MLX's split, the fused attention.
-                _ => self.split_and_rotate(&qkv, rows)?,
-            };
-            let out = self.decode_step(&q, &k, &v, layer, segments)?;
-            return self.o.forward(&out);
-        }
         if decoding {
-            // Without the step's table rows, `decode_batched` rotates.
-            let (q, k, v) = self.split_heads(&qkv, rows)?;
-            let rope = (rows.is_none() && self.rotate).then_some(rope);
-            let out = self.decode_batched(&q, &k, &v, layer, segments, pass, rope)?;
-            return self.o.forward(&out);
+            return match self.decode_rows(qkv, layer, segments, (rope, rows), pass)? {
+                Decoded::Attended(out) => Ok(out),
+                Decoded::Written(w) => self.decode_read(w, pass),
+            };
         }
         if let Some(burst) = pass.burst.filter(|_| rows.is_none() && self.takes_bursts()) {
-            let out = self.prefill_burst(&qkv, burst, layer, segments, rope, pass)?;
-            return self.o.forward(&out);
+            return self.prefill_burst(qkv, burst, layer, segments, rope, pass);
         }
         // Heads first ([1, heads, T, head_dim]) once for the whole batch;
         // each sequence then takes its rows with one slice per array.
         let (q, k, v) = match (rows, &self.q_norm, self.fused) {
             (Some(rows), None, true) => {
                 let (cos, sin) = rows.tables();
-                fused::rope_split(&qkv, cos, sin, nq, nkv, hd)?
+                fused::rope_split(qkv, cos, sin, nq, nkv, hd)?
             }
-            _ => self.split_and_rotate(&qkv, rows)?,
+            _ => self.split_and_rotate(qkv, rows)?,
         };
         let single = segments.len() == 1;
         let mut outs = Vec::with_capacity(segments.len());
@@ -96,7 +133,9 @@ impl Attention {
         for i in 0..segments.len() {
             if let Some(fork) = segments[i].fork {
                 let (before, rest) = segments.split_at_mut(i);
-                let Some(from) = before.get(fork.from) else {
+                // A split pass's prompts are numbered after its decode rows.
+                let base = pass.split.map_or(0, |s| s.decoding);
+                let Some(from) = fork.from.checked_sub(base).and_then(|f| before.get(f)) else {
                     return Err(mlx_rs::error::Exception::custom(
                         "a segment forks a later one",
                     ));
@@ -178,7 +217,7 @@ impl Attention {
             None => return Err(mlx_rs::error::Exception::custom("a step without segments")),
         };
         debug_assert_eq!(out.shape(), &[1, t, nq * hd]);
-        self.o.forward(&out)
+        Ok(out)
     }
 
     /// Whether its prompts may go as one padded batch (`burst.rs`): on
@@ -259,117 +298,6 @@ impl Attention {
         }
     }
 
-    /// A decode step (one token per segment): every sequence's cache write
-    /// and attention in one operation (`fused::attend_cached`).
-    fn decode_step(
-        &self,
-        q: &Array,
-        k: &Array,
-        v: &Array,
-        layer: usize,
-        segments: &mut [Segment<'_>],
-    ) -> R<Array> {
-        let mut offsets = Vec::with_capacity(segments.len());
-        for seg in segments.iter_mut() {
-            let cache = &mut seg.caches[layer];
-            offsets.push(cache.offset());
-            cache.reserve(1, k, v)?;
-        }
-        let (out, written) = {
-            let mut buffers = Vec::with_capacity(segments.len());
-            for seg in segments.iter() {
-                let Some(pair) = seg.caches[layer].buffers() else {
-                    return Err(mlx_rs::error::Exception::custom("a cache without buffers"));
-                };
-                buffers.push(pair);
-            }
-            fused::attend_cached(q, k, v, &buffers, &offsets, self.scale)?
-        };
-        // The old buffers are dropped here, so when the step runs the
-        // operation is their only holder and writes into them in place.
-        for (seg, (keys, values)) in segments.iter_mut().zip(written) {
-            seg.caches[layer].advance(keys, values, 1);
-        }
-        Ok(out)
-    }
-
-    /// A decode step on MLX's attention (a GPU's path): every sequence's
-    /// new row written into its slot of the layer's batch cache and all
-    /// slots attended in one call, masked to each slot's length. q, k, v
-    /// arrive as [`Self::split_heads`] gives them (`[1, N, heads, d]`).
-    /// With `rope`, q and k arrive unrotated and are rotated here, each
-    /// row from its sequence's position, in one operation each.
-    #[allow(clippy::too_many_arguments)]
-    fn decode_batched(
-        &self,
-        q: &Array,
-        k: &Array,
-        v: &Array,
-        layer: usize,
-        segments: &mut [Segment<'_>],
-        pass: Pass<'_>,
-        rope: Option<&Rope>,
-    ) -> R<Array> {
-        let n = segments.len() as i32;
-        let (nq, hd) = (self.heads, self.head_dim);
-        // [1, N, heads, d] → [N, heads, 1, d]: the sequences as the batch.
-        let by_sequence = |a: &Array| a.transpose_axes(&[1, 2, 0, 3]);
-        let (mut q, mut k, v) = (by_sequence(q)?, by_sequence(k)?, by_sequence(v)?);
-        if let Some(rope) = rope {
-            let at: Vec<i32> = segments.iter().map(|s| s.caches[layer].offset()).collect();
-            let at = pass.arrays.ints(&at, &[n])?;
-            (q, k) = (rope.apply_at(&q, &at)?, rope.apply_at(&k, &at)?);
-        }
-        let mut caches: Vec<&mut KvCache> =
-            segments.iter_mut().map(|s| &mut s.caches[layer]).collect();
-        let view = pass.batch.decode(&mut caches, &k, &v, pass.arrays)?;
-        let slots = view.lens.len() as i32;
-        let ordered = in_order(&view);
-        let slot_idx = pass.arrays.ints(&view.slots, &[n])?;
-        // Rows for every slot; a slot no sequence of this step holds
-        // computes a row nobody reads.
-        let q = if ordered {
-            q
-        } else {
-            let zeros = mlx_rs::ops::zeros_dtype(&[slots, nq, 1, hd], q.dtype())?;
-            scatter(&zeros, &[&slot_idx], &q.reshape(&[n, 1, nq, 1, hd])?, &[0])?
-        };
-        let len = view.keys.shape()[2];
-        let (mut keys, mut values) = (view.keys, view.values);
-        let ragged = view.lens.iter().any(|&l| l != len);
-        let mut window = self.window.filter(|&w| view.lens.iter().any(|&l| l > w));
-        if let (Some(w), false) = (window, ragged) {
-            // Equal lengths: the last `w` positions, as a lone sequence.
-            keys = keys.try_index_axis2_from(len - w)?;
-            values = values.try_index_axis2_from(len - w)?;
-            window = None;
-        }
-        let mask = match ragged || window.is_some() {
-            true => Some(pass.arrays.length_mask(&view.lens, len, window)?),
-            false => None,
-        };
-        let widen = |a: Array| match a.dtype() {
-            d if d == q.dtype() => Ok(a),
-            _ => a.as_dtype(q.dtype()),
-        };
-        let (keys, values) = (widen(keys)?, widen(values)?);
-        let out = mlx_rs::fast::scaled_dot_product_attention(
-            &q,
-            &keys,
-            &values,
-            self.scale,
-            mask.as_ref().map(ScaledDotProductAttentionMask::Array),
-            self.sinks.as_ref(),
-        )?;
-        let out = if ordered {
-            out
-        } else {
-            out.take_axis(&slot_idx, 0)?
-        };
-        // [N, heads, 1, d] is already each sequence's heads in a row.
-        out.reshape(&[1, n, nq * hd])
-    }
-
     /// [`Self::split_heads`], heads first (`[B, heads, T, d]`).
     fn split_and_rotate(&self, qkv: &Array, rows: Option<&RopeRows>) -> R<(Array, Array, Array)> {
         let (q, k, v) = self.split_heads(qkv, rows)?;
@@ -404,6 +332,12 @@ impl Attention {
         let [q, k] = split2(&rotate(rows, &qk)?, nq)?;
         Ok((q, k, v))
     }
+}
+
+/// `qkv`'s first `at` rows and the rest (axis 1).
+fn split_rows(qkv: &Array, at: i32) -> R<[Array; 2]> {
+    let parts = qkv.split_at_indices(&[at], 1)?;
+    <[Array; 2]>::try_from(parts).map_err(|_| mlx_rs::error::Exception::custom("a split in two"))
 }
 
 /// `a` split along axis 2 at `at`.
