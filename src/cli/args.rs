@@ -41,9 +41,9 @@ pub struct ModelArgs {
     /// Default: 32 where MLX runs on a GPU (as mlx-lm's server), 8 on a CPU.
     #[arg(long)]
     pub max_batch: Option<usize>,
-    /// Prompt tokens computed per pass: longer prompts are cut into chunks
-    /// between decode steps, so running generations keep streaming and a
-    /// long prefill can be cancelled. Default: 2048 where MLX runs on a GPU
+    /// Prompt tokens computed per pass: longer prompts are cut into chunks,
+    /// one a step beside the decoding generations, so these keep streaming
+    /// and a long prefill can be cancelled. Default: 2048 where MLX runs on a GPU
     /// (as mlx-lm), 512 on a CPU.
     #[arg(long)]
     pub prefill_chunk: Option<usize>,
