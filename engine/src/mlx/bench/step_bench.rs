@@ -59,10 +59,10 @@ struct Step {
     build: f64,
 }
 
-/// Medians of `reps` steps of `n` sequences.
-fn step_ms(model: &Network, n: usize, reps: usize) -> Step {
+/// The caches of `n` different prompts of 100 tokens, each prefilled
+/// alone.
+fn prefilled(model: &Network, n: usize) -> Vec<Vec<crate::mlx::model::KvCache>> {
     let mut caches: Vec<_> = (0..n).map(|_| model.new_cache()).collect();
-    // Different prompts of 100 tokens.
     for (i, c) in caches.iter_mut().enumerate() {
         let prompt: Vec<i32> = (0..100)
             .map(|j| (17 + 31 * i as i32 + 7 * j) % 4000)
@@ -77,6 +77,12 @@ fn step_ms(model: &Network, n: usize, reps: usize) -> Step {
         let arrays: Vec<Array> = c.iter().flat_map(|k| k.arrays()).collect();
         mlx_rs::transforms::eval(&arrays).unwrap();
     }
+    caches
+}
+
+/// Medians of `reps` steps of `n` sequences.
+fn step_ms(model: &Network, n: usize, reps: usize) -> Step {
+    let mut caches = prefilled(model, n);
     let mut times = Vec::new();
     let mut kernel_times = Vec::new();
     let mut build_times = Vec::new();
@@ -226,6 +232,111 @@ fn prefill_pass_time() {
                 "{label} {n}x50 tokens: {ms:.2} ms per pass ({kernels:.2} in the kernels), {:.2}x one prompt",
                 ms / one
             );
+        }
+    }
+}
+
+/// A pass over `segments` with the last rows' greedy picks, queued
+/// (`async_eval`, as the scheduler queues a step); returns what to wait
+/// for.
+fn queued(model: &Network, segments: &mut [Segment<'_>]) -> Vec<Array> {
+    let logits = model.forward(segments, true).unwrap().unwrap();
+    let picks = mlx_rs::ops::indexing::argmax_axis(&logits, -1, true).unwrap();
+    let mut out = vec![picks];
+    out.extend(model.batch_arrays());
+    for s in segments.iter() {
+        out.extend(
+            s.caches
+                .iter()
+                .filter(|c| !c.in_batch())
+                .flat_map(|c| c.arrays()),
+        );
+    }
+    mlx_rs::transforms::async_eval(out.iter()).unwrap();
+    out
+}
+
+/// A decode row for each of `caches` (step `r`'s tokens).
+fn decode_rows(caches: &mut [Vec<crate::mlx::model::KvCache>], r: usize) -> Vec<Segment<'_>> {
+    caches
+        .iter_mut()
+        .enumerate()
+        .map(|(i, c)| Segment {
+            ids: ids(&[((r * 13 + i * 101) % 4000) as i32]),
+            len: 1,
+            caches: c,
+            fork: None,
+        })
+        .collect()
+}
+
+/// Median milliseconds of a step of `n` decoding sequences beside a fresh
+/// prompt of `len` tokens: in one pass (`model::Split`), and as a decode
+/// pass and a prefill pass queued one behind the other. The two take turns.
+fn beside_prompt_ms(model: &Network, n: usize, len: usize, reps: usize) -> (f64, f64) {
+    let mut caches = prefilled(model, n);
+    let (mut one, mut two) = (Vec::new(), Vec::new());
+    for r in 0..2 * reps {
+        let prompt: Vec<i32> = (0..len as i32)
+            .map(|j| (29 + 13 * r as i32 + 7 * j) % 4000)
+            .collect();
+        let mut fresh = model.new_cache();
+        let start = Instant::now();
+        let prompt = Segment {
+            ids: ids(&prompt),
+            len: len as i32,
+            caches: &mut fresh,
+            fork: None,
+        };
+        let mut wait = Vec::new();
+        let mut all = decode_rows(&mut caches, r);
+        if r % 2 == 0 {
+            all.push(prompt);
+            wait.extend(queued(model, &mut all));
+        } else {
+            wait.extend(queued(model, &mut all));
+            wait.extend(queued(model, &mut [prompt]));
+        }
+        mlx_rs::transforms::eval(wait.iter()).unwrap();
+        let ms = start.elapsed().as_secs_f64() * 1e3;
+        match r % 2 {
+            0 => one.push(ms),
+            _ => two.push(ms),
+        }
+    }
+    (median(&mut one), median(&mut two))
+}
+
+/// A step of N = 1, 8 decoding sequences beside a prompt of 128 and 512
+/// tokens, in one pass and in two. `MIXED_BENCH_MODEL`: a model folder or
+/// GGUF file instead of the default model (a tiny one makes the step
+/// bound by building and launching operations, as a GPU's is);
+/// `MIXED_BENCH_PRECISIONS`: which, comma-separated (`auto`; MLX's CPU
+/// kernels under `keep` take minutes a pass of the default model).
+#[test]
+#[ignore = "a benchmark: run it in release, see the module doc"]
+fn step_beside_a_prompt_time() {
+    let path = std::env::var_os("MIXED_BENCH_MODEL")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(super::precision_parity::default_model);
+    let precisions = std::env::var("MIXED_BENCH_PRECISIONS").unwrap_or_else(|_| "auto".into());
+    for name in precisions.split(',') {
+        let precision = Precision::parse(name).expect("MIXED_BENCH_PRECISIONS: auto, keep, ...");
+        let loaded = match path.is_dir() {
+            true => crate::mlx::load::load_hf_dir(&path).unwrap(),
+            false => load_gguf(&path).unwrap(),
+        };
+        let model = Network::build(&loaded.config, loaded.weights, precision).unwrap();
+        beside_prompt_ms(&model, 8, 128, 2); // warm-up
+        for n in [1, 8] {
+            for len in [128, 512] {
+                let (one, two) = beside_prompt_ms(&model, n, len, 15);
+                eprintln!(
+                    "{} N={n} beside {len} tokens: {one:.2} ms in one pass, {two:.2} ms in two ({:.2}x)",
+                    precision.name(),
+                    two / one
+                );
+            }
         }
     }
 }

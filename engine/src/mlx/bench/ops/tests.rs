@@ -144,15 +144,40 @@ fn run_pass(
     kinds
 }
 
-/// Three sequences prefilled one by one, then a decode step that moves
+/// `n` sequences prefilled one by one, then a decode step that moves
 /// them into their batch slots.
-fn decoding(model: &Network) -> Vec<Vec<crate::mlx::model::KvCache>> {
-    let mut running: Vec<_> = (0..3).map(|_| model.new_cache()).collect();
+fn decoding(model: &Network, n: usize) -> Vec<Vec<crate::mlx::model::KvCache>> {
+    let mut running: Vec<_> = (0..n).map(|_| model.new_cache()).collect();
     for c in running.iter_mut() {
         run_pass(model, std::slice::from_mut(c), &[PROMPT], false);
     }
-    run_pass(model, &mut running, &[1; 3], false);
+    run_pass(model, &mut running, &vec![1; n], false);
     running
+}
+
+/// The operations, by kind, of `n` sequences' decode rows beside fresh
+/// prompts of `prompts` tokens in one pass, of their decode step alone and
+/// of the prompts' pass alone.
+#[allow(clippy::type_complexity)]
+fn beside_prompts(
+    model: &Network,
+    n: usize,
+    prompts: &[i32],
+) -> (
+    BTreeMap<String, usize>,
+    BTreeMap<String, usize>,
+    BTreeMap<String, usize>,
+) {
+    let fresh = || -> Vec<_> { prompts.iter().map(|_| model.new_cache()).collect() };
+    let mut running = decoding(model, n);
+    let step = run_pass(model, &mut running, &vec![1; n], true).unwrap();
+    let prefill = run_pass(model, &mut fresh(), prompts, true).unwrap();
+    let mut running = decoding(model, n);
+    running.extend(fresh());
+    let mut lens = vec![1; n];
+    lens.extend_from_slice(prompts);
+    let one = run_pass(model, &mut running, &lens, true).unwrap();
+    (one, step, prefill)
 }
 
 /// The decode step after a pass: its operations and row copies, against
@@ -175,7 +200,7 @@ fn step_after(
 fn a_burst_into_free_slots_leaves_its_first_step_nothing_to_copy() {
     let loaded = crate::mlx::load::load_hf_dir(&tiny("tiny-qwen3-4bit")).unwrap();
     let model = Network::build(&loaded.config, loaded.weights, Precision::Keep).unwrap();
-    let mut running = decoding(&model);
+    let mut running = decoding(&model, 3);
     drop(running.remove(1));
     let mut burst: Vec<_> = (0..4).map(|_| model.new_cache()).collect();
     run_pass(
@@ -203,7 +228,7 @@ fn forced_tokens_in_the_batch_leave_the_next_step_nothing_to_copy() {
     let loaded = crate::mlx::load::load_hf_dir(&tiny("tiny-qwen3-4bit")).unwrap();
     let model = Network::build(&loaded.config, loaded.weights, Precision::Keep).unwrap();
     let forced = |taken_out: bool| {
-        let mut running = decoding(&model);
+        let mut running = decoding(&model, 3);
         if taken_out {
             for c in running[1].iter_mut() {
                 c.detach().unwrap();
@@ -235,15 +260,7 @@ fn forced_tokens_in_the_batch_leave_the_next_step_nothing_to_copy() {
 fn decode_rows_beside_prompts_take_one_forward() {
     let loaded = crate::mlx::load::load_hf_dir(&tiny("tiny-qwen3-4bit")).unwrap();
     let model = Network::build(&loaded.config, loaded.weights, Precision::Keep).unwrap();
-    let prompts = [PROMPT, PROMPT + 3];
-    let fresh = |model: &Network| -> Vec<_> { prompts.iter().map(|_| model.new_cache()).collect() };
-    let mut running = decoding(&model);
-    let step = run_pass(&model, &mut running, &[1; 3], true).unwrap();
-    let prefill = run_pass(&model, &mut fresh(&model), &prompts, true).unwrap();
-    let mut running = decoding(&model);
-    running.extend(fresh(&model));
-    let lens = [1, 1, 1, prompts[0], prompts[1]];
-    let one = run_pass(&model, &mut running, &lens, true).unwrap();
+    let (one, step, prefill) = beside_prompts(&model, 3, &[PROMPT, PROMPT + 3]);
     let sum = |k: &BTreeMap<String, usize>| k.values().sum::<usize>();
     let products = |k: &BTreeMap<String, usize>| k.get("QuantizedMatmul").copied().unwrap_or(0);
     eprintln!(
@@ -315,6 +332,17 @@ fn operations_per_decode_step() {
                 precision.name(),
                 step.operations,
                 step.kinds
+            );
+            // Decode rows beside a prompt's chunk: one pass, or two.
+            let (one, step, prefill) = beside_prompts(&model, n, &[512]);
+            let sum = |k: &BTreeMap<String, usize>| k.values().sum::<usize>();
+            eprintln!(
+                "{} N={n}: {} operations for the decode rows beside a 512-token prompt in one \
+                 pass; {} + {} as a decode step and a prefill pass",
+                precision.name(),
+                sum(&one),
+                sum(&step),
+                sum(&prefill)
             );
             let ragged: Vec<i32> = (0..n as i32).map(|i| PROMPT + i % 3).collect();
             let step = decode_step_kinds_after(&model, &ragged).unwrap();

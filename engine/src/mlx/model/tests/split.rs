@@ -15,6 +15,9 @@ enum Feed {
     /// One token after a prompt of this many (prefilled alone, then one
     /// decode step with the others that decode, so it sits in its slot).
     Decode(usize),
+    /// As `Decode`, then `len` tokens in the pass: forced tokens of a
+    /// constrained answer.
+    Forced { prompt: usize, len: usize },
     /// A prompt of `len` tokens after `cached` of its own (prefilled
     /// alone first).
     Prompt { cached: usize, len: usize },
@@ -33,6 +36,7 @@ fn ids_of(feeds: &[Feed], i: usize) -> Vec<i32> {
     };
     match feeds[i] {
         Feed::Decode(_) => vec![(5 + 3 * i as i32) % 90],
+        Feed::Forced { len, .. } => own(i + 30, len),
         Feed::Prompt { cached, len } => own(i, cached + len),
         Feed::Shared { from, at, len } => {
             let mut ids = ids_of(feeds, from)[..at].to_vec();
@@ -50,7 +54,7 @@ fn run(model: &Network, feeds: &[Feed], together: bool) -> (Vec<f32>, Vec<Vec<Kv
     let mut caches: Vec<_> = feeds.iter().map(|_| model.new_cache()).collect();
     for (i, c) in caches.iter_mut().enumerate() {
         let (seed, len) = match feeds[i] {
-            Feed::Decode(prompt) => (i + 40, prompt),
+            Feed::Decode(prompt) | Feed::Forced { prompt, .. } => (i + 40, prompt),
             Feed::Prompt { cached, .. } => (i, cached),
             Feed::Shared { .. } => continue,
         };
@@ -71,6 +75,9 @@ fn run(model: &Network, feeds: &[Feed], together: bool) -> (Vec<f32>, Vec<Vec<Kv
         }
     }
     let decoding: Vec<usize> = (0..feeds.len())
+        .filter(|&i| matches!(feeds[i], Feed::Decode(_) | Feed::Forced { .. }))
+        .collect();
+    let decode_rows: Vec<usize> = (0..feeds.len())
         .filter(|&i| matches!(feeds[i], Feed::Decode(_)))
         .collect();
     {
@@ -92,8 +99,10 @@ fn run(model: &Network, feeds: &[Feed], together: bool) -> (Vec<f32>, Vec<Vec<Kv
     let groups: Vec<Vec<usize>> = match together {
         true => vec![(0..feeds.len()).collect()],
         false => {
-            let rest = (0..feeds.len()).filter(|i| !decoding.contains(i)).collect();
-            vec![decoding.clone(), rest]
+            let rest = (0..feeds.len())
+                .filter(|i| !decode_rows.contains(i))
+                .collect();
+            vec![decode_rows.clone(), rest]
         }
     };
     let mut logits = vec![Vec::new(); feeds.len()];
@@ -105,7 +114,7 @@ fn run(model: &Network, feeds: &[Feed], together: bool) -> (Vec<f32>, Vec<Vec<Kv
             }
             let all = ids_of(feeds, i);
             let (skip, fork) = match feeds[i] {
-                Feed::Decode(_) => (0, None),
+                Feed::Decode(_) | Feed::Forced { .. } => (0, None),
                 Feed::Prompt { cached, .. } => (cached, None),
                 Feed::Shared { from, at, .. } => {
                     let from = group.iter().position(|&g| g == from).unwrap();
@@ -195,6 +204,20 @@ fn decode_rows_beside_prompts_compute_what_the_two_passes_do() {
         &MODELS[..3],
         &[Feed::Decode(3), Feed::Prompt { cached: 0, len: 1 }],
     );
+}
+
+#[test]
+fn forced_tokens_and_decode_rows_among_prompts_compute_what_the_two_passes_do() {
+    // Forced tokens continue a cache in its batch slot (on gemma's window
+    // layers the prompts' part takes it out of its slot), and a decode
+    // row after them goes with the prompts.
+    let feeds = [
+        Feed::Decode(5),
+        Feed::Forced { prompt: 6, len: 3 },
+        Feed::Decode(9),
+        Feed::Prompt { cached: 0, len: 7 },
+    ];
+    alike(&MODELS, &feeds);
 }
 
 #[test]
