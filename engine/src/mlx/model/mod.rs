@@ -106,7 +106,7 @@ pub(super) struct Pass<'a> {
 
 /// A pass whose first `decoding` segments decode (a row each) and the
 /// rest prefill: one forward for both, the weights read once, with the
-/// attention in two parts (`attention.rs`). The rotation's table rows are
+/// attention in two parts (`attention/`). The rotation's table rows are
 /// the decode rows'; `rows` are the prompts'. The burst and the prompts'
 /// forks (`Fork::from`, numbered in the whole pass) are the prompts'.
 #[derive(Clone, Copy)]
@@ -255,7 +255,8 @@ impl Network {
 
     /// One step of several sequences: every segment's tokens go through
     /// the decoder together (projections and MLP read each weight once for
-    /// all rows), attention runs per segment against its own cache. With
+    /// all rows); the attention takes leading one-row segments as a decode
+    /// step and the rest as prompts (`Split`), each against its own cache. With
     /// `logits`, returns the logits of each segment's last position
     /// (`[segments, vocab]`, f32); otherwise only the caches are filled.
     pub fn forward(&self, segments: &mut [Segment<'_>], logits: bool) -> R<Option<Array>> {
@@ -326,15 +327,18 @@ impl Network {
                 let lens: Vec<i32> = prompts.iter().map(|s| s.len).collect();
                 // Numbered among the prompts (`decoding_head` keeps every
                 // fork's source among them).
-                let forks: Vec<Option<Fork>> = prompts
+                let forks = prompts
                     .iter()
-                    .map(|s| {
-                        s.fork.map(|f| Fork {
-                            from: f.from - d,
-                            at: f.at,
-                        })
+                    .map(|s| match s.fork {
+                        None => Ok(None),
+                        Some(f) => match f.from.checked_sub(d) {
+                            Some(from) => Ok(Some(Fork { from, at: f.at })),
+                            None => Err(mlx_rs::error::Exception::custom(
+                                "a prompt forks a decode row",
+                            )),
+                        },
                     })
-                    .collect();
+                    .collect::<R<Vec<Option<Fork>>>>()?;
                 Burst::new(&bases, &lens, &forks)?
             }
             false => None,

@@ -1,11 +1,10 @@
 //! The scheduler owns the model: one thread runs every step, and runs
 //! submit requests to it and get their tokens back through their sinks.
 //!
-//! Each step decodes one token for every sequence that has one to decode,
+//! Each step decodes one token for every sequence that has one to decode
+//! and feeds waiting prompts in chunks under a per-step token budget, all
 //! in a single forward pass (the weights are read once for all of them),
-//! and feeds waiting prompts in chunks under a per-step token budget, in a
-//! second pass queued behind it, so a long prompt delays the others' next
-//! token by at most one chunk. Sequences join between steps in arrival
+//! so a long prompt delays the others' next token by at most one chunk. Sequences join between steps in arrival
 //! order (up to `max_batch`, and only while the KV budget has room) and
 //! leave as soon as they finish, are stopped, or their run is gone.
 //!

@@ -202,7 +202,10 @@ impl Worker {
 
     /// Runs one pass and queues it; returns each decoding sequence's
     /// next-token source (a lazy pick for greedy ones) by index in
-    /// `active`.
+    /// `active`. The decode rows and the prompts share the pass: the
+    /// decode rows' tokens are read once the prompts' chunk is computed
+    /// too (a chunk later than a pass of their own would give them), and
+    /// a pass that fails fails every sequence in it.
     fn run_pass(&mut self, parts: &[Part]) -> Option<Vec<(usize, Spec)>> {
         if parts.is_empty() {
             return None;

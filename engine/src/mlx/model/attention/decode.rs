@@ -105,10 +105,19 @@ impl Attention {
         // [1, N, heads, d] → [N, heads, 1, d]: the sequences as the batch.
         let by_sequence = |a: &Array| a.transpose_axes(&[1, 2, 0, 3]);
         let (mut q, mut k, v) = (by_sequence(q)?, by_sequence(k)?, by_sequence(v)?);
-        if let Some(rope) = rope {
-            let at: Vec<i32> = segments.iter().map(|s| s.caches[layer].offset()).collect();
-            let at = pass.arrays.ints(&at, &[n])?;
-            (q, k) = (rope.apply_at(&q, &at)?, rope.apply_at(&k, &at)?);
+        match (rope, &*segments) {
+            (None, _) => {}
+            // One sequence: its offset a constant of the operation, as
+            // mlx-lm rotates (no array for the device to read).
+            (Some(rope), [one]) => {
+                let at = one.caches[layer].offset();
+                (q, k) = (rope.apply(&q, at)?, rope.apply(&k, at)?);
+            }
+            (Some(rope), _) => {
+                let at: Vec<i32> = segments.iter().map(|s| s.caches[layer].offset()).collect();
+                let at = pass.arrays.ints(&at, &[n])?;
+                (q, k) = (rope.apply_at(&q, &at)?, rope.apply_at(&k, &at)?);
+            }
         }
         let mut caches: Vec<&mut KvCache> =
             segments.iter_mut().map(|s| &mut s.caches[layer]).collect();

@@ -71,10 +71,12 @@ impl Attention {
     /// The attention of a pass whose first `split.decoding` segments
     /// decode (a row each) and the rest prefill: the decode rows as a
     /// decode step, the prompts as a prefill pass, out in the pass's row
-    /// order. The decode rows are written first, the prompts written and
-    /// read, the decode rows read last: nothing reads the layer's batch
-    /// buffers until every write to them is queued, so MLX writes them in
-    /// place (a view held across a write would copy them whole).
+    /// order. On MLX's attention the decode rows are written first, the
+    /// prompts written and read, the decode rows read last: nothing reads
+    /// the layer's batch buffers until every write to them is queued, so
+    /// MLX writes them in place (a view held across a write would copy
+    /// them whole). The CPU's fused decode attends at once, in the
+    /// sequences' own caches.
     fn attend_split(
         &self,
         qkv: &Array,

@@ -105,37 +105,41 @@ fn decode_steps_write_the_batch_buffers_in_place() {
     // the whole cache for every token. Steps are queued one behind the
     // other, each built before the one before it ran, as the scheduler
     // queues them.
+    // One sequence writes its row at a constant position (a slice
+    // update, as mlx-lm does), several with one scatter: both in place.
     use crate::mlx::kernels::indexed::buffer_address;
-    let model = network("tiny-qwen3", Precision::Keep);
-    let (_, mut caches) = decode_after_prompts(&model, &[5, 9, 2]);
-    let addresses = |caches: &[Vec<super::KvCache>]| -> Vec<usize> {
-        caches[0]
-            .iter()
-            .flat_map(super::KvCache::arrays)
-            .map(|a| buffer_address(&a))
-            .collect()
-    };
-    let before = addresses(&caches);
-    assert!(before.iter().all(|&a| a != 0));
-    let mut last = None;
-    for i in 0..3 {
-        let mut segments: Vec<Segment<'_>> = caches
-            .iter_mut()
-            .map(|c| Segment {
-                ids: Array::from_slice(&[7 + i], &[1, 1]),
-                len: 1,
-                caches: c,
-                fork: None,
-            })
-            .collect();
-        let logits = model.forward(&mut segments, true).unwrap().unwrap();
-        let mut queued = model.batch_arrays();
-        queued.push(logits);
-        mlx_rs::transforms::async_eval(queued.iter()).unwrap();
-        last = queued.pop();
+    for prompts in [&[5, 9, 2][..], &[5]] {
+        let model = network("tiny-qwen3", Precision::Keep);
+        let (_, mut caches) = decode_after_prompts(&model, prompts);
+        let addresses = |caches: &[Vec<super::KvCache>]| -> Vec<usize> {
+            caches[0]
+                .iter()
+                .flat_map(super::KvCache::arrays)
+                .map(|a| buffer_address(&a))
+                .collect()
+        };
+        let before = addresses(&caches);
+        assert!(before.iter().all(|&a| a != 0));
+        let mut last = None;
+        for i in 0..3 {
+            let mut segments: Vec<Segment<'_>> = caches
+                .iter_mut()
+                .map(|c| Segment {
+                    ids: Array::from_slice(&[7 + i], &[1, 1]),
+                    len: 1,
+                    caches: c,
+                    fork: None,
+                })
+                .collect();
+            let logits = model.forward(&mut segments, true).unwrap().unwrap();
+            let mut queued = model.batch_arrays();
+            queued.push(logits);
+            mlx_rs::transforms::async_eval(queued.iter()).unwrap();
+            last = queued.pop();
+        }
+        last.unwrap().eval().unwrap();
+        assert_eq!(addresses(&caches), before, "{} sequences", prompts.len());
     }
-    last.unwrap().eval().unwrap();
-    assert_eq!(addresses(&caches), before);
 }
 
 /// `got` within 1e-3 of `want`, element by element.

@@ -200,6 +200,16 @@ fn decode_rows_beside_prompts_compute_what_the_two_passes_do() {
         Feed::Prompt { cached: 4, len: 6 },
     ];
     alike(&MODELS, &feeds);
+    // Fresh prompts only: they enter new slots after the decode rows'
+    // write (`enter_burst`), which the decode rows' read leaves out.
+    let fresh = [
+        Feed::Decode(4),
+        Feed::Decode(8),
+        Feed::Prompt { cached: 0, len: 7 },
+        Feed::Prompt { cached: 0, len: 5 },
+    ];
+    alike(&MODELS, &fresh);
+    // A one-token prompt beside a decode row is a decode step of two.
     alike(
         &MODELS[..3],
         &[Feed::Decode(3), Feed::Prompt { cached: 0, len: 1 }],

@@ -175,18 +175,26 @@ impl BatchCache {
         let mut guard = self.lock();
         let b = &mut *guard;
         let (keys, values) = b.take_fitted(len)?;
-        let n = slots.len() as i32;
-        let slot_idx = arrays.ints(&slots, &[n])?;
-        let pos_idx = arrays.ints(&offsets, &[n])?;
-        let rows = |a: &Array, like: &Array| -> R<Array> {
-            let sh = a.shape();
-            typed_as(&a.reshape(&[sh[0], 1, sh[1], 1, sh[3]])?, like)
+        let write = || -> R<(Array, Array)> {
+            if let (&[slot], &[offset]) = (slots.as_slice(), offsets.as_slice()) {
+                // One sequence: its row written at a constant position, as
+                // mlx-lm writes (no index arrays for the device to read).
+                let at = [slot, 0, offset, 0];
+                let new_k = write_at(&keys, &typed_as(k, &keys)?, &at)?;
+                return Ok((new_k, write_at(&values, &typed_as(v, &values)?, &at)?));
+            }
+            let n = slots.len() as i32;
+            let slot_idx = arrays.ints(&slots, &[n])?;
+            let pos_idx = arrays.ints(&offsets, &[n])?;
+            let rows = |a: &Array, like: &Array| -> R<Array> {
+                let sh = a.shape();
+                typed_as(&a.reshape(&[sh[0], 1, sh[1], 1, sh[3]])?, like)
+            };
+            let at = [&slot_idx, &pos_idx];
+            let new_k = scatter(&keys, &at, &rows(k, &keys)?, &[0, 2])?;
+            Ok((new_k, scatter(&values, &at, &rows(v, &values)?, &[0, 2])?))
         };
-        let written =
-            scatter(&keys, &[&slot_idx, &pos_idx], &rows(k, &keys)?, &[0, 2]).and_then(|nk| {
-                let nv = scatter(&values, &[&slot_idx, &pos_idx], &rows(v, &values)?, &[0, 2])?;
-                Ok((nk, nv))
-            });
+        let written = write();
         let (keys, values) = match written {
             Ok(new) => new,
             Err(e) => {
@@ -210,9 +218,10 @@ impl BatchCache {
     }
 
     /// What the decode step `written` attends, from the buffers as they
-    /// are now. Slots the pass's prompts took after it are not the step's
-    /// (a slot no segment holds computes a row nobody reads, so they are
-    /// left out); slots freed at the end since held none of its sequences.
+    /// are now. Slots the pass's prompts added past the step's are left
+    /// out (a slot no segment of the step holds computes a row nobody
+    /// reads, as a reused free slot below them does); slots freed at the
+    /// end since held none of its sequences.
     pub(crate) fn view(&self, written: Written) -> R<BatchView> {
         let Written {
             slots,
@@ -225,6 +234,11 @@ impl BatchCache {
         };
         let (held, capacity) = (keys.shape()[0], keys.shape()[2]);
         let count = (lens.len() as i32).min(held);
+        if slots.iter().any(|&s| s >= count) {
+            return Err(mlx_rs::error::Exception::custom(
+                "a decode step's slot left the batch before it was read",
+            ));
+        }
         lens.truncate(count as usize);
         let view = |a: &Array| -> R<Array> {
             match (count == held, len == capacity) {
