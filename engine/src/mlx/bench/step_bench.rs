@@ -89,16 +89,7 @@ fn step_ms(model: &Network, n: usize, reps: usize) -> Step {
     for r in 0..reps {
         let start = Instant::now();
         let kernels = kernel_time().0;
-        let mut segments: Vec<Segment<'_>> = caches
-            .iter_mut()
-            .enumerate()
-            .map(|(i, c)| Segment {
-                ids: ids(&[((r * 13 + i * 101) % 4000) as i32]),
-                len: 1,
-                caches: c,
-                fork: None,
-            })
-            .collect();
+        let mut segments = decode_rows(&mut caches, r);
         build_times.push(pass(model, &mut segments, start));
         times.push(start.elapsed().as_secs_f64() * 1e3);
         kernel_times.push((kernel_time().0 - kernels).as_secs_f64() * 1e3);
