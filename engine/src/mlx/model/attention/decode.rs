@@ -125,10 +125,14 @@ impl Attention {
         Ok(DecodeWrite { q, written })
     }
 
-    /// A decode step's attention on MLX's attention: all slots attended in
-    /// one call, masked to each slot's length.
-    pub(super) fn decode_read(&self, step: DecodeWrite, pass: Pass<'_>) -> R<Array> {
-        let DecodeWrite { q, written } = step;
+    /// The attention [`Self::decode_rows`] left: as it is, or on MLX's
+    /// attention read now, all slots attended in one call, masked to each
+    /// slot's length.
+    pub(super) fn decode_read(&self, decoded: Decoded, pass: Pass<'_>) -> R<Array> {
+        let DecodeWrite { q, written } = match decoded {
+            Decoded::Attended(out) => return Ok(out),
+            Decoded::Written(step) => step,
+        };
         let view = pass.batch.view(written)?;
         let n = view.slots.len() as i32;
         let (nq, hd) = (self.heads, self.head_dim);

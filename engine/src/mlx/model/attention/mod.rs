@@ -9,7 +9,6 @@ use mlx_rs::fast::ScaledDotProductAttentionMask;
 
 mod decode;
 
-use self::decode::Decoded;
 use super::burst::Burst;
 use super::cache::KvCache;
 use super::linear::Linear;
@@ -90,10 +89,7 @@ impl Attention {
         let (decoding, prompts) = segments.split_at_mut(split.decoding);
         let decoded = self.decode_rows(&head, layer, decoding, (rope, rows), pass)?;
         let prompted = self.attend(&tail, layer, prompts, (rope, split.rows), pass)?;
-        let decoded = match decoded {
-            Decoded::Attended(out) => out,
-            Decoded::Written(w) => self.decode_read(w, pass)?,
-        };
+        let decoded = self.decode_read(decoded, pass)?;
         mlx_rs::ops::concatenate(&[decoded, prompted], 1)
     }
 
@@ -112,10 +108,8 @@ impl Attention {
         let rows = rows.filter(|_| self.rotate);
         let decoding = segments.iter().all(|s| s.len == 1 && s.fork.is_none());
         if decoding {
-            return match self.decode_rows(qkv, layer, segments, (rope, rows), pass)? {
-                Decoded::Attended(out) => Ok(out),
-                Decoded::Written(w) => self.decode_read(w, pass),
-            };
+            let decoded = self.decode_rows(qkv, layer, segments, (rope, rows), pass)?;
+            return self.decode_read(decoded, pass);
         }
         if let Some(burst) = pass.burst.filter(|_| rows.is_none() && self.takes_bursts()) {
             return self.prefill_burst(qkv, burst, layer, segments, rope, pass);
