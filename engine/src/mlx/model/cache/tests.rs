@@ -193,3 +193,63 @@ fn a_burst_enters_new_slots_at_once_or_leaves_its_caches_alone() {
             .unwrap()
     );
 }
+
+#[test]
+fn a_sequence_joining_takes_the_room_one_left_at_the_end() {
+    // A server's sequences leave and join the batch all the time. The
+    // slot one leaves at the end stays in the buffers, unattended, and
+    // the next to join writes its rows there: growing the buffers by a
+    // slot copies every slot, with both copies held at once.
+    use crate::mlx::kernels::indexed::buffer_address;
+    let batch = BatchCache::default();
+    let arrays = StepArrays::default();
+    let holding = |x: f32, positions: usize| {
+        let mut c = KvCache::default();
+        let k = Array::from_slice(&vec![x; 2 * positions], &[1, 1, positions as i32, 2]);
+        c.update_and_fetch(&k, &k).unwrap();
+        c
+    };
+    // One decode step, nothing of it held after: the slots and lengths
+    // it attends, its keys, and where the buffers are.
+    let step = |caches: &mut [&mut KvCache]| {
+        let n = caches.len();
+        let row = Array::from_slice(&vec![0.5f32; 2 * n], &[n as i32, 1, 1, 2]);
+        let view = batch.decode(caches, &row, &row, &arrays).unwrap();
+        let keys = contents(&view.keys);
+        let attended = view.keys.shape()[0];
+        drop(view.keys);
+        drop(view.values);
+        let buffers = batch.arrays();
+        for a in &buffers {
+            a.eval().unwrap();
+        }
+        let at: Vec<usize> = buffers.iter().map(buffer_address).collect();
+        (view.lens, attended, keys, at)
+    };
+    let (mut a, mut b, c) = (holding(1.0, 1), holding(2.0, 1), holding(3.0, 1));
+    let mut c = c;
+    let (lens, _, _, at) = step(&mut [&mut a, &mut b, &mut c]);
+    assert_eq!(lens, vec![2, 2, 2]);
+    drop(c);
+    // Two left: the third slot is kept, not attended.
+    let (lens, attended, _, kept) = step(&mut [&mut a, &mut b]);
+    assert_eq!((lens, attended), (vec![3, 3], 2));
+    assert_eq!(kept, at, "the slot left at the end is no copy");
+    // A newcomer takes it, written in place.
+    let mut d = holding(4.0, 2);
+    let (lens, attended, keys, joined) = step(&mut [&mut a, &mut b, &mut d]);
+    assert_eq!((lens, attended), (vec![4, 4, 3], 3));
+    assert_eq!(joined, at, "a newcomer in the kept slot grows nothing");
+    // Slot 2 of `[3, 1, 4 positions, 2]`: its rows, then the step's.
+    assert_eq!(&keys[16..22], &[4.0, 4.0, 4.0, 4.0, 0.5, 0.5]);
+    // Positions growing copy the taken slots only.
+    drop((b, d));
+    let mut e = holding(5.0, 300);
+    let (lens, attended, keys, _) = step(&mut [&mut a, &mut e]);
+    assert_eq!((lens, attended), (vec![5, 301], 2));
+    assert_eq!(batch.arrays()[0].shape(), &[2, 1, 512, 2]);
+    assert_eq!(
+        &keys[..10],
+        &[1.0, 1.0, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5]
+    );
+}

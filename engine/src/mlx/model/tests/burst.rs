@@ -324,24 +324,50 @@ fn a_burst_into_free_slots_computes_what_each_prompt_alone_does() {
     // A sequence that finished leaves a free slot: a burst of fresh
     // prompts then writes its rows into it (and a new one) in the pass
     // itself (`BatchCache::prefill`), beside sequences still decoding.
-    for name in ["tiny-qwen3", "tiny-qwen3-4bit", "tiny-gemma3"] {
+    // One that finished in the last slot leaves it in the buffers,
+    // unattended, for the burst's first prompt (`enter_burst`).
+    for (name, leaving) in [
+        ("tiny-qwen3", 1),
+        ("tiny-qwen3-4bit", 1),
+        ("tiny-gemma3", 1),
+        ("tiny-qwen3", 2),
+    ] {
         let busy = network(name, Precision::Keep);
         let (_, mut others) = decode_after_prompts(&busy, &[4, 6, 5]);
-        drop(others.remove(1));
+        drop(others.remove(leaving));
         let clean = network(name, Precision::Keep);
         let prompts = [5, 9, 7];
         let (want_first, want_step) = pass_then_step(&clean, &prompts, false);
         let (first, step) = pass_then_step(&busy, &prompts, true);
-        assert_close(&format!("{name}: the prompts' logits"), &want_first, &first);
-        assert_close(&format!("{name}: the step after"), &want_step, &step);
+        let case = format!("{name}, slot {leaving} left");
+        assert_close(&format!("{case}: the prompts' logits"), &want_first, &first);
+        assert_close(&format!("{case}: the step after"), &want_step, &step);
         // The others decode on as they would have without the burst.
         let quiet = network(name, Precision::Keep);
         let (_, mut alone) = decode_after_prompts(&quiet, &[4, 6, 5]);
-        drop(alone.remove(1));
+        drop(alone.remove(leaving));
         let want = decode_step(&quiet, &mut alone);
         let got = decode_step(&busy, &mut others);
-        assert_close(&format!("{name}: the others' step"), &want, &got);
+        assert_close(&format!("{case}: the others' step"), &want, &got);
     }
+}
+
+#[test]
+fn prompts_after_cached_rows_beside_a_slot_left_at_the_end_compute_what_each_alone_does() {
+    // The buffers keep the slot a finished sequence left at the end: the
+    // burst then reads its prompts' slots `0..N` as a slice of them.
+    let model = network("tiny-qwen3", Precision::Keep);
+    let (_, mut caches) = decode_after_prompts(&model, &[4, 6, 5]);
+    drop(caches.pop());
+    let first = prompt_passes(&model, &mut caches, &[5, 9], true);
+    let step = decode_step(&model, &mut caches);
+    let quiet = network("tiny-qwen3", Precision::Keep);
+    let (_, mut alone) = decode_after_prompts(&quiet, &[4, 6, 5]);
+    drop(alone.pop());
+    let want_first = prompt_passes(&quiet, &mut alone, &[5, 9], false);
+    let want_step = decode_step(&quiet, &mut alone);
+    assert_close("the prompts' logits", &want_first, &first);
+    assert_close("the step after", &want_step, &step);
 }
 
 #[test]

@@ -15,7 +15,10 @@
 //! in the slot, alone in their pass too). It leaves it, copied back into
 //! buffers of its own, whenever anything else touches it (the prefix
 //! pool, a pass on a layer that takes no bursts), so every other use of
-//! the cache is unchanged.
+//! the cache is unchanged. A slot left at the end leaves the batch (no
+//! step attends it) but stays in the buffers, so the next sequence to
+//! join writes there: in a server sequences come and go every few steps,
+//! and growing the buffers by a slot copies every slot.
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -38,7 +41,8 @@ pub(crate) struct BatchCache(Arc<Mutex<Buffers>>);
 struct Buffers {
     keys: Option<Array>,
     values: Option<Array>,
-    /// Which slots a cache holds.
+    /// Which slots a cache holds; as long as the batch's slots (the
+    /// buffers may keep more, left at the end: see `Slot`'s drop).
     taken: Vec<bool>,
 }
 
@@ -58,18 +62,12 @@ impl Drop for Slot {
         match b.taken.iter().rposition(|&t| t) {
             // Nobody decodes: the memory goes back.
             None => *b = Buffers::default(),
-            // Free slots at the end are dropped, so the remaining ones
-            // stay `0..N` (see `in_order`).
-            Some(last) if last + 1 < b.taken.len() => {
-                let keep = last as i32 + 1;
-                b.taken.truncate(keep as usize);
-                for buf in [&mut b.keys, &mut b.values] {
-                    if let Some(a) = buf.take() {
-                        *buf = Some(a.try_index((..keep, .., .., ..)).unwrap_or(a));
-                    }
-                }
-            }
-            Some(_) => {}
+            // Free slots at the end leave the batch, so the remaining ones
+            // stay `0..N` (see `in_order`) and no step attends them. The
+            // buffers keep them, for the next sequences to join without
+            // growing (a copy of every slot) until their positions next
+            // grow: a slice would hold the same memory.
+            Some(last) => b.taken.truncate(last + 1),
         }
     }
 }
@@ -417,32 +415,31 @@ impl Buffers {
         Ok(())
     }
 
-    /// Grows the buffers to at least `slots` slots and `len` positions.
+    /// Grows the buffers to at least `slots` slots (those taken) and
+    /// `len` positions. Slots kept past `slots` (sequences that left the
+    /// end) are dropped when the positions grow, which copies the buffers
+    /// anyway: only taken slots are copied.
     fn fit(&mut self, slots: i32, len: i32) -> R<()> {
         for buf in [&mut self.keys, &mut self.values] {
-            let Some(a) = buf.take() else { continue };
+            let Some(mut a) = buf.take() else { continue };
             let sh = a.shape().to_vec();
-            let mut a = a;
             if sh[0] < slots {
-                // One at a time: a spare slot would be attended for nothing.
+                // No more than asked: a spare slot is memory the KV budget
+                // does not count.
                 let more = slots - sh[0];
                 let zeros = mlx_rs::ops::zeros_dtype(&[more, sh[1], sh[2], sh[3]], a.dtype())?;
                 a = mlx_rs::ops::concatenate(&[a, zeros], 0)?;
             }
             if sh[2] < len {
+                if sh[0] > slots {
+                    a = a.try_index((..slots, .., .., ..))?;
+                }
                 let more = (len - sh[2] + STEP - 1) / STEP * STEP;
                 let s = a.shape()[0];
                 let zeros = mlx_rs::ops::zeros_dtype(&[s, sh[1], more, sh[3]], a.dtype())?;
                 a = mlx_rs::ops::concatenate(&[a, zeros], 2)?;
             }
             *buf = Some(a);
-        }
-        // Slots past `taken` (added in steps) count as free.
-        if let Some(k) = &self.keys {
-            let s = k.shape()[0] as usize;
-            if self.taken.len() < s {
-                self.taken.resize(s, false);
-            }
         }
         Ok(())
     }

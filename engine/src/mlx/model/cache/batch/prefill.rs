@@ -128,18 +128,18 @@ fn write_and_read(
     let keys = scatter(keys, &[&slot_idx, &pos_idx], &rows(k, keys)?, &[0, 2])?;
     let values = scatter(values, &[&slot_idx, &pos_idx], &rows(v, values)?, &[0, 2])?;
     if !(burst.shares() || burst.cut()) {
-        // One piece per prompt: its slot, up to the reach.
-        let whole =
-            n == keys.shape()[0] && piece_slots.iter().enumerate().all(|(i, &s)| s == i as i32);
+        // One piece per prompt: its slot, up to the reach. Slots `0..n`
+        // in order are a slice (the buffers may keep slots past them).
+        let in_order = piece_slots.iter().enumerate().all(|(i, &s)| s == i as i32);
         let flat = arrays.ints(&piece_slots, &[n])?;
         let theirs = |a: &Array| -> R<Array> {
-            let a = match reach == a.shape()[2] {
-                true => a.clone(),
-                false => a.try_index((.., .., ..reach, ..))?,
-            };
-            match whole {
-                true => Ok(a),
-                false => a.take_axis(&flat, 0),
+            let (held, capacity) = (a.shape()[0], a.shape()[2]);
+            match (in_order, n == held, reach == capacity) {
+                (true, true, true) => Ok(a.clone()),
+                (true, true, false) => a.try_index((.., .., ..reach, ..)),
+                (true, false, _) => a.try_index((..n, .., ..reach, ..)),
+                (false, _, true) => a.take_axis(&flat, 0),
+                (false, _, false) => a.try_index((.., .., ..reach, ..))?.take_axis(&flat, 0),
             }
         };
         let seen = (theirs(&keys)?, theirs(&values)?);
