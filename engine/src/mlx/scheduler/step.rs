@@ -92,7 +92,13 @@ impl Worker {
         let mut parts = decode;
         parts.extend(prefill);
         let mut specs = self.run_pass(&parts);
-        // Read the previous step's tokens while this one computes.
+        // Read the previous step's tokens while this one computes: one
+        // wait for all of them, not one per sequence.
+        let tokens: Vec<&Array> = unread.iter().map(|(_, t)| t).collect();
+        let ready = waited(&self.gauges.device_wait_ns, || {
+            mlx_rs::transforms::eval(tokens)
+        })
+        .map_err(|e| format!("evaluating a step: {e}"));
         for (i, token) in unread {
             let spec = specs.as_mut().and_then(|out| {
                 let at = out.iter().position(|(s, _)| *s == i)?;
@@ -102,7 +108,11 @@ impl Worker {
             if seq.is_done() {
                 continue;
             }
-            match read_token(&token, &self.gauges.device_wait_ns) {
+            let id = match &ready {
+                Ok(()) => read_token(&token),
+                Err(e) => Err(EngineError::Backend(e.clone())),
+            };
+            match id {
                 Ok(id) => seq.deliver(id, spec),
                 Err(e) => seq.fail(e),
             }
@@ -402,8 +412,8 @@ fn waited<T>(total: &AtomicU64, f: impl FnOnce() -> T) -> T {
     out
 }
 
-fn read_token(token: &Array, wait_ns: &AtomicU64) -> Result<u32, EngineError> {
-    waited(wait_ns, || token.eval()).map_err(mlx_err("evaluating a step"))?;
+/// An evaluated token's id.
+fn read_token(token: &Array) -> Result<u32, EngineError> {
     let v = token
         .try_as_slice::<i32>()
         .map_err(|e| EngineError::Backend(format!("reading a token: {e}")))?;
