@@ -331,3 +331,49 @@ fn step_beside_a_prompt_time() {
         }
     }
 }
+
+/// Median milliseconds of a decode step of `n` sequences, and of one where
+/// the sequence in the last slot has been replaced by a newcomer (prefilled
+/// alone, untimed), which enters the batch in that step. The two take turns.
+fn join_ms(model: &Network, n: usize, reps: usize) -> (f64, f64) {
+    let mut caches = prefilled(model, n);
+    let (mut plain, mut joined) = (Vec::new(), Vec::new());
+    for r in 0..2 * reps {
+        if r % 2 == 1 {
+            drop(caches.pop());
+            caches.extend(prefilled(model, 1));
+        }
+        let start = Instant::now();
+        let mut segments = decode_rows(&mut caches, r);
+        pass(model, &mut segments, start);
+        let ms = start.elapsed().as_secs_f64() * 1e3;
+        match r % 2 {
+            0 => plain.push(ms),
+            _ => joined.push(ms),
+        }
+    }
+    (median(&mut plain), median(&mut joined))
+}
+
+/// A decode step of N = 8 with and without a newcomer taking the slot a
+/// finished sequence left at the end of the batch buffers (MLX's attention:
+/// `keep`), on `MIXED_BENCH_MODEL` (a folder or GGUF; the default model
+/// otherwise).
+#[test]
+#[ignore = "a benchmark: run it in release, see the module doc"]
+fn step_with_a_newcomer_time() {
+    let path = std::env::var_os("MIXED_BENCH_MODEL")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(super::precision_parity::default_model);
+    let loaded = match path.is_dir() {
+        true => crate::mlx::load::load_hf_dir(&path).unwrap(),
+        false => load_gguf(&path).unwrap(),
+    };
+    let model = Network::build(&loaded.config, loaded.weights, Precision::Keep).unwrap();
+    join_ms(&model, 8, 2); // warm-up
+    let (plain, joined) = join_ms(&model, 8, 15);
+    eprintln!(
+        "keep N=8: {plain:.2} ms a step, {joined:.2} ms with a newcomer in the last slot ({:.2}x)",
+        joined / plain
+    );
+}
