@@ -10,6 +10,7 @@ use std::time::Instant;
 use super::link::{Inbox, Reply, Submission};
 use super::sequence::{Next, Sequence};
 use super::{CACHE_BLOCK, Worker, settle, shared};
+use crate::mlx::model::KvCache;
 
 /// How often a scheduler waiting on its runs looks whether the process is
 /// exiting.
@@ -301,10 +302,8 @@ impl Worker {
             let (tokens, mut caches) = seq.into_outcome();
             // A kept cache leaves its batch slot: the slot is for the next
             // sequence, the pool holds rows of its own.
-            if self.options.prefix_pool > 0
-                && !failed
-                && caches.iter_mut().try_for_each(|c| c.detach()).is_ok()
-            {
+            if self.options.prefix_pool > 0 && !failed && KvCache::detach_all(&mut caches).is_ok() {
+                self.settle.queued();
                 let bytes = tokens.len().div_ceil(CACHE_BLOCK) * CACHE_BLOCK * self.kv_per_token;
                 self.pool.put(tokens, caches, bytes);
             }

@@ -198,6 +198,27 @@ impl KvCache {
         Ok(())
     }
 
+    /// Takes every one of `caches` out of its batch slot
+    /// ([`KvCache::detach`]) to keep it (the prefix pool), the copies
+    /// queued now, together. Until a copy has been queued, it holds the
+    /// batch buffers it reads, so their next write (the other sequences'
+    /// next step) could not go in place: MLX would copy them whole, every
+    /// layer, and the kept copy would hold the old ones alive.
+    pub fn detach_all(caches: &mut [KvCache]) -> mlx_rs::error::Result<()> {
+        let mut copies = Vec::new();
+        for c in caches.iter_mut() {
+            let slotted = c.in_batch();
+            c.detach()?;
+            if slotted {
+                copies.extend(c.arrays());
+            }
+        }
+        match copies.is_empty() {
+            true => Ok(()),
+            false => mlx_rs::transforms::async_eval(copies.iter()),
+        }
+    }
+
     /// The whole key and value buffers, if any.
     pub fn buffers(&self) -> Option<(&Array, &Array)> {
         self.keys.as_ref().zip(self.values.as_ref())

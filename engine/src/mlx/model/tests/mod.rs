@@ -142,6 +142,67 @@ fn decode_steps_write_the_batch_buffers_in_place() {
     }
 }
 
+#[test]
+fn a_cache_taken_out_for_the_prefix_pool_leaves_the_batch_buffers_in_place() {
+    // A finished sequence's cache leaves its slot for the prefix pool
+    // (`KvCache::detach`), its rows copied into buffers of its own, while
+    // the others decode on. Were that copy to read the batch buffers after
+    // the next step's write was queued, MLX would copy them whole (every
+    // layer) and the pool would keep the old ones alive.
+    use crate::mlx::kernels::indexed::buffer_address;
+    let model = network("tiny-qwen3", Precision::Keep);
+    let (_, mut caches) = decode_after_prompts(&model, &[5, 9, 2]);
+    let addresses = |caches: &[Vec<super::KvCache>]| -> Vec<usize> {
+        caches[0]
+            .iter()
+            .flat_map(super::KvCache::arrays)
+            .map(|a| buffer_address(&a))
+            .collect()
+    };
+    let before = addresses(&caches);
+    let mut kept = caches.remove(1);
+    super::KvCache::detach_all(&mut kept).unwrap();
+    let mut last = None;
+    for i in 0..3 {
+        let mut segments: Vec<Segment<'_>> = caches
+            .iter_mut()
+            .map(|c| Segment {
+                ids: Array::from_slice(&[7 + i], &[1, 1]),
+                len: 1,
+                caches: c,
+                fork: None,
+            })
+            .collect();
+        let logits = model.forward(&mut segments, true).unwrap().unwrap();
+        let mut queued = model.batch_arrays();
+        queued.push(logits);
+        mlx_rs::transforms::async_eval(queued.iter()).unwrap();
+        last = queued.pop();
+    }
+    last.unwrap().eval().unwrap();
+    assert_eq!(addresses(&caches), before);
+    // The kept rows are the sequence's own, whole: those a network of its
+    // own holds in the same slot.
+    use mlx_rs::ops::indexing::TryIndexOp;
+    let values = |a: Array| -> Vec<f32> {
+        let a = a.multiply(Array::from_f32(1.0)).unwrap();
+        a.eval().unwrap();
+        a.as_slice::<f32>().to_vec()
+    };
+    let other = network("tiny-qwen3", Precision::Keep);
+    let (_, alone) = decode_after_prompts(&other, &[5, 9, 2]);
+    for (layer, (got, want)) in kept.iter().zip(&alone[1]).enumerate() {
+        assert_eq!(got.offset(), 10, "layer {layer}");
+        let own = got.buffers().unwrap().0.try_index((.., .., ..10, ..));
+        let theirs = want.arrays()[0].try_index((1..2, .., ..10, ..));
+        assert_close(
+            &format!("layer {layer}"),
+            &values(theirs.unwrap()),
+            &values(own.unwrap()),
+        );
+    }
+}
+
 /// `got` within 1e-3 of `want`, element by element.
 fn assert_close(what: &str, want: &[f32], got: &[f32]) {
     assert_eq!(want.len(), got.len(), "{what}");
