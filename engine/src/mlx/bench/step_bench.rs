@@ -332,33 +332,39 @@ fn step_beside_a_prompt_time() {
     }
 }
 
-/// Median milliseconds of a decode step of `n` sequences, and of one where
-/// the sequence in the last slot has been replaced by a newcomer (prefilled
-/// alone, untimed), which enters the batch in that step. The two take turns.
-fn join_ms(model: &Network, n: usize, reps: usize) -> (f64, f64) {
+/// Median milliseconds of a decode step of `n` sequences; of one where
+/// the sequence in the last slot has been replaced by a newcomer
+/// (prefilled alone, untimed), which enters the batch in that step; and of
+/// one where, besides, the first slot's sequence left with its cache kept
+/// as the prefix pool keeps it (`KvCache::detach_all`). The three take
+/// turns.
+fn join_ms(model: &Network, n: usize, reps: usize) -> [f64; 3] {
     let mut caches = prefilled(model, n);
-    let (mut plain, mut joined) = (Vec::new(), Vec::new());
-    for r in 0..2 * reps {
-        if r % 2 == 1 {
+    let mut kept = Vec::new();
+    let mut times: [Vec<f64>; 3] = Default::default();
+    for r in 0..3 * reps {
+        let mode = r % 3;
+        if mode > 0 {
             drop(caches.pop());
+            caches.extend(prefilled(model, 1));
+        }
+        if mode == 2 {
+            let mut first = caches.remove(0);
+            crate::mlx::model::KvCache::detach_all(&mut first).unwrap();
+            kept.push(first);
             caches.extend(prefilled(model, 1));
         }
         let start = Instant::now();
         let mut segments = decode_rows(&mut caches, r);
         pass(model, &mut segments, start);
-        let ms = start.elapsed().as_secs_f64() * 1e3;
-        match r % 2 {
-            0 => plain.push(ms),
-            _ => joined.push(ms),
-        }
+        times[mode].push(start.elapsed().as_secs_f64() * 1e3);
     }
-    (median(&mut plain), median(&mut joined))
+    times.map(|mut t| median(&mut t))
 }
 
-/// A decode step of N = 8 with and without a newcomer taking the slot a
-/// finished sequence left at the end of the batch buffers (MLX's attention:
-/// `keep`), on `MIXED_BENCH_MODEL` (a folder or GGUF; the default model
-/// otherwise).
+/// A decode step of N = 8 with and without newcomers taking the slots
+/// finished sequences left in the batch buffers (MLX's attention: `keep`),
+/// on `MIXED_BENCH_MODEL` (a folder or GGUF; the default model otherwise).
 #[test]
 #[ignore = "a benchmark: run it in release, see the module doc"]
 fn step_with_a_newcomer_time() {
@@ -371,9 +377,11 @@ fn step_with_a_newcomer_time() {
     };
     let model = Network::build(&loaded.config, loaded.weights, Precision::Keep).unwrap();
     join_ms(&model, 8, 2); // warm-up
-    let (plain, joined) = join_ms(&model, 8, 15);
+    let [plain, joined, kept] = join_ms(&model, 8, 15);
     eprintln!(
-        "keep N=8: {plain:.2} ms a step, {joined:.2} ms with a newcomer in the last slot ({:.2}x)",
-        joined / plain
+        "keep N=8: {plain:.2} ms a step; {joined:.2} ms with a newcomer in the last slot ({:.2}x); \
+         {kept:.2} ms with one more in the slot of a sequence kept for the prefix pool ({:.2}x)",
+        joined / plain,
+        kept / plain
     );
 }
