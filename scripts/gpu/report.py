@@ -141,6 +141,9 @@ def collect(raw: Path):
                     for r in sampled.get("thinkwire") or []
                 ],
             }
+        comparison = d / "serving" / "comparison.txt"
+        if comparison.exists():
+            entry["serving"] = comparison.read_text()
         models[name] = entry
     parity = read_json(raw / "parity.json")
     flags_file = raw / "thinkwire-flags.txt"
@@ -251,6 +254,14 @@ def markdown(report):
                     f"| {name} | {s['sampling']} | {r['concurrency']} | {fmt(r['thinkwire'])} | "
                     f"{fmt(r['mlx_lm'])} | {'-' if q is None else f'{q:.2f}x'} | {ttft} |"
                 )
+        out.append("")
+    serving = {name: m["serving"] for name, m in report["models"].items() if m.get("serving")}
+    for name, table in serving.items():
+        out.append(f"Open-loop serving on {name} (`--serving`; scripts/serving-bench's comparison):")
+        out.append("")
+        out.append("```")
+        out.append(table.rstrip())
+        out.append("```")
         out.append("")
     p = report["parity"]
     if p:
