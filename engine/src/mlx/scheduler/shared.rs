@@ -10,6 +10,7 @@
 use std::sync::atomic::Ordering;
 
 use super::sequence::{Follow, Sequence};
+use crate::mlx::model::KvCache;
 
 /// Fewer common tokens than this are computed again rather than shared.
 pub(super) const MIN_SHARED: usize = 16;
@@ -53,7 +54,7 @@ impl super::Worker {
             match leader {
                 Some(lead) if lead.offset() >= f.common => {
                     let at = f.common as i32;
-                    match lead.caches.iter().map(|c| c.fork(at)).collect() {
+                    match KvCache::fork_all(&lead.caches, at) {
                         Ok(caches) => {
                             seq.caches = caches;
                             seq.skip_prompt(f.common);

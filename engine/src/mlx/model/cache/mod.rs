@@ -151,7 +151,8 @@ impl KvCache {
         }
         let (keys, values) = match (&self.slot, &self.keys, &self.values) {
             // A view of the batch buffers: their next write copies them
-            // once instead of writing in place, while the view lives.
+            // once instead of writing in place, while the view lives (in
+            // its pass; `fork_all` copies, for a fork that may wait).
             (Some(slot), _, _) => match slot.view(upto)? {
                 Some(kv) => kv,
                 None => return Ok(empty),
@@ -185,17 +186,35 @@ impl KvCache {
                 "a batch slot without buffers",
             ));
         };
-        // Concatenated with the free room: a new buffer, not a view that
-        // would keep the batch's alive.
-        let room = STEP - self.offset % STEP;
-        let own = |a: Array| -> mlx_rs::error::Result<Array> {
-            let sh = a.shape().to_vec();
-            let zeros = mlx_rs::ops::zeros_dtype(&[1, sh[1], room, sh[3]], a.dtype())?;
-            mlx_rs::ops::concatenate(&[a, zeros], 2)
-        };
-        self.keys = Some(own(k)?);
-        self.values = Some(own(v)?);
+        self.keys = Some(with_room(k)?);
+        self.values = Some(with_room(v)?);
         Ok(())
+    }
+
+    /// [`KvCache::fork`] of every layer's cache: where a layer's rows are
+    /// in a batch slot, the copy is built now, into buffers of its own, and
+    /// the copies are queued together. A view of the slot held until the
+    /// follower's prompt runs (steps later, when a pass has room) would
+    /// make the batch buffers' next write copy them whole (as in
+    /// [`KvCache::detach_all`]).
+    pub fn fork_all(caches: &[KvCache], upto: i32) -> mlx_rs::error::Result<Vec<KvCache>> {
+        let mut forks = Vec::with_capacity(caches.len());
+        let mut copies = Vec::new();
+        for c in caches {
+            let mut f = c.fork(upto)?;
+            if c.in_batch()
+                && let (Some(k), Some(v)) = (f.keys.take(), f.values.take())
+            {
+                f.keys = Some(with_room(k)?);
+                f.values = Some(with_room(v)?);
+                copies.extend(f.arrays());
+            }
+            forks.push(f);
+        }
+        if !copies.is_empty() {
+            mlx_rs::transforms::async_eval(copies.iter())?;
+        }
+        Ok(forks)
     }
 
     /// Takes every one of `caches` out of its batch slot
@@ -251,6 +270,15 @@ impl KvCache {
                 .collect(),
         }
     }
+}
+
+/// `a` (`[1, H, n, D]`, the rows a cache holds) followed by room up to the
+/// next step: a new buffer, not a view that would keep another's alive.
+fn with_room(a: Array) -> mlx_rs::error::Result<Array> {
+    let sh = a.shape().to_vec();
+    let room = STEP - sh[2] % STEP;
+    let zeros = mlx_rs::ops::zeros_dtype(&[sh[0], sh[1], room, sh[3]], a.dtype())?;
+    mlx_rs::ops::concatenate(&[a, zeros], 2)
 }
 
 #[cfg(test)]

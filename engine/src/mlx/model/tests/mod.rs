@@ -1,10 +1,11 @@
 //! The step off the CPU's fused path: MLX's own rope (one operation,
 //! each sequence from its own position) computes what the tables do, a
-//! bf16 step stays bf16 end to end, and decode steps write the batch
-//! buffers in place. `burst`: prompts in one padded batch compute what
-//! each prompt alone does.
+//! bf16 step stays bf16 end to end. `burst`: prompts in one padded batch
+//! compute what each prompt alone does; `in_place`: the batch buffers are
+//! written in place; `split`: decode rows and prompts in one pass.
 
 mod burst;
+mod in_place;
 mod split;
 
 use std::path::{Path, PathBuf};
@@ -94,112 +95,6 @@ fn a_bf16_step_keeps_bf16_keys_and_values() {
         for a in arrays {
             assert_eq!(a.dtype(), Dtype::Bfloat16);
         }
-    }
-}
-
-#[test]
-fn decode_steps_write_the_batch_buffers_in_place() {
-    // Each step writes every sequence's row into the layer's batch
-    // buffers. Were anything to hold them past a step (a view, a clone),
-    // MLX would copy them whole at every layer and step: a GPU would move
-    // the whole cache for every token. Steps are queued one behind the
-    // other, each built before the one before it ran, as the scheduler
-    // queues them.
-    // One sequence writes its row at a constant position (a slice
-    // update, as mlx-lm does), several with one scatter: both in place.
-    use crate::mlx::kernels::indexed::buffer_address;
-    for prompts in [&[5, 9, 2][..], &[5]] {
-        let model = network("tiny-qwen3", Precision::Keep);
-        let (_, mut caches) = decode_after_prompts(&model, prompts);
-        let addresses = |caches: &[Vec<super::KvCache>]| -> Vec<usize> {
-            caches[0]
-                .iter()
-                .flat_map(super::KvCache::arrays)
-                .map(|a| buffer_address(&a))
-                .collect()
-        };
-        let before = addresses(&caches);
-        assert!(before.iter().all(|&a| a != 0));
-        let mut last = None;
-        for i in 0..3 {
-            let mut segments: Vec<Segment<'_>> = caches
-                .iter_mut()
-                .map(|c| Segment {
-                    ids: Array::from_slice(&[7 + i], &[1, 1]),
-                    len: 1,
-                    caches: c,
-                    fork: None,
-                })
-                .collect();
-            let logits = model.forward(&mut segments, true).unwrap().unwrap();
-            let mut queued = model.batch_arrays();
-            queued.push(logits);
-            mlx_rs::transforms::async_eval(queued.iter()).unwrap();
-            last = queued.pop();
-        }
-        last.unwrap().eval().unwrap();
-        assert_eq!(addresses(&caches), before, "{} sequences", prompts.len());
-    }
-}
-
-#[test]
-fn a_cache_taken_out_for_the_prefix_pool_leaves_the_batch_buffers_in_place() {
-    // A finished sequence's cache leaves its slot for the prefix pool
-    // (`KvCache::detach`), its rows copied into buffers of its own, while
-    // the others decode on. Were that copy to read the batch buffers after
-    // the next step's write was queued, MLX would copy them whole (every
-    // layer) and the pool would keep the old ones alive.
-    use crate::mlx::kernels::indexed::buffer_address;
-    let model = network("tiny-qwen3", Precision::Keep);
-    let (_, mut caches) = decode_after_prompts(&model, &[5, 9, 2]);
-    let addresses = |caches: &[Vec<super::KvCache>]| -> Vec<usize> {
-        caches[0]
-            .iter()
-            .flat_map(super::KvCache::arrays)
-            .map(|a| buffer_address(&a))
-            .collect()
-    };
-    let before = addresses(&caches);
-    let mut kept = caches.remove(1);
-    super::KvCache::detach_all(&mut kept).unwrap();
-    let mut last = None;
-    for i in 0..3 {
-        let mut segments: Vec<Segment<'_>> = caches
-            .iter_mut()
-            .map(|c| Segment {
-                ids: Array::from_slice(&[7 + i], &[1, 1]),
-                len: 1,
-                caches: c,
-                fork: None,
-            })
-            .collect();
-        let logits = model.forward(&mut segments, true).unwrap().unwrap();
-        let mut queued = model.batch_arrays();
-        queued.push(logits);
-        mlx_rs::transforms::async_eval(queued.iter()).unwrap();
-        last = queued.pop();
-    }
-    last.unwrap().eval().unwrap();
-    assert_eq!(addresses(&caches), before);
-    // The kept rows are the sequence's own, whole: those a network of its
-    // own holds in the same slot.
-    use mlx_rs::ops::indexing::TryIndexOp;
-    let values = |a: Array| -> Vec<f32> {
-        let a = a.multiply(Array::from_f32(1.0)).unwrap();
-        a.eval().unwrap();
-        a.as_slice::<f32>().to_vec()
-    };
-    let other = network("tiny-qwen3", Precision::Keep);
-    let (_, alone) = decode_after_prompts(&other, &[5, 9, 2]);
-    for (layer, (got, want)) in kept.iter().zip(&alone[1]).enumerate() {
-        assert_eq!(got.offset(), 10, "layer {layer}");
-        let own = got.buffers().unwrap().0.try_index((.., .., ..10, ..));
-        let theirs = want.arrays()[0].try_index((1..2, .., ..10, ..));
-        assert_close(
-            &format!("layer {layer}"),
-            &values(theirs.unwrap()),
-            &values(own.unwrap()),
-        );
     }
 }
 
