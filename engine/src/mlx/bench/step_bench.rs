@@ -298,6 +298,18 @@ fn beside_prompt_ms(model: &Network, n: usize, len: usize, reps: usize) -> (f64,
     (median(&mut one), median(&mut two))
 }
 
+/// The model `MIXED_BENCH_MODEL` names (a folder or GGUF file), the
+/// default model otherwise.
+fn mixed_bench_model() -> crate::mlx::load::Loaded {
+    let path = std::env::var_os("MIXED_BENCH_MODEL")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(super::precision_parity::default_model);
+    match path.is_dir() {
+        true => crate::mlx::load::load_hf_dir(&path).unwrap(),
+        false => load_gguf(&path).unwrap(),
+    }
+}
+
 /// A step of N = 1, 8 decoding sequences beside a prompt of 128 and 512
 /// tokens, in one pass and in two. `MIXED_BENCH_MODEL`: a model folder or
 /// GGUF file instead of the default model (a tiny one makes the step
@@ -307,16 +319,10 @@ fn beside_prompt_ms(model: &Network, n: usize, len: usize, reps: usize) -> (f64,
 #[test]
 #[ignore = "a benchmark: run it in release, see the module doc"]
 fn step_beside_a_prompt_time() {
-    let path = std::env::var_os("MIXED_BENCH_MODEL")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(super::precision_parity::default_model);
     let precisions = std::env::var("MIXED_BENCH_PRECISIONS").unwrap_or_else(|_| "auto".into());
     for name in precisions.split(',') {
         let precision = Precision::parse(name).expect("MIXED_BENCH_PRECISIONS: auto, keep, ...");
-        let loaded = match path.is_dir() {
-            true => crate::mlx::load::load_hf_dir(&path).unwrap(),
-            false => load_gguf(&path).unwrap(),
-        };
+        let loaded = mixed_bench_model();
         let model = Network::build(&loaded.config, loaded.weights, precision).unwrap();
         beside_prompt_ms(&model, 8, 128, 2); // warm-up
         for n in [1, 8] {
@@ -368,13 +374,7 @@ fn join_ms(model: &Network, n: usize, reps: usize) -> [f64; 3] {
 #[test]
 #[ignore = "a benchmark: run it in release, see the module doc"]
 fn step_with_a_newcomer_time() {
-    let path = std::env::var_os("MIXED_BENCH_MODEL")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(super::precision_parity::default_model);
-    let loaded = match path.is_dir() {
-        true => crate::mlx::load::load_hf_dir(&path).unwrap(),
-        false => load_gguf(&path).unwrap(),
-    };
+    let loaded = mixed_bench_model();
     let model = Network::build(&loaded.config, loaded.weights, Precision::Keep).unwrap();
     join_ms(&model, 8, 2); // warm-up
     let [plain, joined, kept] = join_ms(&model, 8, 15);
