@@ -200,6 +200,24 @@ impl Network {
         self.batches.iter().flat_map(BatchCache::arrays).collect()
     }
 
+    /// The most slots a layer's batch buffers hold, those kept past the
+    /// batch's included: what the KV budget counts them for.
+    pub fn batch_slots_held(&self) -> usize {
+        self.batches
+            .iter()
+            .map(BatchCache::slots_held)
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// Every layer gives up the batch slots it keeps past the batch's
+    /// (`BatchCache::drop_spare_slots`).
+    pub fn drop_spare_batch_slots(&self) -> R<()> {
+        self.batches
+            .iter()
+            .try_for_each(BatchCache::drop_spare_slots)
+    }
+
     /// Makes the caches hold `dtype` (`None`: the rows' own type).
     pub fn set_cache_dtype(&mut self, dtype: Option<mlx_rs::Dtype>) {
         self.cache_dtype = dtype;

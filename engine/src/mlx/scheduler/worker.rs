@@ -161,8 +161,9 @@ impl Worker {
     /// Cache bytes sequences holding `reserved` positions each take at
     /// most: a sequence's own caches its positions, the layers' batch
     /// buffers (`Network::batch_cache_bytes_per_token`) a slot for each
-    /// at the longest one's length. One long sequence among many short
-    /// ones then counts for what it makes the buffers hold.
+    /// at the longest one's length, and for the slots they keep past the
+    /// batch's (where the next sequences join). One long sequence among
+    /// many short ones then counts for what it makes the buffers hold.
     fn footprint(&self, reserved: impl Iterator<Item = usize>) -> usize {
         let (mut sum, mut longest, mut n) = (0usize, 0usize, 0usize);
         for positions in reserved {
@@ -175,7 +176,8 @@ impl Worker {
             .model
             .batch_cache_bytes_per_token(longest.min(self.context));
         let own = self.kv_per_token.saturating_sub(batch);
-        own * sum + batch * n * longest
+        let slots = n.max(self.model.batch_slots_held());
+        own * sum + batch * slots * longest
     }
 
     /// Moves waiting requests into the batch, in arrival order, while the
@@ -186,9 +188,20 @@ impl Worker {
                 break;
             };
             let need = self.reservation(front);
-            let held = self.active.iter().map(|s| s.reserved);
-            let after = self.footprint(held.chain([need]));
-            if after > self.options.kv_budget && !self.active.is_empty() {
+            let after = |w: &Self| {
+                let held = w.active.iter().map(|s| s.reserved);
+                w.footprint(held.chain([need]))
+            };
+            let budget = self.options.kv_budget;
+            // Slots the batch buffers keep for newcomers go first.
+            if after(self) > budget
+                && self.model.batch_slots_held() > self.active.len()
+                && let Err(e) = self.model.drop_spare_batch_slots()
+            {
+                tracing::warn!(error = %e, "giving up spare batch slots failed");
+            }
+            let after = after(self);
+            if after > budget && !self.active.is_empty() {
                 break; // waits for room
             }
             let Some(sub) = self.waiting.pop_front() else {

@@ -253,3 +253,45 @@ fn a_sequence_joining_takes_the_room_one_left_at_the_end() {
         &[1.0, 1.0, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5]
     );
 }
+
+#[test]
+fn the_slots_kept_past_the_batch_count_until_given_up() {
+    // The KV budget counts every slot the buffers hold; when it wants the
+    // memory back, the kept ones go and the next write copies the rest.
+    let batch = BatchCache::default();
+    let arrays = StepArrays::default();
+    let mut caches: Vec<KvCache> = (0..3)
+        .map(|i| {
+            let mut c = KvCache::default();
+            let k = Array::from_slice(&[i as f32, 1.0], &[1, 1, 1, 2]);
+            c.update_and_fetch(&k, &k).unwrap();
+            c
+        })
+        .collect();
+    let row = Array::from_slice(&[0.5f32; 6], &[3, 1, 1, 2]);
+    let mut all: Vec<&mut KvCache> = caches.iter_mut().collect();
+    batch.decode(&mut all, &row, &row, &arrays).unwrap();
+    assert_eq!(batch.slots_held(), 3);
+    drop(caches.pop());
+    assert_eq!(batch.slots_held(), 3, "kept for the next to join");
+    batch.drop_spare_slots().unwrap();
+    assert_eq!(batch.slots_held(), 2);
+    // The two left decode on from their own rows.
+    let row = Array::from_slice(&[0.25f32; 4], &[2, 1, 1, 2]);
+    let mut all: Vec<&mut KvCache> = caches.iter_mut().collect();
+    let view = batch.decode(&mut all, &row, &row, &arrays).unwrap();
+    assert_eq!(view.lens, vec![3, 3]);
+    assert_eq!(
+        contents(&view.keys),
+        &[
+            0.0, 1.0, 0.5, 0.5, 0.25, 0.25, 1.0, 1.0, 0.5, 0.5, 0.25, 0.25
+        ]
+    );
+    drop(view);
+    drop(caches);
+    assert_eq!(
+        batch.slots_held(),
+        0,
+        "every slot free: the memory goes back"
+    );
+}

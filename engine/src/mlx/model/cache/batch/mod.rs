@@ -64,9 +64,10 @@ impl Drop for Slot {
             None => *b = Buffers::default(),
             // Free slots at the end leave the batch, so the remaining ones
             // stay `0..N` (see `in_order`) and no step attends them. The
-            // buffers keep them, for the next sequences to join without
-            // growing (a copy of every slot) until their positions next
-            // grow: a slice would hold the same memory.
+            // buffers keep them for the next sequences to join without
+            // growing (a copy of every slot), until their positions next
+            // grow or the KV budget wants the memory back
+            // (`BatchCache::drop_spare_slots`); the budget counts them.
             Some(last) => b.taken.truncate(last + 1),
         }
     }
@@ -121,6 +122,33 @@ impl BatchCache {
     pub(crate) fn arrays(&self) -> Vec<Array> {
         let b = self.lock();
         b.keys.iter().chain(b.values.iter()).cloned().collect()
+    }
+
+    /// Slots the buffers hold: those in the batch and any kept past them.
+    pub(crate) fn slots_held(&self) -> usize {
+        self.lock()
+            .keys
+            .as_ref()
+            .map_or(0, |k| k.shape()[0] as usize)
+    }
+
+    /// Gives up the slots kept past the batch's (see `Slot`'s drop): the
+    /// buffers become views of the batch's slots, which their next write
+    /// copies into buffers of that size (MLX writes in place only into
+    /// memory the result fills), so the rest is freed.
+    pub(crate) fn drop_spare_slots(&self) -> R<()> {
+        let mut guard = self.lock();
+        let b = &mut *guard;
+        let keep = b.taken.len() as i32;
+        for buf in [&mut b.keys, &mut b.values] {
+            if let Some(a) = buf.take() {
+                *buf = Some(match a.shape()[0] > keep {
+                    true => a.try_index((..keep, .., .., ..))?,
+                    false => a,
+                });
+            }
+        }
+        Ok(())
     }
 
     fn same(&self, other: &BatchCache) -> bool {
@@ -424,8 +452,7 @@ impl Buffers {
             let Some(mut a) = buf.take() else { continue };
             let sh = a.shape().to_vec();
             if sh[0] < slots {
-                // No more than asked: a spare slot is memory the KV budget
-                // does not count.
+                // No more than asked: the KV budget counts what is held.
                 let more = slots - sh[0];
                 let zeros = mlx_rs::ops::zeros_dtype(&[more, sh[1], sh[2], sh[3]], a.dtype())?;
                 a = mlx_rs::ops::concatenate(&[a, zeros], 0)?;
