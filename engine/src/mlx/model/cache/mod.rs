@@ -211,9 +211,7 @@ impl KvCache {
             }
             forks.push(f);
         }
-        if !copies.is_empty() {
-            mlx_rs::transforms::async_eval(copies.iter())?;
-        }
+        queue(&copies)?;
         Ok(forks)
     }
 
@@ -232,10 +230,7 @@ impl KvCache {
                 copies.extend(c.arrays());
             }
         }
-        match copies.is_empty() {
-            true => Ok(()),
-            false => mlx_rs::transforms::async_eval(copies.iter()),
-        }
+        queue(&copies)
     }
 
     /// The whole key and value buffers, if any.
@@ -269,6 +264,15 @@ impl KvCache {
                 .cloned()
                 .collect(),
         }
+    }
+}
+
+/// Queues `copies` of batch rows for evaluation now, together, so none
+/// still holds the batch buffers when their next write is built.
+fn queue(copies: &[Array]) -> mlx_rs::error::Result<()> {
+    match copies.is_empty() {
+        true => Ok(()),
+        false => mlx_rs::transforms::async_eval(copies.iter()),
     }
 }
 
