@@ -204,6 +204,7 @@ pub(super) fn load_options(
         share_prefixes: args.share_prefixes,
         kv_cache_dtype: parse_kv_cache_dtype(&args.kv_cache_dtype)?,
         draws_on_device: parse_sample_on(&args.sample_on)?,
+        overlap_steps: None,
     })
 }
 

@@ -114,30 +114,56 @@ fn shared_starts_prefilled_together_give_the_ids_they_give_alone() {
         &cases,
         max_tokens,
     );
-    let sharing = MlxEngine::load(
-        &dir,
-        &LoadOptions {
-            share_prefixes: true,
-            ..options
-        },
-    )
-    .unwrap();
-    for (round, staggered) in [false, true].into_iter().enumerate() {
-        let got = together(&sharing, &cases, max_tokens, staggered);
-        let shared = sharing.load().shared_prompt_tokens;
-        assert!(
-            shared >= 3 * 24 * (round as u64 + 1),
-            "only {shared} shared"
-        );
-        let same: Vec<usize> = want
-            .iter()
-            .zip(&got)
-            .map(|(a, b)| a.iter().zip(b).take_while(|(x, y)| x == y).count())
-            .collect();
-        eprintln!("staggered {staggered}: steps equal to the run alone: {same:?}");
-        let all = cases.len() * max_tokens;
-        assert!(same.iter().sum::<usize>() * 10 >= all * 9, "{same:?}");
+    // The steps waited for (a CPU's way) and overlapped (a GPU's).
+    for overlap in [false, true] {
+        let sharing = MlxEngine::load(
+            &dir,
+            &LoadOptions {
+                share_prefixes: true,
+                overlap_steps: Some(overlap),
+                ..options.clone()
+            },
+        )
+        .unwrap();
+        for (round, staggered) in [false, true].into_iter().enumerate() {
+            let got = together(&sharing, &cases, max_tokens, staggered);
+            let shared = sharing.load().shared_prompt_tokens;
+            assert!(
+                shared >= 3 * 24 * (round as u64 + 1),
+                "only {shared} shared"
+            );
+            let same: Vec<usize> = want
+                .iter()
+                .zip(&got)
+                .map(|(a, b)| a.iter().zip(b).take_while(|(x, y)| x == y).count())
+                .collect();
+            eprintln!(
+                "overlapped {overlap}, staggered {staggered}: steps equal to the run alone: {same:?}"
+            );
+            let all = cases.len() * max_tokens;
+            assert!(same.iter().sum::<usize>() * 10 >= all * 9, "{same:?}");
+        }
     }
+}
+
+/// Under `keep` with the steps overlapped as on a GPU (the host reads a
+/// step's tokens and builds the next step while the step runs): batches
+/// of 4 and 8 give the ids they give alone (sharing prefixes so: below).
+#[test]
+fn steps_overlapped_as_on_a_gpu_give_the_ids_they_give_alone() {
+    let dir: PathBuf = thinkwire_chat::assets::home().join("models/tiny-qwen3-chat");
+    check_with_sharing(
+        &dir,
+        "tiny-qwen3-chat-thinking-off.json",
+        150,
+        Some(NEAR_TIE),
+        LoadOptions {
+            precision: Precision::Keep,
+            overlap_steps: Some(true),
+            ..LoadOptions::default()
+        },
+        false,
+    );
 }
 
 /// Under `keep` (a GPU's path), prompts joining a running batch are

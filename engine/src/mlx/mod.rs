@@ -94,6 +94,11 @@ pub struct LoadOptions {
     /// by the sampler on the host after their logits are read. `None`: on
     /// the device, which is faster on a CPU too (docs/benchmarks.md).
     pub draws_on_device: Option<bool>,
+    /// Whether the scheduler reads a step's tokens and builds the next
+    /// step while the step runs, as mlx-lm does, rather than waiting for
+    /// it first. `None`: where MLX runs on a GPU; on a CPU that work takes
+    /// the cores the step computes on (docs/benchmarks.md).
+    pub overlap_steps: Option<bool>,
 }
 
 /// What the attention caches hold (`--kv-cache-dtype`). A decode step reads
@@ -141,6 +146,7 @@ impl Default for LoadOptions {
             share_prefixes: false,
             kv_cache_dtype: KvCacheDtype::Auto,
             draws_on_device: None,
+            overlap_steps: None,
         }
     }
 }
@@ -251,6 +257,9 @@ impl MlxEngine {
                 gather: options.batch_window,
                 share_prefixes: options.share_prefixes,
                 draws_on_device: options.draws_on_device.unwrap_or(true),
+                overlap_steps: options
+                    .overlap_steps
+                    .unwrap_or_else(|| !kernels::default_device_is_cpu()),
             },
         )?;
         Ok(Self {

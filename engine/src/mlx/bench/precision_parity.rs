@@ -71,12 +71,11 @@ fn teacher_forced(model: &Network, prompt: &[u32], forced: &[u32]) -> Vec<Vec<f3
     let mut len = prompt.len() as i32;
     for next in forced.iter().map(Some).chain([None]) {
         let mut seg = [Segment {
-            ids: feed,
             len,
             caches: &mut caches,
             fork: None,
         }];
-        let logits = model.forward(&mut seg, true).unwrap().unwrap();
+        let logits = model.forward(&feed, &mut seg, true).unwrap().unwrap();
         logits.eval().unwrap();
         rows.push(logits.as_slice::<f32>().to_vec());
         let Some(&t) = next else { break };

@@ -26,11 +26,12 @@ fn ids(v: &[i32]) -> Array {
     Array::from_slice(v, &[1, v.len() as i32])
 }
 
-/// One forward pass over `segments` with the last rows' greedy picks,
-/// evaluated and waited for (picks and caches); returns the milliseconds
-/// since `start` when the graph was built, before anything was evaluated.
-fn pass(model: &Network, segments: &mut [Segment<'_>], start: Instant) -> f64 {
-    let logits = model.forward(segments, true).unwrap().unwrap();
+/// One forward pass of `ids` over `segments` with the last rows' greedy
+/// picks, evaluated and waited for (picks and caches); returns the
+/// milliseconds since `start` when the graph was built, before anything
+/// was evaluated.
+fn pass(model: &Network, ids: &Array, segments: &mut [Segment<'_>], start: Instant) -> f64 {
+    let logits = model.forward(ids, segments, true).unwrap().unwrap();
     let picks = mlx_rs::ops::indexing::argmax_axis(&logits, -1, true).unwrap();
     let built = start.elapsed().as_secs_f64() * 1e3;
     let cached: Vec<Array> = segments
@@ -68,12 +69,11 @@ fn prefilled(model: &Network, n: usize) -> Vec<Vec<crate::mlx::model::KvCache>> 
             .map(|j| (17 + 31 * i as i32 + 7 * j) % 4000)
             .collect();
         let mut seg = [Segment {
-            ids: ids(&prompt),
             len: 100,
             caches: c,
             fork: None,
         }];
-        model.forward(&mut seg, false).unwrap();
+        model.forward(&ids(&prompt), &mut seg, false).unwrap();
         let arrays: Vec<Array> = c.iter().flat_map(|k| k.arrays()).collect();
         mlx_rs::transforms::eval(&arrays).unwrap();
     }
@@ -89,8 +89,8 @@ fn step_ms(model: &Network, n: usize, reps: usize) -> Step {
     for r in 0..reps {
         let start = Instant::now();
         let kernels = kernel_time().0;
-        let mut segments = decode_rows(&mut caches, r);
-        build_times.push(pass(model, &mut segments, start));
+        let (ids, mut segments) = decode_rows(&mut caches, r);
+        build_times.push(pass(model, &ids, &mut segments, start));
         times.push(start.elapsed().as_secs_f64() * 1e3);
         kernel_times.push((kernel_time().0 - kernels).as_secs_f64() * 1e3);
     }
@@ -165,22 +165,18 @@ fn prefill_ms(model: &Network, n: usize, len: usize, reps: usize) -> (f64, f64) 
         let mut caches: Vec<_> = (0..n).map(|_| model.new_cache()).collect();
         let start = Instant::now();
         let kernels = kernel_time().0;
+        let prompts: Vec<i32> = (0..n)
+            .flat_map(|i| (0..len).map(move |j| ((17 + 31 * (i + r) + 7 * j) % 4000) as i32))
+            .collect();
         let mut segments: Vec<Segment<'_>> = caches
             .iter_mut()
-            .enumerate()
-            .map(|(i, c)| {
-                let prompt: Vec<i32> = (0..len)
-                    .map(|j| ((17 + 31 * (i + r) + 7 * j) % 4000) as i32)
-                    .collect();
-                Segment {
-                    ids: ids(&prompt),
-                    len: len as i32,
-                    caches: c,
-                    fork: None,
-                }
+            .map(|c| Segment {
+                len: len as i32,
+                caches: c,
+                fork: None,
             })
             .collect();
-        pass(model, &mut segments, start);
+        pass(model, &ids(&prompts), &mut segments, start);
         times.push(start.elapsed().as_secs_f64() * 1e3);
         kernel_times.push((kernel_time().0 - kernels).as_secs_f64() * 1e3);
     }
@@ -227,11 +223,14 @@ fn prefill_pass_time() {
     }
 }
 
-/// A pass over `segments` with the last rows' greedy picks, queued
-/// (`async_eval`, as the scheduler queues a step); returns what to wait
-/// for.
-fn queued(model: &Network, segments: &mut [Segment<'_>]) -> Vec<Array> {
-    let logits = model.forward(segments, true).unwrap().unwrap();
+/// A pass of `ids` over `segments` with the last rows' greedy picks,
+/// queued (`async_eval`, as the scheduler queues a step); returns what to
+/// wait for.
+fn queued(model: &Network, ids: &[i32], segments: &mut [Segment<'_>]) -> Vec<Array> {
+    let logits = model
+        .forward(&self::ids(ids), segments, true)
+        .unwrap()
+        .unwrap();
     let picks = mlx_rs::ops::indexing::argmax_axis(&logits, -1, true).unwrap();
     let mut out = vec![picks];
     out.extend(model.batch_arrays());
@@ -247,18 +246,26 @@ fn queued(model: &Network, segments: &mut [Segment<'_>]) -> Vec<Array> {
     out
 }
 
-/// A decode row for each of `caches` (step `r`'s tokens).
-fn decode_rows(caches: &mut [Vec<crate::mlx::model::KvCache>], r: usize) -> Vec<Segment<'_>> {
-    caches
+/// Step `r`'s token for each of `caches`.
+fn decode_ids(n: usize, r: usize) -> Vec<i32> {
+    (0..n).map(|i| ((r * 13 + i * 101) % 4000) as i32).collect()
+}
+
+/// A decode row for each of `caches` and their ids (step `r`'s tokens).
+fn decode_rows(
+    caches: &mut [Vec<crate::mlx::model::KvCache>],
+    r: usize,
+) -> (Array, Vec<Segment<'_>>) {
+    let ids = ids(&decode_ids(caches.len(), r));
+    let rows = caches
         .iter_mut()
-        .enumerate()
-        .map(|(i, c)| Segment {
-            ids: ids(&[((r * 13 + i * 101) % 4000) as i32]),
+        .map(|c| Segment {
             len: 1,
             caches: c,
             fork: None,
         })
-        .collect()
+        .collect();
+    (ids, rows)
 }
 
 /// Median milliseconds of a step of `n` decoding sequences beside a fresh
@@ -273,20 +280,21 @@ fn beside_prompt_ms(model: &Network, n: usize, len: usize, reps: usize) -> (f64,
             .collect();
         let mut fresh = model.new_cache();
         let start = Instant::now();
-        let prompt = Segment {
-            ids: ids(&prompt),
+        let segment = Segment {
             len: len as i32,
             caches: &mut fresh,
             fork: None,
         };
         let mut wait = Vec::new();
-        let mut all = decode_rows(&mut caches, r);
+        let (_, mut all) = decode_rows(&mut caches, r);
+        let mut rows = decode_ids(n, r);
         if r % 2 == 0 {
-            all.push(prompt);
-            wait.extend(queued(model, &mut all));
+            all.push(segment);
+            rows.extend_from_slice(&prompt);
+            wait.extend(queued(model, &rows, &mut all));
         } else {
-            wait.extend(queued(model, &mut all));
-            wait.extend(queued(model, &mut [prompt]));
+            wait.extend(queued(model, &rows, &mut all));
+            wait.extend(queued(model, &prompt, &mut [segment]));
         }
         mlx_rs::transforms::eval(wait.iter()).unwrap();
         let ms = start.elapsed().as_secs_f64() * 1e3;
@@ -361,8 +369,8 @@ fn join_ms(model: &Network, n: usize, reps: usize) -> [f64; 3] {
             caches.extend(prefilled(model, 1));
         }
         let start = Instant::now();
-        let mut segments = decode_rows(&mut caches, r);
-        pass(model, &mut segments, start);
+        let (ids, mut segments) = decode_rows(&mut caches, r);
+        pass(model, &ids, &mut segments, start);
         times[mode].push(start.elapsed().as_secs_f64() * 1e3);
     }
     times.map(|mut t| median(&mut t))

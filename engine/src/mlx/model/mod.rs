@@ -17,6 +17,7 @@ mod linear;
 mod mlp;
 mod moe;
 mod rope;
+mod segment;
 mod step_arrays;
 
 use self::attention::Attention;
@@ -26,6 +27,8 @@ pub(crate) use self::cache::KvCache;
 use self::linear::{Embedding, Linear};
 use self::mlp::FeedForward;
 use self::rope::{Rope, RopeRows};
+use self::segment::decoding_head;
+pub(crate) use self::segment::{Fork, Segment, join_ids};
 use self::step_arrays::StepArrays;
 use crate::EngineError;
 use crate::mlx::error::mlx_err;
@@ -274,10 +277,18 @@ impl Network {
     /// One step of several sequences: every segment's tokens go through
     /// the decoder together (projections and MLP read each weight once for
     /// all rows); the attention takes leading one-row segments as a decode
-    /// step and the rest as prompts (`Split`), each against its own cache. With
+    /// step and the rest as prompts (`Split`), each against its own cache.
+    /// `ids` are every segment's tokens in order, `[1, Σ len]` int32 (may be
+    /// lazy: tokens the previous step picked and nobody has read yet; the
+    /// caller joins them, as it knows which are one view of its picks). With
     /// `logits`, returns the logits of each segment's last position
     /// (`[segments, vocab]`, f32); otherwise only the caches are filled.
-    pub fn forward(&self, segments: &mut [Segment<'_>], logits: bool) -> R<Option<Array>> {
+    pub fn forward(
+        &self,
+        ids: &Array,
+        segments: &mut [Segment<'_>],
+        logits: bool,
+    ) -> R<Option<Array>> {
         let mut positions = Vec::new();
         let mut last_rows = Vec::with_capacity(segments.len());
         for seg in segments.iter() {
@@ -288,13 +299,11 @@ impl Network {
             positions.extend(offset..offset + seg.len);
             last_rows.push(positions.len() as i32 - 1);
         }
-        let ids = match segments {
-            [one] => one.ids.clone(),
-            _ => {
-                let all: Vec<&Array> = segments.iter().map(|s| &s.ids).collect();
-                mlx_rs::ops::concatenate(&all, 1)?
-            }
-        };
+        if ids.shape() != [1, positions.len() as i32] {
+            return Err(mlx_rs::error::Exception::custom(
+                "a pass's ids and its segments' lengths disagree",
+            ));
+        }
         // Sequences that decode beside prompts: one pass, the attention
         // split (`Split`); the prompts are then laid out on their own.
         let d = decoding_head(segments);
@@ -361,7 +370,7 @@ impl Network {
             }
             false => None,
         };
-        let mut x = self.embed.lookup(&ids)?;
+        let mut x = self.embed.lookup(ids)?;
         if let Some(s) = self.embed_scale {
             x = x.multiply(Array::from_f32(s).as_dtype(x.dtype())?)?;
         }
@@ -436,53 +445,6 @@ impl Network {
             logits.as_dtype(mlx_rs::Dtype::Float32).map(Some)
         }
     }
-}
-
-/// One sequence's part of a [`Network::forward`] step.
-pub(crate) struct Segment<'a> {
-    /// Token ids, `[1, len]` int32; may be lazy (a token the previous step
-    /// picked and nobody has read yet).
-    pub ids: Array,
-    /// How many tokens `ids` holds.
-    pub len: i32,
-    /// The sequence's cache, one per layer.
-    pub caches: &'a mut [KvCache],
-    /// Its cache starts as an earlier segment's prefix, taken layer by
-    /// layer in this pass.
-    pub fork: Option<Fork>,
-}
-
-/// How many leading segments of a pass decode beside prompts: a row each,
-/// no fork, and none the source of a later segment's fork (a fork reads
-/// its source in the same part). 0 where the pass only decodes or only
-/// prefills.
-fn decoding_head(segments: &[Segment<'_>]) -> usize {
-    let mut d = segments
-        .iter()
-        .take_while(|s| s.len == 1 && s.fork.is_none())
-        .count();
-    while let Some(from) = segments[d..]
-        .iter()
-        .filter_map(|s| s.fork.map(|f| f.from))
-        .filter(|&from| from < d)
-        .min()
-    {
-        d = from;
-    }
-    match d == segments.len() {
-        true => 0,
-        false => d,
-    }
-}
-
-/// A prompt prefix one segment shares with an earlier one in the same
-/// pass: at each layer, once segment `from` has written its rows, the
-/// first `at` positions of its cache become this segment's cache, so the
-/// shared rows are computed once for both.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Fork {
-    pub from: usize,
-    pub at: i32,
 }
 
 #[cfg(test)]

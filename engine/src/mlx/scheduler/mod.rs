@@ -20,6 +20,7 @@ mod adjust;
 mod draw;
 mod link;
 mod pace;
+mod picked;
 mod pool;
 mod sampler;
 mod sequence;
@@ -78,6 +79,10 @@ pub struct SchedulerOptions {
     /// Sampled tokens are drawn in the step's graph (`draw.rs`), not by
     /// the host sampler (`LoadOptions::draws_on_device`).
     pub draws_on_device: bool,
+    /// The host reads a step's tokens and builds the next step while the
+    /// step runs (a GPU); otherwise it waits for the step first (the CPU,
+    /// whose cores that work would take from the step).
+    pub overlap_steps: bool,
 }
 
 /// Figures shared with [`crate::Engine::load`] readers.
@@ -137,6 +142,7 @@ impl Scheduler {
             closing: false,
             pace: pace::Pace::default(),
             settle: settle::Settle::default(),
+            passes: 0,
         };
         // MLX's statics exist now (the weights were evaluated).
         settle::wait_for_schedulers_at_exit();
@@ -258,6 +264,8 @@ struct Worker {
     pace: pace::Pace,
     /// Whether MLX work it queued is still unwaited for (`settle.rs`).
     settle: settle::Settle,
+    /// Passes queued so far: names each pass's picks (`picked.rs`).
+    passes: u64,
 }
 
 #[cfg(test)]

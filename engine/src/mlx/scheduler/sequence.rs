@@ -11,6 +11,7 @@ use mlx_rs::Array;
 use super::adjust::{Adjust, AdjustRow, Seen};
 use super::draw::Draw;
 use super::link::{SeqId, Submission, ToRun};
+use super::picked::{self, Picked};
 use super::sampler::Sampler;
 use crate::mlx::error::mlx_err;
 use crate::mlx::model::KvCache;
@@ -21,10 +22,10 @@ pub(crate) enum Next {
     /// Known ids: the prompt (fed in chunks), forced tokens after the token
     /// they follow, or a sampled token.
     Feed(Vec<u32>),
-    /// A greedy token (`[1, 1]` int32, lazy) nobody has read yet. The next
-    /// step takes it as input before it is read, so the model never waits
-    /// for the run.
-    Unread(Array),
+    /// A token picked on the device (greedy or drawn) nobody has read yet.
+    /// The next step takes it as input before it is read, so the model
+    /// never waits for the run.
+    Unread(Picked),
     /// Logits (`[1, vocab]`) to sample from on the CPU.
     Logits(Array),
     /// A constrained greedy token's logits (`[1, vocab]`, lazy): once the
@@ -49,8 +50,8 @@ pub(crate) struct Follow {
 
 /// What a queued step produced for a greedy sequence's next token.
 pub(crate) enum Spec {
-    /// Its argmax (a free token).
-    Pick(Array),
+    /// Its pick (a free token).
+    Pick(Picked),
     /// Its logits row (a constrained token: the mask is applied later).
     Logits(Array),
 }
@@ -177,12 +178,13 @@ impl Sequence {
         self.caches.first().map_or(0, |c| c.offset() as usize)
     }
 
-    /// What to keep of a step's output row for the next token: its pick
-    /// (greedy or drawn, free), its logits (greedy, constrained: masked
-    /// later), or nothing (sampled on the CPU from `Next::Logits`).
+    /// What to keep of row `row` of pass `pass`'s output for the next
+    /// token: its pick (greedy or drawn, free), its logits (greedy,
+    /// constrained: masked later), or nothing (sampled on the CPU from
+    /// `Next::Logits`).
     pub fn spec(
         &self,
-        picks: &Array,
+        (picks, pass): (&Array, u64),
         logits: &Array,
         row: i32,
     ) -> Option<Result<Spec, EngineError>> {
@@ -190,7 +192,7 @@ impl Sequence {
         let err = mlx_err("choosing a token");
         Some(match (&self.picker, &self.constraint) {
             (Picker::Greedy | Picker::Drawn(_), Constraint::Free) => {
-                picks.try_index(row..row + 1).map(Spec::Pick).map_err(err)
+                Ok(Spec::Pick(Picked::row_of(picks, pass, row)))
             }
             (Picker::Greedy, _) => logits
                 .try_index(row..row + 1)
@@ -233,8 +235,8 @@ impl Sequence {
         };
         let pick = match &self.constraint {
             Constraint::Waiting => return Ok(()),
-            Constraint::Free => greedy_pick(logits, None)?,
-            Constraint::Ready(mask) => greedy_pick(logits, Some(mask))?,
+            Constraint::Free => picked::argmax(logits, None)?,
+            Constraint::Ready(mask) => picked::argmax(logits, Some(mask))?,
         };
         self.next = Next::Unread(pick);
         // Until the run answers on this token, the next is taken to be
@@ -295,9 +297,14 @@ impl Sequence {
         self.prompt_done = (self.prompt_done + n).min(self.request.prompt.len());
     }
 
-    /// A step produced this sequence's next-token source: a lazy pick or
-    /// its logits row.
-    pub fn produced(&mut self, picks: &Array, logits: &Array, row: i32) -> Result<(), EngineError> {
+    /// Row `row` of pass `pass` produced this sequence's next-token
+    /// source: a lazy pick or its logits row.
+    pub fn produced(
+        &mut self,
+        picks: (&Array, u64),
+        logits: &Array,
+        row: i32,
+    ) -> Result<(), EngineError> {
         use mlx_rs::ops::indexing::TryIndexOp;
         let err = mlx_err("choosing a token");
         self.next = match self.spec(picks, logits, row) {
@@ -386,7 +393,7 @@ impl Sequence {
             self.next = match spec {
                 Some(Spec::Pick(pick)) => Next::Unread(pick),
                 Some(Spec::Logits(logits)) if constrained => Next::Masked(logits),
-                Some(Spec::Logits(logits)) => match greedy_pick(&logits, None) {
+                Some(Spec::Logits(logits)) => match picked::argmax(&logits, None) {
                     Ok(pick) => Next::Unread(pick),
                     Err(e) => return self.fail(e),
                 },
@@ -469,30 +476,4 @@ impl Sequence {
         self.history.truncate(held);
         (self.history, self.caches)
     }
-}
-
-/// The argmax of `logits` (`[1, vocab]`) among the tokens `mask` allows,
-/// lazily (`[1, 1]` int32). A mask that allows none of them is an error,
-/// not token 0.
-fn greedy_pick(logits: &Array, mask: Option<&TokenMask>) -> Result<Array, EngineError> {
-    use mlx_rs::ops::indexing::argmax_axis;
-    let err = mlx_err("choosing a constrained token");
-    let scores = match mask {
-        None => logits.clone(),
-        Some(mask) => {
-            let vocab = logits.shape().last().copied().unwrap_or(0).max(0) as usize;
-            let allowed: Vec<bool> = (0..vocab as u32).map(|id| mask.allows(id)).collect();
-            if !allowed.iter().any(|&a| a) {
-                return Err(EngineError::InvalidRequest(
-                    "the output constraint allows no token".into(),
-                ));
-            }
-            let allowed = Array::from_slice(&allowed, &[1, vocab as i32]);
-            let floor = Array::from_f32(f32::NEG_INFINITY);
-            mlx_rs::ops::select(&allowed, logits, &floor).map_err(err)?
-        }
-    };
-    argmax_axis(&scores, -1, true)
-        .and_then(|a| a.as_dtype(mlx_rs::Dtype::Int32))
-        .map_err(mlx_err("choosing a constrained token"))
 }

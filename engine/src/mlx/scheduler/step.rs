@@ -9,6 +9,7 @@ use std::time::Instant;
 
 use mlx_rs::Array;
 
+use super::picked::{self, Input};
 use super::sequence::{Next, Spec};
 use super::{Worker, adjust, draw};
 use crate::EngineError;
@@ -29,7 +30,7 @@ enum Phase {
 struct Part {
     phase: Phase,
     seq: usize,
-    ids: Array,
+    input: Input,
     len: usize,
     ends_feed: bool,
     prompt: bool,
@@ -40,6 +41,14 @@ struct Part {
     reach: usize,
 }
 
+/// What a queued pass leaves: each decoding sequence's next-token source
+/// by index in `active`, and the pass's picks (waiting for them waits for
+/// the pass).
+struct Queued {
+    specs: Vec<(usize, Spec)>,
+    picks: Option<Array>,
+}
+
 impl Worker {
     /// One step: the pass of decode rows and prompts, then reading the
     /// tokens the previous step picked.
@@ -48,6 +57,21 @@ impl Worker {
         for seq in &mut self.active {
             if let Err(e) = seq.resolve_mask() {
                 seq.fail(e);
+            }
+        }
+        // Masked picks are queued now, on their own: reading them then
+        // waits for them, not for the pass that takes them as input.
+        let masked: Vec<(usize, Array)> = (self.active.iter().enumerate())
+            .filter_map(|(i, s)| match &s.next {
+                Next::Unread(p) => p.unqueued().map(|a| (i, a.clone())),
+                _ => None,
+            })
+            .collect();
+        if let Err(e) = mlx_rs::transforms::async_eval(masked.iter().map(|(_, a)| a)) {
+            for (i, _) in &masked {
+                self.active[*i].fail(EngineError::Backend(format!(
+                    "queueing a constrained token: {e}"
+                )));
             }
         }
         // Sampled sequences need their logits read before they can feed; a
@@ -83,7 +107,7 @@ impl Worker {
             self.pace.step(started, fed);
         }
         // Tokens that a queued step took as input, read after queueing.
-        let mut unread: Vec<(usize, Array)> = Vec::new();
+        let mut unread: Vec<(usize, picked::Picked)> = Vec::new();
         for (i, seq) in self.active.iter().enumerate() {
             if let Next::Unread(token) = &seq.next {
                 unread.push((i, token.clone()));
@@ -91,15 +115,28 @@ impl Worker {
         }
         let mut parts = decode;
         parts.extend(prefill);
-        let mut specs = self.run_pass(&parts);
-        // Read the previous step's tokens while this one computes: one
-        // wait for all of them, not one per sequence.
-        let tokens: Vec<&Array> = unread.iter().map(|(_, t)| t).collect();
-        let ready = waited(&self.gauges.device_wait_ns, || {
-            mlx_rs::transforms::eval(tokens)
-        })
-        .map_err(|e| format!("evaluating a step: {e}"));
-        for (i, token) in unread {
+        let queued = self.run_pass(&parts);
+        let (mut specs, picks) = match queued {
+            Some(q) => (Some(q.specs), q.picks),
+            None => (None, None),
+        };
+        // Read the previous step's tokens: one wait for all of them, not
+        // one per sequence. Where the step runs on a device the host does
+        // not compute on (a GPU), while it runs: the host reads and builds
+        // the next step meanwhile, as mlx-lm does. On the CPU that work
+        // would take the cores the step computes on, so the step is waited
+        // for first.
+        let tokens: Vec<&picked::Picked> = unread.iter().map(|(_, t)| t).collect();
+        let ids = waited(&self.gauges.device_wait_ns, || {
+            if let Some(picks) = picks.filter(|_| !self.options.overlap_steps && !tokens.is_empty())
+            {
+                picks
+                    .eval()
+                    .map_err(|e| format!("evaluating a step: {e}"))?;
+            }
+            picked::read(&tokens)
+        });
+        for (n, (i, _)) in unread.into_iter().enumerate() {
             let spec = specs.as_mut().and_then(|out| {
                 let at = out.iter().position(|(s, _)| *s == i)?;
                 Some(out.swap_remove(at).1)
@@ -108,8 +145,8 @@ impl Worker {
             if seq.is_done() {
                 continue;
             }
-            let id = match &ready {
-                Ok(()) => read_token(&token),
+            let id = match &ids {
+                Ok(ids) => Ok(ids[n]),
                 Err(e) => Err(EngineError::Backend(e.clone())),
             };
             match id {
@@ -148,7 +185,7 @@ impl Worker {
                 Next::Unread(token) if seq.may_continue() => decode.push(Part {
                     phase: Phase::Decode,
                     seq: i,
-                    ids: token.clone(),
+                    input: Input::Picked(token.clone()),
                     len: 1,
                     ends_feed: true,
                     prompt: false,
@@ -158,7 +195,7 @@ impl Worker {
                 Next::Feed(ids) if ids.len() == 1 && !seq.in_prompt() => decode.push(Part {
                     phase: Phase::Decode,
                     seq: i,
-                    ids: ids_array(ids),
+                    input: Input::Ids(ids_array(ids)),
                     len: 1,
                     ends_feed: true,
                     prompt: false,
@@ -196,7 +233,7 @@ impl Worker {
                     prefill.push(Part {
                         phase: Phase::Prefill,
                         seq: i,
-                        ids: ids_array(&ids[..take]),
+                        input: Input::Ids(ids_array(&ids[..take])),
                         len: take,
                         ends_feed: take == ids.len(),
                         prompt: seq.in_prompt(),
@@ -211,16 +248,18 @@ impl Worker {
     }
 
     /// Runs one pass and queues it; returns each decoding sequence's
-    /// next-token source (a lazy pick for greedy ones) by index in
-    /// `active`. The decode rows and the prompts share the pass: the
+    /// next-token source (a lazy pick for greedy ones) and the pass's
+    /// picks ([`Queued`]). The decode rows and the prompts share the pass: the
     /// decode rows' tokens are read once the prompts' chunk is computed
     /// too (a chunk later than a pass of their own would give them), and
     /// a pass that fails fails every sequence in it.
-    fn run_pass(&mut self, parts: &[Part]) -> Option<Vec<(usize, Spec)>> {
+    fn run_pass(&mut self, parts: &[Part]) -> Option<Queued> {
         if parts.is_empty() {
             return None;
         }
         let logits = parts.iter().any(|p| p.ends_feed);
+        self.passes += 1;
+        let pass = self.passes;
         let result = self.forward(parts, logits);
         let (logits, picks) = match result {
             Ok(out) => out,
@@ -267,7 +306,7 @@ impl Worker {
                 // The decode rows' picks are the *next* step's inputs; the
                 // token they follow is read by the caller.
                 Phase::Decode if matches!(seq.next, Next::Unread(_)) => {
-                    match seq.spec(picks, logits, row as i32) {
+                    match seq.spec((picks, pass), logits, row as i32) {
                         Some(Ok(spec)) => out.push((p.seq, spec)),
                         Some(Err(e)) => seq.fail(e),
                         None => {}
@@ -277,13 +316,13 @@ impl Worker {
                     if seq.out_of_budget() {
                         // `max_tokens: 0`: the prompt only.
                         seq.finish(crate::Finish::Length);
-                    } else if let Err(e) = seq.produced(picks, logits, row as i32) {
+                    } else if let Err(e) = seq.produced((picks, pass), logits, row as i32) {
                         seq.fail(e);
                     }
                 }
             }
         }
-        Some(out)
+        Some(Queued { specs: out, picks })
     }
 
     /// The forward pass over `parts`, queued for evaluation; with
@@ -330,22 +369,22 @@ impl Worker {
                 None => None,
             };
             segments.push(Segment {
-                ids: p.ids.clone(),
                 len: p.len as i32,
                 caches: c.as_mut_slice(),
                 fork,
             });
         }
+        let ids = picked::join(parts.iter().map(|p| &p.input)).map_err(mlx_err("decoding"))?;
         let mut out = self
             .model
-            .forward(&mut segments, logits)
+            .forward(&ids, &mut segments, logits)
             .map_err(mlx_err("decoding"))?;
         if let Some(l) = &out
             && adjustments.iter().any(Option::is_some)
         {
             // Every pick, and the logits kept for a mask or the host
             // sampler, sees the adjusted logits.
-            let adjusted = last_inputs(parts)
+            let adjusted = last_inputs(&ids, parts)
                 .and_then(|inputs| adjust::adjust(l, &adjustments, &inputs))
                 .map_err(mlx_err("adjusting the logits"))?;
             out = Some(adjusted);
@@ -374,17 +413,12 @@ impl Worker {
     }
 }
 
-/// Each part's last input token, `[parts, 1]` int32 (lazy where it is a
-/// token nobody has read yet).
-fn last_inputs(parts: &[Part]) -> mlx_rs::error::Result<Array> {
+/// Each part's last input token, `[parts, 1]` int32, from the pass's
+/// joined inputs `ids` (lazy where it is a token nobody has read yet).
+fn last_inputs(ids: &Array, parts: &[Part]) -> mlx_rs::error::Result<Array> {
     let rows = parts.len() as i32;
-    let all: Vec<&Array> = parts.iter().map(|p| &p.ids).collect();
-    let all = match all.as_slice() {
-        [one] => (*one).clone(),
-        _ => mlx_rs::ops::concatenate(&all, 1)?,
-    };
     if parts.iter().all(|p| p.len == 1) {
-        return all.reshape(&[rows, 1]);
+        return ids.reshape(&[rows, 1]);
     }
     let mut end = 0;
     let last: Vec<i32> = parts
@@ -394,7 +428,7 @@ fn last_inputs(parts: &[Part]) -> mlx_rs::error::Result<Array> {
             end - 1
         })
         .collect();
-    all.take_axis(Array::from_slice(&last, &[rows]), 1)?
+    ids.take_axis(Array::from_slice(&last, &[rows]), 1)?
         .reshape(&[rows, 1])
 }
 
@@ -410,14 +444,4 @@ fn waited<T>(total: &AtomicU64, f: impl FnOnce() -> T) -> T {
     let out = f();
     total.fetch_add(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
     out
-}
-
-/// An evaluated token's id.
-fn read_token(token: &Array) -> Result<u32, EngineError> {
-    let v = token
-        .try_as_slice::<i32>()
-        .map_err(|e| EngineError::Backend(format!("reading a token: {e}")))?;
-    v.first()
-        .map(|&t| t as u32)
-        .ok_or_else(|| EngineError::Backend("a step produced no token".into()))
 }

@@ -33,14 +33,31 @@ fn tiny_engine(batch_window: Duration) -> MlxEngine {
 
 /// [`tiny_engine`], its sampled tokens drawn on the device or not.
 fn tiny_engine_drawing(batch_window: Duration, draws_on_device: Option<bool>) -> MlxEngine {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/tiny-qwen3");
-    let options = LoadOptions {
-        prefill_chunk: 8,
+    tiny_engine_with(LoadOptions {
         batch_window,
         draws_on_device,
         ..LoadOptions::default()
+    })
+}
+
+/// The tiny Qwen3 in prompt chunks of 8 under `options`.
+fn tiny_engine_with(options: LoadOptions) -> MlxEngine {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/tiny-qwen3");
+    let options = LoadOptions {
+        prefill_chunk: 8,
+        ..options
     };
     MlxEngine::load(&path, &options).unwrap()
+}
+
+/// [`tiny_engine`] with its steps overlapped (`LoadOptions::overlap_steps`)
+/// or waited for, whatever the device.
+fn tiny_engine_overlapping(batch_window: Duration, overlap: bool) -> MlxEngine {
+    tiny_engine_with(LoadOptions {
+        batch_window,
+        overlap_steps: Some(overlap),
+        ..LoadOptions::default()
+    })
 }
 
 /// Two greedy tokens after `prompt`.
@@ -181,7 +198,8 @@ fn sampled(prompt: Vec<u32>, seed: Option<u64>) -> GenerationRequest {
     }
 }
 
-/// On the device (`draw.rs`) and by the host sampler alike.
+/// On the device (`draw.rs`) and by the host sampler alike, and with the
+/// steps overlapped (a GPU's way).
 #[test]
 fn a_seeded_sampled_generation_draws_the_same_tokens_alone_and_batched() {
     for on_device in [true, false] {
@@ -190,6 +208,7 @@ fn a_seeded_sampled_generation_draws_the_same_tokens_alone_and_batched() {
             Some(on_device),
         ));
     }
+    seeded_draws_alone_and_batched(tiny_engine_overlapping(Duration::from_millis(200), true));
 }
 
 fn seeded_draws_alone_and_batched(engine: MlxEngine) {
@@ -246,12 +265,18 @@ fn adjusted_and_forced_by_hand(
     while tokens.len() - prompt.len() < n {
         let ids: Vec<i32> = feed.iter().map(|&t| t as i32).collect();
         let mut segment = [Segment {
-            ids: mlx_rs::Array::from_slice(&ids, &[1, ids.len() as i32]),
             len: ids.len() as i32,
             caches: &mut cache,
             fork: None,
         }];
-        let logits = model.forward(&mut segment, true).unwrap().unwrap();
+        let logits = model
+            .forward(
+                &mlx_rs::Array::from_slice(&ids, &[1, ids.len() as i32]),
+                &mut segment,
+                true,
+            )
+            .unwrap()
+            .unwrap();
         logits.eval().unwrap();
         let mut row = logits.as_slice::<f32>().to_vec();
         super::adjust::tests::reference(&mut row, params, &tokens, prompt.len());
@@ -318,10 +343,19 @@ fn penalties_count_forced_tokens_as_generated() {
 }
 
 /// Greedy decoding under a logit bias and penalties, pipelined and
-/// batched, picks what picking by hand on the host picks.
+/// batched, picks what picking by hand on the host picks, the steps
+/// overlapped (a GPU's way) or not.
 #[test]
 fn adjustments_in_the_step_pick_what_the_host_would_alone_and_batched() {
-    let engine = tiny_engine(Duration::from_millis(200));
+    for overlap in [true, false] {
+        adjusted_alone_and_batched(&tiny_engine_overlapping(
+            Duration::from_millis(200),
+            overlap,
+        ));
+    }
+}
+
+fn adjusted_alone_and_batched(engine: &MlxEngine) {
     let run = |r: &GenerationRequest| {
         let mut sink = Tokens(Vec::new());
         engine.generate(r, &mut sink).unwrap();

@@ -11,7 +11,7 @@ use std::path::Path;
 use mlx_rs::Array;
 
 use super::super::kernels::graph::operation_kinds;
-use super::super::model::{Network, Segment};
+use super::super::model::{Network, Segment, join_ids};
 use super::super::{LoadOptions, load_network};
 use crate::EngineError;
 use crate::mlx::error::mlx_err;
@@ -100,19 +100,20 @@ fn step_kinds(
         false => (0..n).map(|i| vec![i]).collect(),
     };
     for pass in passes {
+        let ids = join_ids(pass.iter().map(|&i| prompt_ids(i, prompts[i])).collect())
+            .map_err(mlx_err("prefilling"))?;
         let mut segments: Vec<Segment<'_>> = caches
             .iter_mut()
             .enumerate()
             .filter(|(i, _)| pass.contains(i))
             .map(|(i, c)| Segment {
-                ids: prompt_ids(i, prompts[i]),
                 len: prompts[i],
                 caches: c,
                 fork: None,
             })
             .collect();
         model
-            .forward(&mut segments, false)
+            .forward(&ids, &mut segments, false)
             .map_err(mlx_err("prefilling"))?;
         let arrays: Vec<Array> = model
             .batch_arrays()
@@ -127,21 +128,31 @@ fn step_kinds(
     }
     // The first step moves each sequence into its batch slot (a copy
     // once per sequence); the second is what every later step builds.
+    // Each step after the first takes the one before's picks as its
+    // input, as the scheduler does: one view of them, unread.
     let mut kinds = BTreeMap::new();
     let mut build_ms = Vec::new();
+    let mut picks: Option<Array> = None;
     for step in 0..=TIMED_STEPS as i32 {
         let start = std::time::Instant::now();
+        let ids = match &picks {
+            Some(p) => p.reshape(&[1, n as i32]),
+            None => {
+                let ids: Vec<i32> = (0..n as i32).map(|i| (5 + 3 * i) % 100).collect();
+                Ok(Array::from_slice(&ids, &[1, n as i32]))
+            }
+        }
+        .map_err(mlx_err("decoding"))?;
         let mut segments: Vec<Segment<'_>> = caches
             .iter_mut()
-            .enumerate()
-            .map(|(i, c)| Segment {
-                ids: Array::from_slice(&[(5 + 3 * i as i32 + step) % 100], &[1, 1]),
+            .map(|c| Segment {
                 len: 1,
                 caches: c,
                 fork: None,
             })
             .collect();
-        let outputs = pass_outputs(model, &mut segments)?;
+        let outputs = pass_outputs(model, &ids, &mut segments)?;
+        picks = outputs.first().cloned();
         if step > 0 {
             build_ms.push(start.elapsed().as_secs_f64() * 1e3);
         }
@@ -180,32 +191,45 @@ pub(crate) fn continuing_operations(
     for (i, (c, &len)) in caches.iter_mut().zip(prefixes).enumerate() {
         if len > 0 {
             let mut one = [Segment {
-                ids: prompt_ids(i + 50, len),
                 len,
                 caches: c,
                 fork: None,
             }];
-            mlx_rs::transforms::eval(&pass_outputs(model, &mut one)?)
+            mlx_rs::transforms::eval(&pass_outputs(model, &prompt_ids(i + 50, len), &mut one)?)
                 .map_err(mlx_err("a prefix"))?;
         }
     }
     if decoded {
+        let ids = join_ids((0..caches.len()).map(|i| prompt_ids(i + 90, 1)).collect())
+            .map_err(mlx_err("a step"))?;
         let mut all: Vec<Segment<'_>> = caches
             .iter_mut()
-            .enumerate()
-            .map(|(i, c)| Segment {
-                ids: prompt_ids(i + 90, 1),
+            .map(|c| Segment {
                 len: 1,
                 caches: c,
                 fork: None,
             })
             .collect();
-        mlx_rs::transforms::eval(&pass_outputs(model, &mut all)?).map_err(mlx_err("a step"))?;
+        mlx_rs::transforms::eval(&pass_outputs(model, &ids, &mut all)?)
+            .map_err(mlx_err("a step"))?;
     }
-    pass_operations(model, &mut prompt_segments(&mut caches, lens))
+    let ids = prompts_ids(lens)?;
+    pass_operations(model, &ids, &mut prompt_segments(&mut caches, lens))
 }
 
-/// A segment of test prompt `i` with `lens[i]` tokens for each cache.
+/// Test prompt `i` with `lens[i]` tokens, for each `i`, joined.
+#[cfg(test)]
+fn prompts_ids(lens: &[i32]) -> Result<Array, EngineError> {
+    join_ids(
+        lens.iter()
+            .enumerate()
+            .map(|(i, &l)| prompt_ids(i, l))
+            .collect(),
+    )
+    .map_err(mlx_err("a pass"))
+}
+
+/// A segment of `lens[i]` tokens for each cache `i`.
 #[cfg(test)]
 fn prompt_segments<'a>(
     caches: &'a mut [Vec<crate::mlx::model::KvCache>],
@@ -214,9 +238,7 @@ fn prompt_segments<'a>(
     caches
         .iter_mut()
         .zip(lens)
-        .enumerate()
-        .map(|(i, (c, &len))| Segment {
-            ids: prompt_ids(i, len),
+        .map(|(c, &len)| Segment {
             len,
             caches: c,
             fork: None,
@@ -234,6 +256,7 @@ pub(crate) fn shared_operations(
     lens: &[i32],
 ) -> Result<usize, EngineError> {
     let mut caches: Vec<_> = lens.iter().map(|_| model.new_cache()).collect();
+    let mut ids = Vec::new();
     let mut segments: Vec<Segment<'_>> = caches
         .iter_mut()
         .zip(lens)
@@ -249,21 +272,26 @@ pub(crate) fn shared_operations(
                     }),
                 ),
             };
+            ids.push(prompt_ids(i, len));
             Segment {
-                ids: prompt_ids(i, len),
                 len,
                 caches: c,
                 fork,
             }
         })
         .collect();
-    pass_operations(model, &mut segments)
+    let ids = join_ids(ids).map_err(mlx_err("a pass"))?;
+    pass_operations(model, &ids, &mut segments)
 }
 
 /// The operations of one pass over `segments` ([`pass_outputs`]).
 #[cfg(test)]
-fn pass_operations(model: &Network, segments: &mut [Segment<'_>]) -> Result<usize, EngineError> {
-    let outputs = pass_outputs(model, segments)?;
+fn pass_operations(
+    model: &Network,
+    ids: &Array,
+    segments: &mut [Segment<'_>],
+) -> Result<usize, EngineError> {
+    let outputs = pass_outputs(model, ids, segments)?;
     let outputs: Vec<&Array> = outputs.iter().collect();
     operation_kinds(&outputs)
         .map(|k| k.values().sum())
@@ -278,11 +306,15 @@ fn prompt_ids(i: usize, len: i32) -> Array {
     Array::from_slice(&ids, &[1, len])
 }
 
-/// What the scheduler evaluates after a pass over `segments`: the greedy
-/// picks, the logits and every cache array, not yet run.
-fn pass_outputs(model: &Network, segments: &mut [Segment<'_>]) -> Result<Vec<Array>, EngineError> {
+/// What the scheduler evaluates after a pass of `ids` over `segments`:
+/// the greedy picks, the logits and every cache array, not yet run.
+fn pass_outputs(
+    model: &Network,
+    ids: &Array,
+    segments: &mut [Segment<'_>],
+) -> Result<Vec<Array>, EngineError> {
     let logits = model
-        .forward(segments, true)
+        .forward(ids, segments, true)
         .map_err(mlx_err("a pass"))?
         .ok_or_else(|| EngineError::Backend("a pass without logits".into()))?;
     let picks = mlx_rs::ops::indexing::argmax_axis(&logits, -1, true)

@@ -137,7 +137,8 @@ fn run_pass(
     lens: &[i32],
     count: bool,
 ) -> Option<BTreeMap<String, usize>> {
-    let outputs = pass_outputs(model, &mut prompt_segments(caches, lens)).unwrap();
+    let ids = prompts_ids(lens).unwrap();
+    let outputs = pass_outputs(model, &ids, &mut prompt_segments(caches, lens)).unwrap();
     let refs: Vec<&Array> = outputs.iter().collect();
     let kinds = count.then(|| operation_kinds(&refs).unwrap());
     mlx_rs::transforms::eval(&outputs).unwrap();

@@ -4,7 +4,7 @@
 
 use mlx_rs::Array;
 
-use super::super::{Network, Segment};
+use super::super::{Network, Segment, join_ids};
 use super::{assert_close, decode_after_prompts, decode_step, network, prompt_ids};
 use crate::mlx::kernels::Precision;
 
@@ -23,18 +23,18 @@ fn prompt_passes(
     };
     let mut first = Vec::new();
     for group in &groups {
+        let ids = join_ids(group.iter().map(|&i| prompt_ids(i, prompts[i])).collect()).unwrap();
         let mut segments: Vec<Segment<'_>> = caches
             .iter_mut()
             .enumerate()
             .filter(|(i, _)| group.contains(i))
             .map(|(i, c)| Segment {
-                ids: prompt_ids(i, prompts[i]),
                 len: prompts[i] as i32,
                 caches: c,
                 fork: None,
             })
             .collect();
-        let logits = model.forward(&mut segments, true).unwrap().unwrap();
+        let logits = model.forward(&ids, &mut segments, true).unwrap().unwrap();
         logits.eval().unwrap();
         first.extend_from_slice(logits.as_slice::<f32>());
     }
@@ -94,12 +94,13 @@ fn continue_then_step(
     for (i, (&len, c)) in prefixes.iter().zip(caches.iter_mut()).enumerate() {
         if len > 0 {
             let mut seg = [Segment {
-                ids: prompt_ids(i + 7, len),
                 len: len as i32,
                 caches: c,
                 fork: None,
             }];
-            model.forward(&mut seg, false).unwrap();
+            model
+                .forward(&prompt_ids(i + 7, len), &mut seg, false)
+                .unwrap();
         }
     }
     if decoded {
@@ -180,12 +181,11 @@ fn shared_then_step(
     if !together {
         for (p, c) in prompts.iter().zip(caches.iter_mut()) {
             let mut seg = [Segment {
-                ids: ids(p),
                 len: p.len() as i32,
                 caches: c,
                 fork: None,
             }];
-            let logits = model.forward(&mut seg, true).unwrap().unwrap();
+            let logits = model.forward(&ids(p), &mut seg, true).unwrap().unwrap();
             logits.eval().unwrap();
             first.extend_from_slice(logits.as_slice::<f32>());
         }
@@ -194,29 +194,32 @@ fn shared_then_step(
     for ((p, c), &n) in prompts.iter().zip(caches.iter_mut()).zip(cached) {
         if n > 0 {
             let mut seg = [Segment {
-                ids: ids(&p[..n]),
                 len: n as i32,
                 caches: c,
                 fork: None,
             }];
-            model.forward(&mut seg, false).unwrap();
+            model.forward(&ids(&p[..n]), &mut seg, false).unwrap();
         }
     }
+    let mut all = Vec::new();
     let mut segments: Vec<Segment<'_>> = caches
         .iter_mut()
         .enumerate()
         .map(|(i, c)| {
             let skip = forks[i].map_or(cached[i], |f| f.at as usize);
             let rest = &prompts[i][skip..];
+            all.extend_from_slice(rest);
             Segment {
-                ids: ids(rest),
                 len: rest.len() as i32,
                 caches: c,
                 fork: forks[i],
             }
         })
         .collect();
-    let logits = model.forward(&mut segments, true).unwrap().unwrap();
+    let logits = model
+        .forward(&ids(&all), &mut segments, true)
+        .unwrap()
+        .unwrap();
     logits.eval().unwrap();
     first.extend_from_slice(logits.as_slice::<f32>());
     drop(segments);
@@ -400,12 +403,14 @@ fn a_lone_prompt_after_a_cache_in_its_slot_computes_what_it_does_outside() {
                 }
             }
             let mut pass = [Segment {
-                ids: prompt_ids(3, 5),
                 len: 5,
                 caches: &mut caches[1],
                 fork: None,
             }];
-            let logits = model.forward(&mut pass, true).unwrap().unwrap();
+            let logits = model
+                .forward(&prompt_ids(3, 5), &mut pass, true)
+                .unwrap()
+                .unwrap();
             logits.eval().unwrap();
             let first = logits.as_slice::<f32>().to_vec();
             let slotted = bursting.iter().all(|&l| caches[1][l].in_batch());

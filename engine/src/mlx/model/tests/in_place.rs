@@ -28,16 +28,16 @@ fn batch_addresses(caches: &[Vec<KvCache>]) -> Vec<usize> {
 fn queued_decode_steps(model: &Network, caches: &mut [Vec<KvCache>], steps: i32) {
     let mut last = None;
     for i in 0..steps {
+        let ids = Array::from_slice(&vec![7 + i; caches.len()], &[1, caches.len() as i32]);
         let mut segments: Vec<Segment<'_>> = caches
             .iter_mut()
             .map(|c| Segment {
-                ids: Array::from_slice(&[7 + i], &[1, 1]),
                 len: 1,
                 caches: c,
                 fork: None,
             })
             .collect();
-        let logits = model.forward(&mut segments, true).unwrap().unwrap();
+        let logits = model.forward(&ids, &mut segments, true).unwrap().unwrap();
         let mut queued = model.batch_arrays();
         queued.push(logits);
         mlx_rs::transforms::async_eval(queued.iter()).unwrap();

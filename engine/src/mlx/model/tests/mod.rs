@@ -36,12 +36,11 @@ fn decode_after_prompts(
     let mut caches: Vec<_> = prompts.iter().map(|_| model.new_cache()).collect();
     for (i, (&len, c)) in prompts.iter().zip(caches.iter_mut()).enumerate() {
         let mut seg = [Segment {
-            ids: prompt_ids(i, len),
             len: len as i32,
             caches: c,
             fork: None,
         }];
-        model.forward(&mut seg, false).unwrap();
+        model.forward(&prompt_ids(i, len), &mut seg, false).unwrap();
     }
     let logits = decode_step(model, &mut caches);
     (logits, caches)
@@ -50,17 +49,17 @@ fn decode_after_prompts(
 /// One decode step after whatever `caches` hold, a token per sequence:
 /// its logits (`[sequences, vocab]`, f32).
 fn decode_step(model: &Network, caches: &mut [Vec<super::KvCache>]) -> Vec<f32> {
+    let ids: Vec<i32> = (0..caches.len() as i32).map(|i| (3 + 5 * i) % 90).collect();
+    let ids = Array::from_slice(&ids, &[1, ids.len() as i32]);
     let mut segments: Vec<Segment<'_>> = caches
         .iter_mut()
-        .enumerate()
-        .map(|(i, c)| Segment {
-            ids: Array::from_slice(&[(3 + 5 * i as i32) % 90], &[1, 1]),
+        .map(|c| Segment {
             len: 1,
             caches: c,
             fork: None,
         })
         .collect();
-    let logits = model.forward(&mut segments, true).unwrap().unwrap();
+    let logits = model.forward(&ids, &mut segments, true).unwrap().unwrap();
     logits.eval().unwrap();
     logits.as_slice::<f32>().to_vec()
 }

@@ -5,7 +5,7 @@
 
 use mlx_rs::Array;
 
-use super::super::{Fork, KvCache, Network, Segment, decoding_head};
+use super::super::{Fork, KvCache, Network, Segment, decoding_head, join_ids};
 use super::{assert_close, decode_step, network, prompt_ids};
 use crate::mlx::kernels::Precision;
 
@@ -66,12 +66,11 @@ fn run(model: &Network, feeds: &[Feed], together: bool) -> (Vec<f32>, Vec<Vec<Kv
                 _ => prompt_ids(seed, len),
             };
             let mut seg = [Segment {
-                ids,
                 len: len as i32,
                 caches: c,
                 fork: None,
             }];
-            model.forward(&mut seg, false).unwrap();
+            model.forward(&ids, &mut seg, false).unwrap();
         }
     }
     let decoding: Vec<usize> = (0..feeds.len())
@@ -82,18 +81,19 @@ fn run(model: &Network, feeds: &[Feed], together: bool) -> (Vec<f32>, Vec<Vec<Kv
         .collect();
     {
         // Into their slots, as a decoding sequence is.
+        let ids: Vec<i32> = decoding.iter().map(|&i| (7 + i as i32) % 90).collect();
+        let ids = Array::from_slice(&ids, &[1, ids.len() as i32]);
         let mut segments: Vec<Segment<'_>> = caches
             .iter_mut()
             .enumerate()
             .filter(|(i, _)| decoding.contains(i))
-            .map(|(i, c)| Segment {
-                ids: Array::from_slice(&[(7 + i as i32) % 90], &[1, 1]),
+            .map(|(_, c)| Segment {
                 len: 1,
                 caches: c,
                 fork: None,
             })
             .collect();
-        let logits = model.forward(&mut segments, true).unwrap().unwrap();
+        let logits = model.forward(&ids, &mut segments, true).unwrap().unwrap();
         logits.eval().unwrap();
     }
     let groups: Vec<Vec<usize>> = match together {
@@ -108,6 +108,7 @@ fn run(model: &Network, feeds: &[Feed], together: bool) -> (Vec<f32>, Vec<Vec<Kv
     let mut logits = vec![Vec::new(); feeds.len()];
     for group in groups {
         let mut segments = Vec::new();
+        let mut ids = Vec::new();
         for (i, c) in caches.iter_mut().enumerate() {
             if !group.contains(&i) {
                 continue;
@@ -128,14 +129,15 @@ fn run(model: &Network, feeds: &[Feed], together: bool) -> (Vec<f32>, Vec<Vec<Kv
                 }
             };
             let rest = &all[skip..];
+            ids.extend_from_slice(rest);
             segments.push(Segment {
-                ids: Array::from_slice(rest, &[1, rest.len() as i32]),
                 len: rest.len() as i32,
                 caches: c,
                 fork,
             });
         }
-        let out = model.forward(&mut segments, true).unwrap().unwrap();
+        let ids = Array::from_slice(&ids, &[1, ids.len() as i32]);
+        let out = model.forward(&ids, &mut segments, true).unwrap().unwrap();
         let mut queued = model.batch_arrays();
         queued.push(out.clone());
         mlx_rs::transforms::eval(queued.iter()).unwrap();
@@ -267,25 +269,28 @@ fn forced_tokens_beside_decode_rows_write_the_batch_buffers_in_place() {
     let (a, b) = first.split_at_mut(1);
     let mut segments = [
         Segment {
-            ids: Array::from_slice(&[4], &[1, 1]),
             len: 1,
             caches: &mut a[0],
             fork: None,
         },
         Segment {
-            ids: Array::from_slice(&[8], &[1, 1]),
             len: 1,
             caches: &mut b[0],
             fork: None,
         },
         Segment {
-            ids: prompt_ids(2, 4),
             len: 4,
             caches: &mut rest[0],
             fork: None,
         },
     ];
-    let logits = model.forward(&mut segments, true).unwrap().unwrap();
+    let ids = join_ids(vec![
+        Array::from_slice(&[4], &[1, 1]),
+        Array::from_slice(&[8], &[1, 1]),
+        prompt_ids(2, 4),
+    ])
+    .unwrap();
+    let logits = model.forward(&ids, &mut segments, true).unwrap().unwrap();
     let mut queued = model.batch_arrays();
     queued.push(logits);
     mlx_rs::transforms::eval(queued.iter()).unwrap();
@@ -302,7 +307,6 @@ fn the_decode_rows_are_those_before_the_prompts_and_their_sources() {
             .iter_mut()
             .zip(lens.iter().zip(forks))
             .map(|(c, (&len, &from))| Segment {
-                ids: Array::from_slice(&[0], &[1, 1]),
                 len,
                 caches: c,
                 fork: from.map(|from| Fork { from, at: 2 }),

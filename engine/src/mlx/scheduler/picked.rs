@@ -1,0 +1,244 @@
+//! Tokens picked in the graph and not yet read, as the next pass's
+//! inputs: a row of their pass's picks (`[rows, 1]` int32), or a
+//! constrained token picked on its own once its mask is in ([`argmax`]).
+//! A decoding batch that goes on unchanged feeds rows `0..N` of the last
+//! pass's picks in order: joined here as one view of them, where a slice
+//! per row joined by a concatenation was 2N + 1 operations a step (on a
+//! GPU, a copy launched per row). Reading waits for the picks' own pass,
+//! never for the pass that took them as input, and reads every row from
+//! one host copy.
+
+use mlx_rs::Array;
+use mlx_rs::error::Result as R;
+use mlx_rs::ops::indexing::TryIndexOp;
+
+use crate::mlx::error::mlx_err;
+use crate::mlx::model::join_ids;
+use crate::{EngineError, TokenMask};
+
+/// An unread token: row `row` of the picks of pass `pass`.
+#[derive(Clone)]
+pub(crate) struct Picked {
+    /// The pass's picks, `[rows, 1]`; a token picked on its own (the
+    /// masked argmax of a constrained token) is its own picks, `[1, 1]`.
+    picks: Array,
+    row: i32,
+    /// Which pass's picks (`None`: picked on its own), so that rows of the
+    /// same picks are known to be so without comparing arrays.
+    pass: Option<u64>,
+}
+
+impl Picked {
+    /// Row `row` of the picks of pass `pass`.
+    pub fn row_of(picks: &Array, pass: u64, row: i32) -> Self {
+        Self {
+            picks: picks.clone(),
+            row,
+            pass: Some(pass),
+        }
+    }
+
+    /// A token picked on its own (`[1, 1]` int32).
+    fn alone(token: Array) -> Self {
+        Self {
+            picks: token,
+            row: 0,
+            pass: None,
+        }
+    }
+
+    /// The token, where it was picked on its own: not queued with a pass,
+    /// so the caller queues it (a pass's picks are queued with the pass).
+    pub fn unqueued(&self) -> Option<&Array> {
+        self.pass.is_none().then_some(&self.picks)
+    }
+}
+
+/// The argmax of `logits` (`[1, vocab]`) among the tokens `mask` allows,
+/// a token picked on its own, lazily. A mask that allows none of them is
+/// an error, not token 0.
+pub(crate) fn argmax(logits: &Array, mask: Option<&TokenMask>) -> Result<Picked, EngineError> {
+    use mlx_rs::ops::indexing::argmax_axis;
+    let err = mlx_err("choosing a constrained token");
+    let scores = match mask {
+        None => logits.clone(),
+        Some(mask) => {
+            let vocab = logits.shape().last().copied().unwrap_or(0).max(0) as usize;
+            let allowed: Vec<bool> = (0..vocab as u32).map(|id| mask.allows(id)).collect();
+            if !allowed.iter().any(|&a| a) {
+                return Err(EngineError::InvalidRequest(
+                    "the output constraint allows no token".into(),
+                ));
+            }
+            let allowed = Array::from_slice(&allowed, &[1, vocab as i32]);
+            let floor = Array::from_f32(f32::NEG_INFINITY);
+            mlx_rs::ops::select(&allowed, logits, &floor).map_err(err)?
+        }
+    };
+    argmax_axis(&scores, -1, true)
+        .and_then(|a| a.as_dtype(mlx_rs::Dtype::Int32))
+        .map(Picked::alone)
+        .map_err(mlx_err("choosing a constrained token"))
+}
+
+/// What one part of a pass feeds the model.
+pub(crate) enum Input {
+    /// Known ids, `[1, len]` int32.
+    Ids(Array),
+    /// An unread token.
+    Picked(Picked),
+}
+
+/// Every input of a pass in order, `[1, Σ len]`: consecutive rows of one
+/// pass's picks taken as one view (the whole picks where they are all of
+/// them), the rest as they are, joined by one concatenation where more
+/// than one piece is left.
+pub(crate) fn join<'a>(inputs: impl IntoIterator<Item = &'a Input>) -> R<Array> {
+    let mut pieces: Vec<Array> = Vec::new();
+    // Rows `start..end` of a pass's picks, not yet taken.
+    let mut run: Option<(&Picked, i32)> = None;
+    for input in inputs {
+        let next = match input {
+            Input::Ids(ids) => {
+                pieces.extend(run.take().map(rows).transpose()?);
+                pieces.push(ids.clone());
+                continue;
+            }
+            Input::Picked(p) => p,
+        };
+        run = match run {
+            Some((first, end))
+                if first.pass.is_some() && first.pass == next.pass && next.row == end =>
+            {
+                Some((first, end + 1))
+            }
+            other => {
+                pieces.extend(other.map(rows).transpose()?);
+                Some((next, next.row + 1))
+            }
+        };
+    }
+    pieces.extend(run.map(rows).transpose()?);
+    join_ids(pieces)
+}
+
+/// Rows `first.row..end` of `first`'s picks as `[1, end - first.row]`.
+fn rows((first, end): (&Picked, i32)) -> R<Array> {
+    let n = end - first.row;
+    let all = first.picks.shape().first().copied().unwrap_or(0);
+    let taken = match first.row == 0 && end == all {
+        true => first.picks.clone(),
+        false => first.picks.try_index(first.row..end)?,
+    };
+    // `[n, 1]` to a row; a view (MLX returns the array itself where the
+    // shape is already that).
+    taken.reshape(&[1, n])
+}
+
+/// The ids of `tokens`, in order: one wait for every picks array among
+/// them, then each row read from the host.
+pub(crate) fn read(tokens: &[&Picked]) -> Result<Vec<u32>, String> {
+    let same = |a: &Picked, b: &Picked| a.pass.is_some() && a.pass == b.pass;
+    let mut arrays: Vec<&Array> = Vec::new();
+    for (i, t) in tokens.iter().enumerate() {
+        if !tokens[..i].iter().any(|u| same(u, t)) {
+            arrays.push(&t.picks);
+        }
+    }
+    mlx_rs::transforms::eval(arrays).map_err(|e| format!("evaluating a step: {e}"))?;
+    // Each picks array's host copy, read once.
+    let mut host: Vec<(&Picked, &[i32])> = Vec::new();
+    let mut ids = Vec::with_capacity(tokens.len());
+    for t in tokens {
+        let v = match host.iter().find(|(u, _)| same(u, t)) {
+            Some((_, v)) => *v,
+            None => {
+                let v = t
+                    .picks
+                    .try_as_slice::<i32>()
+                    .map_err(|e| format!("reading a token: {e}"))?;
+                host.push((t, v));
+                v
+            }
+        };
+        let id = v
+            .get(t.row as usize)
+            .ok_or_else(|| "a step produced no token for a row".to_owned())?;
+        ids.push(*id as u32);
+    }
+    Ok(ids)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mlx::kernels::graph::count_operations;
+
+    /// A pass's picks, `[rows, 1]`, lazy (as a step leaves them).
+    fn picks(ids: &[i32]) -> Array {
+        let a = Array::from_slice(ids, &[ids.len() as i32, 1]);
+        a.add(Array::from_int(0)).unwrap()
+    }
+
+    fn values(a: &Array) -> Vec<i32> {
+        a.eval().unwrap();
+        a.as_slice::<i32>().to_vec()
+    }
+
+    fn rows(picks: &Array, pass: u64, rows: std::ops::Range<i32>) -> Vec<Input> {
+        rows.map(|r| Input::Picked(Picked::row_of(picks, pass, r)))
+            .collect()
+    }
+
+    #[test]
+    fn a_batch_going_on_unchanged_takes_its_picks_as_they_are() {
+        let p = picks(&[11, 12, 13, 14]);
+        p.eval().unwrap();
+        let all = rows(&p, 7, 0..4);
+        let joined = join(&all).unwrap();
+        assert_eq!(joined.shape(), [1, 4]);
+        // One reshape: no slice per row, no concatenation.
+        assert!(count_operations(&[&joined]).unwrap() <= 1);
+        assert_eq!(values(&joined), [11, 12, 13, 14]);
+        // Rows 1..3 in order: one slice and its reshape.
+        let joined = join(&rows(&p, 7, 1..3)).unwrap();
+        assert!(count_operations(&[&joined]).unwrap() <= 2);
+        assert_eq!(values(&joined), [12, 13]);
+    }
+
+    #[test]
+    fn inputs_out_of_order_or_of_other_passes_keep_their_own_tokens() {
+        let a = picks(&[1, 2, 3]);
+        let b = picks(&[4, 5]);
+        let mut inputs = rows(&a, 1, 1..3);
+        inputs.push(Input::Ids(Array::from_slice(&[8, 9], &[1, 2])));
+        inputs.extend(rows(&a, 1, 0..1));
+        // Row 1 of another pass follows row 0 of this one: not one run.
+        inputs.extend(rows(&b, 2, 1..2));
+        inputs.extend(rows(&b, 2, 0..1));
+        // Two tokens picked alone never join as rows of one array.
+        inputs.push(Input::Picked(Picked::alone(picks(&[6]))));
+        inputs.push(Input::Picked(Picked::alone(picks(&[7]))));
+        let joined = join(&inputs).unwrap();
+        assert_eq!(values(&joined), [2, 3, 8, 9, 1, 5, 4, 6, 7]);
+    }
+
+    #[test]
+    fn reading_gives_each_token_its_own_row() {
+        let a = picks(&[21, 22, 23]);
+        let b = picks(&[31, 32]);
+        let alone = Picked::alone(picks(&[41]));
+        let tokens = [
+            Picked::row_of(&a, 1, 2),
+            Picked::row_of(&b, 2, 0),
+            alone.clone(),
+            Picked::row_of(&a, 1, 0),
+            Picked::row_of(&b, 2, 1),
+        ];
+        let refs: Vec<&Picked> = tokens.iter().collect();
+        assert_eq!(read(&refs).unwrap(), [23, 31, 41, 21, 32]);
+        // A row the picks do not have is an error, not a token.
+        let missing = Picked::row_of(&a, 1, 3);
+        assert!(read(&[&missing]).is_err());
+    }
+}
