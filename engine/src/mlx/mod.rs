@@ -95,9 +95,12 @@ pub struct LoadOptions {
     /// the device, which is faster on a CPU too (docs/benchmarks.md).
     pub draws_on_device: Option<bool>,
     /// Whether the scheduler reads a step's tokens and builds the next
-    /// step while the step runs, as mlx-lm does, rather than waiting for
-    /// it first. `None`: where MLX runs on a GPU; on a CPU that work takes
-    /// the cores the step computes on (docs/benchmarks.md).
+    /// step while the step runs, as mlx-lm does (the next step taking them
+    /// as input before they are read), rather than waiting for the step
+    /// and handing out its tokens at once. `None`: where MLX runs on a
+    /// GPU; on a CPU the host's work would take the cores the step
+    /// computes on, and waiting hands each token out a step sooner
+    /// (docs/benchmarks.md).
     pub overlap_steps: Option<bool>,
 }
 

@@ -9,10 +9,12 @@
 //! leave as soon as they finish, are stopped, or their run is gone.
 //!
 //! Greedy steps, and sampled ones drawn on the device (`draw.rs`), are
-//! pipelined as a lone sequence's were, logit bias and penalties on seen
-//! tokens included (`adjust.rs`): a step takes the previous step's tokens as lazy inputs
-//! and is queued before those tokens are read and handed to the runs,
-//! whose sinks then work while the model computes. A run that answers
+//! pipelined on a GPU, logit bias and penalties on seen tokens included
+//! (`adjust.rs`): a step takes the previous step's tokens as lazy inputs
+//! (`picked.rs`) and is queued before those tokens are read and handed to
+//! the runs, whose sinks then work while the model computes. On a CPU a
+//! step waits for its own pass and hands out its tokens at once
+//! (`SchedulerOptions::overlap_steps`). A run that answers
 //! late is not waited for again until it answers (`laggard`), so a slow
 //! client never slows its neighbours.
 
@@ -80,8 +82,9 @@ pub struct SchedulerOptions {
     /// the host sampler (`LoadOptions::draws_on_device`).
     pub draws_on_device: bool,
     /// The host reads a step's tokens and builds the next step while the
-    /// step runs (a GPU); otherwise it waits for the step first (the CPU,
-    /// whose cores that work would take from the step).
+    /// step runs (a GPU); otherwise it waits for the step and hands its
+    /// tokens out at once (the CPU, whose cores that work would take from
+    /// the step).
     pub overlap_steps: bool,
 }
 

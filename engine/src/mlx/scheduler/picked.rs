@@ -83,56 +83,84 @@ pub(crate) fn argmax(logits: &Array, mask: Option<&TokenMask>) -> Result<Picked,
 
 /// What one part of a pass feeds the model.
 pub(crate) enum Input {
-    /// Known ids, `[1, len]` int32.
-    Ids(Array),
+    /// Ids the host knows: a prompt's chunk, forced tokens, a token
+    /// sampled on the host or read already.
+    Known(Vec<u32>),
     /// An unread token.
     Picked(Picked),
 }
 
-/// Every input of a pass in order, `[1, Σ len]`: consecutive rows of one
-/// pass's picks taken as one view (the whole picks where they are all of
-/// them), the rest as they are, joined by one concatenation where more
-/// than one piece is left.
-pub(crate) fn join<'a>(inputs: impl IntoIterator<Item = &'a Input>) -> R<Array> {
-    let mut pieces: Vec<Array> = Vec::new();
-    // Rows `start..end` of a pass's picks, not yet taken.
-    let mut run: Option<(&Picked, i32)> = None;
-    for input in inputs {
-        let next = match input {
-            Input::Ids(ids) => {
-                pieces.extend(run.take().map(rows).transpose()?);
-                pieces.push(ids.clone());
-                continue;
-            }
-            Input::Picked(p) => p,
-        };
-        run = match run {
-            Some((first, end))
-                if first.pass.is_some() && first.pass == next.pass && next.row == end =>
-            {
-                Some((first, end + 1))
-            }
-            other => {
-                pieces.extend(other.map(rows).transpose()?);
-                Some((next, next.row + 1))
-            }
-        };
-    }
-    pieces.extend(run.map(rows).transpose()?);
-    join_ids(pieces)
+/// Consecutive inputs that make one piece of a pass's ids.
+enum Run<'a> {
+    /// Known ids, one array for all of them.
+    Known(Vec<i32>),
+    /// Rows `first.row..end` of one pass's picks, one view of them.
+    Rows(&'a Picked, i32),
 }
 
-/// Rows `first.row..end` of `first`'s picks as `[1, end - first.row]`.
-fn rows((first, end): (&Picked, i32)) -> R<Array> {
-    let n = end - first.row;
-    let all = first.picks.shape().first().copied().unwrap_or(0);
-    let taken = match first.row == 0 && end == all {
-        true => first.picks.clone(),
-        false => first.picks.try_index(first.row..end)?,
-    };
-    // `[n, 1]` to a row; a view (MLX returns the array itself where the
-    // shape is already that).
-    taken.reshape(&[1, n])
+impl<'a> Run<'a> {
+    fn start(input: &'a Input) -> Self {
+        match input {
+            Input::Known(ids) => Self::Known(ids.iter().map(|&t| t as i32).collect()),
+            Input::Picked(p) => Self::Rows(p, p.row + 1),
+        }
+    }
+
+    /// `input` added to the run, or the run and `input` apart.
+    fn extend(self, input: &'a Input) -> Result<Self, (Self, &'a Input)> {
+        match (self, input) {
+            (Self::Known(mut ids), Input::Known(more)) => {
+                ids.extend(more.iter().map(|&t| t as i32));
+                Ok(Self::Known(ids))
+            }
+            (Self::Rows(first, end), Input::Picked(next))
+                if first.pass.is_some() && first.pass == next.pass && next.row == end =>
+            {
+                Ok(Self::Rows(first, end + 1))
+            }
+            (run, input) => Err((run, input)),
+        }
+    }
+
+    /// The run's ids, `[1, n]`.
+    fn piece(self) -> R<Array> {
+        match self {
+            Self::Known(ids) => Ok(Array::from_slice(&ids, &[1, ids.len() as i32])),
+            Self::Rows(first, end) => {
+                let all = first.picks.shape().first().copied().unwrap_or(0);
+                let taken = match first.row == 0 && end == all {
+                    true => first.picks.clone(),
+                    false => first.picks.try_index(first.row..end)?,
+                };
+                // `[n, 1]` to a row: a view (MLX returns the array itself
+                // where the shape is already that).
+                taken.reshape(&[1, end - first.row])
+            }
+        }
+    }
+}
+
+/// Every input of a pass in order, `[1, Σ len]`: consecutive known ids as
+/// one array, consecutive rows of one pass's picks as one view of them
+/// (the whole picks where they are all of them), joined by one
+/// concatenation where more than one piece is left.
+pub(crate) fn join<'a>(inputs: impl IntoIterator<Item = &'a Input>) -> R<Array> {
+    let mut pieces: Vec<Array> = Vec::new();
+    let mut run: Option<Run<'a>> = None;
+    for input in inputs {
+        run = Some(match run {
+            None => Run::start(input),
+            Some(r) => match r.extend(input) {
+                Ok(r) => r,
+                Err((done, input)) => {
+                    pieces.push(done.piece()?);
+                    Run::start(input)
+                }
+            },
+        });
+    }
+    pieces.extend(run.map(Run::piece).transpose()?);
+    join_ids(pieces)
 }
 
 /// The ids of `tokens`, in order: one wait for every picks array among
@@ -203,7 +231,15 @@ mod tests {
         // Rows 1..3 in order: one slice and its reshape.
         let joined = join(&rows(&p, 7, 1..3)).unwrap();
         assert!(count_operations(&[&joined]).unwrap() <= 2);
-        assert_eq!(values(&joined), [12, 13]);
+        assert_eq!(values(&joined), [12, 13]); // Rows read already, one known id each: one array, no operation.
+        let known = [
+            Input::Known(vec![3]),
+            Input::Known(vec![1]),
+            Input::Known(vec![2]),
+        ];
+        let joined = join(&known).unwrap();
+        assert_eq!(count_operations(&[&joined]).unwrap(), 0);
+        assert_eq!(values(&joined), [3, 1, 2]);
     }
 
     #[test]
@@ -211,7 +247,7 @@ mod tests {
         let a = picks(&[1, 2, 3]);
         let b = picks(&[4, 5]);
         let mut inputs = rows(&a, 1, 1..3);
-        inputs.push(Input::Ids(Array::from_slice(&[8, 9], &[1, 2])));
+        inputs.push(Input::Known(vec![8, 9]));
         inputs.extend(rows(&a, 1, 0..1));
         // Row 1 of another pass follows row 0 of this one: not one run.
         inputs.extend(rows(&b, 2, 1..2));

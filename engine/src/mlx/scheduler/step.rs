@@ -41,14 +41,6 @@ struct Part {
     reach: usize,
 }
 
-/// What a queued pass leaves: each decoding sequence's next-token source
-/// by index in `active`, and the pass's picks (waiting for them waits for
-/// the pass).
-struct Queued {
-    specs: Vec<(usize, Spec)>,
-    picks: Option<Array>,
-}
-
 impl Worker {
     /// One step: the pass of decode rows and prompts, then reading the
     /// tokens the previous step picked.
@@ -106,36 +98,28 @@ impl Worker {
         if decoded + fed > 0 {
             self.pace.step(started, fed);
         }
-        // Tokens that a queued step took as input, read after queueing.
-        let mut unread: Vec<(usize, picked::Picked)> = Vec::new();
-        for (i, seq) in self.active.iter().enumerate() {
-            if let Next::Unread(token) = &seq.next {
-                unread.push((i, token.clone()));
-            }
-        }
+        // The tokens to read this step. Overlapped (a GPU): those the
+        // previous pass picked, which this pass takes as input before
+        // anyone reads them; reading them waits for that pass only, so the
+        // host reads, hands them out and builds the next step while this
+        // one runs, as mlx-lm does. Otherwise (the CPU, whose cores that
+        // host work would take from the step): this pass's own, read as
+        // soon as it is done, a step sooner than the next pass would give
+        // them.
+        let overlap = self.options.overlap_steps;
+        let mut unread = match overlap {
+            true => self.unread(),
+            false => Vec::new(),
+        };
         let mut parts = decode;
         parts.extend(prefill);
-        let queued = self.run_pass(&parts);
-        let (mut specs, picks) = match queued {
-            Some(q) => (Some(q.specs), q.picks),
-            None => (None, None),
-        };
-        // Read the previous step's tokens: one wait for all of them, not
-        // one per sequence. Where the step runs on a device the host does
-        // not compute on (a GPU), while it runs: the host reads and builds
-        // the next step meanwhile, as mlx-lm does. On the CPU that work
-        // would take the cores the step computes on, so the step is waited
-        // for first.
+        let mut specs = self.run_pass(&parts);
+        if !overlap {
+            unread = self.unread();
+        }
+        // One wait for all of them, not one per sequence.
         let tokens: Vec<&picked::Picked> = unread.iter().map(|(_, t)| t).collect();
-        let ids = waited(&self.gauges.device_wait_ns, || {
-            if let Some(picks) = picks.filter(|_| !self.options.overlap_steps && !tokens.is_empty())
-            {
-                picks
-                    .eval()
-                    .map_err(|e| format!("evaluating a step: {e}"))?;
-            }
-            picked::read(&tokens)
-        });
+        let ids = waited(&self.gauges.device_wait_ns, || picked::read(&tokens));
         for (n, (i, _)) in unread.into_iter().enumerate() {
             let spec = specs.as_mut().and_then(|out| {
                 let at = out.iter().position(|(s, _)| *s == i)?;
@@ -170,6 +154,16 @@ impl Worker {
         }
     }
 
+    /// The tokens picked and not yet read, by index in `active`.
+    fn unread(&self) -> Vec<(usize, picked::Picked)> {
+        (self.active.iter().enumerate())
+            .filter_map(|(i, seq)| match &seq.next {
+                Next::Unread(token) => Some((i, token.clone())),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// Splits what the sequences have to feed into the decode rows (one
     /// token each) and the prompt parts (chunks, as a lone prompt would be
     /// cut, under the step's prompt budget; prompts whose rest is short
@@ -195,7 +189,7 @@ impl Worker {
                 Next::Feed(ids) if ids.len() == 1 && !seq.in_prompt() => decode.push(Part {
                     phase: Phase::Decode,
                     seq: i,
-                    input: Input::Ids(ids_array(ids)),
+                    input: Input::Known(ids.clone()),
                     len: 1,
                     ends_feed: true,
                     prompt: false,
@@ -233,7 +227,7 @@ impl Worker {
                     prefill.push(Part {
                         phase: Phase::Prefill,
                         seq: i,
-                        input: Input::Ids(ids_array(&ids[..take])),
+                        input: Input::Known(ids[..take].to_vec()),
                         len: take,
                         ends_feed: take == ids.len(),
                         prompt: seq.in_prompt(),
@@ -248,12 +242,12 @@ impl Worker {
     }
 
     /// Runs one pass and queues it; returns each decoding sequence's
-    /// next-token source (a lazy pick for greedy ones) and the pass's
-    /// picks ([`Queued`]). The decode rows and the prompts share the pass: the
+    /// next-token source (a lazy pick for greedy ones) by index in
+    /// `active`. The decode rows and the prompts share the pass: the
     /// decode rows' tokens are read once the prompts' chunk is computed
     /// too (a chunk later than a pass of their own would give them), and
     /// a pass that fails fails every sequence in it.
-    fn run_pass(&mut self, parts: &[Part]) -> Option<Queued> {
+    fn run_pass(&mut self, parts: &[Part]) -> Option<Vec<(usize, Spec)>> {
         if parts.is_empty() {
             return None;
         }
@@ -322,7 +316,7 @@ impl Worker {
                 }
             }
         }
-        Some(Queued { specs: out, picks })
+        Some(out)
     }
 
     /// The forward pass over `parts`, queued for evaluation; with
@@ -430,11 +424,6 @@ fn last_inputs(ids: &Array, parts: &[Part]) -> mlx_rs::error::Result<Array> {
         .collect();
     ids.take_axis(Array::from_slice(&last, &[rows]), 1)?
         .reshape(&[rows, 1])
-}
-
-fn ids_array(ids: &[u32]) -> Array {
-    let v: Vec<i32> = ids.iter().map(|&t| t as i32).collect();
-    Array::from_slice(&v, &[1, v.len() as i32])
 }
 
 /// Runs `f` (a wait for the device, or handing it work), adding its time

@@ -486,3 +486,34 @@ fn a_long_request_counts_for_what_it_makes_the_batch_buffers_hold() {
         assert!(seen.iter().all(|s| !s.1), "{precision:?}: over the budget");
     }
 }
+
+/// Stops its run at the first token.
+struct StopAtFirst;
+
+impl TokenSink for StopAtFirst {
+    fn on_token(&mut self, _id: u32) -> Directive {
+        Directive::Stop
+    }
+}
+
+/// Waiting for each step (the CPU's way), a step's tokens are handed out
+/// as soon as it is done: a run that stops at its first token has no
+/// decode row queued after it. Overlapped (a GPU's way), the next step
+/// is queued on that token before it is read, and dropped.
+#[test]
+fn a_step_hands_out_its_own_tokens_unless_steps_overlap() {
+    for (overlap, rows) in [(false, 0), (true, 1)] {
+        let engine = tiny_engine_overlapping(Duration::ZERO, overlap);
+        let request = GenerationRequest {
+            max_tokens: 8,
+            ..request(vec![5, 6, 7, 8])
+        };
+        let stats = engine.generate(&request, &mut StopAtFirst).unwrap();
+        assert_eq!(stats.generated_tokens, 1);
+        assert_eq!(
+            engine.load().batched_tokens,
+            rows,
+            "overlapped: {overlap}: decode rows queued"
+        );
+    }
+}
