@@ -94,6 +94,12 @@ fn bad_tokens_files_and_origins_are_refused_without_quoting_tokens() {
         "{err}"
     );
 
+    let err = refused(&["--overlap-steps", "yes"]);
+    assert!(
+        err.contains("--overlap-steps: expected auto, on or off, not \"yes\""),
+        "{err}"
+    );
+
     let err = refused(&["--max-batch", "0"]);
     assert!(err.contains("--max-batch must be at least 1"), "{err}");
     let err = refused(&["--prefill-chunk", "0"]);

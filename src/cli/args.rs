@@ -80,6 +80,13 @@ pub struct ModelArgs {
     /// draws differ between the two.
     #[arg(long, default_value = "auto")]
     pub sample_on: String,
+    /// Whether the host reads a step's tokens and builds the next step
+    /// while the step runs (`on`, as mlx-lm does), or waits for the step
+    /// and hands its tokens out at once (`off`); `auto`: on where MLX runs
+    /// on a GPU, off on a CPU (whose cores that host work would take from
+    /// the step).
+    #[arg(long, default_value = "auto")]
+    pub overlap_steps: String,
 }
 
 impl ModelArgs {
@@ -179,6 +186,18 @@ pub(super) fn parse_sample_on(name: &str) -> Result<Option<bool>> {
     flag_value("--sample-on", name, parse, "auto, device or host")
 }
 
+/// An `--overlap-steps` value (`None`: auto).
+#[cfg(feature = "mlx")]
+pub(super) fn parse_overlap_steps(name: &str) -> Result<Option<bool>> {
+    let parse = |n: &str| match n {
+        "auto" => Some(None),
+        "on" => Some(Some(true)),
+        "off" => Some(Some(false)),
+        _ => None,
+    };
+    flag_value("--overlap-steps", name, parse, "auto, on or off")
+}
+
 /// A `--precision` value; shared so every subcommand rejects a bad one alike.
 #[cfg(feature = "mlx")]
 pub(super) fn parse_precision(name: &str) -> Result<thinkwire_engine::mlx::Precision> {
@@ -204,7 +223,7 @@ pub(super) fn load_options(
         share_prefixes: args.share_prefixes,
         kv_cache_dtype: parse_kv_cache_dtype(&args.kv_cache_dtype)?,
         draws_on_device: parse_sample_on(&args.sample_on)?,
-        overlap_steps: None,
+        overlap_steps: parse_overlap_steps(&args.overlap_steps)?,
     })
 }
 

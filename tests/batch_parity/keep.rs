@@ -147,11 +147,27 @@ fn shared_starts_prefilled_together_give_the_ids_they_give_alone() {
 }
 
 /// Under `keep` with the steps overlapped as on a GPU (the host reads a
-/// step's tokens and builds the next step while the step runs): batches
-/// of 4 and 8 give the ids they give alone (sharing prefixes so: below).
+/// step's tokens and builds the next step while the step runs): alone as
+/// without, and in batches of 4 and 8 as alone (sharing prefixes so:
+/// below).
 #[test]
 fn steps_overlapped_as_on_a_gpu_give_the_ids_they_give_alone() {
     let dir: PathBuf = thinkwire_chat::assets::home().join("models/tiny-qwen3-chat");
+    // Each alone, overlapped or not: the same ids.
+    let (max_tokens, cases) = cases("tiny-qwen3-chat-thinking-off.json", 4);
+    let alone_with = |overlap| {
+        let options = LoadOptions {
+            precision: Precision::Keep,
+            overlap_steps: Some(overlap),
+            ..LoadOptions::default()
+        };
+        alone(
+            &MlxEngine::load(&dir, &options).unwrap(),
+            &cases,
+            max_tokens,
+        )
+    };
+    assert_eq!(alone_with(true), alone_with(false));
     check_with_sharing(
         &dir,
         "tiny-qwen3-chat-thinking-off.json",

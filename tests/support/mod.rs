@@ -341,5 +341,6 @@ pub fn default_model_args() -> thinkwire::cli::ModelArgs {
         share_prefixes: false,
         kv_cache_dtype: "auto".into(),
         sample_on: "auto".into(),
+        overlap_steps: "auto".into(),
     }
 }

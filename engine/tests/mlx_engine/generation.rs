@@ -19,8 +19,26 @@ fn chunked_prefill_matches_one_shot_and_reports_progress() {
     );
 }
 
+/// With the steps waited for (a CPU's way) and overlapped (a GPU's: the
+/// next step queued on a token before its run has it).
 #[test]
 fn max_tokens_stop_and_cancellation() {
+    for overlap in [false, true] {
+        limits_stop_and_cancellation(Some(overlap));
+    }
+}
+
+fn limits_stop_and_cancellation(overlap_steps: Option<bool>) {
+    let load = |name: &str, chunk: usize| {
+        load_with(
+            name,
+            LoadOptions {
+                prefill_chunk: chunk,
+                overlap_steps,
+                ..LoadOptions::default()
+            },
+        )
+    };
     let e = load("tiny-qwen2", 512);
     let mut s = Script::default();
     let stats = run(&e, &request(PROMPT.to_vec(), 10), &mut s);
@@ -67,16 +85,21 @@ fn max_tokens_stop_and_cancellation() {
 fn forced_tokens_continue_as_if_generated() {
     // On the CPU's fused path, and on MLX's attention (`keep`, a GPU's
     // path), where the forced rows are written into the sequence's batch
-    // slot in a pass of their own.
-    for precision in [Precision::Auto, Precision::Keep] {
-        let e = MlxEngine::load(
-            &tiny("tiny-llama3-untied"),
-            &LoadOptions {
+    // slot in a pass of their own; there with the steps overlapped too
+    // (the step queued on the token the run forces after is dropped).
+    for (precision, overlap) in [
+        (Precision::Auto, false),
+        (Precision::Keep, false),
+        (Precision::Keep, true),
+    ] {
+        let e = load_with(
+            "tiny-llama3-untied",
+            LoadOptions {
                 precision,
+                overlap_steps: Some(overlap),
                 ..LoadOptions::default()
             },
-        )
-        .unwrap();
+        );
         let forced = vec![40u32, 41, 42];
         let mut s = Script {
             force_at: Some((2, forced.clone())),
@@ -93,7 +116,11 @@ fn forced_tokens_continue_as_if_generated() {
         prompt.extend_from_slice(&forced);
         let mut plain = Script::default();
         run(&e, &request(prompt, 7), &mut plain);
-        assert_eq!(&s.tokens[2..], &plain.tokens[..], "{precision:?}");
+        assert_eq!(
+            &s.tokens[2..],
+            &plain.tokens[..],
+            "{precision:?}, overlapped: {overlap}"
+        );
     }
 }
 

@@ -26,14 +26,17 @@ fn tiny(name: &str) -> PathBuf {
 }
 
 fn load(name: &str, chunk: usize) -> MlxEngine {
-    MlxEngine::load(
-        &tiny(name),
-        &LoadOptions {
+    load_with(
+        name,
+        LoadOptions {
             prefill_chunk: chunk,
             ..LoadOptions::default()
         },
     )
-    .unwrap()
+}
+
+fn load_with(name: &str, options: LoadOptions) -> MlxEngine {
+    MlxEngine::load(&tiny(name), &options).unwrap()
 }
 
 fn request(prompt: Vec<u32>, max_tokens: usize) -> GenerationRequest {

@@ -6,7 +6,7 @@ use mlx_rs::Array;
 
 use super::{KvCache, R};
 
-/// One sequence's part of a [`Network::forward`] step.
+/// One sequence's part of a [`super::Network::forward`] step.
 pub(crate) struct Segment<'a> {
     /// How many of the pass's tokens are its own (the next `len` after
     /// the earlier segments').
@@ -19,7 +19,7 @@ pub(crate) struct Segment<'a> {
 }
 
 /// Pieces of a pass's ids (`[1, n]` each) joined in order, `[1, Σ n]`:
-/// what [`Network::forward`] takes.
+/// what [`super::Network::forward`] takes.
 pub(crate) fn join_ids(mut pieces: Vec<Array>) -> R<Array> {
     match pieces.len() {
         1 => Ok(pieces.remove(0)),

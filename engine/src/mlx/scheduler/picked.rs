@@ -231,7 +231,8 @@ mod tests {
         // Rows 1..3 in order: one slice and its reshape.
         let joined = join(&rows(&p, 7, 1..3)).unwrap();
         assert!(count_operations(&[&joined]).unwrap() <= 2);
-        assert_eq!(values(&joined), [12, 13]); // Rows read already, one known id each: one array, no operation.
+        assert_eq!(values(&joined), [12, 13]);
+        // Rows read already, one known id each: one array, no operation.
         let known = [
             Input::Known(vec![3]),
             Input::Known(vec![1]),
@@ -263,16 +264,17 @@ mod tests {
     fn reading_gives_each_token_its_own_row() {
         let a = picks(&[21, 22, 23]);
         let b = picks(&[31, 32]);
-        let alone = Picked::alone(picks(&[41]));
+        // Two tokens picked alone are two arrays, whatever their rows.
         let tokens = [
             Picked::row_of(&a, 1, 2),
             Picked::row_of(&b, 2, 0),
-            alone.clone(),
+            Picked::alone(picks(&[41])),
             Picked::row_of(&a, 1, 0),
+            Picked::alone(picks(&[42])),
             Picked::row_of(&b, 2, 1),
         ];
         let refs: Vec<&Picked> = tokens.iter().collect();
-        assert_eq!(read(&refs).unwrap(), [23, 31, 41, 21, 32]);
+        assert_eq!(read(&refs).unwrap(), [23, 31, 41, 21, 42, 32]);
         // A row the picks do not have is an error, not a token.
         let missing = Picked::row_of(&a, 1, 3);
         assert!(read(&[&missing]).is_err());

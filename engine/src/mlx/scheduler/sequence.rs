@@ -20,11 +20,13 @@ use crate::{Directive, EngineError, Finish, GenerationRequest, GenerationStats, 
 /// What the sequence gives the model next.
 pub(crate) enum Next {
     /// Known ids: the prompt (fed in chunks), forced tokens after the token
-    /// they follow, or a sampled token.
+    /// they follow, a token sampled on the host, or one read already
+    /// (steps not overlapped).
     Feed(Vec<u32>),
     /// A token picked on the device (greedy or drawn) nobody has read yet.
-    /// The next step takes it as input before it is read, so the model
-    /// never waits for the run.
+    /// With the steps overlapped the next step takes it as input before it
+    /// is read, so the device never waits for the run; otherwise it is read
+    /// once its own pass is done.
     Unread(Picked),
     /// Logits (`[1, vocab]`) to sample from on the CPU.
     Logits(Array),

@@ -1,6 +1,7 @@
 //! One step of the scheduler: one pass of the decode rows (one token per
 //! sequence) and the prompt chunks under the step's budget, queued, then
-//! the previous step's tokens read and handed out. Decode rows and
+//! tokens read and handed out: overlapped (a GPU), the previous pass's,
+//! while this one runs; otherwise this pass's own. Decode rows and
 //! prompts go through one forward (`model::Split`): the weights are read
 //! once and a GPU launches one graph, where two passes did each twice.
 
@@ -42,28 +43,14 @@ struct Part {
 }
 
 impl Worker {
-    /// One step: the pass of decode rows and prompts, then reading the
-    /// tokens the previous step picked.
+    /// One step: the pass of decode rows and prompts, then reading
+    /// tokens: overlapped (a GPU), those the previous pass picked, while
+    /// this one runs; otherwise this pass's own, once it is done.
     pub(super) fn step(&mut self) {
         self.await_masks();
         for seq in &mut self.active {
             if let Err(e) = seq.resolve_mask() {
                 seq.fail(e);
-            }
-        }
-        // Masked picks are queued now, on their own: reading them then
-        // waits for them, not for the pass that takes them as input.
-        let masked: Vec<(usize, Array)> = (self.active.iter().enumerate())
-            .filter_map(|(i, s)| match &s.next {
-                Next::Unread(p) => p.unqueued().map(|a| (i, a.clone())),
-                _ => None,
-            })
-            .collect();
-        if let Err(e) = mlx_rs::transforms::async_eval(masked.iter().map(|(_, a)| a)) {
-            for (i, _) in &masked {
-                self.active[*i].fail(EngineError::Backend(format!(
-                    "queueing a constrained token: {e}"
-                )));
             }
         }
         // Sampled sequences need their logits read before they can feed; a
@@ -91,6 +78,20 @@ impl Worker {
             // Their answers decide whether they join this step.
             self.await_answers();
         }
+        let overlap = self.options.overlap_steps;
+        match overlap {
+            true => self.queue_picked_alone(),
+            false => {
+                // Not overlapped, a pass takes no unread token as input:
+                // any left (a token picked on its own, or a pick a run's
+                // answer made the next) is read and handed out now.
+                let early = self.unread();
+                if !early.is_empty() {
+                    self.hand_out(early, None);
+                    self.await_answers();
+                }
+            }
+        }
         let (decode, prefill) = self.plan();
         let started = Instant::now();
         let decoded = decode.len();
@@ -106,38 +107,17 @@ impl Worker {
         // host work would take from the step): this pass's own, read as
         // soon as it is done, a step sooner than the next pass would give
         // them.
-        let overlap = self.options.overlap_steps;
         let mut unread = match overlap {
             true => self.unread(),
             false => Vec::new(),
         };
         let mut parts = decode;
         parts.extend(prefill);
-        let mut specs = self.run_pass(&parts);
+        let specs = self.run_pass(&parts);
         if !overlap {
             unread = self.unread();
         }
-        // One wait for all of them, not one per sequence.
-        let tokens: Vec<&picked::Picked> = unread.iter().map(|(_, t)| t).collect();
-        let ids = waited(&self.gauges.device_wait_ns, || picked::read(&tokens));
-        for (n, (i, _)) in unread.into_iter().enumerate() {
-            let spec = specs.as_mut().and_then(|out| {
-                let at = out.iter().position(|(s, _)| *s == i)?;
-                Some(out.swap_remove(at).1)
-            });
-            let seq = &mut self.active[i];
-            if seq.is_done() {
-                continue;
-            }
-            let id = match &ids {
-                Ok(ids) => Ok(ids[n]),
-                Err(e) => Err(EngineError::Backend(e.clone())),
-            };
-            match id {
-                Ok(id) => seq.deliver(id, spec),
-                Err(e) => seq.fail(e),
-            }
-        }
+        self.hand_out(unread, specs);
         if decoded + fed > 0 {
             self.gauges.steps.fetch_add(1, Ordering::Relaxed);
             self.gauges
@@ -151,6 +131,58 @@ impl Worker {
                 queue_us = started.elapsed().as_micros() as u64,
                 "step"
             );
+        }
+    }
+
+    /// Reads `unread` (one wait for all of them, not one per sequence)
+    /// and hands each to its run with the step already queued on it
+    /// (`specs`, by index in `active`).
+    fn hand_out(
+        &mut self,
+        unread: Vec<(usize, picked::Picked)>,
+        mut specs: Option<Vec<(usize, Spec)>>,
+    ) {
+        let tokens: Vec<&picked::Picked> = unread.iter().map(|(_, t)| t).collect();
+        let ids = waited(&self.gauges.device_wait_ns, || picked::read(&tokens));
+        for (n, (i, _)) in unread.iter().enumerate() {
+            let spec = specs.as_mut().and_then(|out| {
+                let at = out.iter().position(|(s, _)| s == i)?;
+                Some(out.swap_remove(at).1)
+            });
+            let seq = &mut self.active[*i];
+            if seq.is_done() {
+                continue;
+            }
+            let id = match &ids {
+                Ok(ids) => ids
+                    .get(n)
+                    .copied()
+                    .ok_or_else(|| EngineError::Backend("a token without its id".into())),
+                Err(e) => Err(EngineError::Backend(e.clone())),
+            };
+            match id {
+                Ok(id) => seq.deliver(id, spec),
+                Err(e) => seq.fail(e),
+            }
+        }
+    }
+
+    /// Queues the tokens picked on their own (a constrained token's
+    /// masked argmax): reading them then waits for them, not for the pass
+    /// that takes them as input.
+    fn queue_picked_alone(&mut self) {
+        let alone: Vec<(usize, Array)> = (self.active.iter().enumerate())
+            .filter_map(|(i, s)| match &s.next {
+                Next::Unread(p) => p.unqueued().map(|a| (i, a.clone())),
+                _ => None,
+            })
+            .collect();
+        if let Err(e) = mlx_rs::transforms::async_eval(alone.iter().map(|(_, a)| a)) {
+            for (i, _) in &alone {
+                self.active[*i].fail(EngineError::Backend(format!(
+                    "queueing a token picked alone: {e}"
+                )));
+            }
         }
     }
 

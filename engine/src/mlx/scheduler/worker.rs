@@ -66,8 +66,8 @@ impl Worker {
 
     /// Blocks for the next message and handles it; false when it stopped
     /// waiting without one. Sequences still running (their runs owe an
-    /// answer or a mask) keep their last step queued, so that the next
-    /// one is built while it runs; the wait then wakes now and then to see
+    /// answer or a mask) may keep a step queued (overlapped, so that the
+    /// next one is built while it runs); the wait then wakes now and then to see
     /// whether the process is exiting (`settle.rs`).
     fn wait_for_message(&mut self) -> bool {
         let got = match self.active.is_empty() {
