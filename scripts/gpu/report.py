@@ -190,7 +190,13 @@ def markdown(report):
         out.append("| " + " | ".join(cells) + " |")
     out.append("")
     out.append("decode tok/s (ratio: thinkwire / mlx-lm). Prefill and steps:")
-    if "--prefix-cache" in report.get("thinkwire_flags", []):
+    flags = report.get("thinkwire_flags", [])
+    if "--overlap-steps" in flags:
+        at = flags.index("--overlap-steps") + 1
+        way = flags[at] if at < len(flags) else "?"
+        out.append("")
+        out.append(f"thinkwire ran with `--overlap-steps {way}`.")
+    if "--prefix-cache" in flags:
         out.append("")
         out.append(
             "thinkwire ran with `--prefix-cache`: after each warm-up every prompt reuses all but its "
