@@ -1,0 +1,106 @@
+//! When a step hands its tokens out: at once (steps waited for, a
+//! CPU's way) or while the next runs (overlapped, a GPU's), constrained
+//! tokens included.
+
+use super::*;
+
+/// Stops its run at the first token.
+struct StopAtFirst;
+
+impl TokenSink for StopAtFirst {
+    fn on_token(&mut self, _id: u32) -> Directive {
+        Directive::Stop
+    }
+}
+
+/// Waiting for each step (the CPU's way), a step's tokens are handed out
+/// as soon as it is done: a run that stops at its first token has no
+/// decode row queued after it. Overlapped (a GPU's way), the next step
+/// is queued on that token before it is read, and dropped.
+#[test]
+fn a_step_hands_out_its_own_tokens_unless_steps_overlap() {
+    for (overlap, rows) in [(false, 0), (true, 1)] {
+        let engine = tiny_engine_overlapping(Duration::ZERO, overlap);
+        let request = GenerationRequest {
+            max_tokens: 8,
+            ..request(vec![5, 6, 7, 8])
+        };
+        let stats = engine.generate(&request, &mut StopAtFirst).unwrap();
+        assert_eq!(stats.generated_tokens, 1);
+        assert_eq!(
+            engine.load().batched_tokens,
+            rows,
+            "overlapped: {overlap}: decode rows queued"
+        );
+    }
+}
+
+/// Constrains its first `masks.len()` tokens to the ids each allows,
+/// then lets the model go free.
+struct Constrained {
+    vocab: usize,
+    masks: Vec<Vec<u32>>,
+    tokens: Vec<u32>,
+}
+
+impl TokenSink for Constrained {
+    fn on_token(&mut self, id: u32) -> Directive {
+        self.tokens.push(id);
+        Directive::Continue
+    }
+
+    fn constrains_next(&self) -> bool {
+        self.tokens.len() < self.masks.len()
+    }
+
+    fn next_mask(&mut self) -> Option<crate::TokenMask> {
+        let allowed = self.masks.get(self.tokens.len())?;
+        let mut mask = crate::TokenMask::none(self.vocab);
+        for &id in allowed {
+            mask.allow(id);
+        }
+        Some(mask)
+    }
+}
+
+/// Constrained tokens, then free ones once the constraint lifts, the
+/// steps overlapped (a GPU's way) or not: each constrained token is one
+/// its mask allows, and the free ones continue as greedy decoding of the
+/// prompt and those tokens does.
+#[test]
+fn constrained_then_free_tokens_agree_overlapped_or_not() {
+    let masks = vec![vec![7, 11, 13], vec![20, 21], vec![5], vec![30, 40, 50, 60]];
+    let mut got = Vec::new();
+    for overlap in [false, true] {
+        let engine = tiny_engine_overlapping(Duration::ZERO, overlap);
+        let mut sink = Constrained {
+            vocab: engine.info().vocab_size,
+            masks: masks.clone(),
+            tokens: Vec::new(),
+        };
+        let constrained = GenerationRequest {
+            max_tokens: 12,
+            ..request(vec![5, 6, 7, 8])
+        };
+        engine.generate(&constrained, &mut sink).unwrap();
+        assert_eq!(sink.tokens.len(), 12, "overlapped: {overlap}");
+        for (token, allowed) in sink.tokens.iter().zip(&masks) {
+            assert!(allowed.contains(token), "overlapped: {overlap}: {token}");
+        }
+        let mut prompt = vec![5, 6, 7, 8];
+        prompt.extend_from_slice(&sink.tokens[..masks.len()]);
+        let mut free = Tokens(Vec::new());
+        let rest = GenerationRequest {
+            max_tokens: 12 - masks.len(),
+            ..request(prompt)
+        };
+        engine.generate(&rest, &mut free).unwrap();
+        assert_eq!(
+            &sink.tokens[masks.len()..],
+            &free.0[..],
+            "overlapped: {overlap}"
+        );
+        got.push(sink.tokens);
+    }
+    assert_eq!(got[0], got[1]);
+}
