@@ -177,25 +177,24 @@ pub(super) fn parse_kv_cache_dtype(name: &str) -> Result<thinkwire_engine::mlx::
 /// (`None`: auto).
 #[cfg(feature = "mlx")]
 pub(super) fn parse_sample_on(name: &str) -> Result<Option<bool>> {
-    let parse = |n: &str| match n {
-        "auto" => Some(None),
-        "device" => Some(Some(true)),
-        "host" => Some(Some(false)),
-        _ => None,
-    };
-    flag_value("--sample-on", name, parse, "auto, device or host")
+    auto_or("--sample-on", name, ("device", "host"))
 }
 
 /// An `--overlap-steps` value (`None`: auto).
 #[cfg(feature = "mlx")]
 pub(super) fn parse_overlap_steps(name: &str) -> Result<Option<bool>> {
-    let parse = |n: &str| match n {
-        "auto" => Some(None),
-        "on" => Some(Some(true)),
-        "off" => Some(Some(false)),
-        _ => None,
-    };
-    flag_value("--overlap-steps", name, parse, "auto, on or off")
+    auto_or("--overlap-steps", name, ("on", "off"))
+}
+
+/// A flag of three values: `auto` (`None`), `yes` and `no`'s words.
+#[cfg(feature = "mlx")]
+fn auto_or(flag: &str, name: &str, (yes, no): (&str, &str)) -> Result<Option<bool>> {
+    match name {
+        "auto" => Ok(None),
+        n if n == yes => Ok(Some(true)),
+        n if n == no => Ok(Some(false)),
+        _ => anyhow::bail!("{flag}: expected auto, {yes} or {no}, not {name:?}"),
+    }
 }
 
 /// A `--precision` value; shared so every subcommand rejects a bad one alike.
