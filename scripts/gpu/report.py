@@ -48,16 +48,31 @@ def read_jsonl(path: Path):
 
 
 def mlx_lm_benchmark(path: Path):
-    """prompt_tps, generation_tps, peak_memory from mlx_lm.benchmark's
-    `Averages:` line."""
+    """prompt_tps, generation_tps, peak_memory of mlx_lm.benchmark's best
+    trial (the highest generation_tps, as thinkwire's bench reports its
+    best run), or of its `Averages:` line where no trial line is found."""
     try:
-        text = path.read_text()
+        lines = path.read_text().splitlines()
     except OSError:
         return None
-    line = next((l for l in reversed(text.splitlines()) if l.startswith("Averages:")), None)
-    if line is None:
+    values = lambda line: {k: float(v) for k, v in re.findall(r"(\w+)=([0-9.]+)", line)}
+    trials = [values(l) for l in lines if l.startswith("Trial ")]
+    trials = [t for t in trials if "generation_tps" in t]
+    if trials:
+        best = max(trials, key=lambda t: t["generation_tps"])
+        return dict(best, trials=len(trials))
+    line = next((l for l in reversed(lines) if l.startswith("Averages:")), None)
+    return None if line is None else values(line)
+
+
+def mlx_lm_ttft_ms(ref, prompt_tokens, n):
+    """mlx-lm's time to prefill all N prompts, from its prompt_tps: for one
+    stream the time to its first token; for a batch the last prompt's."""
+    tps = (ref or {}).get("prompt_tps")
+    try:
+        return None if not tps else 1000.0 * int(prompt_tokens) * n / tps
+    except (TypeError, ValueError):
         return None
-    return {k: float(v) for k, v in re.findall(r"(\w+)=([0-9.]+)", line)}
 
 
 def step_operations(rows):
@@ -124,6 +139,14 @@ def collect(raw: Path):
             theirs = (ref.get(n) or {}).get("generation_tps")
             decode[n] = {"thinkwire": ours, "mlx_lm": theirs, "ratio": ratio(ours, theirs)}
         entry["decode"] = decode
+        entry["ttft"] = {
+            n: {
+                "thinkwire_p50_ms": rows[n]["ttft_p50_s"] * 1000 if n in rows else None,
+                "thinkwire_p95_ms": rows[n]["ttft_p95_s"] * 1000 if n in rows else None,
+                "mlx_lm_ms": mlx_lm_ttft_ms(ref.get(n), meta.get("prompt_tokens"), n),
+            }
+            for n in LEVELS
+        }
         sampled = read_json(d / "sampled.json")
         if sampled:
             theirs = ((sampled.get("mlx_lm_batch") or [{}])[0]).get("rows") or []
@@ -165,10 +188,12 @@ def markdown(report):
         f"MLX {meta.get('mlx', '?')} ({meta.get('mlx_lib', '?')}), mlx-lm {meta.get('mlx_lm', '?')}"
     )
     out.append(
-        f"- random-weight Qwen3, {meta.get('max_tokens', '?')} generated tokens; thinkwire "
-        f"`bench --precision keep --runs 1` (N=1: single stream; N=8/32: `--concurrency`, aggregate) "
-        f"after a warm-up; mlx-lm `python -m mlx_lm.benchmark -p {meta.get('prompt_tokens', '?')} "
-        f"-g {meta.get('max_tokens', '?')} -b N -n 1` after its warm-up (generation_tps)"
+        f"- random-weight Qwen3, random prompts of {meta.get('prompt_tokens', '?')} token ids on both sides, "
+        f"{meta.get('max_tokens', '?')} generated tokens; thinkwire `bench --precision keep "
+        f"--prompt-tokens {meta.get('prompt_tokens', '?')}` (N=1: single stream, best of `--runs 3`; "
+        f"N=8/32: `--concurrency --runs 1`, aggregate) after a warm-up; mlx-lm `python -m mlx_lm.benchmark "
+        f"-p {meta.get('prompt_tokens', '?')} -g {meta.get('max_tokens', '?')} -b N` (N=1: best of `-n 3`; "
+        f"N=8/32: `-n 1`) after its warm-up (generation_tps)"
     )
     if dry:
         out.append(
@@ -203,8 +228,8 @@ def markdown(report):
             "last token, so its time to first token is that of a burst after kept prefixes."
         )
     out.append("")
-    out.append("| model | thinkwire prefill tok/s (N=1) | mlx-lm prompt_tps (N=1) | thinkwire step ms N=1 / 8 / 32 | of it queueing / waiting for the device | thinkwire ttft p50 ms N=1 / 8 / 32 | mlx-lm peak GB N=32 |")
-    out.append("|---|---|---|---|---|---|---|")
+    out.append("| model | thinkwire prefill tok/s (N=1) | mlx-lm prompt_tps (N=1) | thinkwire step ms N=1 / 8 / 32 | of it queueing / waiting for the device | mlx-lm peak GB N=32 |")
+    out.append("|---|---|---|---|---|---|")
     for name, m in report["models"].items():
         b = m["thinkwire_bench"] or {}
         rows = m["thinkwire_concurrency"]
@@ -215,11 +240,30 @@ def markdown(report):
             f"{fmt(rows[n].get('queue_ms_per_step'))}+{fmt(rows[n].get('wait_ms_per_step'))}" if n in rows else "-"
             for n in LEVELS
         )
-        ttft = " / ".join(fmt(rows[n]["ttft_p50_s"] * 1000) if n in rows else "-" for n in LEVELS)
         out.append(
-            f"| {name} | {fmt(b.get('prefill_tok_s'))} | {fmt(ref1.get('prompt_tps'))} | {steps} | {waits} | {ttft} | "
+            f"| {name} | {fmt(b.get('prefill_tok_s'))} | {fmt(ref1.get('prompt_tps'))} | {steps} | {waits} | "
             f"{fmt(ref32.get('peak_memory'), 2)} |"
         )
+    out.append("")
+    out.append(
+        "Time to first token, ms: thinkwire's p50 / p95 from submitting all N (`--concurrency`); mlx-lm's "
+        "time to prefill all N prompts (prompt tokens × N / prompt_tps); ratio: thinkwire's p95 over it "
+        "(≤ 1: as soon or sooner)."
+    )
+    out.append("")
+    head = ["model"]
+    for n in LEVELS:
+        head += [f"thinkwire N={n}", f"mlx-lm N={n}", "ratio"]
+    out.append("| " + " | ".join(head) + " |")
+    out.append("|" + "---|" * len(head))
+    for name, m in report["models"].items():
+        cells = [name]
+        for n in LEVELS:
+            t = m["ttft"][n]
+            r = ratio(t["thinkwire_p95_ms"], t["mlx_lm_ms"])
+            ours = "-" if t["thinkwire_p50_ms"] is None else f"{fmt(t['thinkwire_p50_ms'])} / {fmt(t['thinkwire_p95_ms'])}"
+            cells += [ours, fmt(t["mlx_lm_ms"]), "-" if r is None else f"{r:.2f}x"]
+        out.append("| " + " | ".join(cells) + " |")
     out.append("")
     out.append("Operations per decode step (graph nodes) and the host's milliseconds to build one:")
     out.append("")

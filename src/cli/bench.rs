@@ -24,6 +24,11 @@ pub struct BenchArgs {
         default_value = "Explain in one paragraph what a CPU cache is and why programs run faster when their data fits in it."
     )]
     prompt: String,
+    /// Instead of `--prompt`: prompts of this many token ids drawn at
+    /// random from the vocabulary (seeded; with `--concurrency` a
+    /// different one per generation), as `mlx_lm.benchmark -p N` draws.
+    #[arg(long, value_name = "N")]
+    prompt_tokens: Option<usize>,
     /// Tokens to decode per run (stop tokens are ignored, so every run
     /// decodes exactly this many).
     #[arg(long, default_value_t = 128)]
@@ -76,24 +81,12 @@ impl BenchArgs {
     }
 }
 
-/// Different user messages for concurrent generations.
-#[cfg(feature = "mlx")]
-const CONCURRENT_PROMPTS: [&str; 8] = [
-    "Explain in one paragraph what a CPU cache is and why programs run faster when their data fits in it.",
-    "Write a short story about a lighthouse keeper who finds a message in a bottle.",
-    "What are the main differences between TCP and UDP? Answer in a few sentences.",
-    "Describe how photosynthesis works to a ten-year-old.",
-    "Give three tips for writing clear technical documentation, with a sentence on each.",
-    "Why is the sky blue? Explain the physics briefly.",
-    "Summarize the plot of Romeo and Juliet in one paragraph.",
-    "List the planets of the solar system and one fact about each.",
-];
-
 /// Runs `thinkwire bench`.
 #[cfg(feature = "mlx")]
 pub fn bench(args: &BenchArgs) -> Result<()> {
+    use super::bench_prompts::Prompts;
     use anyhow::{Context, bail};
-    use thinkwire_chat::{ChatModel, RenderOptions, TemplateMessage};
+    use thinkwire_chat::ChatModel;
     use thinkwire_engine::mlx::Precision;
     use thinkwire_engine::mlx::bench::{BenchOptions, BenchReport, MlxLmReference};
 
@@ -102,18 +95,19 @@ pub fn bench(args: &BenchArgs) -> Result<()> {
     if args.runs == 0 || args.max_tokens == 0 {
         bail!("--runs and --max-tokens must be at least 1");
     }
+    let prompts = Prompts::from_flags(&args.prompt, args.prompt_tokens)?;
     if let Some(schema) = &args.json_schema {
+        if args.prompt_tokens.is_some() {
+            bail!("--json-schema decodes --prompt; --prompt-tokens does not apply");
+        }
         return super::bench_constrained::bench(&path, precision, &args.prompt, schema, args.runs);
     }
     let chat = ChatModel::load(&path)
         .with_context(|| format!("loading the tokenizer of {}", path.display()))?;
-    let prompt = chat.encode_chat(
-        &[TemplateMessage::user(&args.prompt)],
-        &RenderOptions::generation(),
-    )?;
     if !args.concurrency.is_empty() {
-        return concurrency(args, &path, &chat, precision);
+        return concurrency(args, &path, &chat, precision, prompts);
     }
+    let prompt = prompts.single(&chat)?;
     let options = BenchOptions {
         prompt,
         max_tokens: args.max_tokens,
@@ -290,9 +284,9 @@ fn concurrency(
     path: &std::path::Path,
     chat: &thinkwire_chat::ChatModel,
     precision: thinkwire_engine::mlx::Precision,
+    source: super::bench_prompts::Prompts<'_>,
 ) -> Result<()> {
     use anyhow::{Context, bail};
-    use thinkwire_chat::{RenderOptions, TemplateMessage};
     use thinkwire_engine::mlx::bench::{ConcurrencyRow, MlxLmReference, concurrent};
     use thinkwire_engine::mlx::{LoadOptions, MlxEngine, Precision};
 
@@ -301,11 +295,8 @@ fn concurrency(
         bail!("--concurrency levels must be at least 1");
     }
     let sampling = args.sampling()?;
-    let prompts = CONCURRENT_PROMPTS
-        .iter()
-        .map(|&p| chat.encode_chat(&[TemplateMessage::user(p)], &RenderOptions::generation()))
-        .collect::<Result<Vec<_>, _>>()?;
     let most = levels.iter().copied().max().unwrap_or(1);
+    let prompts = source.concurrent(chat, most)?;
     let options = LoadOptions {
         max_batch: most,
         ..super::args::load_options(&args.model, precision)?
@@ -377,6 +368,8 @@ fn concurrency(
                 "model": path,
                 "precision": precision.name(),
                 "max_tokens": args.max_tokens,
+                "prompts": source.describe(),
+                "prompt_tokens": args.prompt_tokens,
                 "sampling": args.sampling_note(),
                 "device": thinkwire_engine::mlx::device_name(),
                 "operations_per_decode_step": operations,
@@ -389,12 +382,13 @@ fn concurrency(
         return Ok(());
     }
     println!(
-        "model {} · precision {}{} · {} · {} tokens per generation · different prompts · best of {} runs",
+        "model {} · precision {}{} · {} · {} tokens per generation · {} · best of {} runs",
         path.display(),
         precision.name(),
         kv_cache_note(args),
         args.sampling_note(),
         args.max_tokens,
+        source.describe(),
         args.runs
     );
     // "vs N=1": aggregate decode and TTFT p95 against the first level's.

@@ -8,6 +8,8 @@ mod bench;
 mod bench_constrained;
 #[cfg(feature = "mlx")]
 mod bench_operations;
+#[cfg(feature = "mlx")]
+mod bench_prompts;
 mod bench_sampling;
 #[cfg(feature = "mlx")]
 mod bench_weights;
@@ -17,6 +19,7 @@ mod inspect;
 mod keygen;
 mod llama_cpp;
 pub mod loadtest;
+mod rng;
 mod serve;
 mod upstream;
 

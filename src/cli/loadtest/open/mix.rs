@@ -8,7 +8,7 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
-use super::rng::Rng;
+use crate::cli::rng::Rng;
 
 /// Which kind of conversation a request is.
 #[derive(

@@ -16,7 +16,6 @@
 mod cli;
 mod mix;
 mod report;
-mod rng;
 mod run;
 mod svg;
 mod wire;

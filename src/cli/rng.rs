@@ -1,6 +1,8 @@
 //! A small seeded generator (SplitMix64) of our own, so that a seed names
 //! the same arrivals and prompts whatever crate versions the build picks:
-//! a sweep rerun next month, or against another server, sends the same load.
+//! a load sweep rerun next month, or against another server, sends the
+//! same load (`loadtest/open/mix.rs`), and `bench --prompt-tokens` the
+//! same token ids (`bench_prompts.rs`).
 
 /// SplitMix64 (Steele, Lea and Flood): one 64-bit state, good enough
 /// statistics for arrival times and prompt choices.
