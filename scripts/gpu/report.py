@@ -8,9 +8,10 @@ RAW_DIR holds meta.json (device, date, commit, mode), steps.jsonl (each
 step's status and seconds), models.jsonl (scripts/gpu/make_models.py),
 parity.json (scripts/gpu/parity.py) and per model
 <model>/thinkwire-bench.json (`thinkwire bench --json`),
-<model>/thinkwire-concurrency.json (`--concurrency 1,8,32 --json`) and
-<model>/mlx-lm-b<N>.log (`python -m mlx_lm.benchmark`) and
-<model>/mlx-lm-ops.json (`scripts/golden/mlx_lm_ref.py ops`). Missing pieces show
+<model>/thinkwire-concurrency.json (`--concurrency 1,8,32 --compare-mlx-lm
+--json`: mlx-lm's BatchGenerator and both decode steps' operations too),
+<model>/mlx-lm-b<N>.log (`python -m mlx_lm.benchmark`) and, from older
+runs, <model>/mlx-lm-ops.json (`scripts/golden/mlx_lm_ref.py ops`). Missing pieces show
 as "-", so a partial run still reports what it has. Writes
 OUT_DIR/gpu-bench.md and OUT_DIR/gpu-bench.json and prints the markdown.
 """
@@ -127,10 +128,18 @@ def collect(raw: Path):
         rows = {r["concurrency"]: r for r in (conc or {}).get("thinkwire", [])}
         ref = {n: mlx_lm_benchmark(d / f"mlx-lm-b{n}.log") for n in LEVELS}
         entry = {"made": made.get(name), "thinkwire_bench": tw.get("bench"), "thinkwire_concurrency": rows, "mlx_lm": ref}
+        # mlx-lm's count: from the `--concurrency --compare-mlx-lm` run, or
+        # (older runs) a separate `mlx_lm_ref.py ops`.
+        their_ops = ((conc or {}).get("mlx_lm_operations_per_decode_step") or [{}])[0].get("rows")
+        if not their_ops:
+            their_ops = (read_json(d / "mlx-lm-ops.json") or {}).get("rows")
         entry["operations"] = {
-            "thinkwire": step_operations((bench or {}).get("operations_per_decode_step")),
-            "mlx_lm": step_operations((read_json(d / "mlx-lm-ops.json") or {}).get("rows")),
+            "thinkwire": step_operations(
+                (bench or {}).get("operations_per_decode_step") or (conc or {}).get("operations_per_decode_step")
+            ),
+            "mlx_lm": step_operations(their_ops),
         }
+        batch = {r["concurrency"]: r for r in ((conc or {}).get("mlx_lm_batch") or [{}])[0].get("rows") or []}
         decode = {}
         for n in LEVELS:
             ours = tw["bench"]["decode_tok_s"] if n == 1 and "bench" in tw else None
@@ -139,14 +148,18 @@ def collect(raw: Path):
             theirs = (ref.get(n) or {}).get("generation_tps")
             decode[n] = {"thinkwire": ours, "mlx_lm": theirs, "ratio": ratio(ours, theirs)}
         entry["decode"] = decode
+        ms = lambda row, key: row[key] * 1000 if row and row.get(key) is not None else None
         entry["ttft"] = {
             n: {
-                "thinkwire_p50_ms": rows[n]["ttft_p50_s"] * 1000 if n in rows else None,
-                "thinkwire_p95_ms": rows[n]["ttft_p95_s"] * 1000 if n in rows else None,
-                "mlx_lm_ms": mlx_lm_ttft_ms(ref.get(n), meta.get("prompt_tokens"), n),
+                "thinkwire_p50_ms": ms(rows.get(n), "ttft_p50_s"),
+                "thinkwire_p95_ms": ms(rows.get(n), "ttft_p95_s"),
+                "mlx_lm_p50_ms": ms(batch.get(n), "ttft_p50_s"),
+                "mlx_lm_p95_ms": ms(batch.get(n), "ttft_p95_s"),
+                "mlx_lm_benchmark_prefill_ms": mlx_lm_ttft_ms(ref.get(n), meta.get("prompt_tokens"), n),
             }
             for n in LEVELS
         }
+        entry["mlx_lm_batch_decode"] = {n: batch[n].get("aggregate_decode_tok_s") for n in batch}
         sampled = read_json(d / "sampled.json")
         if sampled:
             theirs = ((sampled.get("mlx_lm_batch") or [{}])[0]).get("rows") or []
@@ -246,24 +259,39 @@ def markdown(report):
         )
     out.append("")
     out.append(
-        "Time to first token, ms: thinkwire's p50 / p95 from submitting all N (`--concurrency`); mlx-lm's "
-        "time to prefill all N prompts (prompt tokens × N / prompt_tps); ratio: thinkwire's p95 over it "
-        "(≤ 1: as soon or sooner)."
+        "Time to first token, ms, p50 / p95 from submitting all N: thinkwire `--concurrency` and mlx-lm's "
+        "BatchGenerator on the same prompts (`--compare-mlx-lm`, `mlx_lm_ref.py bench-batch`), each N warmed "
+        "before it is timed; ratio: thinkwire's p50 over mlx-lm's (≤ 1: as soon or sooner). Beside it, "
+        "mlx_lm.benchmark's prompt tokens × N / prompt_tps, which leaves out the last prompt token's step "
+        "and the first pick, so it reads lower than a first token can arrive."
     )
     out.append("")
     head = ["model"]
     for n in LEVELS:
-        head += [f"thinkwire N={n}", f"mlx-lm N={n}", "ratio"]
+        head += [f"thinkwire N={n}", f"mlx-lm N={n}", "ratio", f"mlx_lm.benchmark N={n}"]
     out.append("| " + " | ".join(head) + " |")
     out.append("|" + "---|" * len(head))
+    pair = lambda a, b: "-" if a is None else f"{fmt(a)} / {fmt(b)}"
     for name, m in report["models"].items():
         cells = [name]
         for n in LEVELS:
             t = m["ttft"][n]
-            r = ratio(t["thinkwire_p95_ms"], t["mlx_lm_ms"])
-            ours = "-" if t["thinkwire_p50_ms"] is None else f"{fmt(t['thinkwire_p50_ms'])} / {fmt(t['thinkwire_p95_ms'])}"
-            cells += [ours, fmt(t["mlx_lm_ms"]), "-" if r is None else f"{r:.2f}x"]
+            r = ratio(t["thinkwire_p50_ms"], t["mlx_lm_p50_ms"])
+            cells += [
+                pair(t["thinkwire_p50_ms"], t["thinkwire_p95_ms"]),
+                pair(t["mlx_lm_p50_ms"], t["mlx_lm_p95_ms"]),
+                "-" if r is None else f"{r:.2f}x",
+                fmt(t["mlx_lm_benchmark_prefill_ms"]),
+            ]
         out.append("| " + " | ".join(cells) + " |")
+    out.append("")
+    out.append(
+        "mlx-lm's BatchGenerator in that run, aggregate decode tok/s N=1 / 8 / 32 (timed as thinkwire's): "
+        + "; ".join(
+            f"{name} " + " / ".join(fmt((m.get("mlx_lm_batch_decode") or {}).get(n)) for n in LEVELS)
+            for name, m in report["models"].items()
+        )
+    )
     out.append("")
     out.append("Operations per decode step (graph nodes) and the host's milliseconds to build one:")
     out.append("")
