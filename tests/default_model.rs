@@ -98,6 +98,44 @@ fn chat_answers_the_capital_of_france() {
     );
 }
 
+/// `thinkwire bench --json` with `args`: its report, or its error output.
+fn bench_json(args: &[&str]) -> Result<serde_json::Value, String> {
+    let output = Command::new(env!("CARGO_BIN_EXE_thinkwire"))
+        .args(["bench", "--json", "--runs", "1", "--max-tokens", "2"])
+        .args(args)
+        .output()
+        .unwrap();
+    if !output.status.success() {
+        return Err(String::from_utf8_lossy(&output.stderr).into_owned());
+    }
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let line = stdout
+        .lines()
+        .rev()
+        .find(|l| l.starts_with('{'))
+        .unwrap_or("");
+    serde_json::from_str(line).map_err(|e| format!("{e}: {stdout}"))
+}
+
+/// `--prompt-tokens N` benches prompts of exactly N ids (what
+/// `scripts/gpu-bench` compares with `mlx_lm.benchmark -p N`), alone and
+/// at each concurrency, and 0 is refused naming the flag.
+#[test]
+fn bench_runs_random_prompts_of_the_length_asked() {
+    let one = bench_json(&["--prompt-tokens", "12"]).unwrap();
+    assert_eq!(one["thinkwire"]["prompt_tokens"], 12, "{one}");
+    assert_eq!(one["thinkwire"]["generated_tokens"], 2, "{one}");
+    let many = bench_json(&["--prompt-tokens", "12", "--concurrency", "1,3"]).unwrap();
+    assert_eq!(many["prompt_tokens"], 12, "{many}");
+    let rows = many["thinkwire"].as_array().unwrap();
+    let levels: Vec<_> = rows.iter().map(|r| r["concurrency"].clone()).collect();
+    assert_eq!(levels, [1, 3], "{many}");
+    assert!(rows.iter().all(|r| r["ttft_p50_s"].as_f64() > Some(0.0)));
+    assert_eq!(rows[1]["generated_tokens"], 6, "{many}");
+    let refused = bench_json(&["--prompt-tokens", "0"]).unwrap_err();
+    assert!(refused.contains("--prompt-tokens"), "{refused}");
+}
+
 #[test]
 fn inspect_names_architecture_weights_and_reasoning_format() {
     let output = Command::new(env!("CARGO_BIN_EXE_thinkwire"))
