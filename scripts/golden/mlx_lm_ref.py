@@ -195,12 +195,12 @@ def cmd_bench_batch(args):
     model, _ = load(args.model_dir)
     mx.eval(model.parameters())
     rows = []
-    # A short warm-up at every level, as thinkwire's bench does: on a GPU
-    # MLX compiles kernels for each batch's shapes on first use, which
-    # would otherwise land in the first timed run at each level. Each level
-    # is warmed just before it is timed: a timed run after a larger batch's
-    # took mlx-lm up to 3x longer to its first token (N = 1 after a warm-up
-    # at N = 32 on a CPU: 225 ms against 66).
+    # A short warm-up at every level just before it is timed, as
+    # thinkwire's bench warms its own: on a GPU MLX compiles kernels for
+    # each batch's shapes on first use, which would otherwise land in the
+    # first timed run at each level, and a timed run right after a larger
+    # batch's warm-up took mlx-lm up to 3x longer to its first token (N = 1
+    # after a warm-up at N = 32 on a CPU: 225 ms against 66).
     warm_tokens = min(args.max_tokens, 16)
     for warm, c in [(w, c) for c in levels for w in (True, False)]:
         tokens = warm_tokens if warm else args.max_tokens

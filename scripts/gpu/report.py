@@ -238,7 +238,9 @@ def markdown(report):
         out.append("")
         out.append(
             "thinkwire ran with `--prefix-cache`: after each warm-up every prompt reuses all but its "
-            "last token, so its time to first token is that of a burst after kept prefixes."
+            "last token, so its time to first token is that of a burst after kept prefixes, while "
+            "mlx-lm prefills every prompt whole: the time-to-first-token ratios below do not compare "
+            "the same work."
         )
     out.append("")
     out.append("| model | thinkwire prefill tok/s (N=1) | mlx-lm prompt_tps (N=1) | thinkwire step ms N=1 / 8 / 32 | of it queueing / waiting for the device | mlx-lm peak GB N=32 |")

@@ -303,16 +303,19 @@ fn concurrency(
     };
     let engine =
         MlxEngine::load(path, &options).with_context(|| format!("loading {}", path.display()))?;
-    // Warm-up at every level: first-use allocations and caches, and on a
-    // GPU the kernels MLX compiles for each batch's shapes on first use.
-    for &n in levels {
-        concurrent(&engine, &prompts, args.max_tokens.min(16), n, &sampling)?;
-    }
     // Levels take turns within each round, so a machine whose speed
-    // drifts during the benchmark weighs on every level alike.
+    // drifts during the benchmark weighs on every level alike. In the
+    // first round each level is warmed just before it is timed (first-use
+    // allocations and caches, and on a GPU the kernels MLX compiles for
+    // each batch's shapes on first use), as `mlx_lm_ref.py bench-batch`
+    // warms mlx-lm's: a level timed right after a larger one's warm-up
+    // can start slower.
     let mut best: Vec<Option<ConcurrencyRow>> = vec![None; levels.len()];
-    for _ in 0..args.runs.max(1) {
+    for round in 0..args.runs.max(1) {
         for (slot, &n) in best.iter_mut().zip(levels) {
+            if round == 0 {
+                concurrent(&engine, &prompts, args.max_tokens.min(16), n, &sampling)?;
+            }
             let row = concurrent(&engine, &prompts, args.max_tokens, n, &sampling)?;
             if slot
                 .as_ref()
