@@ -2,11 +2,12 @@
 //! `--concurrency`, eight different user messages) under the model's chat
 //! template, or with `--prompt-tokens N` token ids drawn at random from
 //! the tokenizer's vocabulary, as `python -m mlx_lm.benchmark -p N` draws
-//! its prompts (from the config's `vocab_size`, which may hold padding
-//! rows past the tokenizer's ids; an id past the model's is refused by
-//! the engine, naming it). Random prompts give both engines prompts of one length:
-//! their times to first token then compare the same work, and a batch of
-//! them decodes without a ragged mask, as mlx-lm's benchmark batch does.
+//! its prompts (it draws from the config's `vocab_size`, which may hold
+//! padding rows past the tokenizer's ids; an id past the model's is
+//! refused by the engine, naming it). Random prompts give both engines
+//! prompts of one length: their times to first token then compare the
+//! same work, and a batch of them decodes without a ragged mask, as
+//! mlx-lm's benchmark batch does.
 
 use anyhow::{Result, bail};
 use thinkwire_chat::{ChatModel, RenderOptions, TemplateMessage};
