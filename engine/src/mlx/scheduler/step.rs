@@ -98,6 +98,7 @@ impl Worker {
         let fed: usize = prefill.iter().map(|p| p.len).sum();
         if decoded + fed > 0 {
             self.pace.step(started, fed);
+            self.publish_pace();
         }
         // The tokens to read this step. Overlapped (a GPU): those the
         // previous pass picked, which this pass takes as input before
