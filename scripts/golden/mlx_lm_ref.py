@@ -21,6 +21,8 @@ same MLX version and BLAS as thinkwire). Two modes:
 
   bench-batch MODEL_DIR --prompts-ids "1,2;3,4;..." --concurrency 1,2,4,8
           [--max-tokens 128] [the sampling flags of bench]
+          (for either, `-` reads the ids from stdin: a long prompt's
+          list outgrows the 128 KiB Linux allows one argument)
           mlx-lm's own continuous batching (BatchGenerator, what
           `mlx_lm.server --decode-concurrency` uses): at each concurrency N,
           the first N prompts inserted at once, N decoding together. Prints
@@ -131,8 +133,13 @@ def add_sampling_flags(parser):
     parser.add_argument("--repetition-context", type=int, default=64)
 
 
+def ids_arg(value):
+    """The text of an ids flag: its value, or stdin where it is `-`."""
+    return sys.stdin.read() if value == "-" else value
+
+
 def cmd_bench(args):
-    prompt = [int(t) for t in args.prompt_ids.split(",") if t.strip()]
+    prompt = [int(t) for t in ids_arg(args.prompt_ids).split(",") if t.strip()]
     t0 = time.perf_counter()
     model, _ = load(args.model_dir)
     mx.eval(model.parameters())
@@ -190,7 +197,7 @@ def percentile(values, q):
 def cmd_bench_batch(args):
     from mlx_lm.generate import BatchGenerator
 
-    prompts = [[int(t) for t in p.split(",") if t.strip()] for p in args.prompts_ids.split(";")]
+    prompts = [[int(t) for t in p.split(",") if t.strip()] for p in ids_arg(args.prompts_ids).split(";")]
     levels = [int(c) for c in args.concurrency.split(",")]
     model, _ = load(args.model_dir)
     mx.eval(model.parameters())

@@ -1,12 +1,12 @@
 //! The figures `thinkwire bench` prints: load time, time to first token,
 //! prefill and decode tokens/s, peak RSS; and the same figures from mlx-lm
-//! on the same weights (`scripts/golden/mlx_lm_ref.py bench`), run from
-//! the same process so both see the same machine state.
+//! on the same weights (`mlx_lm`).
 //!
 //! Its test modules are the engine's own benchmarks and checks on the
 //! default model: `step_bench` (one batched decode step), `quantized` (the
 //! kernels' per-call time) and `precision_parity` (what `int8` promises).
 
+mod mlx_lm;
 mod ops;
 #[cfg(test)]
 mod precision_parity;
@@ -15,10 +15,10 @@ mod quantized;
 #[cfg(test)]
 mod step_bench;
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
+pub use self::mlx_lm::{MlxLmBatchReport, MlxLmReference};
 pub use self::ops::{StepOperations, decode_step_operations_of};
 use super::{LoadOptions, MlxEngine};
 use crate::{Directive, Engine, EngineError, GenerationRequest, SamplingParams, TokenSink};
@@ -303,182 +303,4 @@ pub fn concurrent(
         wait_ms_per_step: waited_us as f64 / 1e3 / steps as f64,
         queue_ms_per_step: queued_us as f64 / 1e3 / steps as f64,
     })
-}
-
-/// mlx-lm's continuous batching on the same figures.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct MlxLmBatchReport {
-    /// One row per concurrency.
-    pub rows: Vec<ConcurrencyRow>,
-}
-
-/// Where mlx-lm and the reference script live.
-#[derive(Debug, Clone)]
-pub struct MlxLmReference {
-    /// The venv's Python (`$THINKWIRE_HOME/venv/bin/python`).
-    pub python: PathBuf,
-    /// `scripts/golden/mlx_lm_ref.py`.
-    pub script: PathBuf,
-    /// A BLAS library to preload into mlx-lm's process (`LD_PRELOAD`), e.g.
-    /// the plain system OpenBLAS: its `cblas_sgemm` then takes precedence
-    /// over thinkwire's gemv forwarding layer that the venv shares
-    /// (`THINKWIRE_MLX_LM_PRELOAD`). `None` compares on the same BLAS.
-    pub preload: Option<PathBuf>,
-}
-
-impl MlxLmReference {
-    /// The defaults `scripts/setup-mlx` installs; `THINKWIRE_MLX_LM_PYTHON`
-    /// and `THINKWIRE_MLX_LM_SCRIPT` override them.
-    pub fn locate() -> Self {
-        let home = std::env::var_os("THINKWIRE_HOME")
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/thinkwire")))
-            .unwrap_or_else(|| PathBuf::from(".cache/thinkwire"));
-        let python = std::env::var_os("THINKWIRE_MLX_LM_PYTHON")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| home.join("venv/bin/python"));
-        let script = std::env::var_os("THINKWIRE_MLX_LM_SCRIPT")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| {
-                Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/golden/mlx_lm_ref.py")
-            });
-        let preload = std::env::var_os("THINKWIRE_MLX_LM_PRELOAD")
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from);
-        Self {
-            python,
-            script,
-            preload,
-        }
-    }
-
-    /// Runs mlx-lm on the folder `model_dir` (e.g. written by
-    /// [`super::convert_gguf`]) with the same prompt and token count.
-    pub fn bench(
-        &self,
-        model_dir: &Path,
-        options: &BenchOptions,
-    ) -> Result<BenchReport, EngineError> {
-        let ids: Vec<String> = options.prompt.iter().map(u32::to_string).collect();
-        let mut cmd = self.command("bench", model_dir);
-        cmd.arg("--prompt-ids")
-            .arg(ids.join(","))
-            .arg("--max-tokens")
-            .arg(options.max_tokens.to_string())
-            .arg("--runs")
-            .arg(options.runs.max(1).to_string())
-            .args(sampling_args(&options.sampling));
-        self.run_json(cmd)
-    }
-
-    /// Runs mlx-lm's `BatchGenerator` on `model_dir` at each concurrency
-    /// (`mlx_lm_ref.py bench-batch`).
-    pub fn bench_batch(
-        &self,
-        model_dir: &Path,
-        prompts: &[Vec<u32>],
-        max_tokens: usize,
-        levels: &[usize],
-        sampling: &SamplingParams,
-    ) -> Result<MlxLmBatchReport, EngineError> {
-        let ids: Vec<String> = prompts
-            .iter()
-            .map(|p| p.iter().map(u32::to_string).collect::<Vec<_>>().join(","))
-            .collect();
-        let levels: Vec<String> = levels.iter().map(usize::to_string).collect();
-        let mut cmd = self.command("bench-batch", model_dir);
-        cmd.arg("--prompts-ids")
-            .arg(ids.join(";"))
-            .arg("--concurrency")
-            .arg(levels.join(","))
-            .arg("--max-tokens")
-            .arg(max_tokens.to_string())
-            .args(sampling_args(sampling));
-        self.run_json(cmd)
-    }
-
-    /// mlx-lm's decode step on `model_dir`, counted as
-    /// [`decode_step_operations_of`] counts ours (`mlx_lm_ref.py ops`).
-    pub fn operations(
-        &self,
-        model_dir: &Path,
-        batches: &[usize],
-    ) -> Result<Vec<StepOperations>, EngineError> {
-        #[derive(serde::Deserialize)]
-        struct Report {
-            rows: Vec<StepOperations>,
-        }
-        let batches: Vec<String> = batches.iter().map(usize::to_string).collect();
-        let mut cmd = self.command("ops", model_dir);
-        cmd.arg("--batches").arg(batches.join(","));
-        Ok(self.run_json::<Report>(cmd)?.rows)
-    }
-
-    /// `python mlx_lm_ref.py SUBCOMMAND MODEL_DIR`, with the preload.
-    fn command(&self, subcommand: &str, model_dir: &Path) -> Command {
-        let mut cmd = Command::new(&self.python);
-        if let Some(lib) = &self.preload {
-            cmd.env("LD_PRELOAD", lib);
-        }
-        cmd.arg(&self.script).arg(subcommand).arg(model_dir);
-        cmd
-    }
-
-    fn run_json<T: serde::de::DeserializeOwned>(&self, mut cmd: Command) -> Result<T, EngineError> {
-        if !self.python.is_file() {
-            return Err(EngineError::Load(format!(
-                "{}: mlx-lm's Python is missing; run `scripts/setup-mlx`",
-                self.python.display()
-            )));
-        }
-        let out = cmd
-            .output()
-            .map_err(|e| EngineError::Backend(format!("running {}: {e}", self.script.display())))?;
-        if !out.status.success() {
-            let err = String::from_utf8_lossy(&out.stderr);
-            let tail: Vec<&str> = err.lines().rev().take(5).collect();
-            return Err(EngineError::Backend(format!(
-                "mlx-lm failed ({}): {}",
-                out.status,
-                tail.into_iter().rev().collect::<Vec<_>>().join(" | ")
-            )));
-        }
-        let text = String::from_utf8_lossy(&out.stdout);
-        let line = text
-            .lines()
-            .rev()
-            .find(|l| l.trim_start().starts_with('{'))
-            .unwrap_or("");
-        serde_json::from_str(line)
-            .map_err(|e| EngineError::Backend(format!("mlx-lm printed no report: {e}")))
-    }
-}
-
-/// `mlx_lm_ref.py`'s sampling flags for `sampling` (none when greedy).
-fn sampling_args(sampling: &SamplingParams) -> Vec<String> {
-    let mut args = Vec::new();
-    if !sampling.is_greedy() {
-        args.extend([
-            "--temp".into(),
-            sampling.temperature.to_string(),
-            "--top-p".into(),
-            sampling.top_p.to_string(),
-            "--top-k".into(),
-            sampling.top_k.to_string(),
-            "--min-p".into(),
-            sampling.min_p.to_string(),
-            "--seed".into(),
-            sampling.seed.unwrap_or(0).to_string(),
-        ]);
-    }
-    if sampling.repetition_penalty != 1.0 {
-        args.extend([
-            "--repetition-penalty".into(),
-            sampling.repetition_penalty.to_string(),
-            "--repetition-context".into(),
-            sampling.repetition_context.to_string(),
-        ]);
-    }
-    args
 }
