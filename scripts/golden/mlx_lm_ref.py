@@ -2,7 +2,7 @@
 """mlx-lm as the reference for thinkwire's MLX engine.
 
 Runs in the venv that scripts/setup-mlx creates ($THINKWIRE_HOME/venv: the
-same MLX version and BLAS as thinkwire). Two modes:
+same MLX version and BLAS as thinkwire). Its modes:
 
   golden  MODEL_DIR --prompt TEXT... [--max-tokens 64] --out FILE.json
           Applies the chat template with mlx-lm's tokenizer, decodes
@@ -21,8 +21,6 @@ same MLX version and BLAS as thinkwire). Two modes:
 
   bench-batch MODEL_DIR --prompts-ids "1,2;3,4;..." --concurrency 1,2,4,8
           [--max-tokens 128] [the sampling flags of bench]
-          (for either, `-` reads the ids from stdin: a long prompt's
-          list outgrows the 128 KiB Linux allows one argument)
           mlx-lm's own continuous batching (BatchGenerator, what
           `mlx_lm.server --decode-concurrency` uses): at each concurrency N,
           the first N prompts inserted at once, N decoding together. Prints
@@ -39,7 +37,9 @@ same MLX version and BLAS as thinkwire). Two modes:
           merged into one batch cache). Prints one JSON object.
 
 MODEL_DIR is a Hugging Face / MLX folder, e.g. written by
-`thinkwire convert MODEL.gguf DIR`.
+`thinkwire convert MODEL.gguf DIR`. `-` as bench's or bench-batch's ids
+reads them from stdin (how thinkwire gives them: a long prompt's list
+outgrows the 128 KiB Linux allows one argument).
 """
 
 import argparse
