@@ -217,7 +217,7 @@ mod tests {
 
     /// A stand-in for `mlx_lm_ref.py` run by `/bin/sh` in a folder of its
     /// own: the reference plumbing with a real child process.
-    fn reference(name: &str, script: &str) -> (MlxLmReference, PathBuf) {
+    fn stand_in(name: &str, script: &str) -> (MlxLmReference, PathBuf) {
         let dir = std::env::temp_dir().join(format!("tw-mlx-lm-{name}-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("ref.sh");
@@ -248,7 +248,7 @@ mod tests {
         let script = format!(
             "n=$(wc -c)\n[ \"$3 $4\" = \"--prompts-ids -\" ] && [ \"$n\" -eq {bytes} ] && echo '{{\"rows\": []}}'\n"
         );
-        let (reference, dir) = reference("batch", &script);
+        let (reference, dir) = stand_in("batch", &script);
         let report = reference
             .bench_batch(&dir, &prompts, 4, &[1, 32], &SamplingParams::default())
             .unwrap();
@@ -259,7 +259,7 @@ mod tests {
     #[test]
     fn a_failing_script_says_so_with_the_end_of_its_errors() {
         // It exits without reading its input, as a failing Python would.
-        let (reference, dir) = reference("fail", "echo 'no such model' >&2\nexit 3\n");
+        let (reference, dir) = stand_in("fail", "echo 'no such model' >&2\nexit 3\n");
         let cmd = reference.command("bench", &dir);
         let err = reference
             .run_json::<serde_json::Value>(cmd, "1,2,3".repeat(50_000))

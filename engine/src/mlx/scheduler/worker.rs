@@ -344,11 +344,11 @@ impl Worker {
         }
         g.prompt_backlog.store(all, Ordering::Relaxed);
         g.short_backlog.store(short, Ordering::Relaxed);
-        self.publish_pace();
     }
 
-    /// The pace alone, as soon as a step measured it: a token that step
-    /// computes reaches its run after the pace that counted the step.
+    /// The pace, stored where a step measures it (`Pace::step`, the only
+    /// change to it) rather than in `publish`: a token that step computes
+    /// then reaches its run after the pace that counted the step.
     pub(super) fn publish_pace(&self) {
         let g = &self.gauges;
         g.step_us.store(self.pace.step_us(), Ordering::Relaxed);
