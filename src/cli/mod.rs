@@ -4,15 +4,6 @@
 
 mod args;
 mod bench;
-#[cfg(feature = "mlx")]
-mod bench_constrained;
-#[cfg(feature = "mlx")]
-mod bench_operations;
-#[cfg(feature = "mlx")]
-mod bench_prompts;
-mod bench_sampling;
-#[cfg(feature = "mlx")]
-mod bench_weights;
 mod chat;
 mod convert;
 mod inspect;

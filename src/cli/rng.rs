@@ -2,7 +2,7 @@
 //! the same arrivals and prompts whatever crate versions the build picks:
 //! a load sweep rerun next month, or against another server, sends the
 //! same load (`loadtest/open/mix.rs`), and `bench --prompt-tokens` the
-//! same token ids (`bench_prompts.rs`).
+//! same token ids (`bench/prompts.rs`).
 
 /// SplitMix64 (Steele, Lea and Flood): one 64-bit state, good enough
 /// statistics for arrival times and prompt choices.

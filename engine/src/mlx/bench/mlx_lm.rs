@@ -76,7 +76,8 @@ impl MlxLmReference {
         self.run_json(cmd, ids.join(","))
     }
 
-    /// Runs mlx-lm's `BatchGenerator` on `model_dir` at each concurrency
+    /// Runs mlx-lm's `BatchGenerator` on `model_dir` at each concurrency,
+    /// the best of `runs` rounds in which the levels take turns
     /// (`mlx_lm_ref.py bench-batch`).
     pub fn bench_batch(
         &self,
@@ -84,6 +85,7 @@ impl MlxLmReference {
         prompts: &[Vec<u32>],
         max_tokens: usize,
         levels: &[usize],
+        runs: usize,
         sampling: &SamplingParams,
     ) -> Result<MlxLmBatchReport, EngineError> {
         let ids: Vec<String> = prompts
@@ -98,6 +100,8 @@ impl MlxLmReference {
             .arg(levels.join(","))
             .arg("--max-tokens")
             .arg(max_tokens.to_string())
+            .arg("--runs")
+            .arg(runs.max(1).to_string())
             .args(sampling_args(sampling));
         self.run_json(cmd, ids.join(";"))
     }
@@ -250,7 +254,7 @@ mod tests {
         );
         let (reference, dir) = stand_in("batch", &script);
         let report = reference
-            .bench_batch(&dir, &prompts, 4, &[1, 32], &SamplingParams::default())
+            .bench_batch(&dir, &prompts, 4, &[1, 32], 1, &SamplingParams::default())
             .unwrap();
         assert!(report.rows.is_empty());
         std::fs::remove_dir_all(&dir).unwrap();

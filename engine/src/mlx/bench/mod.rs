@@ -104,6 +104,17 @@ pub fn bench(model: &Path, options: &BenchOptions) -> Result<BenchReport, Engine
     let t = Instant::now();
     let engine = MlxEngine::load(model, &options.load)?;
     let load_s = t.elapsed().as_secs_f64();
+    measure(&engine, load_s, options)
+}
+
+/// Measures generation on a loaded `engine` (`load_s`: what loading it
+/// took), so a comparison can time it again between the reference's runs
+/// without loading it again.
+pub fn measure(
+    engine: &MlxEngine,
+    load_s: f64,
+    options: &BenchOptions,
+) -> Result<BenchReport, EngineError> {
     let request = GenerationRequest {
         prompt: options.prompt.clone(),
         max_tokens: options.max_tokens,

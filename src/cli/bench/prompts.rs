@@ -12,7 +12,7 @@
 use anyhow::{Result, bail};
 use thinkwire_chat::{ChatModel, RenderOptions, TemplateMessage};
 
-use super::rng::Rng;
+use crate::cli::rng::Rng;
 
 /// Different user messages for concurrent generations.
 const CONCURRENT_PROMPTS: [&str; 8] = [
