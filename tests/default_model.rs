@@ -136,6 +136,43 @@ fn bench_runs_random_prompts_of_the_length_asked() {
     assert!(refused.contains("--prompt-tokens"), "{refused}");
 }
 
+/// `--pairs 2` times thinkwire and mlx-lm (the real one, from the venv)
+/// in turn twice, one stream and at each concurrency, and reports a ratio
+/// per pair; without `--compare-mlx-lm` it is refused naming the flag. On
+/// the tiny Qwen3 folder, so mlx-lm's four processes start quickly.
+#[test]
+fn bench_pairs_time_both_engines_in_turn() {
+    let tiny = thinkwire_chat::assets::home().join("models/tiny-qwen3-chat");
+    let tiny = tiny.to_str().unwrap();
+    let common = ["-m", tiny, "--prompt-tokens", "4", "--pairs", "2"];
+    let one = bench_json(&[&common[..], &["--compare-mlx-lm"]].concat()).unwrap();
+    assert_eq!(one["pairs"], 2, "{one}");
+    let reference = &one["mlx_lm"][0];
+    assert_eq!(reference["weights"], "same folder", "{one}");
+    for figure in ["decode", "prefill"] {
+        let ratios = reference["paired_ratios"][figure].as_array().unwrap();
+        assert_eq!(ratios.len(), 2, "{one}");
+        assert!(ratios.iter().all(|r| r.as_f64() > Some(0.0)), "{one}");
+    }
+    let many =
+        bench_json(&[&common[..], &["--compare-mlx-lm", "--concurrency", "1,2"]].concat()).unwrap();
+    for engine in ["thinkwire", "mlx_lm"] {
+        let pairs = many["pairs"][engine].as_array().unwrap();
+        assert_eq!(pairs.len(), 2, "{many}");
+        for rows in pairs {
+            let levels: Vec<_> = rows
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|r| r["concurrency"].clone())
+                .collect();
+            assert_eq!(levels, [1, 2], "{many}");
+        }
+    }
+    let refused = bench_json(&common).unwrap_err();
+    assert!(refused.contains("--pairs"), "{refused}");
+}
+
 #[test]
 fn inspect_names_architecture_weights_and_reasoning_format() {
     let output = Command::new(env!("CARGO_BIN_EXE_thinkwire"))
