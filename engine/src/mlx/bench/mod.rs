@@ -15,7 +15,6 @@ mod quantized;
 #[cfg(test)]
 mod step_bench;
 
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 pub use self::mlx_lm::{MlxLmBatchReport, MlxLmReference};
@@ -99,16 +98,8 @@ pub fn peak_rss_mb() -> Option<f64> {
     Some(kb / 1024.0)
 }
 
-/// Loads `model` and measures generation.
-pub fn bench(model: &Path, options: &BenchOptions) -> Result<BenchReport, EngineError> {
-    let t = Instant::now();
-    let engine = MlxEngine::load(model, &options.load)?;
-    let load_s = t.elapsed().as_secs_f64();
-    measure(&engine, load_s, options)
-}
-
 /// Measures generation on a loaded `engine` (`load_s`: what loading it
-/// took), so a comparison can time it again between the reference's runs
+/// took), so `bench --pairs` can time it again between mlx-lm's runs
 /// without loading it again.
 pub fn measure(
     engine: &MlxEngine,
