@@ -455,6 +455,11 @@ impl Sequence {
         matches!(self.result, Some(Err(_)))
     }
 
+    /// Whether the run has had a token.
+    pub fn has_delivered(&self) -> bool {
+        self.first_token.is_some()
+    }
+
     pub fn is_done(&self) -> bool {
         matches!(self.next, Next::Done)
     }

@@ -79,17 +79,23 @@ impl Worker {
             self.await_answers();
         }
         let overlap = self.options.overlap_steps;
-        match overlap {
-            true => self.queue_picked_alone(),
-            false => {
-                // Not overlapped, a pass takes no unread token as input:
-                // any left (a token picked on its own, or a pick a run's
-                // answer made the next) is read and handed out now.
-                let early = self.unread();
-                if !early.is_empty() {
-                    self.hand_out(early, None);
-                    self.await_answers();
-                }
+        if overlap {
+            self.queue_picked_alone();
+        }
+        // Not overlapped, a pass takes no unread token as input: any left
+        // (a token picked on its own, or a pick a run's answer made the
+        // next) is read and handed out now. Overlapped, so are they when
+        // each is its run's first: queueing a pass returns only once MLX
+        // has all but a few of its tasks under way (it throttles the work
+        // in flight), so a token read after the next pass is queued waits
+        // for most of that pass. Runs that arrive alone or together get
+        // their first tokens a step sooner for one step built while the
+        // device waits; runs already streaming never pay that.
+        if !overlap || self.only_first_tokens_unread() {
+            let early = self.unread();
+            if !early.is_empty() {
+                self.hand_out(early, None);
+                self.await_answers();
             }
         }
         let (decode, prefill) = self.plan();
@@ -185,6 +191,13 @@ impl Worker {
                 )));
             }
         }
+    }
+
+    /// Whether tokens are picked and not yet read, each its run's first.
+    fn only_first_tokens_unread(&self) -> bool {
+        let mut unread = (self.active.iter()).filter(|s| matches!(s.next, Next::Unread(_)));
+        let first = unread.next().is_some_and(|s| !s.has_delivered());
+        first && unread.all(|s| !s.has_delivered())
     }
 
     /// The tokens picked and not yet read, by index in `active`.

@@ -4,33 +4,44 @@
 
 use super::*;
 
-/// Stops its run at the first token.
-struct StopAtFirst;
+/// Stops its run at its `n`th token.
+struct StopAt {
+    n: usize,
+    seen: usize,
+}
 
-impl TokenSink for StopAtFirst {
+impl TokenSink for StopAt {
     fn on_token(&mut self, _id: u32) -> Directive {
-        Directive::Stop
+        self.seen += 1;
+        match self.seen >= self.n {
+            true => Directive::Stop,
+            false => Directive::Continue,
+        }
     }
 }
 
 /// Waiting for each step (the CPU's way), a step's tokens are handed out
-/// as soon as it is done: a run that stops at its first token has no
-/// decode row queued after it. Overlapped (a GPU's way), the next step
-/// is queued on that token before it is read, and dropped.
+/// as soon as it is done: a run that stops at a token has no decode row
+/// queued after it. Overlapped (a GPU's way), the next step is queued on
+/// a token before it is read, and dropped, except after the first token,
+/// which is read before the next step is queued (queueing waits for most
+/// of the step queued before it).
 #[test]
 fn a_step_hands_out_its_own_tokens_unless_steps_overlap() {
-    for (overlap, rows) in [(false, 0), (true, 1)] {
+    for (overlap, n, rows) in [(false, 1, 0), (false, 2, 1), (true, 1, 0), (true, 2, 2)] {
         let engine = tiny_engine_overlapping(Duration::ZERO, overlap);
         let request = GenerationRequest {
             max_tokens: 8,
             ..request(vec![5, 6, 7, 8])
         };
-        let stats = engine.generate(&request, &mut StopAtFirst).unwrap();
-        assert_eq!(stats.generated_tokens, 1);
+        let stats = engine
+            .generate(&request, &mut StopAt { n, seen: 0 })
+            .unwrap();
+        assert_eq!(stats.generated_tokens, n);
         assert_eq!(
             engine.load().batched_tokens,
             rows,
-            "overlapped: {overlap}: decode rows queued"
+            "overlapped: {overlap}, stopped at token {n}: decode rows queued"
         );
     }
 }
