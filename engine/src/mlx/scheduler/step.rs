@@ -195,9 +195,10 @@ impl Worker {
 
     /// Whether tokens are picked and not yet read, each its run's first.
     fn only_first_tokens_unread(&self) -> bool {
-        let mut unread = (self.active.iter()).filter(|s| matches!(s.next, Next::Unread(_)));
-        let first = unread.next().is_some_and(|s| !s.has_delivered());
-        first && unread.all(|s| !s.has_delivered())
+        let mut unread = (self.active.iter())
+            .filter(|s| matches!(s.next, Next::Unread(_)))
+            .peekable();
+        unread.peek().is_some() && unread.all(|s| !s.has_delivered())
     }
 
     /// The tokens picked and not yet read, by index in `active`.
