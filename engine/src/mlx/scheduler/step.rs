@@ -11,7 +11,7 @@ use std::time::Instant;
 use mlx_rs::Array;
 
 use super::picked::{self, Input};
-use super::sequence::{Next, Spec};
+use super::sequence::{Next, Sequence, Spec};
 use super::{Worker, adjust, draw};
 use crate::EngineError;
 use crate::mlx::error::mlx_err;
@@ -79,23 +79,17 @@ impl Worker {
             self.await_answers();
         }
         let overlap = self.options.overlap_steps;
-        if overlap {
-            self.queue_picked_alone();
-        }
-        // Not overlapped, a pass takes no unread token as input: any left
-        // (a token picked on its own, or a pick a run's answer made the
-        // next) is read and handed out now. Overlapped, so are they when
-        // each is its run's first: queueing a pass returns only once MLX
-        // has all but a few of its tasks under way (it throttles the work
-        // in flight), so a token read after the next pass is queued waits
-        // for most of that pass. Runs that arrive alone or together get
-        // their first tokens a step sooner for one step built while the
-        // device waits; runs already streaming never pay that.
-        if !overlap || self.only_first_tokens_unread() {
-            let early = self.unread();
-            if !early.is_empty() {
-                self.hand_out(early, None);
-                self.await_answers();
+        match overlap {
+            true => self.queue_picked_alone(),
+            false => {
+                // Not overlapped, a pass takes no unread token as input:
+                // any left (a token picked on its own, or a pick a run's
+                // answer made the next) is read and handed out now.
+                let early = self.unread();
+                if !early.is_empty() {
+                    self.hand_out(early, None);
+                    self.await_answers();
+                }
             }
         }
         let (decode, prefill) = self.plan();
@@ -118,9 +112,23 @@ impl Worker {
             true => self.unread(),
             false => Vec::new(),
         };
+        // Queueing a pass returns only once MLX has all but a few of its
+        // tasks under way (it throttles the work in flight), so a token
+        // read after it waits for most of the pass. When each unread token
+        // is its run's first (runs that arrived alone or together), they
+        // are read between building the pass and queueing it: the first
+        // tokens come that much sooner, for the device waiting on the hand
+        // out once. Runs already streaming keep the pass queued first.
+        let first_only = overlap && only_first_tokens(&unread, &self.active);
         let mut parts = decode;
         parts.extend(prefill);
-        let specs = self.run_pass(&parts);
+        let (mut specs, built) = self.build_pass(&parts);
+        if first_only {
+            self.hand_out(std::mem::take(&mut unread), specs.take());
+        }
+        if let Some(built) = built {
+            self.queue(built, &parts);
+        }
         if !overlap {
             unread = self.unread();
         }
@@ -191,14 +199,6 @@ impl Worker {
                 )));
             }
         }
-    }
-
-    /// Whether tokens are picked and not yet read, each its run's first.
-    fn only_first_tokens_unread(&self) -> bool {
-        let mut unread = (self.active.iter())
-            .filter(|s| matches!(s.next, Next::Unread(_)))
-            .peekable();
-        unread.peek().is_some() && unread.all(|s| !s.has_delivered())
     }
 
     /// The tokens picked and not yet read, by index in `active`.
@@ -288,28 +288,25 @@ impl Worker {
         (decode, prefill)
     }
 
-    /// Runs one pass and queues it; returns each decoding sequence's
-    /// next-token source (a lazy pick for greedy ones) by index in
-    /// `active`. The decode rows and the prompts share the pass: the
-    /// decode rows' tokens are read once the prompts' chunk is computed
-    /// too (a chunk later than a pass of their own would give them), and
-    /// a pass that fails fails every sequence in it.
-    fn run_pass(&mut self, parts: &[Part]) -> Option<Vec<(usize, Spec)>> {
+    /// Builds one pass, for [`Worker::queue`]; returns each decoding
+    /// sequence's next-token source (a lazy pick for greedy ones) by
+    /// index in `active`. The decode rows and the prompts share the pass:
+    /// the decode rows' tokens are read once the prompts' chunk is
+    /// computed too (a chunk later than a pass of their own would give
+    /// them), and a pass that fails fails every sequence in it.
+    fn build_pass(&mut self, parts: &[Part]) -> (Option<Vec<(usize, Spec)>>, Option<Built>) {
         if parts.is_empty() {
-            return None;
+            return (None, None);
         }
         let logits = parts.iter().any(|p| p.ends_feed);
         self.passes += 1;
         let pass = self.passes;
         let result = self.forward(parts, logits);
-        let (logits, picks) = match result {
+        let (logits, picks, built) = match result {
             Ok(out) => out,
             Err(e) => {
-                tracing::error!(error = %e, "a batched step failed");
-                for p in parts {
-                    self.active[p.seq].fail(EngineError::Backend(e.to_string()));
-                }
-                return None;
+                self.fail_pass(parts, &e);
+                return (None, None);
             }
         };
         let mut out = Vec::new();
@@ -363,16 +360,34 @@ impl Worker {
                 }
             }
         }
-        Some(out)
+        (Some(out), Some(built))
     }
 
-    /// The forward pass over `parts`, queued for evaluation; with
-    /// `logits`, the last rows' logits and their greedy picks.
+    /// Hands `built` to MLX to run.
+    fn queue(&mut self, built: Built, parts: &[Part]) {
+        let queued = waited(&self.gauges.queue_ns, || {
+            mlx_rs::transforms::async_eval(built.0.iter())
+        });
+        if let Err(e) = queued {
+            self.fail_pass(parts, &mlx_err("queueing a step")(e));
+        }
+    }
+
+    /// Fails every sequence in a pass that could not be built or queued.
+    fn fail_pass(&mut self, parts: &[Part], e: &EngineError) {
+        tracing::error!(error = %e, "a batched step failed");
+        for p in parts {
+            self.active[p.seq].fail(EngineError::Backend(e.to_string()));
+        }
+    }
+
+    /// The forward pass over `parts`, built; with `logits`, the last
+    /// rows' logits and their greedy picks.
     fn forward(
         &mut self,
         parts: &[Part],
         logits: bool,
-    ) -> Result<(Option<Array>, Option<Array>), EngineError> {
+    ) -> Result<(Option<Array>, Option<Array>, Built), EngineError> {
         // Free sampled tokens are drawn in the graph (`draw.rs`); the rest
         // take the argmax.
         let draws: Vec<_> = parts
@@ -442,16 +457,22 @@ impl Worker {
                 cached.extend(c.arrays());
             }
         }
-        let mut eval: Vec<&Array> = Vec::new();
-        eval.extend(picks.iter());
-        eval.extend(out.iter());
-        eval.extend(cached.iter());
-        waited(&self.gauges.queue_ns, || {
-            mlx_rs::transforms::async_eval(eval)
-        })
-        .map_err(mlx_err("queueing a step"))?;
-        Ok((out, picks))
+        let mut eval: Vec<Array> = Vec::new();
+        eval.extend(picks.iter().cloned());
+        eval.extend(out.iter().cloned());
+        eval.extend(cached);
+        Ok((out, picks, Built(eval)))
     }
+}
+
+/// A pass built and not queued yet: the arrays MLX is to evaluate.
+struct Built(Vec<Array>);
+
+/// Whether `unread` holds tokens, each its run's first (by index in
+/// `active`).
+fn only_first_tokens(unread: &[(usize, picked::Picked)], active: &[Sequence]) -> bool {
+    !unread.is_empty()
+        && (unread.iter()).all(|(i, _)| active.get(*i).is_some_and(|s| !s.has_delivered()))
 }
 
 /// Each part's last input token, `[parts, 1]` int32, from the pass's
