@@ -22,6 +22,7 @@ mod adjust;
 mod draw;
 mod link;
 mod pace;
+mod pass;
 mod picked;
 mod pool;
 mod sampler;
