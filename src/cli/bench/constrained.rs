@@ -1,7 +1,8 @@
 //! `thinkwire bench --json-schema FILE`: what constrained decoding costs.
-//! The same prompt decoded free (greedy, pipelined: the product's normal
-//! path) and under the schema's grammar, in alternating runs on one
-//! loaded engine; milliseconds per token after the first for both, the
+//! The same prompt decoded free and under the schema's grammar, greedy or
+//! sampled as the sampling flags say (a seeded draw gives the same tokens
+//! every run), in alternating runs on one engine loaded as the model
+//! flags say; milliseconds per token after the first for both, the
 //! grammar's mask time on the run's thread, and the time to compile the
 //! schema and a typical tool schema.
 
@@ -11,10 +12,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use serde_json::{Value, json};
 use thinkwire_chat::{ChatModel, RenderOptions, TemplateMessage};
-use thinkwire_engine::mlx::{LoadOptions, MlxEngine, Precision};
-use thinkwire_engine::{
-    Directive, Engine, GenerationRequest, SamplingParams, TokenMask, TokenSink,
-};
+use thinkwire_engine::mlx::{MlxEngine, Precision};
+use thinkwire_engine::{Directive, Engine, GenerationRequest, TokenMask, TokenSink};
 use thinkwire_grammar::{Grammar, Target, Vocabulary};
 
 /// Times tokens, and drives the grammar when there is one.
@@ -85,12 +84,14 @@ fn compile_ms(vocab: &Vocabulary, target: &Target, n: usize) -> Result<f64> {
 
 /// Runs the comparison for the schema in `schema_file`.
 pub fn bench(
+    args: &super::BenchArgs,
     path: &Path,
     precision: Precision,
-    prompt: &str,
     schema_file: &Path,
-    runs: usize,
 ) -> Result<()> {
+    let (prompt, runs) = (args.prompt.as_str(), args.runs);
+    let sampling = args.sampling()?;
+    let load = super::super::args::load_options(&args.model, precision)?;
     let schema: Value = serde_json::from_str(
         &std::fs::read_to_string(schema_file)
             .with_context(|| format!("reading {}", schema_file.display()))?,
@@ -116,17 +117,11 @@ pub fn bench(
             "required": ["city"]}),
     )]);
     let tool_ms = compile_ms(&vocab, &tool, 20)?;
-    let engine = MlxEngine::load(
-        path,
-        &LoadOptions {
-            precision,
-            ..LoadOptions::default()
-        },
-    )?;
+    let engine = MlxEngine::load(path, &load)?;
     let request = |max_tokens: usize, stops: Vec<u32>| GenerationRequest {
         prompt: ids.clone(),
         max_tokens,
-        sampling: SamplingParams::greedy(),
+        sampling: sampling.clone(),
         stop_token_ids: stops,
     };
     // The constrained answer's length sets both runs' length.
@@ -153,11 +148,12 @@ pub fn bench(
         median(&mut mask_us),
     );
     println!(
-        "{} · {} kernel threads · model {} · precision {}",
+        "{} · {} kernel threads · model {} · precision {} · {}",
         thinkwire_engine::mlx::bench::cpu_name(),
         thinkwire_engine::mlx::kernel_threads(),
         path.display(),
-        precision.name()
+        precision.name(),
+        args.sampling_note()
     );
     println!(
         "grammar: vocabulary {vocab_ms:.1} ms (once per model) · schema compile {schema_ms:.2} ms · tool-call compile {tool_ms:.2} ms"

@@ -79,8 +79,9 @@ pub struct BenchArgs {
     #[arg(long, value_delimiter = ',')]
     concurrency: Vec<usize>,
     /// Instead: decode `--prompt` free and under this JSON schema's
-    /// grammar, alternating, and report the per-token overhead and the
-    /// grammar's compile and mask times.
+    /// grammar, alternating (greedy or sampled, as the sampling flags
+    /// say), and report the per-token overhead and the grammar's compile
+    /// and mask times.
     #[arg(long, value_name = "FILE")]
     json_schema: Option<std::path::PathBuf>,
 }
@@ -128,7 +129,7 @@ pub fn bench(args: &BenchArgs) -> Result<()> {
         if args.prompt_tokens.is_some() {
             bail!("--json-schema decodes --prompt; --prompt-tokens does not apply");
         }
-        return constrained::bench(&path, precision, &args.prompt, schema, args.runs);
+        return constrained::bench(args, &path, precision, schema);
     }
     let chat = ChatModel::load(&path)
         .with_context(|| format!("loading the tokenizer of {}", path.display()))?;

@@ -10,7 +10,9 @@
 //! the token drawn (`kernels::compiled::gumbel_noise`), so a seeded
 //! sequence draws the same tokens alone or batched, and a step dropped and
 //! run again (forced tokens) draws the same token from the same logits.
-//! Tokens under a constraint are still sampled on the CPU (`sampler.rs`).
+//! A token under a constraint is drawn the same way, on its own from its
+//! masked logits once the run's mask is in (`picked::pick`), keyed by the
+//! same position.
 //! A request's logit bias and penalties on seen tokens apply before either
 //! (`adjust.rs`).
 //!

@@ -1,6 +1,6 @@
 //! Tokens picked in the graph and not yet read, as the next pass's
 //! inputs: a row of their pass's picks (`[rows, 1]` int32), or a
-//! constrained token picked on its own once its mask is in ([`argmax`]).
+//! constrained token picked on its own once its mask is in ([`pick`]).
 //! A decoding batch that goes on unchanged feeds rows `0..N` of the last
 //! pass's picks in order: joined here as one view of them, where a slice
 //! per row joined by a concatenation was 2N + 1 operations a step (on a
@@ -12,6 +12,7 @@ use mlx_rs::Array;
 use mlx_rs::error::Result as R;
 use mlx_rs::ops::indexing::TryIndexOp;
 
+use super::draw::{self, Draw};
 use crate::mlx::error::mlx_err;
 use crate::mlx::model::join_ids;
 use crate::{EngineError, TokenMask};
@@ -19,8 +20,9 @@ use crate::{EngineError, TokenMask};
 /// An unread token: row `row` of the picks of pass `pass`.
 #[derive(Clone)]
 pub(crate) struct Picked {
-    /// The pass's picks, `[rows, 1]`; a token picked on its own (the
-    /// masked argmax of a constrained token) is its own picks, `[1, 1]`.
+    /// The pass's picks, `[rows, 1]`; a token picked on its own (a
+    /// constrained token, from its masked logits) is its own picks,
+    /// `[1, 1]`.
     picks: Array,
     row: i32,
     /// Which pass's picks (`None`: picked on its own), so that rows of the
@@ -54,11 +56,16 @@ impl Picked {
     }
 }
 
-/// The argmax of `logits` (`[1, vocab]`) among the tokens `mask` allows,
-/// a token picked on its own, lazily. A mask that allows none of them is
-/// an error, not token 0.
-pub(crate) fn argmax(logits: &Array, mask: Option<&TokenMask>) -> Result<Picked, EngineError> {
-    use mlx_rs::ops::indexing::argmax_axis;
+/// The next token from `logits` (`[1, vocab]`) among the tokens `mask`
+/// allows, a token picked on its own, lazily: their argmax, or with
+/// `draw` their draw for that position (`draw.rs`, on the device like a
+/// free token's). A mask that allows none of them is an error, not
+/// token 0.
+pub(crate) fn pick(
+    logits: &Array,
+    mask: Option<&TokenMask>,
+    draw: Option<(Draw, usize)>,
+) -> Result<Picked, EngineError> {
     let err = mlx_err("choosing a constrained token");
     let scores = match mask {
         None => logits.clone(),
@@ -75,8 +82,7 @@ pub(crate) fn argmax(logits: &Array, mask: Option<&TokenMask>) -> Result<Picked,
             mlx_rs::ops::select(&allowed, logits, &floor).map_err(err)?
         }
     };
-    argmax_axis(&scores, -1, true)
-        .and_then(|a| a.as_dtype(mlx_rs::Dtype::Int32))
+    draw::picks(&scores, &[draw])
         .map(Picked::alone)
         .map_err(mlx_err("choosing a constrained token"))
 }

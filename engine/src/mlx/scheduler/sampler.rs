@@ -5,7 +5,8 @@
 //!
 //! Greedy requests never come here: their argmax stays on the MLX side so
 //! decoding can be pipelined. Nor, where MLX draws them on the device
-//! (`draw.rs`, the default), do sampled tokens free of a constraint's mask.
+//! (`draw.rs`, the default), do sampled tokens, free or under a
+//! constraint's mask: only `--sample-on host` sends logits here.
 //! The logits that do come are biased and penalized already, in the step's
 //! graph (`adjust.rs`).
 

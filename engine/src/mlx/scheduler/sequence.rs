@@ -30,9 +30,9 @@ pub(crate) enum Next {
     Unread(Picked),
     /// Logits (`[1, vocab]`) to sample from on the CPU.
     Logits(Array),
-    /// A constrained greedy token's logits (`[1, vocab]`, lazy): once the
-    /// run's mask is in, the masked argmax is queued as the next step's
-    /// input, still before anyone reads it.
+    /// A constrained token's logits (`[1, vocab]`, lazy), greedy or drawn
+    /// on the device: once the run's mask is in, the masked argmax or draw
+    /// is queued as the next step's input, still before anyone reads it.
     Masked(Array),
     /// The run has the last token and has not answered yet; `spec` is what
     /// the step that already took that token as input produced (greedy
@@ -59,8 +59,8 @@ pub(crate) enum Spec {
 }
 
 /// How the next token is chosen: on the MLX side (greedy, or drawn on the
-/// device: lazy, so steps can be queued ahead) or by the sampler on the
-/// CPU (`--sample-on host`; any sampled token under a constraint). Either
+/// device, free or under a constraint's mask: lazy, so steps can be
+/// queued ahead) or by the sampler on the CPU (`--sample-on host`). Either
 /// way from logits already penalized in the step's graph.
 enum Picker {
     Greedy,
@@ -181,9 +181,9 @@ impl Sequence {
     }
 
     /// What to keep of row `row` of pass `pass`'s output for the next
-    /// token: its pick (greedy or drawn, free), its logits (greedy,
-    /// constrained: masked later), or nothing (sampled on the CPU from
-    /// `Next::Logits`).
+    /// token: its pick (greedy or drawn, free), its logits (greedy or
+    /// drawn, constrained: masked later), or nothing (sampled on the CPU
+    /// from `Next::Logits`).
     pub fn spec(
         &self,
         (picks, pass): (&Array, u64),
@@ -196,7 +196,7 @@ impl Sequence {
             (Picker::Greedy | Picker::Drawn(_), Constraint::Free) => {
                 Ok(Spec::Pick(Picked::row_of(picks, pass, row)))
             }
-            (Picker::Greedy, _) => logits
+            (Picker::Greedy | Picker::Drawn(_), _) => logits
                 .try_index(row..row + 1)
                 .map(Spec::Logits)
                 .map_err(err),
@@ -230,21 +230,33 @@ impl Sequence {
 
     /// Turns masked logits into the next step's lazy input once the mask
     /// is in (the argmax of the allowed tokens, as the CPU sampler would
-    /// pick it).
+    /// pick it, or their draw).
     pub fn resolve_mask(&mut self) -> Result<(), EngineError> {
         let Next::Masked(logits) = &self.next else {
             return Ok(());
         };
         let pick = match &self.constraint {
             Constraint::Waiting => return Ok(()),
-            Constraint::Free => picked::argmax(logits, None)?,
-            Constraint::Ready(mask) => picked::argmax(logits, Some(mask))?,
+            Constraint::Free => self.pick_from(logits, None)?,
+            Constraint::Ready(mask) => self.pick_from(logits, Some(mask))?,
         };
         self.next = Next::Unread(pick);
         // Until the run answers on this token, the next is taken to be
         // constrained too, so the step keeps its logits.
         self.constraint = Constraint::Waiting;
         Ok(())
+    }
+
+    /// The token `logits` give under `mask`, picked on its own: their
+    /// argmax, or a sampled sequence's draw for the token the cache takes
+    /// next (the position a free token's draw is keyed by, so a seeded
+    /// draw is the same constrained or not, alone or batched).
+    fn pick_from(&self, logits: &Array, mask: Option<&TokenMask>) -> Result<Picked, EngineError> {
+        let draw = match &self.picker {
+            Picker::Drawn(d) => Some((*d, self.offset())),
+            Picker::Greedy | Picker::Sampled => None,
+        };
+        picked::pick(logits, mask, draw)
     }
 
     /// The run's mask for the next token (`None`: free after all).
@@ -395,7 +407,7 @@ impl Sequence {
             self.next = match spec {
                 Some(Spec::Pick(pick)) => Next::Unread(pick),
                 Some(Spec::Logits(logits)) if constrained => Next::Masked(logits),
-                Some(Spec::Logits(logits)) => match picked::argmax(&logits, None) {
+                Some(Spec::Logits(logits)) => match self.pick_from(&logits, None) {
                     Ok(pick) => Next::Unread(pick),
                     Err(e) => return self.fail(e),
                 },

@@ -1,6 +1,6 @@
 //! When a step hands its tokens out: at once (steps waited for, a
 //! CPU's way) or while the next runs (overlapped, a GPU's), constrained
-//! tokens included.
+//! tokens included, greedy or drawn.
 
 use super::*;
 
@@ -110,6 +110,76 @@ fn constrained_then_free_tokens_agree_overlapped_or_not() {
             "overlapped: {overlap}"
         );
         got.push(sink.tokens);
+    }
+    assert_eq!(got[0], got[1]);
+}
+
+/// A seeded sampled generation under masks, drawn on the device (the
+/// default), the steps overlapped or not: a mask that allows every token
+/// changes nothing (a constrained token gets the draw a free one would,
+/// keyed by seed and position); under narrower masks each token is one
+/// its mask allows, the same alone and batched, and the free tokens after
+/// them are what the same seed draws when the prompt holds them.
+#[test]
+fn constrained_draws_keep_to_their_masks_and_their_seed() {
+    let prompt = vec![5, 6, 7, 8];
+    let narrow = vec![
+        vec![7, 11, 13, 17],
+        vec![20, 21, 22],
+        vec![5],
+        vec![30, 40, 50],
+    ];
+    let mut got = Vec::new();
+    for overlap in [false, true] {
+        let engine = tiny_engine_overlapping(Duration::from_millis(200), overlap);
+        let vocab = engine.info().vocab_size;
+        let run = |masks: &[Vec<u32>], seed| {
+            let mut sink = Constrained {
+                vocab,
+                masks: masks.to_vec(),
+                tokens: Vec::new(),
+            };
+            let r = GenerationRequest {
+                max_tokens: 12,
+                ..sampled(prompt.clone(), Some(seed))
+            };
+            engine.generate(&r, &mut sink).unwrap();
+            sink.tokens
+        };
+        let free = run(&[], 5);
+        let everything: Vec<u32> = (0..vocab as u32).collect();
+        assert_eq!(run(&vec![everything; 4], 5), free, "overlapped: {overlap}");
+
+        let alone = run(&narrow, 5);
+        assert_eq!(alone.len(), 12);
+        for (token, allowed) in alone.iter().zip(&narrow) {
+            assert!(allowed.contains(token), "overlapped: {overlap}: {token}");
+        }
+        let batched = std::thread::scope(|scope| {
+            let greedy = scope.spawn(|| {
+                let mut sink = Tokens(Vec::new());
+                engine
+                    .generate(&request(vec![9, 10, 11]), &mut sink)
+                    .unwrap();
+            });
+            let other = scope.spawn(|| run(&narrow, 6));
+            let batched = run(&narrow, 5);
+            greedy.join().unwrap();
+            other.join().unwrap();
+            batched
+        });
+        assert_eq!(batched, alone, "overlapped: {overlap}");
+
+        let mut held = prompt.clone();
+        held.extend_from_slice(&alone[..narrow.len()]);
+        let mut rest = Tokens(Vec::new());
+        let r = GenerationRequest {
+            max_tokens: 12 - narrow.len(),
+            ..sampled(held, Some(5))
+        };
+        engine.generate(&r, &mut rest).unwrap();
+        assert_eq!(&alone[narrow.len()..], &rest.0[..], "overlapped: {overlap}");
+        got.push(alone);
     }
     assert_eq!(got[0], got[1]);
 }
