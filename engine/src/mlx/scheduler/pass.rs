@@ -144,7 +144,8 @@ impl Worker {
         logits: bool,
     ) -> Result<(Option<Array>, Option<Array>, Built), EngineError> {
         // Free sampled tokens are drawn in the graph (`draw.rs`); the rest
-        // take the argmax.
+        // take the argmax, unused where a constrained token is picked from
+        // its masked logits later (`picked::pick`).
         let draws: Vec<_> = parts
             .iter()
             .map(|p| {

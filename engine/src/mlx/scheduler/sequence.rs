@@ -35,8 +35,8 @@ pub(crate) enum Next {
     /// is queued as the next step's input, still before anyone reads it.
     Masked(Array),
     /// The run has the last token and has not answered yet; `spec` is what
-    /// the step that already took that token as input produced (greedy
-    /// only).
+    /// the step that already took that token as input produced (picked
+    /// on the device only: greedy or drawn).
     Awaiting { spec: Option<Spec> },
     /// Finished; the scheduler reaps it.
     Done,
