@@ -11,7 +11,9 @@ parity.json (scripts/gpu/parity.py) and per model
 <model>/thinkwire-concurrency.json (`--concurrency 1,8,32 --compare-mlx-lm
 --json`: mlx-lm's BatchGenerator and both decode steps' operations too),
 <model>/mlx-lm-b<N>.log (`python -m mlx_lm.benchmark`) and, from older
-runs, <model>/mlx-lm-ops.json (`scripts/golden/mlx_lm_ref.py ops`). Missing pieces show
+runs, <model>/mlx-lm-ops.json (`scripts/golden/mlx_lm_ref.py ops`), with
+--constrained <model>/constrained-{device,host}.txt (`thinkwire bench
+--json-schema`'s output; its last line is reported). Missing pieces show
 as "-", so a partial run still reports what it has. Writes
 OUT_DIR/gpu-bench.md and OUT_DIR/gpu-bench.json and prints the markdown.
 """
@@ -177,6 +179,13 @@ def collect(raw: Path):
                     for r in sampled.get("thinkwire") or []
                 ],
             }
+        constrained = {
+            way: lines[-1]
+            for way in ("device", "host")
+            if (f := d / f"constrained-{way}.txt").exists() and (lines := f.read_text().strip().splitlines())
+        }
+        if constrained:
+            entry["constrained"] = constrained
         comparison = d / "serving" / "comparison.txt"
         if comparison.exists():
             entry["serving"] = comparison.read_text()
@@ -334,6 +343,14 @@ def markdown(report):
                     f"| {name} | {s['sampling']} | {r['concurrency']} | {fmt(r['thinkwire'])} | "
                     f"{fmt(r['mlx_lm'])} | {'-' if q is None else f'{q:.2f}x'} | {ttft} |"
                 )
+        out.append("")
+    constrained = {name: m["constrained"] for name, m in report["models"].items() if m.get("constrained")}
+    if constrained:
+        out.append("Sampled under a JSON schema (`--constrained`; `thinkwire bench --json-schema`, drawn on the device or `--sample-on host`):")
+        out.append("")
+        for name, ways in constrained.items():
+            for way, line in ways.items():
+                out.append(f"- {name}, {way}: {line}")
         out.append("")
     serving = {name: m["serving"] for name, m in report["models"].items() if m.get("serving")}
     for name, table in serving.items():
