@@ -29,8 +29,9 @@ impl Worker {
                 seq.fail(e);
             }
         }
-        // Sampled sequences need their logits read before they can feed; a
-        // constrained one whose mask is late joins a later step.
+        // Sequences the host samples (`--sample-on host`) need their logits
+        // read before they can feed; a constrained one whose mask is late
+        // joins a later step.
         let mut sampled = false;
         for seq in &mut self.active {
             if seq.awaits_mask() {

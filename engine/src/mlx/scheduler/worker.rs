@@ -247,8 +247,9 @@ impl Worker {
             return;
         }
         for seq in due {
-            // Sampled ones read their logits anyway; masked greedy ones
-            // only wait for the mask, their logits stay lazy.
+            // Those the host samples (`--sample-on host`) read their
+            // logits anyway; masked ones picked on the device (greedy or
+            // drawn) only wait for the mask, their logits stay lazy.
             if let Next::Logits(logits) = &seq.next {
                 let _ = logits.eval();
             }
