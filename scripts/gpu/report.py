@@ -12,8 +12,8 @@ parity.json (scripts/gpu/parity.py) and per model
 --json`: mlx-lm's BatchGenerator and both decode steps' operations too),
 <model>/mlx-lm-b<N>.log (`python -m mlx_lm.benchmark`) and, from older
 runs, <model>/mlx-lm-ops.json (`scripts/golden/mlx_lm_ref.py ops`), with
---constrained <model>/constrained-{device,host}.txt (`thinkwire bench
---json-schema`'s output; its last line is reported). Missing pieces show
+--constrained <model>/constrained-{device,host}.json (`thinkwire bench
+--json-schema --json`). Missing pieces show
 as "-", so a partial run still reports what it has. Writes
 OUT_DIR/gpu-bench.md and OUT_DIR/gpu-bench.json and prints the markdown.
 """
@@ -180,9 +180,7 @@ def collect(raw: Path):
                 ],
             }
         constrained = {
-            way: lines[-1]
-            for way in ("device", "host")
-            if (f := d / f"constrained-{way}.txt").exists() and (lines := f.read_text().strip().splitlines())
+            way: got for way in ("device", "host") if (got := read_json(d / f"constrained-{way}.json"))
         }
         if constrained:
             entry["constrained"] = constrained
@@ -348,9 +346,18 @@ def markdown(report):
     if constrained:
         out.append("Sampled under a JSON schema (`--constrained`; `thinkwire bench --json-schema`, drawn on the device or `--sample-on host`):")
         out.append("")
+        out.append("| model | picked on | tokens | free tok/s | constrained tok/s | overhead | mask us/token |")
+        out.append("|---|---|---|---|---|---|---|")
+        def rate(ms):
+            return fmt(1e3 / ms) if ms else "-"
+
         for name, ways in constrained.items():
-            for way, line in ways.items():
-                out.append(f"- {name}, {way}: {line}")
+            for way, c in ways.items():
+                out.append(
+                    f"| {name} | {way} | {c.get('tokens')} | {rate(c.get('free_ms_per_token'))} | "
+                    f"{rate(c.get('constrained_ms_per_token'))} | {c.get('overhead_percent', 0):+.1f} % | "
+                    f"{c.get('mask_us_per_token', 0):.0f} |"
+                )
         out.append("")
     serving = {name: m["serving"] for name, m in report["models"].items() if m.get("serving")}
     for name, table in serving.items():

@@ -4,7 +4,8 @@
 //! every run), in alternating runs on one engine loaded as the model
 //! flags say; milliseconds per token after the first for both, the
 //! grammar's mask time on the run's thread, and the time to compile the
-//! schema and a typical tool schema.
+//! schema and a typical tool schema; as text, or with `--json` as one
+//! object.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -147,6 +148,27 @@ pub fn bench(
         median(&mut constrained),
         median(&mut mask_us),
     );
+    if args.json {
+        let report = json!({
+            "cpu": thinkwire_engine::mlx::bench::cpu_name(),
+            "device": thinkwire_engine::mlx::device_name(),
+            "kernel_threads": thinkwire_engine::mlx::kernel_threads(),
+            "model": path.display().to_string(),
+            "precision": precision.name(),
+            "sampling": args.sampling_note(),
+            "vocabulary_ms": vocab_ms,
+            "schema_compile_ms": schema_ms,
+            "tool_call_compile_ms": tool_ms,
+            "tokens": n,
+            "runs": runs,
+            "free_ms_per_token": free,
+            "constrained_ms_per_token": constrained,
+            "overhead_percent": (constrained / free - 1.0) * 100.0,
+            "mask_us_per_token": mask,
+        });
+        println!("{}", serde_json::to_string(&report)?);
+        return Ok(());
+    }
     println!(
         "{} · {} kernel threads · model {} · precision {} · {}",
         thinkwire_engine::mlx::bench::cpu_name(),

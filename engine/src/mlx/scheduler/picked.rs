@@ -71,12 +71,11 @@ pub(crate) fn pick(
         None => logits.clone(),
         Some(mask) => {
             let vocab = logits.shape().last().copied().unwrap_or(0).max(0) as usize;
-            let allowed: Vec<bool> = (0..vocab as u32).map(|id| mask.allows(id)).collect();
-            if !allowed.iter().any(|&a| a) {
+            let Some(allowed) = mask.flags(vocab) else {
                 return Err(EngineError::InvalidRequest(
                     "the output constraint allows no token".into(),
                 ));
-            }
+            };
             let allowed = Array::from_slice(&allowed, &[1, vocab as i32]);
             let floor = Array::from_f32(f32::NEG_INFINITY);
             mlx_rs::ops::select(&allowed, logits, &floor).map_err(err)?
