@@ -223,6 +223,7 @@ impl MlxEngine {
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_else(|| "model".into());
+        kernels::wire_for_generation(model.weight_bytes());
         let kv_budget = options
             .kv_cache_bytes
             .unwrap_or_else(default_kv_cache_bytes);

@@ -1,7 +1,8 @@
 //! Which device MLX runs this process's operations on, named for people
 //! (`thinkwire inspect`, `bench`, the server's `/capabilities`): the same
 //! binary runs on the CPU or, with a CUDA or Metal build of MLX, a GPU;
-//! and waiting for MLX's queued work, on a thread's stream or at exit.
+//! Metal's wired memory for the weights; and waiting for MLX's queued
+//! work, on a thread's stream or at exit.
 
 use mlx_rs::{Device, DeviceType};
 
@@ -22,6 +23,11 @@ pub fn device_name() -> String {
 /// GPU's (CUDA's `total_memory`, Metal's `memory_size`, which on Apple
 /// silicon is the memory it shares with the CPU); `None` on the CPU.
 pub(crate) fn device_memory() -> Option<usize> {
+    device_info_size(&[c"total_memory", c"memory_size"])
+}
+
+/// The first of `keys` MLX's default device reports, as a size above 0.
+fn device_info_size(keys: &[&std::ffi::CStr]) -> Option<usize> {
     // SAFETY: the device and the info are created here, written by MLX
     // through the pointers given, read by key and freed before returning.
     unsafe {
@@ -31,7 +37,7 @@ pub(crate) fn device_memory() -> Option<usize> {
         if mlx_sys::mlx_get_default_device(&mut device) == 0
             && mlx_sys::mlx_device_info_get(&mut info, device) == 0
         {
-            for key in [c"total_memory", c"memory_size"] {
+            for key in keys {
                 let (mut exists, mut value) = (false, 0usize);
                 if mlx_sys::mlx_device_info_has_key(&mut exists, info, key.as_ptr()) == 0
                     && exists
@@ -47,6 +53,65 @@ pub(crate) fn device_memory() -> Option<usize> {
         mlx_sys::mlx_device_free(device);
         bytes
     }
+}
+
+/// What [`wire_for_generation`] asks of Metal.
+#[derive(Debug, PartialEq, Eq)]
+struct Wiring {
+    /// The wired limit to set: the device's recommended working set.
+    limit: usize,
+    /// The weights take more than 90 % of it: they may not all stay
+    /// resident, and generation can be slow (said in the log).
+    near: bool,
+}
+
+/// The wiring for weights of `weight_bytes` on a device whose
+/// recommended working set is `recommended` (only Metal reports one).
+fn wiring(recommended: Option<usize>, weight_bytes: usize) -> Option<Wiring> {
+    let limit = recommended.filter(|&r| r > 0)?;
+    Some(Wiring {
+        limit,
+        near: weight_bytes as f64 > 0.9 * limit as f64,
+    })
+}
+
+/// On Apple silicon, lets Metal keep MLX's buffers resident up to the
+/// device's recommended working set, as mlx-lm does while it generates:
+/// otherwise macOS may page a large model's weights out between steps.
+/// Set once, before any generation (MLX's wired limit must not change
+/// while work is queued), and kept for the process: a server generates
+/// for as long as it runs. Nothing elsewhere (no recommended working set
+/// on CUDA or the CPU). Returns the limit set.
+pub(crate) fn wire_for_generation(weight_bytes: usize) -> Option<usize> {
+    static WIRED: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
+    *WIRED.get_or_init(|| {
+        if gpu_backend() != Some("metal") {
+            return None;
+        }
+        let w = wiring(
+            device_info_size(&[c"max_recommended_working_set_size"]),
+            weight_bytes,
+        )?;
+        if w.near {
+            tracing::warn!(
+                weights_mb = weight_bytes >> 20,
+                recommended_mb = w.limit >> 20,
+                "the weights are close to the GPU's recommended working set: generation may be slow"
+            );
+        }
+        let mut old = 0usize;
+        // SAFETY: MLX writes the previous limit through the pointer given.
+        match unsafe { mlx_sys::mlx_set_wired_limit(&mut old, w.limit) } {
+            0 => {
+                tracing::info!(wired_limit_mb = w.limit >> 20, "wired memory limit set");
+                Some(w.limit)
+            }
+            _ => {
+                tracing::warn!("MLX refused the wired memory limit; weights may be paged out");
+                None
+            }
+        }
+    })
 }
 
 /// Waits for the MLX work queued on this thread's default stream (MLX's
@@ -106,5 +171,25 @@ mod tests {
         // A CPU's memory is the machine's, which MLX does not report.
         let memory = super::device_memory();
         assert_eq!(memory.is_none(), name == "cpu", "{memory:?}");
+        // Only Metal reports a recommended working set to wire up to.
+        let wired = super::wire_for_generation(1 << 30);
+        assert_eq!(wired.is_some(), name == "gpu (metal)", "{wired:?}");
+    }
+
+    #[test]
+    fn wires_up_to_the_recommended_working_set_and_says_when_the_weights_near_it() {
+        use super::{Wiring, wiring};
+        let gib = 1usize << 30;
+        assert_eq!(wiring(None, gib), None);
+        assert_eq!(wiring(Some(0), gib), None);
+        let limit = 16 * gib;
+        assert_eq!(
+            wiring(Some(limit), 8 * gib),
+            Some(Wiring { limit, near: false })
+        );
+        assert_eq!(
+            wiring(Some(limit), 15 * gib),
+            Some(Wiring { limit, near: true })
+        );
     }
 }

@@ -47,7 +47,9 @@ pub(crate) mod quantized;
 pub use self::choice::Precision;
 pub(crate) use self::choice::{Activations, Kernel, Quant, default_device_is_cpu};
 pub use self::device::device_name;
-pub(crate) use self::device::{at_exit, device_memory, synchronize_this_thread};
+pub(crate) use self::device::{
+    at_exit, device_memory, synchronize_this_thread, wire_for_generation,
+};
 pub(crate) use self::panels::repack as repack_in_panels;
 pub(crate) use self::quantized::supported;
 pub use self::quantized::{int8_isa, kernel_threads, kernel_time, tiles_available};

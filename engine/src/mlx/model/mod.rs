@@ -143,6 +143,16 @@ impl Network {
     /// Evaluates every weight once, so the first request does not pay for
     /// dequantization and the GGUF/safetensors buffers can be released.
     fn materialize(&self) -> Result<(), EngineError> {
+        mlx_rs::transforms::eval(self.weight_arrays()).map_err(mlx_err("materializing weights"))
+    }
+
+    /// The bytes the weights take as held (a tied output layer's counted
+    /// twice).
+    pub fn weight_bytes(&self) -> usize {
+        self.weight_arrays().iter().map(|a| a.nbytes()).sum()
+    }
+
+    fn weight_arrays(&self) -> Vec<&Array> {
         let mut all: Vec<&Array> = self.embed.arrays();
         all.push(&self.norm);
         all.extend(self.rope.arrays());
@@ -163,7 +173,7 @@ impl Network {
             all.extend(b.attn.k_norm.iter());
             all.extend(b.mlp.arrays());
         }
-        mlx_rs::transforms::eval(all).map_err(mlx_err("materializing weights"))
+        all
     }
 
     /// How the weights are held and multiplied: each description with the
