@@ -89,12 +89,21 @@ impl TokenMask {
     /// Sets every disallowed logit to minus infinity; `false` when no
     /// token at all is allowed among `logits`.
     pub fn apply(&self, logits: &mut [f32]) -> bool {
+        // A word at a time: a grammar's words are mostly empty (or full),
+        // which then cost one fill (or one scan) for 32 logits.
         let mut any = false;
-        for (i, l) in logits.iter_mut().enumerate() {
-            if self.allows(i as u32) {
-                any |= !l.is_nan();
-            } else {
-                *l = f32::NEG_INFINITY;
+        let words = self.words.iter().copied().chain(std::iter::repeat(0));
+        for (chunk, w) in logits.chunks_mut(32).zip(words) {
+            match w {
+                0 => chunk.fill(f32::NEG_INFINITY),
+                u32::MAX => any |= chunk.iter().any(|l| !l.is_nan()),
+                w => {
+                    for (bit, l) in chunk.iter_mut().enumerate() {
+                        let keep = (w >> bit) & 1 != 0;
+                        any |= keep & !l.is_nan();
+                        *l = if keep { *l } else { f32::NEG_INFINITY };
+                    }
+                }
             }
         }
         any
@@ -120,6 +129,31 @@ mod tests {
         assert_eq!(logits[4], f32::NEG_INFINITY);
         assert_eq!(logits[69], f32::NEG_INFINITY);
         assert!(!TokenMask::none(40).apply(&mut [0.5; 8]));
+    }
+
+    #[test]
+    fn applying_keeps_what_each_id_allows_whatever_its_word() {
+        // Words empty, full and mixed, and logits past the words.
+        let mut m = TokenMask::none(96);
+        (32..64).for_each(|id| m.allow(id));
+        [65, 70, 95].into_iter().for_each(|id| m.allow(id));
+        let mut logits: Vec<f32> = (0..110).map(|i| i as f32).collect();
+        logits[40] = f32::NAN;
+        assert!(m.apply(&mut logits));
+        for (id, l) in logits.iter().enumerate() {
+            match (m.allows(id as u32), id) {
+                (true, 40) => assert!(l.is_nan()),
+                (true, _) => assert_eq!(*l, id as f32, "id {id}"),
+                (false, _) => assert_eq!(*l, f32::NEG_INFINITY, "id {id}"),
+            }
+        }
+        // Allowed logits that are all NaN: nothing to pick.
+        let mut full = TokenMask::none(32);
+        (0..32).for_each(|id| full.allow(id));
+        assert!(!full.apply(&mut [f32::NAN; 32]));
+        let mut one = TokenMask::none(32);
+        one.allow(3);
+        assert!(!one.apply(&mut [f32::NAN; 8]));
     }
 
     #[test]
