@@ -194,6 +194,13 @@ def collect(raw: Path):
     return {"meta": meta, "steps": steps, "models": models, "parity": parity, "thinkwire_flags": flags}
 
 
+def append_table(out, title, columns, rows):
+    """Appends `title`, then a markdown table of `rows` under `columns`."""
+    out.extend([title, "", "| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)])
+    out.extend("| " + " | ".join(str(c) for c in row) + " |" for row in rows)
+    out.append("")
+
+
 def markdown(report):
     meta = report["meta"]
     out = []
@@ -326,10 +333,7 @@ def markdown(report):
         out.append("")
     sampled = {name: m["sampled"] for name, m in report["models"].items() if m.get("sampled")}
     if sampled:
-        out.append("Sampled decode (`--sampled`; aggregate tok/s: thinkwire `bench --concurrency`, mlx-lm's BatchGenerator with `make_sampler`):")
-        out.append("")
-        out.append("| model | sampling | N | thinkwire | mlx-lm | ratio | ttft p50 ms thinkwire / mlx-lm |")
-        out.append("|---|---|---|---|---|---|---|")
+        rows = []
         for name, s in sampled.items():
             for r in s["rows"]:
                 q = ratio(r["thinkwire"], r["mlx_lm"])
@@ -337,28 +341,32 @@ def markdown(report):
                     fmt(r[k] * 1000) if r.get(k) is not None else "-"
                     for k in ("thinkwire_ttft_p50_s", "mlx_lm_ttft_p50_s")
                 )
-                out.append(
-                    f"| {name} | {s['sampling']} | {r['concurrency']} | {fmt(r['thinkwire'])} | "
-                    f"{fmt(r['mlx_lm'])} | {'-' if q is None else f'{q:.2f}x'} | {ttft} |"
+                rows.append(
+                    [name, s["sampling"], r["concurrency"], fmt(r["thinkwire"]), fmt(r["mlx_lm"]),
+                     "-" if q is None else f"{q:.2f}x", ttft]
                 )
-        out.append("")
+        append_table(
+            out,
+            "Sampled decode (`--sampled`; aggregate tok/s: thinkwire `bench --concurrency`, mlx-lm's BatchGenerator with `make_sampler`):",
+            ["model", "sampling", "N", "thinkwire", "mlx-lm", "ratio", "ttft p50 ms thinkwire / mlx-lm"],
+            rows,
+        )
     constrained = {name: m["constrained"] for name, m in report["models"].items() if m.get("constrained")}
     if constrained:
-        out.append("Sampled under a JSON schema (`--constrained`; `thinkwire bench --json-schema`, drawn on the device or `--sample-on host`):")
-        out.append("")
-        out.append("| model | picked on | tokens | free tok/s | constrained tok/s | overhead | mask us/token |")
-        out.append("|---|---|---|---|---|---|---|")
         def rate(ms):
             return fmt(1e3 / ms) if ms else "-"
 
-        for name, ways in constrained.items():
-            for way, c in ways.items():
-                out.append(
-                    f"| {name} | {way} | {c.get('tokens')} | {rate(c.get('free_ms_per_token'))} | "
-                    f"{rate(c.get('constrained_ms_per_token'))} | {c.get('overhead_percent', 0):+.1f} % | "
-                    f"{c.get('mask_us_per_token', 0):.0f} |"
-                )
-        out.append("")
+        append_table(
+            out,
+            "Sampled under a JSON schema (`--constrained`; `thinkwire bench --json-schema`, drawn on the device or `--sample-on host`):",
+            ["model", "picked on", "tokens", "free tok/s", "constrained tok/s", "overhead", "mask us/token"],
+            [
+                [name, way, c.get("tokens"), rate(c.get("free_ms_per_token")), rate(c.get("constrained_ms_per_token")),
+                 f"{c.get('overhead_percent', 0):+.1f} %", f"{c.get('mask_us_per_token', 0):.0f}"]
+                for name, ways in constrained.items()
+                for way, c in ways.items()
+            ],
+        )
     serving = {name: m["serving"] for name, m in report["models"].items() if m.get("serving")}
     for name, table in serving.items():
         out.append(f"Open-loop serving on {name} (`--serving`; scripts/serving-bench's comparison):")

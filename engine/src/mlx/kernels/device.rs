@@ -55,24 +55,11 @@ fn device_info_size(keys: &[&std::ffi::CStr]) -> Option<usize> {
     }
 }
 
-/// What [`wire_for_generation`] asks of Metal.
-#[derive(Debug, PartialEq, Eq)]
-struct Wiring {
-    /// The wired limit to set: the device's recommended working set.
-    limit: usize,
-    /// The weights take more than 90 % of it: they may not all stay
-    /// resident, and generation can be slow (said in the log).
-    near: bool,
-}
-
-/// The wiring for weights of `weight_bytes` on a device whose
-/// recommended working set is `recommended` (only Metal reports one).
-fn wiring(recommended: Option<usize>, weight_bytes: usize) -> Option<Wiring> {
-    let limit = recommended.filter(|&r| r > 0)?;
-    Some(Wiring {
-        limit,
-        near: weight_bytes as f64 > 0.9 * limit as f64,
-    })
+/// Whether weights of `weight_bytes` take more than 90 % of a wired
+/// `limit`, mlx-lm's mark for a model that may not all stay resident and
+/// can generate slowly.
+fn weights_near(limit: usize, weight_bytes: usize) -> bool {
+    weight_bytes as f64 > 0.9 * limit as f64
 }
 
 /// On Apple silicon, lets Metal keep MLX's buffers resident up to the
@@ -88,23 +75,20 @@ pub(crate) fn wire_for_generation(weight_bytes: usize) -> Option<usize> {
         if gpu_backend() != Some("metal") {
             return None;
         }
-        let w = wiring(
-            device_info_size(&[c"max_recommended_working_set_size"]),
-            weight_bytes,
-        )?;
-        if w.near {
+        let limit = device_info_size(&[c"max_recommended_working_set_size"])?;
+        if weights_near(limit, weight_bytes) {
             tracing::warn!(
                 weights_mb = weight_bytes >> 20,
-                recommended_mb = w.limit >> 20,
+                recommended_mb = limit >> 20,
                 "the weights are close to the GPU's recommended working set: generation may be slow"
             );
         }
         let mut old = 0usize;
         // SAFETY: MLX writes the previous limit through the pointer given.
-        match unsafe { mlx_sys::mlx_set_wired_limit(&mut old, w.limit) } {
+        match unsafe { mlx_sys::mlx_set_wired_limit(&mut old, limit) } {
             0 => {
-                tracing::info!(wired_limit_mb = w.limit >> 20, "wired memory limit set");
-                Some(w.limit)
+                tracing::info!(wired_limit_mb = limit >> 20, "wired memory limit set");
+                Some(limit)
             }
             _ => {
                 tracing::warn!("MLX refused the wired memory limit; weights may be paged out");
@@ -177,19 +161,11 @@ mod tests {
     }
 
     #[test]
-    fn wires_up_to_the_recommended_working_set_and_says_when_the_weights_near_it() {
-        use super::{Wiring, wiring};
+    fn weights_over_nine_tenths_of_the_wired_limit_are_near_it() {
         let gib = 1usize << 30;
-        assert_eq!(wiring(None, gib), None);
-        assert_eq!(wiring(Some(0), gib), None);
         let limit = 16 * gib;
-        assert_eq!(
-            wiring(Some(limit), 8 * gib),
-            Some(Wiring { limit, near: false })
-        );
-        assert_eq!(
-            wiring(Some(limit), 15 * gib),
-            Some(Wiring { limit, near: true })
-        );
+        assert!(!super::weights_near(limit, 8 * gib));
+        assert!(!super::weights_near(limit, limit * 9 / 10));
+        assert!(super::weights_near(limit, 15 * gib));
     }
 }
