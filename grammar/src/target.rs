@@ -40,6 +40,11 @@ pub enum Target {
         /// What the answer must be.
         then: Box<Target>,
     },
+    /// A Harmony (gpt-oss) answer: `analysis` messages written freely,
+    /// each closed and the next message opened (`<|end|><|start|>assistant`),
+    /// then the `final` channel's message as `then`. The special tokens
+    /// are the format's own, so only they open and close a message.
+    HarmonyFinal(Box<Target>),
 }
 
 /// How the JSON may be laid out: at most one space between tokens, so a
@@ -61,7 +66,10 @@ impl Target {
             Self::AnyObject => Ok(TopLevelGrammar::from_json_schema(with_layout(
                 &json!({"type": "object"}),
             ))),
-            Self::ToolCall(_) | Self::Tagged { .. } | Self::AfterReasoning { .. } => {
+            Self::ToolCall(_)
+            | Self::Tagged { .. }
+            | Self::AfterReasoning { .. }
+            | Self::HarmonyFinal(_) => {
                 let lark = format!("start: {}\nWS: /[ \\t\\n]+/\n", self.lark()?);
                 Ok(TopLevelGrammar::from_lark(lark))
             }
@@ -91,6 +99,15 @@ impl Target {
                 };
                 Ok(format!("{start}\nanswer: {}\n{think}", then.lark()?))
             }
+            // Special tokens are `<|name|>` outside quotes; a text regex
+            // never matches one, so the analysis ends only at `<|end|>`.
+            Self::HarmonyFinal(then) => Ok(format!(
+                "analysis* <|channel|> \"final\" <|message|> answer\n\
+                 analysis: <|channel|> \"analysis\" <|message|> note <|end|> <|start|> \"assistant\"\n\
+                 note: /(?s:.*)/\n\
+                 answer: {}",
+                then.lark()?
+            )),
             Self::ToolCall(tools) => {
                 let mut calls = Vec::with_capacity(tools.len());
                 for (i, (name, params)) in tools.iter().enumerate() {

@@ -84,9 +84,9 @@ pub(crate) fn schema_rejection(err: GrammarError, field: &str) -> RunRejected {
 }
 
 /// Where the answer's constraint starts in a one-pass generation: a model
-/// that reasons in tags answers after its close tag (the grammar lets the
-/// reasoning through, and the budget's forced close); others answer from
-/// the first token.
+/// that reasons in tags answers after its close tag, a Harmony model in
+/// its `final` channel (the grammar lets the reasoning through, and the
+/// budget's forced close); others answer from the first token.
 pub(crate) fn inline_target(
     format: Target,
     reasoning: &ReasoningStyle,
@@ -101,12 +101,9 @@ pub(crate) fn inline_target(
                 then: Box::new(format),
             })
         }
-        ReasoningStyle::Harmony(_) => Err(RunRejected::new(
-            RejectKind::Unprocessable,
-            "UNSUPPORTED_RESPONSE_FORMAT",
-            "this model answers in Harmony channels; a response format is not supported for it yet",
-        )
-        .at(FIELD)),
+        // gpt-oss always analyses first (whatever the visibility: that
+        // only decides what the client sees), then answers in `final`.
+        ReasoningStyle::Harmony(_) => Ok(Target::HarmonyFinal(Box::new(format))),
         _ => Ok(format),
     }
 }
