@@ -45,6 +45,16 @@ pub enum Target {
     /// then the `final` channel's message as `then`. The special tokens
     /// are the format's own, so only they open and close a message.
     HarmonyFinal(Box<Target>),
+    /// A Harmony tool call the run requires: free `analysis` messages as
+    /// in [`Target::HarmonyFinal`], then a `commentary` message to
+    /// `namespace` + one of `tools` (name, parameters), whose body is that
+    /// tool's arguments; the generation's stop (`<|call|>`) follows.
+    HarmonyCall {
+        /// The recipients' prefix (`functions.`).
+        namespace: String,
+        /// The tools that may be called, with their parameters.
+        tools: Vec<(String, Value)>,
+    },
 }
 
 /// How the JSON may be laid out: at most one space between tokens, so a
@@ -69,7 +79,8 @@ impl Target {
             Self::ToolCall(_)
             | Self::Tagged { .. }
             | Self::AfterReasoning { .. }
-            | Self::HarmonyFinal(_) => {
+            | Self::HarmonyFinal(_)
+            | Self::HarmonyCall { .. } => {
                 let lark = format!("start: {}\nWS: /[ \\t\\n]+/\n", self.lark()?);
                 Ok(TopLevelGrammar::from_lark(lark))
             }
@@ -99,15 +110,32 @@ impl Target {
                 };
                 Ok(format!("{start}\nanswer: {}\n{think}", then.lark()?))
             }
-            // Special tokens are `<|name|>` outside quotes; a text regex
-            // never matches one, so the analysis ends only at `<|end|>`.
             Self::HarmonyFinal(then) => Ok(format!(
-                "analysis* <|channel|> \"final\" <|message|> answer\n\
-                 analysis: <|channel|> \"analysis\" <|message|> note <|end|> <|start|> \"assistant\"\n\
-                 note: /(?s:.*)/\n\
-                 answer: {}",
+                "analysis* <|channel|> \"final\" <|message|> answer\n{HARMONY_ANALYSIS}\nanswer: {}",
                 then.lark()?
             )),
+            Self::HarmonyCall { namespace, tools } => {
+                if tools.is_empty() {
+                    return Err(no_tools());
+                }
+                let mut calls = Vec::with_capacity(tools.len());
+                for (i, (name, params)) in tools.iter().enumerate() {
+                    check_schema(params).map_err(|e| e.under(&format!("/tools/{i}/parameters")))?;
+                    calls.push(format!(
+                        "{} header %json {}",
+                        quote(&format!("{namespace}{name}")),
+                        with_layout(params)
+                    ));
+                }
+                // gpt-oss's header: `commentary to=functions.NAME
+                // <|constrain|>json<|message|>`; the content type may go.
+                Ok(format!(
+                    "analysis* <|channel|> \"commentary to=\" call\n\
+                     call: {}\n\
+                     header: (\" \" <|constrain|> \"json\")? <|message|>\n{HARMONY_ANALYSIS}",
+                    calls.join(" | ")
+                ))
+            }
             Self::ToolCall(tools) => {
                 let mut calls = Vec::with_capacity(tools.len());
                 for (i, (name, params)) in tools.iter().enumerate() {
@@ -120,10 +148,7 @@ impl Target {
                     }));
                 }
                 if calls.is_empty() {
-                    return Err(GrammarError::Schema {
-                        path: "/tools".into(),
-                        message: "a tool call needs at least one tool".into(),
-                    });
+                    return Err(no_tools());
                 }
                 Ok(format!(
                     "WS? %json {}",
@@ -131,6 +156,20 @@ impl Target {
                 ))
             }
         }
+    }
+}
+
+/// Harmony's `analysis` message, written freely. Special tokens are
+/// `<|name|>` outside quotes; a text regex never matches one, so the
+/// analysis ends only at `<|end|>`, and the next message opens.
+const HARMONY_ANALYSIS: &str = "analysis: <|channel|> \"analysis\" <|message|> note <|end|> <|start|> \"assistant\"\n\
+     note: /(?s:.*)/";
+
+/// A call target offered no tools.
+fn no_tools() -> GrammarError {
+    GrammarError::Schema {
+        path: "/tools".into(),
+        message: "a tool call needs at least one tool".into(),
     }
 }
 

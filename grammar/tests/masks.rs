@@ -411,3 +411,84 @@ fn a_harmony_model_analyses_freely_then_answers_under_the_schema_in_final() {
         assert_eq!(piece, at, "{parts:?}");
     }
 }
+
+#[test]
+fn a_required_harmony_call_is_a_commentary_message_to_an_offered_tool() {
+    let (t, v) = gpt_oss();
+    let weather = json!({"type": "object", "properties": {"city": {"type": "string"}},
+        "required": ["city"], "additionalProperties": false});
+    let target = Target::HarmonyCall {
+        namespace: "functions.".into(),
+        tools: vec![
+            ("get_weather".into(), weather),
+            ("get_time".into(), json!({"type": "object"})),
+        ],
+    };
+    let analysis = [
+        "<|channel|>",
+        "analysis",
+        "<|message|>",
+        "I should call get_weather.",
+        "<|end|>",
+        "<|start|>",
+        "assistant",
+    ];
+    let header = ["<|channel|>", "commentary to=functions.get_weather"];
+    let typed = [
+        " ",
+        "<|constrain|>",
+        "json",
+        "<|message|>",
+        r#"{"city":"Paris"}"#,
+    ];
+    let untyped = ["<|message|>", r#"{"city":"Paris"}"#];
+    for parts in [
+        [&analysis[..], &header[..], &typed[..]].concat(),
+        [&header[..], &untyped[..]].concat(),
+        [
+            "<|channel|>",
+            "commentary to=functions.get_time",
+            "<|message|>",
+            "{}",
+        ]
+        .to_vec(),
+    ] {
+        let mut g = Grammar::new(v, &target).expect("compiles");
+        assert_eq!(
+            first_refused_id(&mut g, &harmony_ids(t, &parts)),
+            None,
+            "{parts:?}"
+        );
+        assert!(g.is_complete(), "{parts:?}");
+        let mask = g.mask().expect("mask");
+        assert!(allows(&mask, harmony_stops(t)[1]), "<|call|> ends it");
+    }
+    // An answer instead of a call, a tool nobody offered, arguments its
+    // schema forbids.
+    for parts in [
+        vec!["<|channel|>", "final", "<|message|>", "It is sunny."],
+        vec![
+            "<|channel|>",
+            "commentary to=functions.get_news",
+            "<|message|>",
+            "{}",
+        ],
+        vec![
+            "<|channel|>",
+            "commentary to=functions.get_weather",
+            "<|message|>",
+            r#"{"town":"Paris"}"#,
+        ],
+    ] {
+        let mut g = Grammar::new(v, &target).expect("compiles");
+        assert!(
+            first_refused_id(&mut g, &harmony_ids(t, &parts)).is_some(),
+            "{parts:?}"
+        );
+    }
+    let none = Target::HarmonyCall {
+        namespace: "functions.".into(),
+        tools: vec![],
+    };
+    assert!(Grammar::new(v, &none).is_err());
+}

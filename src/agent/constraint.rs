@@ -102,8 +102,12 @@ pub(crate) fn inline_target(
             })
         }
         // gpt-oss always analyses first (whatever the visibility: that
-        // only decides what the client sees), then answers in `final`.
-        ReasoningStyle::Harmony(_) => Ok(Target::HarmonyFinal(Box::new(format))),
+        // only decides what the client sees), then answers in `final` or
+        // calls on `commentary` (a required call's target says so itself).
+        ReasoningStyle::Harmony(_) => Ok(match format {
+            call @ Target::HarmonyCall { .. } => call,
+            answer => Target::HarmonyFinal(Box::new(answer)),
+        }),
         _ => Ok(format),
     }
 }
@@ -211,24 +215,27 @@ pub(crate) fn tool_choice(
 }
 
 /// The answer of a run that must call a tool: the format's tagged calls
-/// of `tools`; formats that do not write calls as tagged JSON cannot be
-/// made to.
+/// of `tools`, or a Harmony `commentary` call; other formats (list-style
+/// calls, none at all) cannot be made to.
 pub(crate) fn required_call(
     tools: &[thinkwire_protocol::Tool],
     syntax: &thinkwire_reasoning::ToolSyntax,
 ) -> Result<Target, RunRejected> {
+    use thinkwire_reasoning::ToolSyntax;
     match (syntax, tool_target(tools)) {
-        (thinkwire_reasoning::ToolSyntax::TaggedJson(tags), Some(call)) if !tags.list => {
-            Ok(Target::Tagged {
-                open: tags.open.clone(),
-                close: tags.close.clone(),
-                then: Box::new(call),
-            })
-        }
+        (ToolSyntax::TaggedJson(tags), Some(call)) if !tags.list => Ok(Target::Tagged {
+            open: tags.open.clone(),
+            close: tags.close.clone(),
+            then: Box::new(call),
+        }),
+        (ToolSyntax::Harmony(harmony), Some(Target::ToolCall(tools))) => Ok(Target::HarmonyCall {
+            namespace: harmony.namespace.clone(),
+            tools,
+        }),
         _ => Err(RunRejected::new(
             RejectKind::Unprocessable,
             "UNSUPPORTED_TOOL_CHOICE",
-            "this model's tool calls cannot be required (they are not tagged JSON)",
+            "this model's tool calls cannot be required (they are neither tagged JSON nor Harmony)",
         )
         .at("forwardedProps.toolChoice")),
     }

@@ -9,11 +9,15 @@
 //! engine/tests/golden_parity.rs). The `analysis` channel streams as
 //! reasoning and is sealed; a call on `commentary` to `functions.NAME`
 //! becomes an AG-UI tool call; the next turn replays the sealed analysis
-//! into the template's `thinking`, and `final` is the answer text.
+//! into the template's `thinking`, and `final` is the answer text. Under a
+//! response format or a required call (`constrained`), the analysis stays
+//! free and the message after it is masked.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "support/mod.rs"]
+#[path = "../support/mod.rs"]
 mod support;
+
+mod constrained;
 
 use std::sync::Arc;
 
@@ -25,7 +29,7 @@ use thinkwire_engine::ModelInfo;
 use thinkwire_reasoning::Registry;
 use thinkwire_seal::{Key, KeyRing};
 
-use support::{ScriptedEngine, TestServer};
+use support::{Observed, ScriptedEngine, TestServer};
 
 const ANALYSIS: &str = "The user asks for the weather in Paris. I should call get_weather.";
 const CALL: &str = r#"{"city": "Paris"}"#;
@@ -106,6 +110,26 @@ fn transcript(out: &serde_json::Value) -> (Vec<String>, serde_json::Value, Strin
     )
 }
 
+/// gpt-oss as a scripted engine replaying `scripts` (and `after_force`
+/// after each forced injection, in turn), and the engine's record.
+fn scripted(
+    chat: ChatModel,
+    scripts: Vec<Vec<u32>>,
+    after_force: Vec<Vec<u32>>,
+) -> (LocalModel, Arc<Observed>) {
+    let info = ModelInfo {
+        id: "gpt-oss-20b-scripted".into(),
+        architecture: "gpt_oss".into(),
+        context_length: 8192,
+        vocab_size: 201_088,
+        quantization: None,
+    };
+    let engine = ScriptedEngine::new(info, scripts).with_after_force(after_force);
+    let observed = Arc::clone(&engine.observed);
+    let model = LocalModel::new(Arc::new(engine), chat, &Registry::builtin()).expect("the model");
+    (model, observed)
+}
+
 fn gpt_oss_chat() -> ChatModel {
     support::chat_from_setup(&thinkwire_chat::assets::gpt_oss_tokenizer_dir(), "gpt-oss")
 }
@@ -139,16 +163,7 @@ async fn harmony_channels_stream_as_reasoning_tool_calls_and_text_over_the_offic
         .iter()
         .map(|s| chat.tokenizer.encode(s, false).expect("encoding a script"))
         .collect();
-    let info = ModelInfo {
-        id: "gpt-oss-20b-scripted".into(),
-        architecture: "gpt_oss".into(),
-        context_length: 8192,
-        vocab_size: 201_088,
-        quantization: None,
-    };
-    let engine = ScriptedEngine::new(info, ids);
-    let observed = Arc::clone(&engine.observed);
-    let model = LocalModel::new(Arc::new(engine), chat, &Registry::builtin()).expect("the model");
+    let (model, observed) = scripted(chat, ids, Vec::new());
     let server = serve(model).await;
     let url = server.url("/agent");
     let out = tokio::task::spawn_blocking(move || weather_conversation(&url))
@@ -193,87 +208,6 @@ async fn harmony_channels_stream_as_reasoning_tool_calls_and_text_over_the_offic
         refused.iter().any(|&(generation, _)| generation == 2),
         "{refused:?}"
     );
-    server.shutdown().await;
-}
-
-/// A response format on gpt-oss: the analysis is free, the `final`
-/// channel's message is masked to the schema, and a reasoning budget's
-/// forced close (`<|end|><|start|>assistant<|channel|>final<|message|>`)
-/// is committed to the grammar, so the answer after the cut is masked too.
-/// Prose in `final`, or a move to another channel, is refused by the mask.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_response_format_constrains_the_final_channel_and_lets_the_analysis_through() {
-    let chat = gpt_oss_chat();
-    let answer = r#"{"city":"Paris","days":3}"#;
-    let steps: Vec<String> = (0..80).map(|i| format!("step{i}")).collect();
-    let long = format!("<|channel|>analysis<|message|>{}", steps.join(" "));
-    let scripts = [
-        format!(
-            "<|channel|>analysis<|message|>{ANALYSIS}<|end|><|start|>assistant<|channel|>final<|message|>{answer}<|return|>"
-        ),
-        long.clone(),
-        long,
-        format!("<|channel|>commentary<|message|>{answer}<|return|>"),
-    ];
-    let encode = |s: &String| chat.tokenizer.encode(s, false).expect("encoding a script");
-    let ids = scripts.iter().map(encode).collect();
-    let after_force = [
-        format!("{answer}<|return|>"),
-        "Sure! Paris.<|return|>".into(),
-    ];
-    let info = ModelInfo {
-        id: "gpt-oss-20b-scripted".into(),
-        architecture: "gpt_oss".into(),
-        context_length: 8192,
-        vocab_size: 201_088,
-        quantization: None,
-    };
-    let engine =
-        ScriptedEngine::new(info, ids).with_after_force(after_force.iter().map(encode).collect());
-    let observed = Arc::clone(&engine.observed);
-    let model = LocalModel::new(Arc::new(engine), chat, &Registry::builtin()).expect("the model");
-    let server = serve(model).await;
-    let schema = json!({"type": "object", "properties": {
-        "city": {"type": "string"}, "days": {"type": "integer", "minimum": 1}},
-        "required": ["city", "days"], "additionalProperties": false});
-    let forwarded = |budget: Option<u32>| {
-        let mut reasoning = json!({"visibility": "full"});
-        if let Some(b) = budget {
-            reasoning["budgetTokens"] = json!(b);
-        }
-        json!({"reasoning": reasoning,
-            "responseFormat": {"type": "json_schema", "schema": schema.clone()}})
-    };
-    let run = |id: &str, budget| support::input("t-json", id, "Plan a trip", forwarded(budget));
-
-    // Analysis, then the answer in `final`: every token fits.
-    let events = support::post_run(&server, &run("whole", None)).await;
-    assert_eq!(support::reasoning_text(&events), ANALYSIS);
-    assert_eq!(support::answer_text(&events), answer);
-    let masks = observed.masks.load(std::sync::atomic::Ordering::SeqCst);
-    assert!(
-        masks > 20,
-        "every token was masked, analysis included: {masks}"
-    );
-    assert!(observed.refused.lock().unwrap().is_empty());
-
-    // A budget cuts the analysis; the answer after the forced close fits.
-    let events = support::post_run(&server, &run("cut", Some(16))).await;
-    assert_eq!(observed.forced.lock().unwrap().len(), 1);
-    assert_eq!(support::answer_text(&events), answer);
-    assert!(observed.refused.lock().unwrap().is_empty());
-
-    // Prose after the cut, and an answer on `commentary`, are refused.
-    support::post_run(&server, &run("prose", Some(16))).await;
-    support::post_run(&server, &run("channel", None)).await;
-    let refused: Vec<usize> = observed
-        .refused
-        .lock()
-        .unwrap()
-        .iter()
-        .map(|r| r.0)
-        .collect();
-    assert!(refused.contains(&2) && refused.contains(&3), "{refused:?}");
     server.shutdown().await;
 }
 
@@ -347,58 +281,5 @@ async fn a_trained_tiny_gpt_oss_speaks_harmony_through_the_real_engine() {
         Some(json!("The capital of France is Paris.")),
         "{capital}"
     );
-    server.shutdown().await;
-}
-
-/// A response format on the trained tiny gpt-oss, over the official
-/// client: its analysis comes through as it writes it unconstrained
-/// (sealed reasoning), and its `final` message, which it would write as
-/// prose, is steered by the mask into JSON that meets the schema.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_trained_tiny_gpt_oss_answers_under_a_response_format_in_final() {
-    let server = serve(trained()).await;
-    let url = server.url("/agent");
-    let schema = json!({"type": "object",
-        "properties": {"capital": {"enum": ["Paris", "Lyon", "Nice"]}},
-        "required": ["capital"], "additionalProperties": false});
-    let forwarded = json!({"reasoning": {"visibility": "full", "effort": "high"},
-        "responseFormat": {"type": "json_schema", "schema": schema}});
-    let out = tokio::task::spawn_blocking(move || {
-        support::run_official_client(
-            &url,
-            &[
-                "--prompt",
-                "What is the capital of France?",
-                "--forwarded",
-                &forwarded.to_string(),
-            ],
-        )
-    })
-    .await
-    .unwrap();
-    let messages = out["messages"].as_array().unwrap();
-    let reasoning = messages.iter().find(|m| m["role"] == "reasoning");
-    assert_eq!(
-        reasoning.map(|m| m["content"].clone()),
-        Some(json!(
-            "The user asks for the capital of France. It is Paris."
-        )),
-        "{out}"
-    );
-    assert!(
-        reasoning.is_some_and(|m| m["encryptedValue"].is_string()),
-        "{out}"
-    );
-    let answer = messages
-        .iter()
-        .rev()
-        .find(|m| m["role"] == "assistant" && m["content"].is_string())
-        .and_then(|m| m["content"].as_str())
-        .unwrap_or_else(|| panic!("no answer: {out}"));
-    let parsed: serde_json::Value =
-        serde_json::from_str(answer).unwrap_or_else(|e| panic!("{e}: {answer}"));
-    let capital = parsed["capital"].as_str().unwrap_or_default();
-    assert!(["Paris", "Lyon", "Nice"].contains(&capital), "{answer}");
-    assert_eq!(parsed.as_object().map(|o| o.len()), Some(1), "{answer}");
     server.shutdown().await;
 }
