@@ -207,7 +207,7 @@ async fn bad_schemas_are_refused_before_the_run_at_their_path() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn the_openai_sdk_gets_constrained_answers() {
+async fn the_openai_and_anthropic_sdks_get_constrained_answers() {
     let server = server().await;
     let schemas = schemas();
     // The official openai SDK: `response_format` on chat completions and
@@ -232,6 +232,31 @@ async fn the_openai_sdk_gets_constrained_answers() {
     assert_eq!(said["bad"]["status"], 400, "{said}");
     assert_eq!(
         said["bad"]["body"]["param"], "response_format.json_schema.schema/type",
+        "{said}"
+    );
+    // The official anthropic SDK: `output_config.format`, created and
+    // streamed; a bad schema is a 400 in Anthropic's shape.
+    let said = support::run_sdk(
+        "anthropic_client.py",
+        vec![
+            server.url(""),
+            "--schema".into(),
+            serde_json::to_string(&schemas[2]).unwrap(),
+            "--prompt".into(),
+            PROMPTS[9].into(),
+        ],
+    )
+    .await;
+    for way in ["created", "streamed"] {
+        let text = said[way].as_str().unwrap();
+        assert!(validates(&schemas[2], text), "{way}: {said}");
+    }
+    assert_eq!(said["bad"]["status"], 400, "{said}");
+    let message = said["bad"]["body"]["error"]["message"]
+        .as_str()
+        .unwrap_or("");
+    assert!(
+        message.starts_with("output_config.format.schema/type"),
         "{said}"
     );
 

@@ -1,12 +1,15 @@
 """Drives the official `anthropic` Python SDK against a live thinkwire server.
 
 Usage: anthropic_client.py BASE_URL [--prompt TEXT]
+       anthropic_client.py BASE_URL --schema JSON --prompt TEXT   (structured outputs)
 
 Messages, streaming with thinking and a tool: turn 1 streams a thinking
 block (its signature is the sealed reasoning) and a tool_use; turn 2 sends
 back the assistant content as received plus the tool result; then turn 2
 with an altered signature, and with altered thinking text, must each be
-refused in Anthropic's error shape. Prints a JSON summary on stdout.
+refused in Anthropic's error shape. With --schema, the answer under
+`output_config.format` (created and streamed) and the refusal of a schema
+with a bad type. Prints a JSON summary on stdout.
 """
 
 import argparse
@@ -47,12 +50,36 @@ def refused(client, messages):
         return {"refused": True, "status": err.status_code, "body": err.body}
 
 
+def structured(client, prompt, schema):
+    """`output_config.format`, as the SDK sends it: the answers, created
+    and streamed, and the refusal of a schema with a bad type."""
+    def ask(schema):
+        return dict(model="thinkwire", max_tokens=200,
+                    messages=[{"role": "user", "content": prompt}],
+                    output_config={"format": {"type": "json_schema", "schema": schema}})
+    out = {}
+    message = client.messages.create(**ask(schema))
+    out["created"] = "".join(b.text for b in message.content if b.type == "text")
+    with client.messages.stream(**ask(schema)) as stream:
+        out["streamed"] = "".join(stream.text_stream)
+    try:
+        client.messages.create(**ask({"type": "objekt"}))
+        out["bad"] = {"refused": False}
+    except anthropic.APIStatusError as err:
+        out["bad"] = {"refused": True, "status": err.status_code, "body": err.body}
+    return out
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("base_url")
     parser.add_argument("--prompt", default="What is the weather in Paris?")
+    parser.add_argument("--schema", help="a JSON schema: ask for a structured answer")
     args = parser.parse_args()
     client = anthropic.Anthropic(base_url=args.base_url, api_key="unused", max_retries=0)
+    if args.schema:
+        print(json.dumps(structured(client, args.prompt, json.loads(args.schema))))
+        return
 
     messages = [{"role": "user", "content": args.prompt}]
     turn1 = stream_turn(client, messages)

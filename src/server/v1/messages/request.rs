@@ -46,10 +46,7 @@ pub fn decode(body: &Value, agent: &Agent) -> Result<MessagesRequest, ApiError> 
         Some(n) => input.sampling("maxTokens", json!(n), "max_tokens"),
         None => return Err(max_tokens.invalid("is required")),
     }
-    // Anthropic's structured outputs: `output_format: {type: "json_schema", schema}`.
-    if let Some(format) = root.get("output_format").value.filter(|v| !v.is_null()) {
-        input.response_format(format.clone(), "output_format");
-    }
+    output(&mut input, &root)?;
     if let Some(system) = content::text(&root.get("system"), &["text"])? {
         input.text(TextRole::System, system, None, "system");
     }
@@ -223,6 +220,42 @@ fn tools(input: &mut RunInput, root: &At<'_>) -> Result<(), ApiError> {
     Ok(())
 }
 
+/// Anthropic's structured outputs, `output_config.format` (and the beta's
+/// `output_format`), both `{type: "json_schema", schema}`, and
+/// `output_config.effort` onto the run's effort: `low`, `medium`, and
+/// `high` for `high`, `xhigh` and `max`.
+fn output(input: &mut RunInput, root: &At<'_>) -> Result<(), ApiError> {
+    let beta = root.get("output_format");
+    let config = root.get("output_config");
+    let mut format = beta
+        .value
+        .filter(|v| !v.is_null())
+        .map(|f| (f, "output_format"));
+    if let Some(c) = config.at()? {
+        if let Some(f) = c.get("format").value.filter(|v| !v.is_null()) {
+            if format.is_some() {
+                return Err(c
+                    .get("format")
+                    .invalid("cannot be given with output_format: send one of them"));
+            }
+            format = Some((f, "output_config.format"));
+        }
+        let effort = c.get("effort");
+        if let Some(name) = effort.str()? {
+            let level = match name {
+                "low" | "medium" => name,
+                "high" | "xhigh" | "max" => "high",
+                _ => return Err(effort.invalid("must be one of low, medium, high, xhigh, max")),
+            };
+            input.reasoning_control("effort", json!(level), &effort.path);
+        }
+    }
+    if let Some((format, param)) = format {
+        input.response_format(format.clone(), param);
+    }
+    Ok(())
+}
+
 /// `thinking: {type: "enabled", budget_tokens, visibility?}` →
 /// `forwardedProps.reasoning`. Enabled shows the reasoning (`full`) when
 /// the server allows it and `hidden` otherwise, unless thinkwire's
@@ -261,4 +294,55 @@ fn thinking(input: &mut RunInput, root: &At<'_>, agent: &Agent) -> Result<Visibi
     };
     input.reasoning_control("visibility", json!(visibility.as_str()), &field.path);
     Ok(visibility)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `output`'s reading of `body`: the forwarded props it set, or the
+    /// refusal.
+    fn read(body: Value) -> Result<Value, ApiError> {
+        let mut input = RunInput::new();
+        output(&mut input, &At::root(&body)?)?;
+        Ok(input.to_input("r").forwarded_props.unwrap_or_default())
+    }
+
+    #[test]
+    fn output_config_gives_the_format_and_the_effort() {
+        let schema = json!({"type": "object"});
+        let format = json!({"type": "json_schema", "schema": schema});
+        for key in ["output_format", "output_config"] {
+            let body = match key {
+                "output_format" => json!({"output_format": format}),
+                _ => json!({"output_config": {"format": format, "effort": "max"}}),
+            };
+            let props = read(body).unwrap();
+            assert_eq!(props["responseFormat"], format, "{key}");
+        }
+        for (asked, level) in [("low", "low"), ("medium", "medium"), ("xhigh", "high")] {
+            let props = read(json!({"output_config": {"effort": asked}})).unwrap();
+            assert_eq!(props["reasoning"]["effort"], level);
+            assert!(props.get("responseFormat").is_none());
+        }
+    }
+
+    #[test]
+    fn output_config_refuses_what_it_cannot_take_naming_the_field() {
+        let format = json!({"type": "json_schema", "schema": {}});
+        for (body, param) in [
+            (
+                json!({"output_format": format, "output_config": {"format": format}}),
+                "output_config.format",
+            ),
+            (
+                json!({"output_config": {"effort": "extreme"}}),
+                "output_config.effort",
+            ),
+            (json!({"output_config": "high"}), "output_config"),
+        ] {
+            let err = read(body).unwrap_err();
+            assert_eq!(err.param.as_deref(), Some(param), "{err:?}");
+        }
+    }
 }
