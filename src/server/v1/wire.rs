@@ -141,11 +141,36 @@ pub fn single_choice(field: &Field<'_>) -> Result<(), ApiError> {
     }
 }
 
+/// Refuses, with `why`, a parameter that asks for what this server does
+/// not do (present, and not `null`, `false` or empty), rather than
+/// answering as if it had not been asked.
+pub fn unsupported(field: &Field<'_>, why: &str) -> Result<(), ApiError> {
+    match field.value {
+        None | Some(Value::Null | Value::Bool(false)) => Ok(()),
+        Some(Value::Array(items)) if items.is_empty() => Ok(()),
+        Some(_) => Err(field.invalid(why)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn what_asks_for_nothing_passes_and_the_rest_is_refused_by_name() {
+        let body = json!({"a": null, "b": false, "c": [], "d": true, "e": {}, "f": [1]});
+        let root = At::root(&body).unwrap();
+        for key in ["a", "b", "c", "absent"] {
+            assert!(unsupported(&root.get(key), "no").is_ok(), "{key}");
+        }
+        for key in ["d", "e", "f"] {
+            let err = unsupported(&root.get(key), "not here").unwrap_err();
+            assert_eq!(err.param.as_deref(), Some(key));
+            assert!(err.message.contains("not here"), "{}", err.message);
+        }
+    }
 
     #[test]
     fn paths_follow_the_request() {

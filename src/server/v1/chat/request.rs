@@ -15,7 +15,7 @@ use super::super::bridge::{RunInput, TextRole};
 use super::super::carrier;
 use super::super::content;
 use super::super::error::ApiError;
-use super::super::wire::{At, Field, single_choice};
+use super::super::wire::{At, Field, single_choice, unsupported};
 use super::sampling::sampling;
 
 /// Content part types holding text.
@@ -52,6 +52,30 @@ pub fn decode(body: &Value) -> Result<ChatRequest, ApiError> {
     sampling(&mut input, &root)?;
     reasoning(&mut input, &root)?;
     single_choice(&root.get("n"))?;
+    for (param, why) in [
+        (
+            "functions",
+            "legacy function calling is not supported: offer them as tools",
+        ),
+        (
+            "function_call",
+            "legacy function calling is not supported: use tool_choice",
+        ),
+        (
+            "audio",
+            "audio output is not supported: this model writes text",
+        ),
+        (
+            "web_search_options",
+            "web search is not offered: this server has no built-in tools",
+        ),
+    ] {
+        unsupported(&root.get(param), why)?;
+    }
+    let modalities = root.get("modalities");
+    if strings(&modalities)?.iter().any(|m| m != "text") {
+        return Err(modalities.invalid("only the text modality is supported"));
+    }
     let stream = root.get("stream").bool()?.unwrap_or(false);
     let include_usage = match root.get("stream_options").at()? {
         Some(options) => options.get("include_usage").bool()?.unwrap_or(false),
@@ -284,6 +308,10 @@ mod tests {
         let request = decode(&body).unwrap();
         assert!(request.stream && request.include_usage);
         assert_eq!(request.model.as_deref(), Some("m"));
+        // Asking for nothing passes.
+        let body = json!({"messages": [{"role": "user", "content": "x"}], "functions": [],
+            "audio": null, "modalities": ["text"]});
+        assert!(decode(&body).is_ok());
     }
 
     #[test]
@@ -323,6 +351,17 @@ mod tests {
                 "messages[0].tool_call_id",
             ),
         ];
+        // What asks for something this server does not do.
+        let user = json!([{"role": "user", "content": "x"}]);
+        let asking = [
+            ("functions", json!([{"name": "f", "parameters": {}}])),
+            ("function_call", json!("auto")),
+            ("audio", json!({"voice": "alloy", "format": "wav"})),
+            ("web_search_options", json!({})),
+            ("modalities", json!(["text", "audio"])),
+        ]
+        .map(|(param, value)| (json!({"messages": user, param: value}), param));
+        let cases = cases.into_iter().chain(asking);
         for (body, param) in cases {
             let err = decode(&body).unwrap_err();
             assert_eq!(err.param.as_deref(), Some(param), "{body}");

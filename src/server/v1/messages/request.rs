@@ -17,7 +17,7 @@ use super::super::carrier::{self, THREAD_ID};
 use super::super::chat::strings;
 use super::super::content;
 use super::super::error::ApiError;
-use super::super::wire::{At, Field};
+use super::super::wire::{At, Field, unsupported};
 use crate::agent::{Agent, Visibility};
 
 /// A decoded Messages request.
@@ -205,10 +205,25 @@ fn tools(input: &mut RunInput, root: &At<'_>) -> Result<(), ApiError> {
             }
         },
     };
+    for (param, why) in [
+        ("container", "code execution containers are not supported"),
+        (
+            "mcp_servers",
+            "MCP servers are not supported: offer their tools as custom tools",
+        ),
+    ] {
+        unsupported(&root.get(param), why)?;
+    }
     for tool in root.get("tools").array()? {
         let at = tool
             .at()?
             .ok_or_else(|| tool.invalid("must be an object"))?;
+        // A server tool (`web_search_…`, `bash_…`) would be run by the
+        // server: offered as a client tool it would never be.
+        let kind = at.get("type");
+        if kind.str()?.is_some_and(|k| k != "custom") {
+            return Err(kind.invalid("only custom tools are supported (no server tools)"));
+        }
         let name = at.get("name").required_str()?;
         let description = at.get("description").str()?.unwrap_or("");
         let schema = at.get("input_schema");
@@ -324,6 +339,28 @@ mod tests {
             let props = read(json!({"output_config": {"effort": asked}})).unwrap();
             assert_eq!(props["reasoning"]["effort"], level);
             assert!(props.get("responseFormat").is_none());
+        }
+    }
+
+    #[test]
+    fn server_tools_and_what_runs_them_are_refused_by_name() {
+        let read = |body: Value| tools(&mut RunInput::new(), &At::root(&body).unwrap());
+        let custom = json!({"name": "f", "input_schema": {"type": "object"}});
+        let typed = json!({"type": "custom", "name": "f", "input_schema": {"type": "object"}});
+        assert!(read(json!({"tools": [custom, typed]})).is_ok());
+        for (body, param) in [
+            (
+                json!({"tools": [custom, {"type": "web_search_20250305", "name": "web_search"}]}),
+                "tools[1].type",
+            ),
+            (json!({"container": "c_1"}), "container"),
+            (
+                json!({"mcp_servers": [{"type": "url", "url": "https://x"}]}),
+                "mcp_servers",
+            ),
+        ] {
+            let err = read(body.clone()).unwrap_err();
+            assert_eq!(err.param.as_deref(), Some(param), "{body}");
         }
     }
 

@@ -1,8 +1,8 @@
 //! Decoding a Responses request into the run's input.
 //!
 //! Only `store: false` exists here (nothing is kept; an absent `store`
-//! reads as false): `store: true`, `previous_response_id` and
-//! `item_reference` items are refused with why. `input` items map onto
+//! reads as false): `store: true`, `previous_response_id`, `conversation`,
+//! `background`, `prompt` and `item_reference` items are refused with why. `input` items map onto
 //! AG-UI messages: `reasoning` items (their `encrypted_content`) become
 //! reasoning messages carrying the sealed value, consecutive assistant
 //! `message` and `function_call` items one assistant message, and
@@ -17,7 +17,7 @@ use super::super::carrier;
 use super::super::chat::{effort_control, top_logprobs};
 use super::super::content;
 use super::super::error::ApiError;
-use super::super::wire::{At, Field};
+use super::super::wire::{At, Field, unsupported};
 use crate::agent::{Agent, Visibility};
 
 const TEXT_PARTS: &[&str] = &["input_text", "output_text", "text"];
@@ -40,16 +40,7 @@ pub struct ResponsesRequest {
 /// Decodes `body`.
 pub fn decode(body: &Value, agent: &Agent) -> Result<ResponsesRequest, ApiError> {
     let root = At::root(body)?;
-    if root.get("store").bool()? == Some(true) {
-        return Err(root.get("store").invalid(
-            "only store: false is supported: thinkwire keeps nothing; carry reasoning with include: [\"reasoning.encrypted_content\"]",
-        ));
-    }
-    if root.get("previous_response_id").value.is_some() {
-        return Err(root.get("previous_response_id").invalid(
-            "responses are not stored (store: false); send the earlier output items back in input",
-        ));
-    }
+    stateless(&root)?;
     let mut input = RunInput::new();
     if let Some(instructions) = root.get("instructions").str()? {
         input.text(
@@ -260,6 +251,38 @@ fn tools(input: &mut RunInput, root: &At<'_>) -> Result<(), ApiError> {
     Ok(())
 }
 
+/// Refuses what needs state kept on the server (nothing is): `store:
+/// true`, an earlier response or conversation by id, a background
+/// response, a stored prompt.
+fn stateless(root: &At<'_>) -> Result<(), ApiError> {
+    if root.get("store").bool()? == Some(true) {
+        return Err(root.get("store").invalid(
+            "only store: false is supported: thinkwire keeps nothing; carry reasoning with include: [\"reasoning.encrypted_content\"]",
+        ));
+    }
+    for (param, why) in [
+        (
+            "previous_response_id",
+            "responses are not stored (store: false); send the earlier output items back in input",
+        ),
+        (
+            "conversation",
+            "conversations are not stored (store: false); send the earlier items back in input",
+        ),
+        (
+            "background",
+            "background responses are not supported (nothing is stored to poll); stream instead",
+        ),
+        (
+            "prompt",
+            "stored prompts are not supported: send the instructions and input themselves",
+        ),
+    ] {
+        unsupported(&root.get(param), why)?;
+    }
+    Ok(())
+}
+
 /// `reasoning: {effort, summary, visibility}`: a requested `summary` shows
 /// the summary, thinkwire's `visibility` chooses outright, and otherwise
 /// the server's default applies.
@@ -291,6 +314,22 @@ fn reasoning(input: &mut RunInput, root: &At<'_>, agent: &Agent) -> Result<Visib
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn what_needs_stored_state_is_refused_by_name() {
+        let read = |body: Value| stateless(&At::root(&body).unwrap());
+        assert!(read(json!({"background": false, "previous_response_id": null})).is_ok());
+        for (param, value) in [
+            ("store", json!(true)),
+            ("previous_response_id", json!("resp_1")),
+            ("conversation", json!("conv_1")),
+            ("background", json!(true)),
+            ("prompt", json!({"id": "pmpt_1"})),
+        ] {
+            let err = read(json!({ param: value })).unwrap_err();
+            assert_eq!(err.param.as_deref(), Some(param));
+        }
+    }
 
     #[test]
     fn log_probabilities_are_refused_by_name() {
