@@ -167,6 +167,23 @@ pub(crate) enum ToolChoice {
     Required(Vec<thinkwire_protocol::Tool>),
 }
 
+/// Whether the run makes at most one tool call: `forwardedProps.
+/// parallelToolCalls: false` (OpenAI's `parallel_tool_calls`). The pass
+/// stops when its first call ends.
+pub(crate) fn one_call(forwarded: Option<&Value>) -> Result<bool, RunRejected> {
+    const AT: &str = "forwardedProps.parallelToolCalls";
+    match forwarded.and_then(|f| f.get("parallelToolCalls")) {
+        None | Some(Value::Null) => Ok(false),
+        Some(Value::Bool(parallel)) => Ok(!parallel),
+        Some(_) => Err(RunRejected::new(
+            RejectKind::Unprocessable,
+            "INVALID_TOOL_CHOICE",
+            "must be a boolean",
+        )
+        .at(AT)),
+    }
+}
+
 /// Reads `forwardedProps.toolChoice` against the run's `tools`.
 pub(crate) fn tool_choice(
     forwarded: Option<&Value>,
@@ -289,6 +306,24 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn parallel_tool_calls_false_means_one_call() {
+        assert_eq!(one_call(None), Ok(false));
+        for (props, one) in [
+            (json!({}), false),
+            (json!({"parallelToolCalls": null}), false),
+            (json!({"parallelToolCalls": true}), false),
+            (json!({"parallelToolCalls": false}), true),
+        ] {
+            assert_eq!(one_call(Some(&props)), Ok(one), "{props}");
+        }
+        let err = one_call(Some(&json!({"parallelToolCalls": "no"}))).unwrap_err();
+        assert_eq!(
+            err.path.as_deref(),
+            Some("forwardedProps.parallelToolCalls")
+        );
+    }
 
     #[test]
     fn tool_choice_reads_each_form_and_refuses_unknown_tools() {

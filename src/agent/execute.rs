@@ -213,7 +213,8 @@ impl Execution<'_, '_> {
         let pass = Generation::split(model, splitter)
             .holding_reasoning_end(summary)
             .constrained(self.answer_grammar(model)?)
-            .constraining_tools(self.tool_calls(model));
+            .constraining_tools(self.tool_calls(model))
+            .one_call(run.one_call);
         self.one_pass(pass, prompt)
     }
 
@@ -358,7 +359,8 @@ impl Execution<'_, '_> {
         let splitter = Splitter::new(format).call_id_prefix(new_id("call") + "-");
         let mut pass = Generation::split(model, splitter)
             .constrained(self.answer_grammar(model)?)
-            .constraining_tools(self.tool_calls(model));
+            .constraining_tools(self.tool_calls(model))
+            .one_call(run.one_call);
         pass.generate(
             &mut self.events,
             prompt,

@@ -89,6 +89,10 @@ pub(super) struct Generation<'m> {
     grammar: Option<Grammar>,
     /// Tool-call arguments under the tools' schemas, while a call is open.
     tools: Option<ToolCalls>,
+    /// Stop when the first tool call ends (`parallelToolCalls: false`).
+    one_call: bool,
+    /// It did: the output ends at a call, whatever else might follow.
+    ended_at_call: bool,
 }
 
 impl<'m> Generation<'m> {
@@ -115,7 +119,16 @@ impl<'m> Generation<'m> {
             forwarder: Forwarder::default(),
             grammar: None,
             tools: None,
+            one_call: false,
+            ended_at_call: false,
         }
+    }
+
+    /// Stops the pass when its first tool call ends.
+    #[must_use]
+    pub fn one_call(mut self, one: bool) -> Self {
+        self.one_call = one;
+        self
     }
 
     /// Constrains the arguments of the tool calls the pass makes.
@@ -133,9 +146,10 @@ impl<'m> Generation<'m> {
     }
 
     /// Whether a constrained pass's output is incomplete (a token limit or
-    /// a stop cut it short, or it left the grammar).
+    /// a stop cut it short, or it left the grammar). Calls that may repeat
+    /// stopped after the first one are whole.
     pub fn constraint_incomplete(&self) -> bool {
-        self.grammar.as_ref().is_some_and(|g| !g.is_complete())
+        !self.ended_at_call && self.grammar.as_ref().is_some_and(|g| !g.is_complete())
     }
 
     /// Leaves the reasoning message open when its end arrives, for the
@@ -362,7 +376,12 @@ impl TokenSink for PassSink<'_, '_, '_, '_> {
         if let Some(tools) = &mut self.pass.tools {
             tools.token(id, &piece, in_call, &chunks);
         }
+        let call_ended = chunks.iter().any(|c| matches!(c, Chunk::ToolCallEnd(_)));
         if !self.forward(chunks) || self.held {
+            return Directive::Stop;
+        }
+        if call_ended && self.pass.one_call {
+            self.pass.ended_at_call = true;
             return Directive::Stop;
         }
         let Route::Split(splitter) = &mut self.pass.route else {

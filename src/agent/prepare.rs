@@ -42,6 +42,9 @@ pub struct PreparedRun {
     pub(super) dropped: Vec<DroppedReasoning>,
     /// What the answer pass is constrained to (`responseFormat`).
     pub(super) answer: Option<thinkwire_grammar::Target>,
+    /// At most one tool call (`parallelToolCalls: false`): the answer
+    /// stops when its first call ends.
+    pub(super) one_call: bool,
 }
 
 impl PreparedRun {
@@ -154,6 +157,7 @@ pub(super) fn prepare(
     // Where a refusal of the answer's grammar points.
     let mut answer_field = constraint::schema_field(forwarded);
     let tool_choice = constraint::tool_choice(forwarded, &input.tools)?;
+    let one_call = constraint::one_call(forwarded)?;
     let spec = shared.backend.format();
     match tool_choice {
         constraint::ToolChoice::Auto => {}
@@ -233,6 +237,7 @@ pub(super) fn prepare(
                 plan,
                 history.dropped,
                 None,
+                one_call,
             ));
         }
     };
@@ -349,6 +354,7 @@ pub(super) fn prepare(
         plan,
         history.dropped,
         answer,
+        one_call,
     ))
 }
 
@@ -369,6 +375,7 @@ fn prepared(
     plan: Plan,
     dropped: Vec<DroppedReasoning>,
     answer: Option<thinkwire_grammar::Target>,
+    one_call: bool,
 ) -> PreparedRun {
     PreparedRun {
         thread_id: input.thread_id,
@@ -380,6 +387,7 @@ fn prepared(
         tools: input.tools,
         dropped,
         answer,
+        one_call,
         shared,
     }
 }

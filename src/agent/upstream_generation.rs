@@ -47,7 +47,7 @@ impl Execution<'_, '_> {
             return Ok(());
         };
         self.start()?;
-        while let Some(pieces) = self.next(&mut stream)? {
+        'stream: while let Some(pieces) = self.next(&mut stream)? {
             for piece in pieces {
                 let chunk = match piece {
                     UpstreamOutput::Chunk(chunk) => chunk,
@@ -56,10 +56,16 @@ impl Execution<'_, '_> {
                         continue;
                     }
                 };
+                // At most one call: the stream is left after it (dropping
+                // it closes the upstream's connection).
+                let last_call = run.one_call && matches!(chunk, Chunk::ToolCallEnd(_));
                 if forwarder.forward(&mut self.events, chunk)? == Forwarded::Held {
                     let reasoning = forwarder.reasoning_text().to_owned();
                     let summary = self.summarize(&reasoning)?;
                     forwarder.close_reasoning(&mut self.events, Some(&summary))?;
+                }
+                if last_call {
+                    break 'stream;
                 }
             }
         }

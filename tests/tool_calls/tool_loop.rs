@@ -165,3 +165,63 @@ async fn the_sealed_reasoning_of_a_tool_turn_is_bound_to_its_thread() {
     );
     server.shutdown().await;
 }
+
+/// `parallelToolCalls: false`: the answer ends when its first call does,
+/// so a model that would call twice makes one call, and the engine stops
+/// there; a required call stopped there is whole (no
+/// `thinkwire.output_incomplete`). By default both calls are pending.
+#[tokio::test]
+async fn one_call_at_most_stops_the_answer_at_its_first_call() {
+    let script = || {
+        thinks_then_calls(
+            "Two cities.",
+            &format!(
+                "{}\n{}",
+                tool_call("get_weather", r#"{"city": "Rome"}"#),
+                tool_call("get_weather", r#"{"city": "Oslo"}"#)
+            ),
+        )
+    };
+    let (server, observed) = TestServer::qwen3(&[script(), script(), script()]).await;
+    let run = |id: &str, forwarded: Value| {
+        let mut body = input("t-one", id, "Rome and Oslo?", forwarded);
+        body["tools"] = json!([weather_tool()]);
+        body
+    };
+    let pending = |events: &[Event]| match finished_outcome(events) {
+        Outcome::Success {
+            pending_tool_call_ids,
+        } => pending_tool_call_ids.unwrap_or_default().len(),
+        other => panic!("{other:?}"),
+    };
+    let events = post_run(&server, &run("both", json!({}))).await;
+    assert_eq!(pending(&events), 2);
+    let cancelled = || observed.cancelled.load(std::sync::atomic::Ordering::SeqCst);
+    let before = cancelled();
+    for (id, forwarded) in [
+        ("one", json!({"parallelToolCalls": false})),
+        (
+            "required",
+            json!({"parallelToolCalls": false, "toolChoice": "required"}),
+        ),
+    ] {
+        let events = post_run(&server, &run(id, forwarded)).await;
+        let (_, name, _, args) = the_call(&events);
+        assert_eq!(
+            (name.as_str(), args.as_str()),
+            ("get_weather", r#"{"city": "Rome"}"#)
+        );
+        assert_eq!(pending(&events), 1, "{id}");
+        assert!(
+            customs_names(&events).is_empty(),
+            "{id}: {:?}",
+            customs(&events)
+        );
+    }
+    assert_eq!(
+        cancelled() - before,
+        2,
+        "the engine was stopped at the call"
+    );
+    server.shutdown().await;
+}

@@ -267,3 +267,59 @@ async fn summaries_show_on_responses_and_messages_without_the_raw_reasoning() {
     assert_eq!(content[2]["text"], answer);
     server.shutdown().await;
 }
+
+/// At most one tool call, as each API asks for it (chat and responses
+/// `parallel_tool_calls: false`, messages `tool_choice.
+/// disable_parallel_tool_use`): a model that would call twice calls once.
+#[tokio::test]
+async fn each_api_can_ask_for_one_tool_call_at_most() {
+    let call = |city: &str| {
+        format!(
+            "<tool_call>\n{{\"name\": \"get_weather\", \"arguments\": {{\"city\": \"{city}\"}}}}\n</tool_call>"
+        )
+    };
+    let script = format!(
+        "<think>\nTwo cities.\n</think>\n\n{}\n{}<|im_end|>",
+        call("Rome"),
+        call("Oslo")
+    );
+    let (server, _) = TestServer::qwen3(&vec![script; 4]).await;
+    let ask = "Weather in Rome and Oslo?";
+    let function = &weather_tool()["function"];
+    let flat = json!({"type": "function", "name": "get_weather",
+        "parameters": function["parameters"]});
+    let anthropic = json!({"name": "get_weather", "input_schema": function["parameters"]});
+    let chat = |parallel: bool| {
+        json!({"messages": [{"role": "user", "content": ask}], "tools": [weather_tool()],
+            "parallel_tool_calls": parallel})
+    };
+    let count = |body: &Value, pointer: &str, kind: Option<&str>| {
+        let items = body.pointer(pointer).and_then(Value::as_array).cloned();
+        let items = items.unwrap_or_default();
+        items
+            .iter()
+            .filter(|i| kind.is_none_or(|k| i["type"] == k))
+            .count()
+    };
+    let (_, both) = post(&server, "/v1/chat/completions", &chat(true)).await;
+    assert_eq!(
+        count(&both, "/choices/0/message/tool_calls", None),
+        2,
+        "{both}"
+    );
+    let (_, one) = post(&server, "/v1/chat/completions", &chat(false)).await;
+    assert_eq!(
+        count(&one, "/choices/0/message/tool_calls", None),
+        1,
+        "{one}"
+    );
+    let body = json!({"input": ask, "tools": [flat], "parallel_tool_calls": false});
+    let (_, one) = post(&server, "/v1/responses", &body).await;
+    assert_eq!(count(&one, "/output", Some("function_call")), 1, "{one}");
+    let body = json!({"max_tokens": 200, "messages": [{"role": "user", "content": ask}],
+        "tools": [anthropic],
+        "tool_choice": {"type": "auto", "disable_parallel_tool_use": true}});
+    let (_, one) = post(&server, "/v1/messages", &body).await;
+    assert_eq!(count(&one, "/content", Some("tool_use")), 1, "{one}");
+    server.shutdown().await;
+}

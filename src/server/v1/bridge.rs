@@ -61,6 +61,8 @@ pub struct RunInput {
     /// `forwardedProps.toolChoice` (`"required"` or `{name}`), and its wire
     /// parameter.
     tool_choice: Option<(Value, String)>,
+    /// `forwardedProps.parallelToolCalls` (`false`: at most one call).
+    parallel_tool_calls: Option<bool>,
     /// AG-UI forwarded-prop names → wire parameter names.
     params: BTreeMap<String, String>,
 }
@@ -200,6 +202,14 @@ impl RunInput {
         self.tool_choice = Some((choice, param.to_owned()));
     }
 
+    /// Allows or forbids more than one tool call in the answer, read from
+    /// wire parameter `param`.
+    pub fn parallel_tool_calls(&mut self, parallel: bool, param: &str) {
+        self.parallel_tool_calls = Some(parallel);
+        self.params
+            .insert("forwardedProps.parallelToolCalls".into(), param.to_owned());
+    }
+
     /// The AG-UI `RunAgentInput`.
     pub(super) fn to_input(&self, run_id: &str) -> RunAgentInput {
         let mut props = Map::new();
@@ -210,6 +220,9 @@ impl RunInput {
         }
         if let Some((choice, _)) = &self.tool_choice {
             props.insert("toolChoice".into(), choice.clone());
+        }
+        if let Some(parallel) = self.parallel_tool_calls {
+            props.insert("parallelToolCalls".into(), json!(parallel));
         }
         RunAgentInput {
             tools: self.tools.clone(),

@@ -186,6 +186,12 @@ fn assistant(input: &mut RunInput, at: &At<'_>, agent: &Agent) -> Result<(), Api
 
 fn tools(input: &mut RunInput, root: &At<'_>) -> Result<(), ApiError> {
     let choice = root.get("tool_choice");
+    if let Some(c) = choice.at()? {
+        let disable = c.get("disable_parallel_tool_use");
+        if disable.bool()? == Some(true) {
+            input.parallel_tool_calls(false, &disable.path);
+        }
+    }
     let offer = match choice.at()? {
         None => true,
         Some(c) => match c.get("type").required_str()? {

@@ -233,6 +233,9 @@ fn tools(input: &mut RunInput, root: &At<'_>) -> Result<(), ApiError> {
             ));
         }
     };
+    if let Some(parallel) = root.get("parallel_tool_calls").bool()? {
+        input.parallel_tool_calls(parallel, "parallel_tool_calls");
+    }
     for tool in root.get("tools").array()? {
         let at = tool
             .at()?
