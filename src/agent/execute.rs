@@ -86,11 +86,12 @@ impl Execution<'_, '_> {
                     turns,
                     blocks,
                     thinking,
+                    answer,
                 } = &run.plan
                 else {
                     return Ok(());
                 };
-                return self.upstream(up, turns, blocks, *thinking);
+                return self.upstream(up, turns, blocks, *thinking, answer.as_ref());
             }
         };
         self.start()?;

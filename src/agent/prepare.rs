@@ -111,6 +111,8 @@ pub(super) enum Plan {
         blocks: Vec<history::ReplayedBlock>,
         /// `false`: the upstream is asked not to think.
         thinking: bool,
+        /// What the upstream is asked the answer must be.
+        answer: Option<crate::upstream::AnswerConstraint>,
     },
 }
 
@@ -153,17 +155,17 @@ pub(super) fn prepare(
     let controls = ReasoningControls::from_forwarded(forwarded, &config.policy)?;
     let (sampling, max_new_tokens) =
         sampling::from_forwarded(forwarded, &config.sampling, config.max_new_tokens)?;
-    let mut answer_format = constraint::from_forwarded(forwarded)?;
-    // Where a refusal of the answer's grammar points.
-    let mut answer_field = constraint::schema_field(forwarded);
+    let response_format = constraint::from_forwarded(forwarded)?;
     let tool_choice = constraint::tool_choice(forwarded, &input.tools)?;
     let one_call = constraint::one_call(forwarded)?;
     let spec = shared.backend.format();
+    // The tools a required call picks from.
+    let mut required = None;
     match tool_choice {
         constraint::ToolChoice::Auto => {}
         constraint::ToolChoice::None => input.tools.clear(),
         constraint::ToolChoice::Required(tools) => {
-            if answer_format.is_some() {
+            if response_format.is_some() {
                 return Err(RunRejected::new(
                     RejectKind::Unprocessable,
                     "INVALID_TOOL_CHOICE",
@@ -171,8 +173,7 @@ pub(super) fn prepare(
                 )
                 .at("forwardedProps.toolChoice"));
             }
-            answer_format = Some(constraint::required_call(&tools, &spec.tools)?);
-            answer_field = "forwardedProps.toolChoice".into();
+            required = Some(tools);
         }
     }
     let history = history::build(
@@ -205,16 +206,15 @@ pub(super) fn prepare(
     let model = match &shared.backend {
         Backend::Local(model) => model,
         Backend::Upstream(up) => {
-            if answer_format.is_some() {
-                return Err(RunRejected::new(
-                    RejectKind::Unprocessable,
-                    "UNSUPPORTED_RESPONSE_FORMAT",
-                    "a response format or a required tool call is not passed to an upstream backend yet",
-                )
-                .at("forwardedProps.responseFormat"));
-            }
             // Refused rather than sampled without it.
             let kind = up.upstream.config().kind;
+            let answer = constraint::upstream_answer(
+                response_format,
+                required.as_deref(),
+                forwarded,
+                kind,
+                prompt_plan.thinking,
+            )?;
             if let Some(uncarried) = kind.uncarried_sampling(&sampling, prompt_plan.thinking) {
                 return Err(RunRejected::new(
                     RejectKind::Unprocessable,
@@ -227,6 +227,7 @@ pub(super) fn prepare(
                 turns,
                 blocks: history.blocks,
                 thinking: prompt_plan.thinking,
+                answer,
             };
             return Ok(prepared(
                 shared.clone(),
@@ -243,6 +244,14 @@ pub(super) fn prepare(
     };
     // The ids are the model's own; an upstream checks its own.
     sampling::check_vocabulary(&sampling, model.engine().info().vocab_size)?;
+    // Here the grammar enforces it; where a refusal of it points.
+    let (mut answer_format, mut answer_field) = match required {
+        Some(tools) => (
+            Some(constraint::required_call(&tools, &spec.tools)?),
+            "forwardedProps.toolChoice".to_owned(),
+        ),
+        None => (response_format, constraint::schema_field(forwarded)),
+    };
     let structured = match spec.separate_pass() {
         Some(pass) if prompt_plan.thinking => {
             let chosen = controls.strategy.unwrap_or(pass.strategy) == SeparateStrategy::Structured;

@@ -16,16 +16,18 @@ use super::forward::{Forwarded, Forwarder};
 use super::generation::Stopped;
 use super::history::ReplayedBlock;
 use super::history::Turn;
-use crate::upstream::{UpstreamOutput, UpstreamRequest, UpstreamStream};
+use crate::upstream::{AnswerConstraint, UpstreamOutput, UpstreamRequest, UpstreamStream};
 
 impl Execution<'_, '_> {
-    /// Streams the upstream's answer to `turns` into the run's events.
+    /// Streams the upstream's answer to `turns` into the run's events;
+    /// `answer`: what the upstream is asked the answer must be.
     pub(super) fn upstream(
         &mut self,
         up: &UpstreamBackend,
         turns: &[Turn],
         blocks: &[ReplayedBlock],
         thinking: bool,
+        answer: Option<&AnswerConstraint>,
     ) -> Result<(), Stopped> {
         let run = self.run;
         let request = UpstreamRequest {
@@ -37,6 +39,8 @@ impl Execution<'_, '_> {
             thinking,
             effort: run.controls.effort,
             budget: run.controls.budget_tokens,
+            answer,
+            one_call: run.one_call,
         };
         let summary = run.controls.visibility == Visibility::Summary;
         let mut forwarder = Forwarder::default().holding_reasoning_end(summary);
@@ -108,6 +112,8 @@ impl Execution<'_, '_> {
             thinking: false,
             effort: None,
             budget: 0,
+            answer: None,
+            one_call: false,
         };
         let Some(mut stream) = self.open(up, &request)? else {
             return Ok(String::new());

@@ -14,7 +14,7 @@ use thinkwire_chat::TemplateMessage;
 use thinkwire_reasoning::{Chunk, ToolCall, ToolCallProblem};
 use thinkwire_seal::ProviderItem;
 
-use super::openai_chat::{UpstreamRequest, UpstreamUsage, error_kind};
+use super::openai_chat::{AnswerConstraint, UpstreamRequest, UpstreamUsage, error_kind};
 use super::{UpstreamError, UpstreamOutput};
 
 /// Item kinds in the sealed value.
@@ -112,6 +112,27 @@ pub fn request_body(model: &str, request: &UpstreamRequest<'_>) -> Value {
             })
             .collect();
         fields.insert("tools".into(), Value::Array(tools));
+    }
+    // A required call, and at most one call, are both `tool_choice`.
+    let choice = match request.answer {
+        Some(AnswerConstraint::AnyCall) => Some(json!({"type": "any"})),
+        Some(AnswerConstraint::Call(name)) => Some(json!({"type": "tool", "name": name})),
+        _ if request.one_call && !request.tools.is_empty() => Some(json!({"type": "auto"})),
+        _ => None,
+    };
+    if let Some(mut choice) = choice {
+        if request.one_call {
+            choice["disable_parallel_tool_use"] = json!(true);
+        }
+        fields.insert("tool_choice".into(), choice);
+    }
+    // Structured outputs take a schema (there is no `json_object`: the
+    // run is refused that before it starts).
+    if let Some(AnswerConstraint::Schema { schema, .. }) = request.answer {
+        fields.insert(
+            "output_config".into(),
+            json!({"format": {"type": "json_schema", "schema": schema}}),
+        );
     }
     body
 }

@@ -22,7 +22,7 @@ use thinkwire_reasoning::{Chunk, FormatSpec};
 use thinkwire_seal::ProviderItem;
 
 pub use client::{Upstream, UpstreamStream};
-pub use openai_chat::{UpstreamRequest, UpstreamUsage};
+pub use openai_chat::{AnswerConstraint, UpstreamRequest, UpstreamUsage};
 pub use sampling::Uncarried;
 
 /// What an adapter reads out of its stream.

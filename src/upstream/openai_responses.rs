@@ -15,7 +15,7 @@ use thinkwire_reasoning::{Chunk, Effort};
 use thinkwire_seal::ProviderItem;
 
 use super::openai_chat::{
-    UpstreamRequest, UpstreamUsage, error_kind, finished_call, refused_in_stream,
+    AnswerConstraint, UpstreamRequest, UpstreamUsage, error_kind, finished_call, refused_in_stream,
 };
 use super::{UpstreamError, UpstreamOutput};
 
@@ -106,6 +106,35 @@ pub fn request_body(model: &str, request: &UpstreamRequest<'_>) -> Value {
             })
             .collect();
         fields.insert("tools".into(), Value::Array(tools));
+        if request.one_call {
+            fields.insert("parallel_tool_calls".into(), json!(false));
+        }
+    }
+    match request.answer {
+        None => {}
+        Some(AnswerConstraint::Schema {
+            name,
+            schema,
+            strict,
+        }) => {
+            let mut format = json!({"type": "json_schema", "name": name, "schema": schema});
+            if let Some(strict) = strict {
+                format["strict"] = json!(strict);
+            }
+            fields.insert("text".into(), json!({"format": format}));
+        }
+        Some(AnswerConstraint::AnyObject) => {
+            fields.insert("text".into(), json!({"format": {"type": "json_object"}}));
+        }
+        Some(AnswerConstraint::AnyCall) => {
+            fields.insert("tool_choice".into(), json!("required"));
+        }
+        Some(AnswerConstraint::Call(name)) => {
+            fields.insert(
+                "tool_choice".into(),
+                json!({"type": "function", "name": name}),
+            );
+        }
     }
     body
 }

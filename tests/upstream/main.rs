@@ -4,8 +4,9 @@
 //! sockets; the official `@ag-ui/client` drives the front.
 //!
 //! Here: the upstream thinkwire and the fronts built on it; `reasoning`
-//! (reasoning kept across turns, summarized, carried between replicas) and
-//! `faults` (upstreams that fail, a client that leaves) hold the tests.
+//! (reasoning kept across turns, summarized, carried between replicas),
+//! `constrained` (a response format and tool choices enforced upstream)
+//! and `faults` (upstreams that fail, a client that leaves) hold the tests.
 //! The `.sse` files beside them are `upstream_anthropic`'s and
 //! `upstream_responses_fixtures`'s recorded streams.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -13,6 +14,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod constrained;
 mod faults;
 mod reasoning;
 

@@ -50,6 +50,32 @@ pub struct UpstreamRequest<'a> {
     pub effort: Option<Effort>,
     /// Reasoning tokens allowed (where the provider takes a budget).
     pub budget: usize,
+    /// What the answer must be, for the upstream to enforce: it holds the
+    /// model, so the constraint goes with the request.
+    pub answer: Option<&'a AnswerConstraint>,
+    /// At most one tool call (`parallel_tool_calls: false`).
+    pub one_call: bool,
+}
+
+/// A run's constraint on its answer, as an upstream is asked for it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AnswerConstraint {
+    /// JSON valid under `schema`; `name` and `strict` as the client gave
+    /// them (OpenAI's `json_schema` carries both).
+    Schema {
+        /// The format's name (`answer` when the client gave none).
+        name: String,
+        /// The JSON schema.
+        schema: Value,
+        /// OpenAI's strict mode, when the client asked.
+        strict: Option<bool>,
+    },
+    /// Any JSON object (`json_object`).
+    AnyObject,
+    /// A call of one of the offered tools (`tool_choice: required`).
+    AnyCall,
+    /// A call of this tool.
+    Call(String),
 }
 
 /// Token counts the upstream reported (`stream_options.include_usage`).

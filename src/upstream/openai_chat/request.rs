@@ -7,7 +7,7 @@ use thinkwire_engine::SamplingParams;
 use thinkwire_protocol::Tool;
 use thinkwire_reasoning::Effort;
 
-use super::UpstreamRequest;
+use super::{AnswerConstraint, UpstreamRequest};
 
 /// The request body for `model`.
 pub fn request_body(model: &str, request: &UpstreamRequest<'_>) -> Value {
@@ -31,6 +31,35 @@ pub fn request_body(model: &str, request: &UpstreamRequest<'_>) -> Value {
     if !request.tools.is_empty() {
         let tools: Vec<Value> = request.tools.iter().map(tool).collect();
         fields.insert("tools".into(), Value::Array(tools));
+        // Only beside tools: OpenAI refuses it alone.
+        if request.one_call {
+            fields.insert("parallel_tool_calls".into(), json!(false));
+        }
+    }
+    match request.answer {
+        None => {}
+        Some(AnswerConstraint::Schema {
+            name,
+            schema,
+            strict,
+        }) => {
+            let mut format = json!({"name": name, "schema": schema});
+            if let Some(strict) = strict {
+                format["strict"] = json!(strict);
+            }
+            let format = json!({"type": "json_schema", "json_schema": format});
+            fields.insert("response_format".into(), format);
+        }
+        Some(AnswerConstraint::AnyObject) => {
+            fields.insert("response_format".into(), json!({"type": "json_object"}));
+        }
+        Some(AnswerConstraint::AnyCall) => {
+            fields.insert("tool_choice".into(), json!("required"));
+        }
+        Some(AnswerConstraint::Call(name)) => {
+            let choice = json!({"type": "function", "function": {"name": name}});
+            fields.insert("tool_choice".into(), choice);
+        }
     }
     if !request.thinking {
         // `reasoning_effort: none` is OpenAI's and thinkwire's switch;

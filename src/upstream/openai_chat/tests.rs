@@ -173,6 +173,8 @@ fn usage_is_read_and_the_request_carries_replayed_reasoning() {
             thinking: false,
             effort: None,
             budget: 0,
+            answer: None,
+            one_call: false,
         },
     );
     assert_eq!(body["messages"][1]["reasoning_content"], "91 = 7 x 13");
@@ -196,6 +198,8 @@ fn sampling_beyond_temperature_goes_up_only_when_asked() {
                 thinking: true,
                 effort: None,
                 budget: 0,
+                answer: None,
+                one_call: false,
             },
         )
     };
@@ -226,4 +230,83 @@ fn sampling_beyond_temperature_goes_up_only_when_asked() {
     assert_eq!(asked["min_p"], 0.25);
     assert_eq!(asked["repetition_penalty"], 1.5);
     assert_eq!(asked["logit_bias"], json!({"7": -100.0, "50256": 2.5}));
+}
+
+/// A response format, a required call and at most one call, in each
+/// adapter's API's terms (every adapter builds its body from the same
+/// request).
+#[test]
+fn every_adapter_asks_for_the_answers_constraint_in_its_apis_terms() {
+    let turns = [TemplateMessage::new("user", "Hi")];
+    let sampling = SamplingParams::greedy();
+    let tools: Vec<Tool> =
+        serde_json::from_value(json!([{"name": "get_weather", "description": "",
+            "parameters": {"type": "object"}}]))
+        .unwrap();
+    let schema = json!({"type": "object", "properties": {"a": {"type": "integer"}}});
+    let format = AnswerConstraint::Schema {
+        name: "person".into(),
+        schema: schema.clone(),
+        strict: Some(true),
+    };
+    let named = AnswerConstraint::Call("get_weather".into());
+    let request = |answer, one_call, with_tools: bool| UpstreamRequest {
+        turns: &turns,
+        blocks: &[],
+        tools: if with_tools { &tools } else { &[] },
+        sampling: &sampling,
+        max_tokens: 9,
+        thinking: false,
+        effort: None,
+        budget: 0,
+        answer,
+        one_call,
+    };
+    let chat = request_body("m", &request(Some(&format), false, false));
+    assert_eq!(
+        chat["response_format"],
+        json!({"type": "json_schema", "json_schema": {"name": "person", "schema": schema, "strict": true}})
+    );
+    let chat = request_body(
+        "m",
+        &request(Some(&AnswerConstraint::AnyObject), false, false),
+    );
+    assert_eq!(chat["response_format"], json!({"type": "json_object"}));
+    let chat = request_body("m", &request(Some(&named), true, true));
+    assert_eq!(
+        chat["tool_choice"],
+        json!({"type": "function", "function": {"name": "get_weather"}})
+    );
+    assert_eq!(chat["parallel_tool_calls"], false);
+    // Alone, without tools, OpenAI refuses parallel_tool_calls.
+    let chat = request_body("m", &request(None, true, false));
+    assert!(chat.get("parallel_tool_calls").is_none(), "{chat}");
+
+    let responses = super::super::openai_responses::request_body;
+    let body = responses("m", &request(Some(&format), false, false));
+    assert_eq!(
+        body["text"]["format"],
+        json!({"type": "json_schema", "name": "person", "schema": schema, "strict": true})
+    );
+    let body = responses("m", &request(Some(&AnswerConstraint::AnyCall), true, true));
+    assert_eq!(body["tool_choice"], "required");
+    assert_eq!(body["parallel_tool_calls"], false);
+
+    let anthropic = super::super::anthropic::request_body;
+    let body = anthropic("m", &request(Some(&format), false, false));
+    assert_eq!(
+        body["output_config"],
+        json!({"format": {"type": "json_schema", "schema": schema}})
+    );
+    assert!(body.get("tool_choice").is_none(), "{body}");
+    let body = anthropic("m", &request(Some(&named), true, true));
+    assert_eq!(
+        body["tool_choice"],
+        json!({"type": "tool", "name": "get_weather", "disable_parallel_tool_use": true})
+    );
+    let body = anthropic("m", &request(None, true, true));
+    assert_eq!(
+        body["tool_choice"],
+        json!({"type": "auto", "disable_parallel_tool_use": true})
+    );
 }

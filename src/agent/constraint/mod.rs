@@ -4,7 +4,8 @@
 //! `forwardedProps.toolChoice = "auto" | "none" | "required" | {name}`
 //! (whether the answer must be a tool call), and the tools' parameter
 //! schemas (each call's arguments). A bad schema is refused naming the
-//! path inside it.
+//! path inside it. An upstream backend is asked for the same in its API's
+//! terms (`upstream`).
 
 use serde_json::Value;
 use thinkwire_grammar::{Grammar, GrammarError, Target};
@@ -12,6 +13,10 @@ use thinkwire_reasoning::ReasoningStyle;
 
 use super::model::LocalModel;
 use super::rejection::{RejectKind, RunRejected};
+
+mod upstream;
+
+pub(crate) use upstream::upstream_answer;
 
 const FIELD: &str = "forwardedProps.responseFormat";
 
