@@ -7,8 +7,9 @@ use std::sync::Arc;
 
 use serde_json::Value;
 use thinkwire_engine::SamplingParams;
+use thinkwire_grammar::Target;
 use thinkwire_protocol::{RunAgentInput, Tool};
-use thinkwire_reasoning::{SeparatePassSpec, SeparateStrategy};
+use thinkwire_reasoning::{ReasoningStyle, SeparatePassSpec, SeparateStrategy};
 use thinkwire_seal::KeyRing;
 
 use super::backend::Backend;
@@ -16,7 +17,10 @@ use super::config::AgentConfig;
 use super::controls::{ReasoningControls, Visibility};
 use super::history::{self, DroppedReasoning, Turn};
 use super::model::{LocalModel, Prompt};
-use super::prompt::{apply_system_flag, apply_user_flag, take_replayed_reasoning, with_system};
+use super::prompt::{
+    apply_system_flag, apply_user_flag, take_replayed_reasoning, with_context,
+    with_response_format, with_system,
+};
 use super::rejection::{RejectKind, RunRejected};
 use super::{constraint, sampling};
 use crate::metrics::Metrics;
@@ -151,6 +155,13 @@ pub(super) fn prepare(
     if input.tools.len() > config.max_tools {
         return Err(too_many("tools", input.tools.len(), config.max_tools));
     }
+    if input.context.len() > config.max_messages {
+        return Err(too_many(
+            "context",
+            input.context.len(),
+            config.max_messages,
+        ));
+    }
     let forwarded = input.forwarded_props.as_ref();
     let controls = ReasoningControls::from_forwarded(forwarded, &config.policy)?;
     let (sampling, max_new_tokens) =
@@ -195,6 +206,7 @@ pub(super) fn prepare(
         "conversation rebuilt"
     );
     let mut turns = history.turns;
+    with_context(&mut turns, &input.context);
     let thinking = controls.visibility != Visibility::Off;
     let prompt_plan = spec.prompt_plan(Some(thinking), controls.effort);
     let budget = prompt_plan
@@ -303,6 +315,17 @@ pub(super) fn prepare(
             budget,
         }
     } else {
+        if let (ReasoningStyle::Harmony(_), Some(Target::Schema(schema))) =
+            (&spec.reasoning, &answer_format)
+        {
+            let label = constraint::format_label(forwarded);
+            with_response_format(
+                &mut turns,
+                &label.name,
+                label.description.as_deref(),
+                schema,
+            );
+        }
         if let Some((flag, position)) = &prompt_plan.system_flag {
             apply_system_flag(&mut turns, flag, *position);
         }

@@ -1,10 +1,10 @@
 //! What the agent adds to a conversation before the chat template sees it:
-//! thinking flags where the format wants them, the separate pass's system
-//! prompts, tools in the shape templates expect. Plain functions on turns,
+//! the application's context, thinking flags where the format wants them,
+//! the separate pass's system prompts, tools in the shape templates expect. Plain functions on turns,
 //! so they are tested without a model.
 
 use serde_json::{Value, json};
-use thinkwire_protocol::Tool;
+use thinkwire_protocol::{Context, Tool};
 use thinkwire_reasoning::FlagPosition;
 
 use super::history::Turn;
@@ -32,6 +32,55 @@ pub(super) fn with_system(turns: &[Turn], system: &str) -> Vec<Turn> {
         }
     }
     out
+}
+
+/// The run's AG-UI `context` (what the application says the agent should
+/// know: the page, the user's selection, app state) as the last part of
+/// the system prompt, after the operator's and the client's own text,
+/// making one if needed. Nothing when there is none.
+pub(super) fn with_context(turns: &mut Vec<Turn>, context: &[Context]) {
+    let entries: Vec<String> = context
+        .iter()
+        .filter(|c| !(c.description.trim().is_empty() && c.value.trim().is_empty()))
+        .map(|c| match c.description.trim() {
+            "" => c.value.clone(),
+            description => format!("{description}:\n{}", c.value),
+        })
+        .collect();
+    if entries.is_empty() {
+        return;
+    }
+    let section = format!("Context from the application:\n\n{}", entries.join("\n\n"));
+    append_to_system(turns, section);
+}
+
+/// A Harmony model's response format where gpt-oss learned to read it: a
+/// `# Response Formats` section of its developer message (the system turn
+/// its template renders as one), the schema as JSON under the format's
+/// name, after a `//` line with its description.
+pub(super) fn with_response_format(
+    turns: &mut Vec<Turn>,
+    name: &str,
+    description: Option<&str>,
+    schema: &Value,
+) {
+    let note = description.map_or(String::new(), |d| format!("// {d}\n"));
+    let section = format!("# Response Formats\n\n## {name}\n\n{note}{schema}");
+    append_to_system(turns, section);
+}
+
+/// `section` as the system prompt's last part, making one if needed.
+fn append_to_system(turns: &mut Vec<Turn>, section: String) {
+    match turns.first_mut() {
+        Some(system) if system.role == "system" => {
+            let text = system.content.take().unwrap_or_default();
+            system.content = Some(match text.is_empty() {
+                true => section,
+                false => format!("{text}\n\n{section}"),
+            });
+        }
+        _ => turns.insert(0, system_turn(&section)),
+    }
 }
 
 /// Puts a thinking flag into the system prompt, making one if needed.
@@ -196,6 +245,73 @@ mod tests {
         let mut turns = vec![turn("user", "Hi")];
         apply_system_flag(&mut turns, "/think", FlagPosition::Append);
         assert_eq!(texts(&turns), [("system", "/think"), ("user", "Hi")]);
+    }
+
+    #[test]
+    fn context_ends_the_system_prompt_or_makes_one() {
+        let context = |pairs: &[(&str, &str)]| -> Vec<Context> {
+            pairs
+                .iter()
+                .map(|(d, v)| Context {
+                    description: (*d).into(),
+                    value: (*v).into(),
+                })
+                .collect()
+        };
+        let mut turns = vec![turn("system", "Be brief."), turn("user", "Hi")];
+        with_context(
+            &mut turns,
+            &context(&[
+                ("The open page", "/orders/7"),
+                ("", "Dark mode is on."),
+                (" ", ""),
+            ]),
+        );
+        assert_eq!(
+            texts(&turns),
+            [
+                (
+                    "system",
+                    "Be brief.\n\nContext from the application:\n\nThe open page:\n/orders/7\n\nDark mode is on."
+                ),
+                ("user", "Hi")
+            ]
+        );
+        let mut turns = vec![turn("user", "Hi")];
+        with_context(&mut turns, &context(&[("Cart", "2 items")]));
+        assert_eq!(
+            texts(&turns),
+            [
+                ("system", "Context from the application:\n\nCart:\n2 items"),
+                ("user", "Hi")
+            ]
+        );
+        let mut turns = vec![turn("user", "Hi")];
+        with_context(&mut turns, &context(&[(" ", " ")]));
+        assert_eq!(texts(&turns), [("user", "Hi")]);
+    }
+
+    #[test]
+    fn a_harmony_response_format_is_a_section_of_the_developer_message() {
+        let schema = json!({"type": "object"});
+        let mut turns = vec![turn("system", "Be brief."), turn("user", "Hi")];
+        with_response_format(&mut turns, "trip", Some("A trip plan"), &schema);
+        assert_eq!(
+            texts(&turns)[0],
+            (
+                "system",
+                "Be brief.\n\n# Response Formats\n\n## trip\n\n// A trip plan\n{\"type\":\"object\"}"
+            )
+        );
+        let mut turns = vec![turn("user", "Hi")];
+        with_response_format(&mut turns, "answer", None, &schema);
+        assert_eq!(
+            texts(&turns)[0],
+            (
+                "system",
+                "# Response Formats\n\n## answer\n\n{\"type\":\"object\"}"
+            )
+        );
     }
 
     #[test]

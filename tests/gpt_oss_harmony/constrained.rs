@@ -58,6 +58,13 @@ async fn a_response_format_constrains_the_final_channel_and_lets_the_analysis_th
         "every token was masked, analysis included: {masks}"
     );
     assert!(observed.refused.lock().unwrap().is_empty());
+    // gpt-oss reads the schema where Harmony puts it: the developer
+    // message's `# Response Formats`.
+    let model = server.agent.model().unwrap();
+    let prompt = model.decode(&observed.prompts.lock().unwrap()[0]).unwrap();
+    let formats = format!("# Response Formats\n\n## answer\n\n{schema}");
+    assert!(prompt.contains("<|start|>developer<|message|>"), "{prompt}");
+    assert!(prompt.contains(&formats), "{prompt}");
 
     // A budget cuts the analysis; the answer after the forced close fits.
     let events = support::post_run(&server, &run("cut", Some(16))).await;
@@ -80,9 +87,11 @@ async fn a_response_format_constrains_the_final_channel_and_lets_the_analysis_th
 }
 
 /// A response format on the trained tiny gpt-oss, over the official
-/// client: its analysis comes through as it writes it unconstrained
-/// (sealed reasoning), and its `final` message, which it would write as
-/// prose, is steered by the mask into JSON that meets the schema.
+/// client: its analysis comes through as sealed reasoning, and its `final`
+/// message, which it writes as prose unconstrained, is steered by the mask
+/// into JSON that meets the schema. (The schema in its developer message,
+/// where real gpt-oss reads it, is more than this model was trained on:
+/// its analysis wanders, so only its presence is checked.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_trained_tiny_gpt_oss_answers_under_a_response_format_in_final() {
     let server = serve(trained()).await;
@@ -107,17 +116,10 @@ async fn a_trained_tiny_gpt_oss_answers_under_a_response_format_in_final() {
     .unwrap();
     let messages = out["messages"].as_array().unwrap();
     let reasoning = messages.iter().find(|m| m["role"] == "reasoning");
-    assert_eq!(
-        reasoning.map(|m| m["content"].clone()),
-        Some(json!(
-            "The user asks for the capital of France. It is Paris."
-        )),
-        "{out}"
-    );
-    assert!(
-        reasoning.is_some_and(|m| m["encryptedValue"].is_string()),
-        "{out}"
-    );
+    let sealed = |m: &serde_json::Value| {
+        m["content"].as_str().is_some_and(|t| !t.is_empty()) && m["encryptedValue"].is_string()
+    };
+    assert!(reasoning.is_some_and(sealed), "{out}");
     let answer = messages
         .iter()
         .rev()

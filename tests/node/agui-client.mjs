@@ -1,11 +1,12 @@
 // Drives the official @ag-ui/client HttpAgent against a live thinkwire server.
 //
 //   node agui-client.mjs URL [--turns N] [--prompt TEXT] [--forwarded JSON]
-//                            [--tools JSON] [--tool-result TEXT]
+//                            [--tools JSON] [--tool-result TEXT] [--context JSON]
 //
 // Runs N turns in one thread (each adds a user message and calls runAgent, so
 // the second turn replays the first turn's messages, sealed reasoning
-// included). `--tools` offers a JSON array of AG-UI tools on every run. With
+// included). `--tools` offers a JSON array of AG-UI tools on every run, and
+// `--context` a JSON array of AG-UI context entries ({description, value}). With
 // `--tool-result`, a turn that follows a run which left tool calls pending
 // answers each of them with a `tool` message holding TEXT instead of adding a
 // user message, as a frontend that executes tools does. Then it prints one
@@ -17,7 +18,7 @@
 import { HttpAgent } from "@ag-ui/client";
 
 function parseArgs(argv) {
-  const args = { url: argv[0], turns: 1, prompts: [], forwarded: {}, tools: [], toolResult: null };
+  const args = { url: argv[0], turns: 1, prompts: [], forwarded: {}, tools: [], context: [], toolResult: null };
   for (let i = 1; i < argv.length; i++) {
     const flag = argv[i];
     const value = argv[++i];
@@ -27,6 +28,7 @@ function parseArgs(argv) {
     else if (flag === "--forwarded") args.forwarded = JSON.parse(value);
     else if (flag === "--thread") args.thread = value;
     else if (flag === "--tools") args.tools = JSON.parse(value);
+    else if (flag === "--context") args.context = JSON.parse(value);
     else if (flag === "--tool-result") args.toolResult = value;
     else throw new Error(`unknown flag ${flag}`);
   }
@@ -58,7 +60,7 @@ async function main() {
     }
     pending = [];
     const result = await agent.runAgent(
-      { forwardedProps: args.forwarded, tools: args.tools },
+      { forwardedProps: args.forwarded, tools: args.tools, context: args.context },
       {
         ...subscriber,
         onRunFinishedEvent: ({ pendingToolCallIds }) => {

@@ -33,11 +33,10 @@ pub async fn conversations(c: &Canaries, secrets: &Secrets) -> Vec<String> {
     let thread = "privacy-thread-sse";
     let mut messages =
         vec![json!({ "id": "u1", "role": "user", "content": format!("Tell me about {}", c.user) })];
-    let (events, raw) = sse_run(
-        &server_a,
-        &run_input(thread, "privacy-sse-1", &messages, json!({})),
-    )
-    .await;
+    // The application's context goes into the prompt, never a log.
+    let mut first = run_input(thread, "privacy-sse-1", &messages, json!({}));
+    first["context"] = json!([{"description": "the page", "value": c.context}]);
+    let (events, raw) = sse_run(&server_a, &first).await;
     assert!(
         !contains(&raw, c.reasoning.as_bytes()),
         "hidden reasoning stays hidden"
@@ -73,6 +72,16 @@ pub async fn conversations(c: &Canaries, secrets: &Secrets) -> Vec<String> {
     assert!(
         prompt.contains(&c.reasoning),
         "the replayed reasoning reached the model"
+    );
+    let first_prompt = server_a
+        .agent
+        .model()
+        .unwrap()
+        .decode(&observed.prompts.lock().unwrap()[0])
+        .unwrap();
+    assert!(
+        first_prompt.contains(&c.context),
+        "the context reached the model"
     );
     let sealed_sse = messages
         .iter()

@@ -62,6 +62,8 @@ pub struct Canaries {
     pub tool_arg: String,
     pub tool_result: String,
     pub answer: String,
+    /// An AG-UI `context` entry's value.
+    pub context: String,
 }
 
 impl Canaries {
@@ -72,6 +74,7 @@ impl Canaries {
             tool_arg: format!("{canary}city"),
             tool_result: format!("{canary}result"),
             answer: format!("{canary}answer"),
+            context: format!("{canary}context"),
         }
     }
 

@@ -64,3 +64,36 @@ async fn the_official_client_completes_two_turns_and_keeps_the_sealed_reasoning(
     );
     server.shutdown().await;
 }
+
+/// The application's `context` (CopilotKit's readables, a page's state),
+/// sent by the official client, ends the system prompt the model sees.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_official_clients_context_reaches_the_model() {
+    let scripts = [qwen3_turn("Order 7 is open.", "Order 7 ships tomorrow.")];
+    let (server, observed) = TestServer::qwen3(&scripts).await;
+    let url = server.url("/agent");
+    let context = serde_json::json!([
+        {"description": "The order on screen", "value": "Order 7: two lamps, paid"},
+        {"description": "Locale", "value": "en-GB"},
+    ]);
+    tokio::task::spawn_blocking(move || {
+        run_official_client(
+            &url,
+            &[
+                "--prompt",
+                "When does it ship?",
+                "--context",
+                &context.to_string(),
+            ],
+        )
+    })
+    .await
+    .unwrap();
+    let prompts = observed.prompts.lock().unwrap().clone();
+    let prompt = server.agent.model().unwrap().decode(&prompts[0]).unwrap();
+    let system = "Context from the application:\n\nThe order on screen:\nOrder 7: two lamps, paid\n\nLocale:\nen-GB";
+    assert!(prompt.contains(system), "{prompt}");
+    let (context_at, question_at) = (prompt.find(system), prompt.find("When does it ship?"));
+    assert!(context_at < question_at, "{prompt}");
+    server.shutdown().await;
+}

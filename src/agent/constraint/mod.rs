@@ -134,6 +134,31 @@ pub(crate) fn check_compiles(
         .map_err(|e| schema_rejection(e, field))
 }
 
+/// How the client named its response format, for whoever shows it to a
+/// model (an upstream's API, a Harmony prompt).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct FormatLabel {
+    /// Its `name`; `answer` when it gave none.
+    pub name: String,
+    /// Its `description`.
+    pub description: Option<String>,
+    /// OpenAI's strict mode, when asked.
+    pub strict: Option<bool>,
+}
+
+/// The response format's label, flat (`{type, name, description, strict,
+/// schema}`) or nested as OpenAI's `{type, json_schema: {name, …}}`.
+pub(crate) fn format_label(forwarded: Option<&Value>) -> FormatLabel {
+    let format = forwarded.and_then(|f| f.get("responseFormat"));
+    let inner = format.and_then(|f| f.get("json_schema")).or(format);
+    let text = |key| inner.and_then(|f| f.get(key)).and_then(Value::as_str);
+    FormatLabel {
+        name: text("name").unwrap_or("answer").to_owned(),
+        description: text("description").map(str::to_owned),
+        strict: inner.and_then(|f| f.get("strict")).and_then(Value::as_bool),
+    }
+}
+
 /// Where `forwardedProps.responseFormat`'s schema sits: `.schema`, or
 /// OpenAI's nested `.json_schema.schema`.
 pub(crate) fn schema_field(forwarded: Option<&Value>) -> String {

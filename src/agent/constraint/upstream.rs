@@ -32,11 +32,11 @@ pub(crate) fn upstream_answer(
             }
         }
         (Some(Target::Schema(schema)), None) => {
-            let (name, strict) = label(forwarded);
+            let label = super::format_label(forwarded);
             AnswerConstraint::Schema {
-                name,
+                name: label.name,
                 schema,
-                strict,
+                strict: label.strict,
             }
         }
         (Some(Target::AnyObject), None) => AnswerConstraint::AnyObject,
@@ -67,20 +67,6 @@ pub(crate) fn upstream_answer(
         }
         _ => Ok(Some(answer)),
     }
-}
-
-/// The response format's `name` (`answer` when none) and `strict`, flat
-/// (`{type, name, strict, schema}`) or nested as OpenAI's
-/// `{type, json_schema: {name, strict, schema}}`.
-fn label(forwarded: Option<&Value>) -> (String, Option<bool>) {
-    let format = forwarded.and_then(|f| f.get("responseFormat"));
-    let inner = format.and_then(|f| f.get("json_schema")).or(format);
-    let name = inner
-        .and_then(|f| f.get("name"))
-        .and_then(Value::as_str)
-        .unwrap_or("answer");
-    let strict = inner.and_then(|f| f.get("strict")).and_then(Value::as_bool);
-    (name.to_owned(), strict)
 }
 
 #[cfg(test)]
