@@ -37,8 +37,8 @@ use std::sync::Arc;
 
 use serde_json::json;
 use thinkwire_protocol::{
-    AgentCapabilities, IdentityCapabilities, ReasoningCapabilities, RunAgentInput,
-    ToolsCapabilities, TransportCapabilities, decode_run_agent_input,
+    AgentCapabilities, IdentityCapabilities, OutputCapabilities, ReasoningCapabilities,
+    RunAgentInput, ToolsCapabilities, TransportCapabilities, decode_run_agent_input,
 };
 use thinkwire_seal::KeyRing;
 
@@ -134,7 +134,15 @@ impl Agent {
             tools: Some(ToolsCapabilities {
                 supported: Some(true),
                 client_provided: Some(true),
+                // Several calls in a turn, unless a run asks for one
+                // (`parallelToolCalls: false`).
+                parallel_calls: Some(true),
                 ..ToolsCapabilities::default()
+            }),
+            // `responseFormat`: a grammar here, the upstream's own API there.
+            output: Some(OutputCapabilities {
+                structured_output: Some(true),
+                supported_mime_types: Some(vec!["text/plain".into(), "application/json".into()]),
             }),
             reasoning: Some(ReasoningCapabilities::all()),
             custom: custom.as_object().cloned(),

@@ -230,9 +230,11 @@ async fn capabilities(
     }
     // `POST /agent` answers in either HTTP binding (sse.rs): JSON over SSE
     // or, when `Accept` asks for it, protobuf.
-    caps.transport
-        .get_or_insert_with(Default::default)
-        .http_binary = Some(true);
+    let transport = caps.transport.get_or_insert_with(Default::default);
+    transport.http_binary = Some(true);
+    // A dropped stream resumes from its last sequence number (`resume/`),
+    // unless the operator turned that off.
+    transport.resumable = Some(!state.config.resume.window.is_zero());
     if let Some(transports) = caps
         .custom
         .as_mut()

@@ -9,6 +9,7 @@ mod support;
 mod access;
 mod admission;
 mod agui_client;
+mod capabilities;
 mod limits;
 mod proto;
 mod resume;

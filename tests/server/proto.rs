@@ -233,22 +233,6 @@ async fn q_values_choose_the_binding() {
     server.shutdown().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn capabilities_declare_the_protobuf_binding() {
-    let (server, _) = TestServer::qwen3(&[]).await;
-    let caps: Value = reqwest::get(server.url("/capabilities"))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    assert_eq!(caps["transport"]["httpBinary"], true, "{caps}");
-    assert_eq!(caps["transport"]["streaming"], true, "{caps}");
-    let transports = caps["custom"]["transports"].as_array().unwrap();
-    assert!(transports.contains(&json!("protobuf")), "{caps}");
-    server.shutdown().await;
-}
-
 /// Runs `tests/node/agui-proto-client.mjs` (the official `HttpAgent`, over
 /// `transport`) against `url`; its JSON summary.
 fn run_proto_client(url: &str, transport: &str, args: &[&str]) -> Value {
