@@ -27,6 +27,10 @@ use super::output::RunOutput;
 use super::prepare::{Plan, PreparedRun, answer_turns};
 use super::tool_grammar::{Opener, ToolCalls};
 
+/// Harmony's end of a message: what a spent budget forces to end the
+/// analysis of a run that must call a tool.
+const HARMONY_END: &str = "<|end|>";
+
 impl PreparedRun {
     /// Runs to completion on this thread, emitting into `out`.
     pub fn execute(self, mut out: RunOutput) {
@@ -211,11 +215,20 @@ impl Execution<'_, '_> {
             .call_id_prefix(new_id("call") + "-")
             .reasoning_budget(Some(budget));
         let summary = run.controls.visibility == Visibility::Summary;
+        // A required Harmony call: a spent budget ends the analysis and
+        // leaves the next header to the grammar (the format's close would
+        // open `final`, which the call's grammar refuses).
+        let close = matches!(
+            run.answer,
+            Some(thinkwire_grammar::Target::HarmonyCall { .. })
+        )
+        .then(|| HARMONY_END.to_owned());
         let pass = Generation::split(model, splitter)
             .holding_reasoning_end(summary)
             .constrained(self.answer_grammar(model)?)
             .constraining_tools(self.tool_calls(model))
-            .one_call(run.one_call);
+            .one_call(run.one_call)
+            .closing_reasoning_with(close);
         self.one_pass(pass, prompt)
     }
 

@@ -93,6 +93,10 @@ pub(super) struct Generation<'m> {
     one_call: bool,
     /// It did: the output ends at a call, whatever else might follow.
     ended_at_call: bool,
+    /// What a spent reasoning budget forces instead of the format's close,
+    /// read by the splitter as if the model wrote it (a required Harmony
+    /// call: `<|end|>`, then the call's header under the grammar).
+    close_with: Option<String>,
 }
 
 impl<'m> Generation<'m> {
@@ -121,7 +125,16 @@ impl<'m> Generation<'m> {
             tools: None,
             one_call: false,
             ended_at_call: false,
+            close_with: None,
         }
+    }
+
+    /// Forces `close` when the reasoning budget is spent, through the
+    /// splitter, instead of the format's own close (which opens the answer).
+    #[must_use]
+    pub fn closing_reasoning_with(mut self, close: Option<String>) -> Self {
+        self.close_with = close;
+        self
     }
 
     /// Stops the pass when its first tool call ends.
@@ -381,7 +394,8 @@ impl TokenSink for PassSink<'_, '_, '_, '_> {
             return Directive::Stop;
         }
         if call_ended && self.pass.one_call {
-            self.pass.ended_at_call = true;
+            // A grammar lifted earlier still reports the answer incomplete.
+            self.pass.ended_at_call = !self.lifted;
             return Directive::Stop;
         }
         let Route::Split(splitter) = &mut self.pass.route else {
@@ -390,14 +404,32 @@ impl TokenSink for PassSink<'_, '_, '_, '_> {
         if !splitter.budget_exhausted() {
             return Directive::Continue;
         }
-        let Some(marker) = splitter.close_reasoning_now() else {
-            return Directive::Continue;
+        let forced = match self.pass.close_with.clone() {
+            Some(close) => {
+                let forced = self.pass.model.encode(&close).unwrap_or_default();
+                let mut chunks = Vec::new();
+                for &id in &forced {
+                    let piece = self.pass.detok.push(id);
+                    if let Route::Split(splitter) = &mut self.pass.route {
+                        chunks.extend(splitter.push_token(id, &piece));
+                    }
+                }
+                if !self.forward(chunks) {
+                    return Directive::Stop;
+                }
+                forced
+            }
+            None => {
+                let Some(marker) = splitter.close_reasoning_now() else {
+                    return Directive::Continue;
+                };
+                let chunks = splitter.take_pending();
+                if !self.forward(chunks) {
+                    return Directive::Stop;
+                }
+                self.pass.model.encode(&marker).unwrap_or_default()
+            }
         };
-        let chunks = splitter.take_pending();
-        if !self.forward(chunks) {
-            return Directive::Stop;
-        }
-        let forced = self.pass.model.encode(&marker).unwrap_or_default();
         // The marker is part of what the model consumed either way: when
         // summary visibility stops here, the resumed generation must start
         // after it, or the model would go on reasoning into what the client

@@ -315,15 +315,19 @@ pub(super) fn prepare(
             budget,
         }
     } else {
-        if let (ReasoningStyle::Harmony(_), Some(Target::Schema(schema))) =
-            (&spec.reasoning, &answer_format)
-        {
+        // gpt-oss reads its response format in its developer message.
+        let shown = match &answer_format {
+            Some(Target::Schema(schema)) => Some(schema.clone()),
+            Some(Target::AnyObject) => Some(serde_json::json!({"type": "object"})),
+            _ => None,
+        };
+        if let (ReasoningStyle::Harmony(_), Some(schema)) = (&spec.reasoning, shown) {
             let label = constraint::format_label(forwarded);
             with_response_format(
                 &mut turns,
                 &label.name,
                 label.description.as_deref(),
-                schema,
+                &schema,
             );
         }
         if let Some((flag, position)) = &prompt_plan.system_flag {
@@ -369,12 +373,6 @@ pub(super) fn prepare(
     };
     if let Some(target) = &answer {
         constraint::check_compiles(model, target, &answer_field)?;
-    }
-    if let (Some(target), true) = (
-        constraint::tool_target(&input.tools),
-        constrains_tools(spec),
-    ) {
-        constraint::check_tools(model, &target)?;
     }
 
     Ok(prepared(

@@ -51,7 +51,9 @@ impl Execution<'_, '_> {
             return Ok(());
         };
         self.start()?;
-        'stream: while let Some(pieces) = self.next(&mut stream)? {
+        // At most one call: the first call's id, once it starts.
+        let mut first_call: Option<String> = None;
+        while let Some(pieces) = self.next(&mut stream)? {
             for piece in pieces {
                 let chunk = match piece {
                     UpstreamOutput::Chunk(chunk) => chunk,
@@ -60,16 +62,13 @@ impl Execution<'_, '_> {
                         continue;
                     }
                 };
-                // At most one call: the stream is left after it (dropping
-                // it closes the upstream's connection).
-                let last_call = run.one_call && matches!(chunk, Chunk::ToolCallEnd(_));
+                if run.one_call && !first_of_calls(&mut first_call, &chunk) {
+                    continue;
+                }
                 if forwarder.forward(&mut self.events, chunk)? == Forwarded::Held {
                     let reasoning = forwarder.reasoning_text().to_owned();
                     let summary = self.summarize(&reasoning)?;
                     forwarder.close_reasoning(&mut self.events, Some(&summary))?;
-                }
-                if last_call {
-                    break 'stream;
                 }
             }
         }
@@ -144,5 +143,60 @@ impl Execution<'_, '_> {
     fn next(&self, stream: &mut UpstreamStream) -> Result<Option<Vec<UpstreamOutput>>, Stopped> {
         let output = self.events.output();
         Ok(stream.next(&|| output.should_stop())?)
+    }
+}
+
+/// Whether `chunk` may go on when a run makes one call at most: anything
+/// but a second call. An upstream asked for one call may still write more
+/// (not every compatible server honours `parallel_tool_calls`), and the
+/// chat wire ends its calls only when the stream does, so calls are told
+/// apart by id; the stream is read to its end for its usage.
+fn first_of_calls(first: &mut Option<String>, chunk: &Chunk) -> bool {
+    let id = match chunk {
+        Chunk::ToolCallStart { id, .. } | Chunk::ToolCallArgs { id, .. } => id,
+        Chunk::ToolCallEnd(call) => &call.id,
+        _ => return true,
+    };
+    first.get_or_insert_with(|| id.clone()) == id
+}
+
+#[cfg(test)]
+mod tests {
+    use thinkwire_reasoning::ToolCall;
+
+    use super::*;
+
+    #[test]
+    fn one_call_at_most_lets_only_the_first_calls_chunks_through() {
+        let start = |id: &str| Chunk::ToolCallStart {
+            id: id.into(),
+            name: "f".into(),
+        };
+        let args = |id: &str| Chunk::ToolCallArgs {
+            id: id.into(),
+            delta: "{}".into(),
+        };
+        let end = |id: &str| {
+            Chunk::ToolCallEnd(ToolCall {
+                id: id.into(),
+                name: "f".into(),
+                arguments: "{}".into(),
+                problem: None,
+            })
+        };
+        let mut first = None;
+        let stream = [
+            (Chunk::Text("a".into()), true),
+            (start("c1"), true),
+            (args("c1"), true),
+            (start("c2"), false),
+            (args("c2"), false),
+            (end("c1"), true),
+            (end("c2"), false),
+            (Chunk::Text("b".into()), true),
+        ];
+        for (chunk, passes) in stream {
+            assert_eq!(first_of_calls(&mut first, &chunk), passes, "{chunk:?}");
+        }
     }
 }

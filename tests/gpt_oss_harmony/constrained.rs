@@ -164,6 +164,8 @@ fn calls(events: &[thinkwire_protocol::Event]) -> Vec<(String, String)> {
 /// `toolChoice: "required"` on gpt-oss: after a free analysis, the
 /// message must be a `commentary` call to an offered tool with arguments
 /// under its schema; an answer in `final` instead is refused by the mask.
+/// A spent budget forces only `<|end|>` (Harmony's close would open
+/// `final`), and the call's header follows under the grammar.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_required_call_is_a_commentary_message_to_an_offered_tool() {
     let chat = gpt_oss_chat();
@@ -175,20 +177,31 @@ async fn a_required_call_is_a_commentary_message_to_an_offered_tool() {
         format!(
             "<|channel|>analysis<|message|>{ANALYSIS}<|end|><|start|>assistant<|channel|>final<|message|>It is sunny.<|return|>"
         ),
+        {
+            let steps: Vec<String> = (0..80).map(|i| format!("step{i}")).collect();
+            format!("<|channel|>analysis<|message|>{}", steps.join(" "))
+        },
     ];
-    let ids = scripts
-        .iter()
-        .map(|s| chat.tokenizer.encode(s, false).expect("encoding a script"))
-        .collect();
-    let (model, observed) = scripted(chat, ids, Vec::new());
+    let encode = |s: &str| chat.tokenizer.encode(s, false).expect("encoding a script");
+    let ids = scripts.iter().map(|s| encode(s)).collect();
+    // After a budget's forced `<|end|>`: the header the grammar steers to.
+    let after = format!(
+        "<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{args}<|call|>"
+    );
+    let end = chat.tokenizer.token_to_id("<|end|>").unwrap();
+    let (model, observed) = scripted(chat.clone(), ids, vec![encode(&after)]);
     let server = serve(model).await;
-    let run = |id: &str| {
-        let forwarded = json!({"reasoning": {"visibility": "full"}, "toolChoice": "required"});
+    let run = |id: &str, budget: Option<u32>| {
+        let mut reasoning = json!({"visibility": "full"});
+        if let Some(b) = budget {
+            reasoning["budgetTokens"] = json!(b);
+        }
+        let forwarded = json!({"reasoning": reasoning, "toolChoice": "required"});
         let mut body = support::input("t-call", id, "Weather in Paris?", forwarded);
         body["tools"] = serde_json::from_str(&tools_again()).unwrap();
         body
     };
-    let events = support::post_run(&server, &run("call")).await;
+    let events = support::post_run(&server, &run("call", None)).await;
     assert_eq!(support::reasoning_text(&events), ANALYSIS);
     assert_eq!(
         calls(&events),
@@ -197,7 +210,7 @@ async fn a_required_call_is_a_commentary_message_to_an_offered_tool() {
     assert_eq!(support::answer_text(&events), "");
     assert!(observed.refused.lock().unwrap().is_empty());
 
-    support::post_run(&server, &run("answer")).await;
+    support::post_run(&server, &run("answer", None)).await;
     let refused: Vec<usize> = observed
         .refused
         .lock()
@@ -205,7 +218,32 @@ async fn a_required_call_is_a_commentary_message_to_an_offered_tool() {
         .iter()
         .map(|r| r.0)
         .collect();
-    assert_eq!(refused.first(), Some(&1), "{refused:?}");
+    assert_eq!(refused, [1], "{refused:?}");
+
+    // A budget ends the analysis with `<|end|>` alone: the call follows.
+    let events = support::post_run(&server, &run("cut", Some(16))).await;
+    let forced = observed.forced.lock().unwrap().clone();
+    assert_eq!(
+        forced.iter().map(|f| f.tokens.clone()).collect::<Vec<_>>(),
+        [vec![end]]
+    );
+    assert_eq!(
+        calls(&events),
+        [("get_weather".to_string(), args.to_string())]
+    );
+    assert_eq!(
+        observed.refused.lock().unwrap().len(),
+        1,
+        "nothing more refused"
+    );
+    let custom: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            thinkwire_protocol::EventKind::Custom(c) => Some(c.name.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert!(custom.is_empty(), "{custom:?}");
     server.shutdown().await;
 }
 

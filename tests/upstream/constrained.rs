@@ -1,7 +1,7 @@
 //! A response format, a required call and at most one call through an
 //! upstream: the front passes each on in the upstream's API's terms, and
 //! the upstream (a second thinkwire on a scripted Qwen3) enforces them
-//! with its own grammar. Before, the front refused them.
+//! with its own grammar, refusing prose where JSON or a call is asked.
 
 use std::sync::atomic::Ordering;
 
@@ -32,7 +32,7 @@ async fn the_upstream_is_asked_for_the_constraint_and_enforces_it() {
     let scripts = [
         think(answer),
         think("Sure! Paris, 3 days."),
-        think(&call("Paris")),
+        think("It is sunny, no need to look."),
         think(&format!("{}\n{}", call("Rome"), call("Oslo"))),
     ];
     let (upstream, observed) = upstream_thinkwire(&scripts).await;
@@ -68,11 +68,17 @@ async fn the_upstream_is_asked_for_the_constraint_and_enforces_it() {
         body["tools"] = json!([weather_tool()]);
         body
     };
-    let before = masks();
+    // Prose where a call is required: the upstream's mask refuses it.
     let required = json!({"reasoning": {"visibility": "full"}, "toolChoice": "required"});
-    let events = post_run(&front, &with_tools("call", required)).await;
-    assert_eq!(called(&events), ["get_weather"]);
-    assert!(masks() > before, "the upstream masked the required call");
+    post_run(&front, &with_tools("call", required)).await;
+    let refused: Vec<usize> = observed
+        .refused
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|r| r.0)
+        .collect();
+    assert_eq!(refused, [1, 2], "the upstream required the call");
     let one = json!({"reasoning": {"visibility": "full"}, "parallelToolCalls": false});
     let events = post_run(&front, &with_tools("one", one)).await;
     assert_eq!(called(&events), ["get_weather"], "one call of two");

@@ -150,7 +150,11 @@ pub(crate) struct FormatLabel {
 /// schema}`) or nested as OpenAI's `{type, json_schema: {name, …}}`.
 pub(crate) fn format_label(forwarded: Option<&Value>) -> FormatLabel {
     let format = forwarded.and_then(|f| f.get("responseFormat"));
-    let inner = format.and_then(|f| f.get("json_schema")).or(format);
+    // Where `parse` took the schema from: flat when it has one.
+    let inner = match format.and_then(|f| f.get("schema")) {
+        Some(_) => format,
+        None => format.and_then(|f| f.get("json_schema")).or(format),
+    };
     let text = |key| inner.and_then(|f| f.get(key)).and_then(Value::as_str);
     FormatLabel {
         name: text("name").unwrap_or("answer").to_owned(),

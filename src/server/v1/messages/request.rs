@@ -341,6 +341,8 @@ mod tests {
             let props = read(body).unwrap();
             assert_eq!(props["responseFormat"], format, "{key}");
         }
+        let props = read(json!({"output_config": {"format": format, "effort": "max"}})).unwrap();
+        assert_eq!(props["reasoning"]["effort"], "high");
         for (asked, level) in [("low", "low"), ("medium", "medium"), ("xhigh", "high")] {
             let props = read(json!({"output_config": {"effort": asked}})).unwrap();
             assert_eq!(props["reasoning"]["effort"], level);
