@@ -15,7 +15,7 @@ use thinkwire_reasoning::{Chunk, Effort};
 use thinkwire_seal::ProviderItem;
 
 use super::openai_chat::{
-    AnswerConstraint, UpstreamRequest, UpstreamUsage, error_kind, finished_call, refused_in_stream,
+    UpstreamRequest, UpstreamUsage, error_kind, finished_call, refused_in_stream,
 };
 use super::{UpstreamError, UpstreamOutput};
 
@@ -110,30 +110,13 @@ pub fn request_body(model: &str, request: &UpstreamRequest<'_>) -> Value {
             fields.insert("parallel_tool_calls".into(), json!(false));
         }
     }
-    match request.answer {
-        None => {}
-        Some(AnswerConstraint::Schema {
-            name,
-            schema,
-            strict,
-        }) => {
-            let mut format = json!({"type": "json_schema", "name": name, "schema": schema});
-            if let Some(strict) = strict {
-                format["strict"] = json!(strict);
-            }
+    if let Some(answer) = request.answer {
+        if let Some(format) = answer.openai_format() {
             fields.insert("text".into(), json!({"format": format}));
         }
-        Some(AnswerConstraint::AnyObject) => {
-            fields.insert("text".into(), json!({"format": {"type": "json_object"}}));
-        }
-        Some(AnswerConstraint::AnyCall) => {
-            fields.insert("tool_choice".into(), json!("required"));
-        }
-        Some(AnswerConstraint::Call(name)) => {
-            fields.insert(
-                "tool_choice".into(),
-                json!({"type": "function", "name": name}),
-            );
+        let named = |name: &str| json!({"type": "function", "name": name});
+        if let Some(choice) = answer.openai_tool_choice(named) {
+            fields.insert("tool_choice".into(), choice);
         }
     }
     body

@@ -75,13 +75,7 @@ async fn a_response_format_constrains_the_final_channel_and_lets_the_analysis_th
     // Prose after the cut, and an answer on `commentary`, are refused.
     support::post_run(&server, &run("prose", Some(16))).await;
     support::post_run(&server, &run("channel", None)).await;
-    let refused: Vec<usize> = observed
-        .refused
-        .lock()
-        .unwrap()
-        .iter()
-        .map(|r| r.0)
-        .collect();
+    let refused = observed.refused_generations();
     assert!(refused.contains(&2) && refused.contains(&3), "{refused:?}");
     server.shutdown().await;
 }
@@ -211,13 +205,7 @@ async fn a_required_call_is_a_commentary_message_to_an_offered_tool() {
     assert!(observed.refused.lock().unwrap().is_empty());
 
     support::post_run(&server, &run("answer", None)).await;
-    let refused: Vec<usize> = observed
-        .refused
-        .lock()
-        .unwrap()
-        .iter()
-        .map(|r| r.0)
-        .collect();
+    let refused = observed.refused_generations();
     assert_eq!(refused, [1], "{refused:?}");
 
     // A budget ends the analysis with `<|end|>` alone: the call follows.

@@ -63,25 +63,18 @@ pub async fn conversations(c: &Canaries, secrets: &Secrets) -> Vec<String> {
     .await;
     secrets.remember_sealed(&events);
     run_ids.extend(["privacy-sse-1", "privacy-sse-2", "privacy-sse-3"].map(String::from));
-    let prompt = server_a
-        .agent
-        .model()
-        .unwrap()
-        .decode(&observed.prompts.lock().unwrap()[1])
-        .unwrap();
+    let model = server_a.agent.model().unwrap();
+    let prompts: Vec<String> = observed.prompts.lock().unwrap()[..2]
+        .iter()
+        .map(|ids| model.decode(ids).unwrap())
+        .collect();
     assert!(
-        prompt.contains(&c.reasoning),
-        "the replayed reasoning reached the model"
-    );
-    let first_prompt = server_a
-        .agent
-        .model()
-        .unwrap()
-        .decode(&observed.prompts.lock().unwrap()[0])
-        .unwrap();
-    assert!(
-        first_prompt.contains(&c.context),
+        prompts[0].contains(&c.context),
         "the context reached the model"
+    );
+    assert!(
+        prompts[1].contains(&c.reasoning),
+        "the replayed reasoning reached the model"
     );
     let sealed_sse = messages
         .iter()

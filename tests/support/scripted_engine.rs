@@ -40,6 +40,15 @@ pub struct Observed {
     pub refused: Mutex<Vec<(usize, usize)>>,
 }
 
+impl Observed {
+    /// The generations in which a mask refused a scripted token, in order
+    /// (a generation once per refused token).
+    pub fn refused_generations(&self) -> Vec<usize> {
+        let refused = self.refused.lock().expect("refused lock");
+        refused.iter().map(|&(generation, _)| generation).collect()
+    }
+}
+
 /// One forced injection (a reasoning budget closing reasoning).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Forced {

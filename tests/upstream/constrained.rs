@@ -54,14 +54,8 @@ async fn the_upstream_is_asked_for_the_constraint_and_enforces_it() {
     assert!(observed.refused.lock().unwrap().is_empty());
     // Prose where the schema is asked: the upstream's mask refuses it.
     post_run(&front, &input("t-up", "prose", "Plan a trip", format)).await;
-    let refused: Vec<usize> = observed
-        .refused
-        .lock()
-        .unwrap()
-        .iter()
-        .map(|r| r.0)
-        .collect();
-    assert_eq!(refused.first(), Some(&1), "{refused:?}");
+    let refused = observed.refused_generations();
+    assert_eq!(refused, [1], "{refused:?}");
 
     let with_tools = |id: &str, forwarded: Value| {
         let mut body = input("t-up", id, "Weather?", forwarded);
@@ -71,13 +65,7 @@ async fn the_upstream_is_asked_for_the_constraint_and_enforces_it() {
     // Prose where a call is required: the upstream's mask refuses it.
     let required = json!({"reasoning": {"visibility": "full"}, "toolChoice": "required"});
     post_run(&front, &with_tools("call", required)).await;
-    let refused: Vec<usize> = observed
-        .refused
-        .lock()
-        .unwrap()
-        .iter()
-        .map(|r| r.0)
-        .collect();
+    let refused = observed.refused_generations();
     assert_eq!(refused, [1, 2], "the upstream required the call");
     let one = json!({"reasoning": {"visibility": "full"}, "parallelToolCalls": false});
     let events = post_run(&front, &with_tools("one", one)).await;

@@ -18,7 +18,7 @@ mod stream;
 #[cfg(test)]
 mod tests;
 
-use serde_json::Value;
+use serde_json::{Map, Value, json};
 use thinkwire_chat::TemplateMessage;
 use thinkwire_engine::SamplingParams;
 use thinkwire_protocol::Tool;
@@ -76,6 +76,41 @@ pub enum AnswerConstraint {
     AnyCall,
     /// A call of this tool.
     Call(String),
+}
+
+impl AnswerConstraint {
+    /// The answer's format as OpenAI's wires describe one, flat:
+    /// `{type: json_schema, name, schema, strict?}` (Responses' `text.
+    /// format`; chat nests all but `type` under `json_schema`) or `{type:
+    /// json_object}`. `None` for a required call.
+    pub(crate) fn openai_format(&self) -> Option<Map<String, Value>> {
+        let format = match self {
+            Self::Schema {
+                name,
+                schema,
+                strict,
+            } => {
+                let mut format = json!({"type": "json_schema", "name": name, "schema": schema});
+                if let Some(strict) = strict {
+                    format["strict"] = json!(strict);
+                }
+                format
+            }
+            Self::AnyObject => json!({"type": "json_object"}),
+            Self::AnyCall | Self::Call(_) => return None,
+        };
+        format.as_object().cloned()
+    }
+
+    /// A required call's `tool_choice`: `required`, or the tool `named`
+    /// writes as the wire names a function. `None` for a format.
+    pub(crate) fn openai_tool_choice(&self, named: fn(&str) -> Value) -> Option<Value> {
+        match self {
+            Self::AnyCall => Some(json!("required")),
+            Self::Call(name) => Some(named(name)),
+            Self::Schema { .. } | Self::AnyObject => None,
+        }
+    }
 }
 
 /// Token counts the upstream reported (`stream_options.include_usage`).

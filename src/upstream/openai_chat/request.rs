@@ -7,7 +7,7 @@ use thinkwire_engine::SamplingParams;
 use thinkwire_protocol::Tool;
 use thinkwire_reasoning::Effort;
 
-use super::{AnswerConstraint, UpstreamRequest};
+use super::UpstreamRequest;
 
 /// The request body for `model`.
 pub fn request_body(model: &str, request: &UpstreamRequest<'_>) -> Value {
@@ -36,28 +36,18 @@ pub fn request_body(model: &str, request: &UpstreamRequest<'_>) -> Value {
             fields.insert("parallel_tool_calls".into(), json!(false));
         }
     }
-    match request.answer {
-        None => {}
-        Some(AnswerConstraint::Schema {
-            name,
-            schema,
-            strict,
-        }) => {
-            let mut format = json!({"name": name, "schema": schema});
-            if let Some(strict) = strict {
-                format["strict"] = json!(strict);
+    if let Some(answer) = request.answer {
+        if let Some(mut format) = answer.openai_format() {
+            // Chat nests the schema's fields under `json_schema`.
+            if format.get("type") == Some(&json!("json_schema")) {
+                let kind = format.remove("type").unwrap_or_default();
+                format =
+                    Map::from_iter([("type".into(), kind), ("json_schema".into(), format.into())]);
             }
-            let format = json!({"type": "json_schema", "json_schema": format});
-            fields.insert("response_format".into(), format);
+            fields.insert("response_format".into(), Value::Object(format));
         }
-        Some(AnswerConstraint::AnyObject) => {
-            fields.insert("response_format".into(), json!({"type": "json_object"}));
-        }
-        Some(AnswerConstraint::AnyCall) => {
-            fields.insert("tool_choice".into(), json!("required"));
-        }
-        Some(AnswerConstraint::Call(name)) => {
-            let choice = json!({"type": "function", "function": {"name": name}});
+        let named = |name: &str| json!({"type": "function", "function": {"name": name}});
+        if let Some(choice) = answer.openai_tool_choice(named) {
             fields.insert("tool_choice".into(), choice);
         }
     }
