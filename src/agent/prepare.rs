@@ -368,7 +368,7 @@ pub(super) fn prepare(
             &spec.reasoning,
             prompt_plan.thinking,
             *starts_in_reasoning,
-        )?),
+        )),
         (Some(format), _) => Some(format),
     };
     if let Some(target) = &answer {

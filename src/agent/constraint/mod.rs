@@ -97,23 +97,21 @@ pub(crate) fn inline_target(
     reasoning: &ReasoningStyle,
     thinking: bool,
     starts_in_reasoning: bool,
-) -> Result<Target, RunRejected> {
+) -> Target {
     match reasoning {
-        ReasoningStyle::Tags(tags) if thinking || starts_in_reasoning => {
-            Ok(Target::AfterReasoning {
-                open: (!starts_in_reasoning).then(|| tags.open.clone()),
-                close: tags.close.clone(),
-                then: Box::new(format),
-            })
-        }
+        ReasoningStyle::Tags(tags) if thinking || starts_in_reasoning => Target::AfterReasoning {
+            open: (!starts_in_reasoning).then(|| tags.open.clone()),
+            close: tags.close.clone(),
+            then: Box::new(format),
+        },
         // gpt-oss always analyses first (whatever the visibility: that
         // only decides what the client sees), then answers in `final` or
         // calls on `commentary` (a required call's target says so itself).
-        ReasoningStyle::Harmony(_) => Ok(match format {
+        ReasoningStyle::Harmony(_) => match format {
             call @ Target::HarmonyCall { .. } => call,
             answer => Target::HarmonyFinal(Box::new(answer)),
-        }),
-        _ => Ok(format),
+        },
+        _ => format,
     }
 }
 
