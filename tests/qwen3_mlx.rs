@@ -75,13 +75,16 @@ fn write_safetensors(path: &Path, tensors: &[(String, Vec<usize>, Vec<f32>)]) {
     file.flush().unwrap();
 }
 
-/// The model folder, written once per target directory.
+/// The model folder, written once per target directory. Tests in other
+/// processes may write it at the same time: each writes a folder of its
+/// own and the first to rename it into place wins.
 fn tiny_qwen3() -> PathBuf {
-    let dir =
+    let done =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("target/test-models/Qwen3-Tiny-Thinking-Random");
-    if dir.join("model.safetensors").is_file() {
-        return dir;
+    if done.join("model.safetensors").is_file() {
+        return done;
     }
+    let dir = done.with_extension(format!("part-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let tokenizer = thinkwire_chat::assets::qwen3_tokenizer_dir();
     for file in ["tokenizer.json", "tokenizer_config.json"] {
@@ -163,14 +166,17 @@ fn tiny_qwen3() -> PathBuf {
             random(vec![HIDDEN, FFN], 0.2),
         );
     }
-    let part = dir.join("model.safetensors.part");
-    write_safetensors(&part, &tensors);
-    std::fs::rename(part, dir.join("model.safetensors")).unwrap();
-    dir
+    write_safetensors(&dir.join("model.safetensors"), &tensors);
+    if std::fs::rename(&dir, &done).is_err() {
+        // Another test's folder is in place: the same model.
+        assert!(done.join("model.safetensors").is_file());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+    done
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_qwen3_model_on_mlx_streams_reasoning_then_text_to_the_official_client() {
+/// A server over the tiny model on the MLX engine.
+async fn tiny_server() -> TestServer {
     let args = ModelArgs {
         model: Some(tiny_qwen3()),
         ..support::default_model_args()
@@ -183,7 +189,12 @@ async fn a_qwen3_model_on_mlx_streams_reasoning_then_text_to_the_official_client
         KeyRing::new(Key::generate().unwrap()),
         AgentConfig::default(),
     );
-    let server = TestServer::start_shared(Arc::new(agent), ServerConfig::default()).await;
+    TestServer::start_shared(Arc::new(agent), ServerConfig::default()).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_qwen3_model_on_mlx_streams_reasoning_then_text_to_the_official_client() {
+    let server = tiny_server().await;
     let url = server.url("/agent");
     let forwarded = json!({
         "reasoning": {"visibility": "full", "budgetTokens": 12},
@@ -237,5 +248,51 @@ async fn a_qwen3_model_on_mlx_streams_reasoning_then_text_to_the_official_client
             .as_str()
             .is_some_and(|v| !v.is_empty())
     );
+    server.shutdown().await;
+}
+
+/// What a chat completion said, choice by choice: reasoning, then text.
+async fn said(server: &TestServer, n: u64, seed: u64) -> Vec<(String, String)> {
+    let body = json!({
+        "messages": [{"role": "user", "content": "Think, then answer."}],
+        "n": n, "seed": seed, "temperature": 1.0, "max_tokens": 24,
+        "reasoning": {"visibility": "full", "max_tokens": 12},
+    });
+    let response = reqwest::Client::new()
+        .post(server.url("/v1/chat/completions"))
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let answer: serde_json::Value = response.json().await.unwrap();
+    let choices = answer["choices"].as_array().unwrap();
+    assert_eq!(choices.len() as u64, n, "{answer}");
+    choices
+        .iter()
+        .enumerate()
+        .map(|(index, choice)| {
+            assert_eq!(choice["index"], index);
+            let message = &choice["message"];
+            let text = |key: &str| message[key].as_str().unwrap_or_default().to_owned();
+            (text("reasoning"), text("content"))
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn n_choices_on_mlx_are_the_answers_of_counted_up_seeds() {
+    let server = tiny_server().await;
+    let three = said(&server, 3, 11).await;
+    // Sampled at temperature 1 from different seeds, the choices differ;
+    // each is what a request of its own with that seed says.
+    assert!(three[0] != three[1] && three[1] != three[2], "{three:?}");
+    for (choice, seed) in [(1, 12), (2, 13)] {
+        assert_eq!(
+            said(&server, 1, seed).await[0],
+            three[choice],
+            "seed {seed}"
+        );
+    }
     server.shutdown().await;
 }

@@ -2,6 +2,7 @@
 
 Usage: openai_client.py BASE_URL [--api chat|responses] [--visibility full] [--prompt TEXT]
        openai_client.py BASE_URL --schema JSON --prompt TEXT   (structured outputs)
+       openai_client.py BASE_URL --choices N [--seed S]         (n answers)
 
 Chat completions (`--api chat`), streaming with a tool: turn 1 streams
 reasoning and a tool call; turn 2 sends back the assistant message with its
@@ -12,7 +13,12 @@ sealed value altered must be refused with OpenAI's error shape, as must a
 Responses (`--api responses`), streaming with `store=False` and
 `include=["reasoning.encrypted_content"]`: turn 2 passes back turn 1's
 output items and the tool's output; an altered `encrypted_content` must be
-refused. Prints a JSON summary on stdout for the Rust test to check.
+refused.
+
+Several choices (`--choices N`): one chat completion with `n=N`, streamed
+(each choice's text gathered by its index), then the same not streamed.
+
+Prints a JSON summary on stdout for the Rust test to check.
 """
 
 import argparse
@@ -164,6 +170,36 @@ def structured(client, prompt, schema):
     return out
 
 
+def choices(client, prompt, n, seed):
+    """`n` answers to one prompt, streamed and then whole, by choice index."""
+    kwargs = {"model": "thinkwire", "messages": [{"role": "user", "content": prompt}],
+              "n": n, "temperature": 1, "max_tokens": 40,
+              "extra_body": {"reasoning": {"visibility": "full"}}}
+    if seed is not None:
+        kwargs["seed"] = seed
+    streamed, usage = {}, None
+    stream = client.chat.completions.create(
+        stream=True, stream_options={"include_usage": True}, **kwargs)
+    for chunk in stream:
+        if chunk.usage is not None:
+            usage = chunk.usage.model_dump()
+        for choice in chunk.choices:
+            slot = streamed.setdefault(choice.index, {"content": "", "reasoning": "", "finish": None})
+            slot["content"] += choice.delta.content or ""
+            slot["reasoning"] += (choice.delta.model_extra or {}).get("reasoning") or ""
+            if choice.finish_reason:
+                slot["finish"] = choice.finish_reason
+    whole = client.chat.completions.create(**kwargs)
+    return {
+        "streamed": [dict(streamed[i], index=i) for i in sorted(streamed)],
+        "stream_usage": usage,
+        "whole": [{"index": c.index, "content": c.message.content,
+                   "reasoning": (c.message.model_extra or {}).get("reasoning") or "",
+                   "finish": c.finish_reason} for c in whole.choices],
+        "whole_usage": whole.usage.model_dump(),
+    }
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("base_url")
@@ -171,8 +207,13 @@ def main():
     parser.add_argument("--visibility", default="full")
     parser.add_argument("--prompt", default="What is the weather in Paris?")
     parser.add_argument("--schema", help="a JSON schema: ask for a structured answer")
+    parser.add_argument("--choices", type=int, help="ask for this many answers (n)")
+    parser.add_argument("--seed", type=int)
     args = parser.parse_args()
     client = openai.OpenAI(base_url=args.base_url, api_key="unused", max_retries=0)
+    if args.choices:
+        print(json.dumps(choices(client, args.prompt, args.choices, args.seed)))
+        return
     if args.schema:
         print(json.dumps(structured(client, args.prompt, json.loads(args.schema))))
         return

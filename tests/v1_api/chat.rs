@@ -254,3 +254,111 @@ async fn plaintext_reasoning_sent_back_follows_the_trust_policy() {
         server.shutdown().await;
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn n_choices_are_runs_of_their_own_with_seeds_counted_up() {
+    let answers = ["North.", "South.", "East.", "West."];
+    let scripts: Vec<String> = answers
+        .iter()
+        .map(|a| qwen3_turn(&format!("Thinking of {a}"), a))
+        .collect();
+    let (server, observed) = TestServer::qwen3(&scripts).await;
+    let summary = run_sdk(
+        "openai_client.py",
+        vec![
+            server.url("/v1"),
+            "--choices".into(),
+            "2".into(),
+            "--seed".into(),
+            "40".into(),
+        ],
+    )
+    .await;
+    // The scripts go to the runs in the order they ask, so each pair of
+    // answers is checked as a set, with each choice's reasoning its own.
+    let texts = |key: &str| -> Vec<String> {
+        let choices = summary[key].as_array().unwrap();
+        assert_eq!(choices.len(), 2, "{summary}");
+        for (index, choice) in choices.iter().enumerate() {
+            assert_eq!(choice["index"], index);
+            assert_eq!(choice["finish"], "stop");
+            let content = choice["content"].as_str().unwrap();
+            assert_eq!(choice["reasoning"], format!("Thinking of {content}"));
+        }
+        let mut texts: Vec<String> = choices
+            .iter()
+            .map(|c| c["content"].as_str().unwrap().to_owned())
+            .collect();
+        texts.sort();
+        texts
+    };
+    assert_eq!(texts("streamed"), ["North.", "South."]);
+    assert_eq!(texts("whole"), ["East.", "West."]);
+    let mut seeds: Vec<Option<u64>> = observed
+        .sampling
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|p| p.seed)
+        .collect();
+    seeds.sort();
+    assert_eq!(seeds, [Some(40), Some(40), Some(41), Some(41)]);
+
+    // Without a seed the choices still draw apart: from one picked for the
+    // request, counted up.
+    let body = json!({"messages": [{"role": "user", "content": "Which way?"}], "n": 3});
+    let (status, answer) = post(&server, "/v1/chat/completions", &body).await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["choices"].as_array().unwrap().len(), 3);
+    let seeds: Vec<u64> = observed.sampling.lock().unwrap()[4..]
+        .iter()
+        .map(|p| p.seed.unwrap())
+        .collect();
+    let base = *seeds.iter().min().unwrap();
+    let mut offsets: Vec<u64> = seeds.iter().map(|s| s.wrapping_sub(base)).collect();
+    offsets.sort();
+    assert_eq!(offsets, [0, 1, 2]);
+
+    // Usage counts the prompt once and the tokens of both answers: each
+    // script is as long as the one a single answer gets now (the last,
+    // repeated).
+    let body = json!({"messages": [{"role": "user", "content": "Which way?"}]});
+    let (_, single) = post(&server, "/v1/chat/completions", &body).await;
+    let tokens = |usage: &Value| {
+        let reasoning = &usage["completion_tokens_details"]["reasoning_tokens"];
+        (
+            usage["completion_tokens"].as_u64().unwrap(),
+            reasoning.as_u64().unwrap(),
+        )
+    };
+    let (output, reasoning) = tokens(&single["usage"]);
+    assert!(reasoning > 0 && output > reasoning, "{single}");
+    let one_prompt = observed.prompts.lock().unwrap()[0].len() as u64;
+    for key in ["stream_usage", "whole_usage"] {
+        let usage = &summary[key];
+        assert_eq!(usage["prompt_tokens"], one_prompt, "{key}: {usage}");
+        assert_eq!(tokens(usage), (2 * output, 2 * reasoning), "{key}: {usage}");
+    }
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn n_past_what_one_request_may_start_is_refused_by_name() {
+    let (model, _) = support::scripted_qwen3(&[qwen3_turn("r", "a")], std::time::Duration::ZERO);
+    let keys = thinkwire_seal::KeyRing::new(thinkwire_seal::Key::generate().unwrap());
+    let config = thinkwire::server::ServerConfig {
+        max_runs_per_client: 2,
+        ..thinkwire::server::ServerConfig::default()
+    };
+    let agent = thinkwire::agent::Agent::new(model, keys, Default::default());
+    let server = TestServer::start(agent, config).await;
+    for (n, status) in [(json!(3), 400), (json!(0), 400), (json!(2), 200)] {
+        let body = json!({"messages": [{"role": "user", "content": "x"}], "n": n});
+        let (got, answer) = post(&server, "/v1/chat/completions", &body).await;
+        assert_eq!(got, status, "n = {n}: {answer}");
+        if status == 400 {
+            assert_eq!(answer["error"]["param"], "n", "{answer}");
+        }
+    }
+    server.shutdown().await;
+}

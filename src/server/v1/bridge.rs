@@ -210,11 +210,21 @@ impl RunInput {
             .insert("forwardedProps.parallelToolCalls".into(), param.to_owned());
     }
 
-    /// The AG-UI `RunAgentInput`.
-    pub(super) fn to_input(&self, run_id: &str) -> RunAgentInput {
+    /// The seed the client asked for (`forwardedProps.sampling.seed`).
+    pub fn seed(&self) -> Option<u64> {
+        self.sampling.get("seed").and_then(Value::as_u64)
+    }
+
+    /// The AG-UI `RunAgentInput`, drawing from `seed` in place of the
+    /// client's when one is given.
+    pub(super) fn to_input(&self, run_id: &str, seed: Option<u64>) -> RunAgentInput {
+        let mut sampling = self.sampling.clone();
+        if let Some(seed) = seed {
+            sampling.insert("seed".into(), json!(seed));
+        }
         let mut props = Map::new();
         props.insert("reasoning".into(), Value::Object(self.reasoning.clone()));
-        props.insert("sampling".into(), Value::Object(self.sampling.clone()));
+        props.insert("sampling".into(), Value::Object(sampling));
         if let Some((format, _)) = &self.response_format {
             props.insert("responseFormat".into(), format.clone());
         }
@@ -266,10 +276,17 @@ impl RunInput {
         path.to_owned()
     }
 
-    /// Starts the run; a refusal names the wire parameter at fault.
-    pub async fn start(&self, state: &AppState, client: Client) -> Result<ActiveRun, ApiError> {
+    /// Starts a run of this input, drawing from `seed` when one is given
+    /// (each of several choices draws from a seed of its own); a refusal
+    /// names the wire parameter at fault.
+    pub async fn start(
+        &self,
+        state: &AppState,
+        client: Client,
+        seed: Option<u64>,
+    ) -> Result<ActiveRun, ApiError> {
         let run_id = format!("run-{}", uuid::Uuid::new_v4().simple());
-        run::start_input(state, client, self.to_input(&run_id))
+        run::start_input(state, client, self.to_input(&run_id, seed))
             .await
             .map_err(|rejected| self.refusal(rejected))
     }
@@ -342,7 +359,7 @@ mod tests {
         input.reasoning_control("effort", json!("low"), "reasoning_effort");
         // What the typed input says is what its JSON says: the agent reads
         // the same input as if a client had sent it over AG-UI.
-        let typed = input.to_input("run-1");
+        let typed = input.to_input("run-1", None);
         let bytes = serde_json::to_vec(&typed).unwrap();
         let decoded = thinkwire_protocol::decode_run_agent_input(&bytes).unwrap();
         assert_eq!(decoded, typed);

@@ -24,6 +24,18 @@ pub struct Usage {
     pub reasoning: u64,
 }
 
+impl Usage {
+    /// This usage and that of another choice of the same request: the
+    /// prompt, which both read, counted once.
+    pub fn with_choice(self, other: Usage) -> Usage {
+        Usage {
+            input: self.input.max(other.input),
+            output: self.output + other.output,
+            reasoning: self.reasoning + other.reasoning,
+        }
+    }
+}
+
 /// One step of a run, in wire-neutral terms.
 #[derive(Debug, Clone, PartialEq)]
 pub enum RunStep {

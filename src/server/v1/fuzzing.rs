@@ -66,7 +66,7 @@ pub fn prepare(api: Api, body: &[u8], agent: &Agent) -> Option<Refusal> {
         Err(err) => return Some(err.into()),
     };
     agent
-        .prepare_input(input.to_input("run-fuzz"))
+        .prepare_input(input.to_input("run-fuzz", None))
         .err()
         .map(|rejected| input.refusal(rejected).into())
 }

@@ -1,5 +1,6 @@
 //! The one `/v1` handler: read the body under the server's limits, decode
-//! the wire request, start the run, then answer it whole or stream it in
+//! the wire request, start its run (a run per choice when chat asks for
+//! `n`), then answer it whole or stream it in
 //! the SSE the OpenAI and Anthropic SDKs read (`data:` frames, an `event:`
 //! line on typed streams, `: keepalive` comments while the model is busy),
 //! and map refusals to the API's error shape. Each API supplies only its
@@ -12,6 +13,8 @@ use std::time::Duration;
 use axum::body::{Body, Bytes};
 use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
+use futures_util::future::try_join_all;
+use futures_util::stream::{self, BoxStream, SelectAll, StreamExt, select_all};
 use serde_json::Value;
 use thinkwire_protocol::{SSE_KEEPALIVE, sse_frame_named};
 use tokio::sync::mpsc;
@@ -28,28 +31,41 @@ use crate::server::limits::Client;
 /// `data:`.
 pub type SdkEvent = (Option<&'static str>, Value);
 
-/// What one API makes of a run.
+/// What one API makes of a run, or of the runs of several choices (chat's
+/// `n`; the other APIs write one).
 pub trait Surface: Send + 'static {
     /// The `data:` that ends a stream after its last event (`[DONE]`).
     const DONE: Option<&'static str> = None;
 
-    /// Events before the run's first piece.
+    /// Events before the first piece of any choice.
     fn opening(&mut self) -> Vec<SdkEvent> {
         Vec::new()
     }
 
-    /// The events `piece` becomes on the stream.
-    fn map(&mut self, piece: RunStep) -> Vec<SdkEvent>;
+    /// The events `piece` of choice `choice` becomes on the stream.
+    fn map(&mut self, choice: usize, piece: RunStep) -> Vec<SdkEvent>;
 
-    /// The whole answer of a request that does not stream: the run's
+    /// Events after every choice finished.
+    fn closing(&mut self) -> Vec<SdkEvent> {
+        Vec::new()
+    }
+
+    /// The whole answer of a request that does not stream: each choice's
     /// pieces in order, the last one ending it.
-    fn answer(self, pieces: Vec<RunStep>) -> Result<Value, ApiError>;
+    fn answer(self, choices: Vec<Vec<RunStep>>) -> Result<Value, ApiError>;
+}
+
+/// The pieces of the one choice of an API that writes one.
+pub fn only(choices: Vec<Vec<RunStep>>) -> Vec<RunStep> {
+    choices.into_iter().next().unwrap_or_default()
 }
 
 /// A decoded request, ready to run.
 pub struct Start<S> {
     /// The run's input.
     pub input: RunInput,
+    /// How many answers to it to write, each a run of its own.
+    pub choices: usize,
     /// Stop sequences on the answer text.
     pub stops: Vec<String>,
     /// Answer as an SSE stream.
@@ -82,14 +98,24 @@ async fn run<S: Surface>(
     let body = read_json(&state, body).await?;
     let Start {
         input,
+        choices,
         stops,
         stream,
         mut surface,
     } = decode(&body, &state)?;
-    let run = input.start(&state, client).await?;
-    let mut pieces = RunPieces::new(run, stops);
+    // Several choices draw from seeds of their own: the client's, or one
+    // picked here, counted up from it.
+    let base = (choices > 1).then(|| input.seed().unwrap_or_else(random_seed));
+    let mut runs = Vec::with_capacity(choices);
+    for choice in 0..choices as u64 {
+        let seed = base.map(|base| base.wrapping_add(choice));
+        // A refusal of any choice refuses the request; the runs already
+        // started stop as they are dropped.
+        let run = input.start(&state, client, seed).await?;
+        runs.push(RunPieces::new(run, stops.clone()));
+    }
     if !stream {
-        let all = pieces.drain().await;
+        let all = try_join_all(runs.iter_mut().map(whole)).await?;
         return Ok(axum::Json(surface.answer(all)?).into_response());
     }
     let (out, response) = sse_response();
@@ -100,15 +126,27 @@ async fn run<S: Surface>(
                 return;
             }
         }
-        while let Some(piece) = next_piece(&mut pieces, &out, keepalive).await {
-            let last = piece.is_last();
-            for event in surface.map(piece) {
+        let mut pieces = merged(runs);
+        let mut open = choices;
+        while let Some((choice, piece)) = next_piece(&mut pieces, &out, keepalive).await {
+            let failed = matches!(piece, RunStep::Failed { .. });
+            open -= usize::from(piece.is_last());
+            for event in surface.map(choice, piece) {
                 if out.send(&event).await.is_err() {
-                    // Dropping the run stops the engine within one step.
+                    // Dropping the runs stops the engine within one step.
                     return;
                 }
             }
-            if last {
+            if failed {
+                // The SDKs raise at an error: no choice goes on after it.
+                break;
+            }
+            if open == 0 {
+                for event in surface.closing() {
+                    if out.send(&event).await.is_err() {
+                        return;
+                    }
+                }
                 break;
             }
         }
@@ -117,6 +155,34 @@ async fn run<S: Surface>(
         }
     });
     Ok(response)
+}
+
+/// A seed for choices the client gave none.
+fn random_seed() -> u64 {
+    uuid::Uuid::new_v4().as_u64_pair().0
+}
+
+/// Every piece of `run`, or its failure as the API's error.
+async fn whole(run: &mut RunPieces) -> Result<Vec<RunStep>, ApiError> {
+    let all = run.drain().await;
+    match all.last() {
+        Some(RunStep::Failed { code, message }) => Err(ApiError::server(code, message)),
+        _ => Ok(all),
+    }
+}
+
+/// The pieces of every choice as they come, each with its choice's index;
+/// a choice's stream ends after its last piece.
+fn merged(runs: Vec<RunPieces>) -> SelectAll<BoxStream<'static, (usize, RunStep)>> {
+    select_all(runs.into_iter().enumerate().map(|(choice, run)| {
+        stream::unfold(Some(run), move |run| async move {
+            let mut run = run?;
+            let piece = run.next().await;
+            let rest = (!piece.is_last()).then_some(run);
+            Some(((choice, piece), rest))
+        })
+        .boxed()
+    }))
 }
 
 /// Sends SSE frames to the client.
@@ -151,12 +217,16 @@ fn sse_response() -> (SseSender, Response) {
     (SseSender { tx }, response)
 }
 
-/// The next piece of `run`, sending `: keepalive` comments to `out` while
-/// it takes longer than `every`; `None` when the client is gone.
-async fn next_piece(run: &mut RunPieces, out: &SseSender, every: Duration) -> Option<RunStep> {
+/// The next piece of any choice, sending `: keepalive` comments to `out`
+/// while it takes longer than `every`; `None` when the client is gone.
+async fn next_piece(
+    pieces: &mut SelectAll<BoxStream<'static, (usize, RunStep)>>,
+    out: &SseSender,
+    every: Duration,
+) -> Option<(usize, RunStep)> {
     loop {
-        match tokio::time::timeout(every, run.next()).await {
-            Ok(piece) => return Some(piece),
+        match tokio::time::timeout(every, pieces.next()).await {
+            Ok(piece) => return piece,
             Err(_) => out.raw(SSE_KEEPALIVE.into()).await.ok()?,
         }
     }

@@ -133,11 +133,15 @@ impl<'a> Field<'a> {
     }
 }
 
-/// `n` must be absent or 1: one run makes one choice.
-pub fn single_choice(field: &Field<'_>) -> Result<(), ApiError> {
+/// The most answers one request may ask for (`n`), as OpenAI's API allows.
+pub const MAX_CHOICES: u64 = 128;
+
+/// `n`: how many answers to write, each a run of its own (absent: one).
+pub fn choices(field: &Field<'_>) -> Result<usize, ApiError> {
     match field.u64()? {
-        None | Some(1) => Ok(()),
-        Some(_) => Err(field.invalid("only n = 1 is supported")),
+        None => Ok(1),
+        Some(n @ 1..=MAX_CHOICES) => Ok(n as usize),
+        Some(_) => Err(field.invalid(format!("must be between 1 and {MAX_CHOICES}"))),
     }
 }
 

@@ -47,26 +47,53 @@ pub(in crate::server) async fn completions(
             created: unix_now(),
             field: state.config.openai_reasoning_field,
         };
+        let choices = request.choices;
+        let most = runs_allowed(state);
+        if choices > most {
+            return Err(ApiError::invalid(
+                "n",
+                format!(
+                    "asks for {choices} runs; this server starts at most {most} for one request"
+                ),
+            ));
+        }
         Ok(Start {
             input: request.input,
+            choices,
             stops: request.stop,
             stream: request.stream,
             surface: Completion {
                 reply,
-                stream: Stream::default(),
+                streams: (0..choices).map(|_| Stream::default()).collect(),
                 include_usage: request.include_usage,
+                usage: Usage::default(),
             },
         })
     })
     .await
 }
 
+/// The most runs one request may start: every one of them must be
+/// admitted at once, past the client's limit and the server's.
+fn runs_allowed(state: &AppState) -> usize {
+    let config = &state.config;
+    let server = config.max_active_runs + config.max_queued_runs;
+    match config.max_runs_per_client {
+        0 => server,
+        client => client.min(server),
+    }
+}
+
 /// A chat completion: `chat.completion.chunk` frames, then `[DONE]`; or
-/// one `chat.completion`.
+/// one `chat.completion`. Each of `n` choices is a run of its own, its
+/// chunks carrying its index.
 struct Completion {
     reply: Reply,
-    stream: Stream,
+    /// The streaming state of each choice.
+    streams: Vec<Stream>,
     include_usage: bool,
+    /// The usage of the choices finished so far.
+    usage: Usage,
 }
 
 impl Surface for Completion {
@@ -74,28 +101,41 @@ impl Surface for Completion {
 
     fn opening(&mut self) -> Vec<SdkEvent> {
         let role = json!({"role": "assistant", "content": ""});
-        vec![(None, self.reply.chunk(role, None))]
+        (0..self.streams.len())
+            .map(|choice| (None, self.reply.chunk(choice, role.clone(), None)))
+            .collect()
     }
 
-    fn map(&mut self, piece: RunStep) -> Vec<SdkEvent> {
-        match self.stream.map(&self.reply, piece) {
+    fn map(&mut self, choice: usize, piece: RunStep) -> Vec<SdkEvent> {
+        let Some(stream) = self.streams.get_mut(choice) else {
+            return Vec::new();
+        };
+        match stream.map(&self.reply, choice, piece) {
             Mapped::Chunk(chunk) | Mapped::Error(chunk) => vec![(None, chunk)],
             Mapped::Finish(chunk, usage) => {
-                let mut out = vec![(None, chunk)];
-                if self.include_usage {
-                    let mut tail = self.reply.chunk(json!({}), None);
-                    tail["choices"] = json!([]);
-                    tail["usage"] = usage_json(usage);
-                    out.push((None, tail));
-                }
-                out
+                self.usage = self.usage.with_choice(usage);
+                vec![(None, chunk)]
             }
             Mapped::Nothing => Vec::new(),
         }
     }
 
-    fn answer(self, pieces: Vec<RunStep>) -> Result<Value, ApiError> {
-        Ok(self.reply.completion(&collect(pieces)?))
+    fn closing(&mut self) -> Vec<SdkEvent> {
+        if !self.include_usage {
+            return Vec::new();
+        }
+        let mut tail = self.reply.chunk(0, json!({}), None);
+        tail["choices"] = json!([]);
+        tail["usage"] = usage_json(self.usage);
+        vec![(None, tail)]
+    }
+
+    fn answer(self, choices: Vec<Vec<RunStep>>) -> Result<Value, ApiError> {
+        let all = choices
+            .into_iter()
+            .map(collect)
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(self.reply.completion(&all))
     }
 }
 
@@ -108,13 +148,13 @@ struct Reply {
 }
 
 impl Reply {
-    fn chunk(&self, delta: Value, finish: Option<&str>) -> Value {
+    fn chunk(&self, choice: usize, delta: Value, finish: Option<&str>) -> Value {
         json!({
             "id": self.id,
             "object": "chat.completion.chunk",
             "created": self.created,
             "model": self.model,
-            "choices": [{"index": 0, "delta": delta, "logprobs": null, "finish_reason": finish}],
+            "choices": [{"index": choice, "delta": delta, "logprobs": null, "finish_reason": finish}],
         })
     }
 
@@ -125,7 +165,28 @@ impl Reply {
         }
     }
 
-    fn completion(&self, all: &Collected) -> Value {
+    /// The `chat.completion` of every choice; the prompt is counted once.
+    fn completion(&self, choices: &[Collected]) -> Value {
+        let usage = choices
+            .iter()
+            .fold(Usage::default(), |sum, all| sum.with_choice(all.usage));
+        let choices: Vec<Value> = choices
+            .iter()
+            .enumerate()
+            .map(|(index, all)| self.choice(index, all))
+            .collect();
+        json!({
+            "id": self.id,
+            "object": "chat.completion",
+            "created": self.created,
+            "model": self.model,
+            "choices": choices,
+            "usage": usage_json(usage),
+        })
+    }
+
+    /// One choice of a `chat.completion`.
+    fn choice(&self, index: usize, all: &Collected) -> Value {
         let mut message = Map::new();
         message.insert("role".into(), json!("assistant"));
         let content = (!all.text.is_empty() || all.tool_calls.is_empty()).then(|| all.text.clone());
@@ -165,14 +226,7 @@ impl Reply {
         } else {
             "stop"
         };
-        json!({
-            "id": self.id,
-            "object": "chat.completion",
-            "created": self.created,
-            "model": self.model,
-            "choices": [{"index": 0, "message": message, "logprobs": null, "finish_reason": finish}],
-            "usage": usage_json(all.usage),
-        })
+        json!({"index": index, "message": message, "logprobs": null, "finish_reason": finish})
     }
 }
 
@@ -212,7 +266,7 @@ struct Stream {
 }
 
 impl Stream {
-    fn map(&mut self, reply: &Reply, piece: RunStep) -> Mapped {
+    fn map(&mut self, reply: &Reply, choice: usize, piece: RunStep) -> Mapped {
         let delta = match piece {
             RunStep::ReasoningDelta(text) => {
                 let mut delta = Map::new();
@@ -239,7 +293,7 @@ impl Stream {
                 usage, tool_calls, ..
             } => {
                 let finish = if tool_calls { "tool_calls" } else { "stop" };
-                return Mapped::Finish(reply.chunk(json!({}), Some(finish)), usage);
+                return Mapped::Finish(reply.chunk(choice, json!({}), Some(finish)), usage);
             }
             RunStep::Failed { code, message } => {
                 // Mid-stream failures: the shape OpenAI's SDKs raise from.
@@ -251,6 +305,6 @@ impl Stream {
                 return Mapped::Nothing;
             }
         };
-        Mapped::Chunk(reply.chunk(delta, None))
+        Mapped::Chunk(reply.chunk(choice, delta, None))
     }
 }

@@ -15,7 +15,7 @@ use super::super::bridge::{RunInput, TextRole};
 use super::super::carrier;
 use super::super::content;
 use super::super::error::ApiError;
-use super::super::wire::{At, Field, single_choice, unsupported};
+use super::super::wire::{At, Field, choices, unsupported};
 use super::sampling::sampling;
 
 /// Content part types holding text.
@@ -34,6 +34,8 @@ pub struct ChatRequest {
     pub include_usage: bool,
     /// Stop sequences (`stop`).
     pub stop: Vec<String>,
+    /// How many answers to write (`n`).
+    pub choices: usize,
 }
 
 /// Decodes `body`.
@@ -51,7 +53,7 @@ pub fn decode(body: &Value) -> Result<ChatRequest, ApiError> {
     tools(&mut input, &root)?;
     sampling(&mut input, &root)?;
     reasoning(&mut input, &root)?;
-    single_choice(&root.get("n"))?;
+    let choices = choices(&root.get("n"))?;
     for (param, why) in [
         (
             "functions",
@@ -92,6 +94,7 @@ pub fn decode(body: &Value) -> Result<ChatRequest, ApiError> {
         stream,
         include_usage,
         stop,
+        choices,
     })
 }
 
@@ -310,6 +313,9 @@ mod tests {
         let request = decode(&body).unwrap();
         assert!(request.stream && request.include_usage);
         assert_eq!(request.model.as_deref(), Some("m"));
+        assert_eq!(request.choices, 1);
+        let body = json!({"messages": [{"role": "user", "content": "x"}], "n": 128});
+        assert_eq!(decode(&body).unwrap().choices, 128);
         // Asking for nothing passes.
         let body = json!({"messages": [{"role": "user", "content": "x"}], "functions": [],
             "audio": null, "modalities": ["text"]});
@@ -337,7 +343,15 @@ mod tests {
                 "temperature",
             ),
             (
-                json!({"messages": [{"role": "user", "content": "x"}], "n": 2}),
+                json!({"messages": [{"role": "user", "content": "x"}], "n": 0}),
+                "n",
+            ),
+            (
+                json!({"messages": [{"role": "user", "content": "x"}], "n": 129}),
+                "n",
+            ),
+            (
+                json!({"messages": [{"role": "user", "content": "x"}], "n": 1.5}),
                 "n",
             ),
             (

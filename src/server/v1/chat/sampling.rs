@@ -110,7 +110,7 @@ mod tests {
         let props = decode(&body)
             .unwrap()
             .input
-            .to_input("run-1")
+            .to_input("run-1", None)
             .forwarded_props;
         assert_eq!(
             props.unwrap()["sampling"],
@@ -127,7 +127,7 @@ mod tests {
         let props = decode(&body)
             .unwrap()
             .input
-            .to_input("run-1")
+            .to_input("run-1", None)
             .forwarded_props;
         assert_eq!(props.unwrap()["sampling"], json!({}));
     }
@@ -184,14 +184,14 @@ mod tests {
         let props = decode(&asking("logit_bias", bias.clone()))
             .unwrap()
             .input
-            .to_input("run-1")
+            .to_input("run-1", None)
             .forwarded_props
             .unwrap();
         assert_eq!(props["sampling"], json!({ "logitBias": bias }));
         let props = decode(&asking("logit_bias", Value::Null))
             .unwrap()
             .input
-            .to_input("run-1")
+            .to_input("run-1", None)
             .forwarded_props
             .unwrap();
         assert_eq!(props["sampling"], json!({}));
@@ -242,7 +242,7 @@ mod tests {
             let props = decode(&body)
                 .unwrap()
                 .input
-                .to_input("run-1")
+                .to_input("run-1", None)
                 .forwarded_props;
             assert_eq!(props.unwrap()["sampling"]["topK"], json!(0), "{k}");
         }

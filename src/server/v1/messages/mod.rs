@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 
 use super::error::{ApiError, Dialect};
 use super::events::{Collected, RunStep, Usage, collect};
-use super::handler::{SdkEvent, Start, Surface, serve};
+use super::handler::{SdkEvent, Start, Surface, only, serve};
 use crate::agent::Visibility;
 use crate::server::AppState;
 use crate::server::limits::Client;
@@ -37,6 +37,7 @@ pub(in crate::server) async fn create(
             .unwrap_or_else(|| state.agent.model_id().to_owned());
         Ok(Start {
             input: request.input,
+            choices: 1,
             stops: request.stop,
             stream: request.stream,
             surface: Reply {
@@ -67,7 +68,7 @@ impl Surface for Reply {
         vec![(Some("message_start"), start)]
     }
 
-    fn map(&mut self, piece: RunStep) -> Vec<SdkEvent> {
+    fn map(&mut self, _choice: usize, piece: RunStep) -> Vec<SdkEvent> {
         let events = self.blocks.map(piece);
         events
             .into_iter()
@@ -75,8 +76,8 @@ impl Surface for Reply {
             .collect()
     }
 
-    fn answer(self, pieces: Vec<RunStep>) -> Result<Value, ApiError> {
-        let all = collect(pieces)?;
+    fn answer(self, choices: Vec<Vec<RunStep>>) -> Result<Value, ApiError> {
+        let all = collect(only(choices))?;
         Ok(message(&self.id, &self.model, self.blocks.visibility, &all))
     }
 }

@@ -326,7 +326,10 @@ mod tests {
     fn read(body: Value) -> Result<Value, ApiError> {
         let mut input = RunInput::new();
         output(&mut input, &At::root(&body)?)?;
-        Ok(input.to_input("r").forwarded_props.unwrap_or_default())
+        Ok(input
+            .to_input("r", None)
+            .forwarded_props
+            .unwrap_or_default())
     }
 
     #[test]

@@ -22,7 +22,7 @@ use serde_json::Value;
 
 use super::error::{ApiError, Dialect};
 use super::events::RunStep;
-use super::handler::{SdkEvent, Start, Surface, serve};
+use super::handler::{SdkEvent, Start, Surface, only, serve};
 use super::unix_now;
 use crate::server::AppState;
 use crate::server::limits::Client;
@@ -46,6 +46,7 @@ pub(in crate::server) async fn create(
         );
         Ok(Start {
             input: request.input,
+            choices: 1,
             // Responses has no stop sequences.
             stops: Vec::new(),
             stream: request.stream,
@@ -67,12 +68,12 @@ impl Surface for Builder {
         named(self.start())
     }
 
-    fn map(&mut self, piece: RunStep) -> Vec<SdkEvent> {
+    fn map(&mut self, _choice: usize, piece: RunStep) -> Vec<SdkEvent> {
         named(Builder::map(self, piece))
     }
 
-    fn answer(mut self, pieces: Vec<RunStep>) -> Result<Value, ApiError> {
-        for piece in pieces {
+    fn answer(mut self, choices: Vec<Vec<RunStep>>) -> Result<Value, ApiError> {
+        for piece in only(choices) {
             Builder::map(&mut self, piece);
         }
         match self.failure() {
