@@ -47,6 +47,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 max_tokens: n,
                 sampling: SamplingParams::greedy(),
                 stop_token_ids: engine.stop_token_ids().to_vec(),
+                logprobs: None,
             },
             &mut sink,
         )?;

@@ -245,8 +245,9 @@ async fn thinking_signatures_and_redacted_blocks_round_trip_through_the_seal() {
     front.shutdown().await;
 }
 
-/// Sampling the Messages API cannot take is refused naming it before the
-/// provider is asked (no penalties; no `top_k` while thinking); `top_k`
+/// Sampling the Messages API cannot take, and token log-probabilities, are
+/// refused naming them before the provider is asked (no penalties; no
+/// `top_k` while thinking); `top_k`
 /// goes up when thinking is off, and a neutral penalty asks for nothing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sampling_the_api_cannot_take_is_refused_by_name() {
@@ -256,15 +257,21 @@ async fn sampling_the_api_cannot_take_is_refused_by_name() {
     let cases = [
         (
             json!({"sampling": {"frequencyPenalty": 0.5}, "reasoning": off}),
-            "frequencyPenalty",
+            "sampling.frequencyPenalty",
         ),
         (
             json!({"sampling": {"repetitionPenalty": 1.2}, "reasoning": off}),
-            "repetitionPenalty",
+            "sampling.repetitionPenalty",
         ),
-        (json!({"sampling": {"topK": 5}}), "topK"),
+        (json!({"sampling": {"topK": 5}}), "sampling.topK"),
+        // Token log-probabilities come from a local model only.
+        (json!({"logprobs": 2}), "logprobs"),
     ];
     for (i, (forwarded, key)) in cases.into_iter().enumerate() {
+        let code = match key {
+            "logprobs" => "UNSUPPORTED_LOGPROBS",
+            _ => "UNSUPPORTED_SAMPLING",
+        };
         let body = input("t-sampling", &format!("r{i}"), "Hi", forwarded);
         let refused = reqwest::Client::new()
             .post(front.url("/agent"))
@@ -274,14 +281,8 @@ async fn sampling_the_api_cannot_take_is_refused_by_name() {
             .unwrap();
         assert_eq!(refused.status(), 422);
         let refused: Value = refused.json().await.unwrap();
-        assert_eq!(
-            refused["error"]["code"], "UNSUPPORTED_SAMPLING",
-            "{refused}"
-        );
-        assert_eq!(
-            refused["error"]["path"],
-            format!("forwardedProps.sampling.{key}")
-        );
+        assert_eq!(refused["error"]["code"], code, "{refused}");
+        assert_eq!(refused["error"]["path"], format!("forwardedProps.{key}"));
     }
     assert!(seen.lock().unwrap().is_empty());
 

@@ -258,7 +258,7 @@ impl Tokenizer {
 
     /// Raw bytes of one token for byte-level tokenizers (`None` for other
     /// decoders); unknown ids give an empty slice, as decode skips them.
-    pub(crate) fn token_bytes(&self, id: u32) -> Option<&[u8]> {
+    pub fn token_bytes(&self, id: u32) -> Option<&[u8]> {
         let table = self.inner.bytes.as_ref()?;
         let i = id as usize;
         match (table.offsets.get(i), table.offsets.get(i + 1)) {

@@ -40,6 +40,28 @@ pub struct GenerationRequest {
     /// Token ids that end generation (end-of-turn, end-of-text). The stop
     /// token is reported through [`Finish::StopToken`], not to the sink.
     pub stop_token_ids: Vec<u32>,
+    /// Report each generated token's log-probability and those of the
+    /// `k` most likely tokens at its place ([`TokenSink::on_logprobs`],
+    /// `k` at most [`MAX_TOP_LOGPROBS`]); `None`: report none.
+    pub logprobs: Option<usize>,
+}
+
+/// The most alternatives a token's [`TokenLogprobs`] may list, as OpenAI's
+/// API allows.
+pub const MAX_TOP_LOGPROBS: usize = 20;
+
+/// How likely the model found a token it generated: natural-log
+/// probabilities under its distribution at that place (the logits after
+/// the request's logit bias and penalties, before temperature and the
+/// top-k/top-p/min-p filters; under an output constraint, over the whole
+/// vocabulary).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TokenLogprobs {
+    /// The generated token's.
+    pub logprob: f32,
+    /// The most likely tokens at that place and theirs, most likely
+    /// first (ties: the lower id first).
+    pub top: Vec<(u32, f32)>,
 }
 
 /// What the sink wants after a token.
@@ -61,6 +83,10 @@ pub enum Directive {
 pub trait TokenSink {
     /// One generated token id (never a stop token).
     fn on_token(&mut self, id: u32) -> Directive;
+
+    /// How likely the token the next [`on_token`](Self::on_token) hands
+    /// over was, when the request asked ([`GenerationRequest::logprobs`]).
+    fn on_logprobs(&mut self, _logprobs: TokenLogprobs) {}
 
     /// Prefill progress after each chunk of the prompt. Long prompts take
     /// seconds on a CPU; this lets a run be cancelled and transports keep
@@ -245,6 +271,11 @@ pub fn check_request(info: &ModelInfo, request: &GenerationRequest) -> Result<()
             info.vocab_size
         )));
     }
+    if let Some(k) = request.logprobs.filter(|&k| k > MAX_TOP_LOGPROBS) {
+        return Err(EngineError::InvalidRequest(format!(
+            "logprobs asks for {k} alternatives per token, more than {MAX_TOP_LOGPROBS}"
+        )));
+    }
     if request.prompt.len() + request.max_tokens.min(1) > info.context_length {
         return Err(EngineError::ContextOverflow {
             prompt: request.prompt.len(),
@@ -274,6 +305,7 @@ mod tests {
             max_tokens: 4,
             sampling: SamplingParams::greedy(),
             stop_token_ids: vec![],
+            logprobs: None,
         }
     }
 

@@ -93,6 +93,7 @@ fn check_up_to(
                     max_tokens: golden.max_tokens,
                     sampling: SamplingParams::greedy(),
                     stop_token_ids: vec![],
+                    logprobs: None,
                 },
                 &mut sink,
             )
@@ -326,6 +327,7 @@ fn together(engine: &MlxEngine, golden: &Golden, staggered: bool) -> Vec<Vec<u32
                 max_tokens: golden.max_tokens,
                 sampling: SamplingParams::greedy(),
                 stop_token_ids: vec![],
+                logprobs: None,
             };
             let mut sink = First(Collect(Vec::new()), tx.take());
             handles.push(s.spawn(move || {

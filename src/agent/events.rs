@@ -47,6 +47,8 @@ pub mod custom {
     /// A constrained answer (`responseFormat`) ended before its grammar
     /// did: the token limit cut it short.
     pub const OUTPUT_INCOMPLETE: &str = "thinkwire.output_incomplete";
+    /// Answer tokens' log-probabilities (`forwardedProps.logprobs`).
+    pub const LOGPROBS: &str = "thinkwire.logprobs";
 }
 
 /// What sealing needs besides the text.
@@ -126,6 +128,19 @@ impl<'a> RunEvents<'a> {
             name: name.to_owned(),
             value,
         })
+    }
+
+    /// Answer tokens' log-probabilities (`entries` in OpenAI's shape),
+    /// in the assistant message, ahead of the text that carries them.
+    pub(crate) fn logprobs(&mut self, entries: Vec<serde_json::Value>) -> Result<(), Disconnected> {
+        if entries.is_empty() {
+            return Ok(());
+        }
+        self.open_text()?;
+        self.custom(
+            custom::LOGPROBS,
+            json!({"messageId": self.assistant_id, "content": entries}),
+        )
     }
 
     /// Whether reasoning is shown at all (`off` shows none).
@@ -228,15 +243,21 @@ impl<'a> RunEvents<'a> {
         if text.is_empty() {
             return Ok(());
         }
+        self.open_text()?;
+        self.out.emit(TextMessageContent {
+            message_id: self.assistant_id.clone(),
+            delta: text.to_owned(),
+        })
+    }
+
+    /// Opens the assistant message, once.
+    fn open_text(&mut self) -> Result<(), Disconnected> {
         if !self.text_open {
             self.out
                 .emit(TextMessageStart::assistant(self.assistant_id.clone()))?;
             self.text_open = true;
         }
-        self.out.emit(TextMessageContent {
-            message_id: self.assistant_id.clone(),
-            delta: text.to_owned(),
-        })
+        Ok(())
     }
 
     /// A call begins (streamed only when the tool was offered).

@@ -126,6 +126,7 @@ impl Execution<'_, '_> {
             Plan::Structured { prompt } => {
                 let summary = run.controls.visibility == Visibility::Summary;
                 let pass = Generation::structured(model)
+                    .reporting_logprobs(run.logprobs)
                     .holding_reasoning_end(summary)
                     .constrained(self.answer_grammar(model)?);
                 self.one_pass(pass, prompt)
@@ -228,6 +229,7 @@ impl Execution<'_, '_> {
             .constrained(self.answer_grammar(model)?)
             .constraining_tools(self.tool_calls(model))
             .one_call(run.one_call)
+            .reporting_logprobs(run.logprobs)
             .closing_reasoning_with(close);
         self.one_pass(pass, prompt)
     }
@@ -374,7 +376,8 @@ impl Execution<'_, '_> {
         let mut pass = Generation::split(model, splitter)
             .constrained(self.answer_grammar(model)?)
             .constraining_tools(self.tool_calls(model))
-            .one_call(run.one_call);
+            .one_call(run.one_call)
+            .reporting_logprobs(run.logprobs);
         pass.generate(
             &mut self.events,
             prompt,

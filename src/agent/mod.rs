@@ -24,6 +24,7 @@ mod execute;
 mod forward;
 mod generation;
 pub mod history;
+mod logprobs;
 pub mod model;
 mod output;
 mod prepare;
@@ -115,6 +116,12 @@ impl Agent {
             "defaultVisibility": policy.default_visibility.as_str(),
             "maxReasoningTokens": policy.max_reasoning_tokens,
             "transports": ["sse", "websocket"],
+            // The most alternatives `forwardedProps.logprobs` may ask for;
+            // 0 where they are not reported (an upstream).
+            "maxTopLogprobs": match backend {
+                Backend::Local(_) => thinkwire_engine::MAX_TOP_LOGPROBS,
+                Backend::Upstream(_) => 0,
+            },
         });
         AgentCapabilities {
             identity: Some(IdentityCapabilities {

@@ -194,6 +194,21 @@ impl LocalModel {
         Ok(self.chat.tokenizer.decode(ids, false)?)
     }
 
+    /// One token's text and bytes: a byte-level tokenizer's own bytes (the
+    /// text then marks what is not whole UTF-8 with U+FFFD), else those of
+    /// its decoded text. What cannot be decoded is empty.
+    pub fn token_piece(&self, id: u32) -> (String, Vec<u8>) {
+        let tokenizer = &self.chat.tokenizer;
+        match tokenizer.token_bytes(id).filter(|b| !b.is_empty()) {
+            Some(bytes) => (String::from_utf8_lossy(bytes).into_owned(), bytes.to_vec()),
+            None => {
+                let text = tokenizer.decode(&[id], false).unwrap_or_default();
+                let bytes = text.as_bytes().to_vec();
+                (text, bytes)
+            }
+        }
+    }
+
     /// A fresh incremental decoder. Special tokens are kept: reasoning
     /// markers such as `<think>` or Harmony's `<|channel|>` are special in
     /// some tokenizers, and the splitter needs to see them.

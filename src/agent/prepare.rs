@@ -22,7 +22,7 @@ use super::prompt::{
     with_response_format, with_system,
 };
 use super::rejection::{RejectKind, RunRejected};
-use super::{constraint, sampling};
+use super::{constraint, logprobs, sampling};
 use crate::metrics::Metrics;
 
 /// What every run of an agent shares.
@@ -49,6 +49,9 @@ pub struct PreparedRun {
     /// At most one tool call (`parallelToolCalls: false`): the answer
     /// stops when its first call ends.
     pub(super) one_call: bool,
+    /// Report the answer tokens' log-probabilities, with this many
+    /// alternatives each (`forwardedProps.logprobs`).
+    pub(super) logprobs: Option<usize>,
 }
 
 impl PreparedRun {
@@ -169,6 +172,7 @@ pub(super) fn prepare(
     let response_format = constraint::from_forwarded(forwarded)?;
     let tool_choice = constraint::tool_choice(forwarded, &input.tools)?;
     let one_call = constraint::one_call(forwarded)?;
+    let logprobs = logprobs::from_forwarded(forwarded)?;
     let spec = shared.backend.format();
     // The tools a required call picks from.
     let mut required = None;
@@ -227,6 +231,14 @@ pub(super) fn prepare(
                 kind,
                 prompt_plan.thinking,
             )?;
+            if logprobs.is_some() {
+                return Err(RunRejected::new(
+                    RejectKind::Unprocessable,
+                    "UNSUPPORTED_LOGPROBS",
+                    "log-probabilities are reported by a local model only, not carried from an upstream",
+                )
+                .at("forwardedProps.logprobs"));
+            }
             if let Some(uncarried) = kind.uncarried_sampling(&sampling, prompt_plan.thinking) {
                 return Err(RunRejected::new(
                     RejectKind::Unprocessable,
@@ -251,6 +263,7 @@ pub(super) fn prepare(
                 history.dropped,
                 None,
                 one_call,
+                None,
             ));
         }
     };
@@ -385,6 +398,7 @@ pub(super) fn prepare(
         history.dropped,
         answer,
         one_call,
+        logprobs,
     ))
 }
 
@@ -406,6 +420,7 @@ fn prepared(
     dropped: Vec<DroppedReasoning>,
     answer: Option<thinkwire_grammar::Target>,
     one_call: bool,
+    logprobs: Option<usize>,
 ) -> PreparedRun {
     PreparedRun {
         thread_id: input.thread_id,
@@ -418,6 +433,7 @@ fn prepared(
         dropped,
         answer,
         one_call,
+        logprobs,
         shared,
     }
 }

@@ -89,6 +89,7 @@ fn request(engine: &MlxEngine, case: &Case, max_tokens: usize) -> GenerationRequ
         max_tokens,
         sampling: SamplingParams::greedy(),
         stop_token_ids: engine.stop_token_ids().to_vec(),
+        logprobs: None,
     }
 }
 

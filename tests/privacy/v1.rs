@@ -37,11 +37,13 @@ pub(super) async fn conversations(server: &TestServer, c: &Canaries, secrets: &S
     // Chat completions.
     let mut messages =
         vec![json!({"role": "user", "content": format!("Tell me about {}", c.user)})];
-    // Penalties and a bias on the way, as a sampling client sends them.
+    // Penalties, a bias and token log-probabilities on the way, as a
+    // sampling client sends them.
     let chat = |messages: &[Value]| {
         json!({"messages": messages, "tools": [{"type": "function", "function": lookup()}],
                "reasoning": {"visibility": "full"}, "frequency_penalty": 0.5,
-               "presence_penalty": 0.25, "logit_bias": {"13": 1}})
+               "presence_penalty": 0.25, "logit_bias": {"13": 1},
+               "logprobs": true, "top_logprobs": 2})
         .to_string()
     };
     let (status, body) = post(server, "/v1/chat/completions", chat(&messages)).await;
@@ -68,6 +70,7 @@ pub(super) async fn conversations(server: &TestServer, c: &Canaries, secrets: &S
     let (status, body) = post(server, "/v1/chat/completions", chat(&messages)).await;
     assert_eq!(status, 200);
     assert!(contains(&body, c.answer.as_bytes()));
+    assert!(contains(&body, b"top_logprobs"));
     messages[1]["reasoning_details"][0]["data"] = json!(tamper(&carrier));
     let (status, body) = post(server, "/v1/chat/completions", chat(&messages)).await;
     assert_eq!(status, 400);
@@ -97,7 +100,8 @@ pub(super) async fn conversations(server: &TestServer, c: &Canaries, secrets: &S
         let mut tool = lookup();
         tool["type"] = json!("function");
         json!({"input": items, "tools": [tool], "store": false, "stream": stream,
-               "include": ["reasoning.encrypted_content"], "reasoning": {"visibility": "full"}})
+               "include": ["reasoning.encrypted_content", "message.output_text.logprobs"],
+               "reasoning": {"visibility": "full"}})
         .to_string()
     };
     let (status, body) = post(server, "/v1/responses", responses(&items, false)).await;

@@ -8,12 +8,13 @@ Chat completions (`--api chat`), streaming with a tool: turn 1 streams
 reasoning and a tool call; turn 2 sends back the assistant message with its
 `reasoning_details` and the tool result; then the same turn 2 with the
 sealed value altered must be refused with OpenAI's error shape, as must a
-`frequency_penalty` out of range and `logprobs=True` (never returned).
+`frequency_penalty` out of range; then one answer with `logprobs=True` and
+`top_logprobs=2`, streamed and not.
 
 Responses (`--api responses`), streaming with `store=False` and
 `include=["reasoning.encrypted_content"]`: turn 2 passes back turn 1's
 output items and the tool's output; an altered `encrypted_content` must be
-refused.
+refused; then one answer with `message.output_text.logprobs` included.
 
 Several choices (`--choices N`): one chat completion with `n=N`, streamed
 (each choice's text gathered by its index), then the same not streamed.
@@ -141,7 +142,26 @@ def responses(client, prompt, extra):
         summary["tampered"] = {"refused": False}
     except openai.APIStatusError as err:
         summary["tampered"] = {"refused": True, "status": err.status_code, "body": err.body}
+    summary["logprobs"] = responses_logprobs(client, prompt)
     return summary
+
+
+def responses_logprobs(client, prompt):
+    """One streamed answer with `message.output_text.logprobs` included:
+    the text, the entries on its deltas, and those on the final part."""
+    out = {"content": "", "deltas": [], "final": []}
+    stream = client.responses.create(
+        model="thinkwire", input=prompt, stream=True, store=False,
+        include=["message.output_text.logprobs"], top_logprobs=2)
+    for event in stream:
+        if event.type == "response.output_text.delta":
+            out["content"] += event.delta
+            out["deltas"] += [e.model_dump() for e in event.logprobs]
+        elif event.type == "response.completed":
+            for item in event.response.output:
+                if item.type == "message":
+                    out["final"] += [e.model_dump() for e in item.content[0].logprobs]
+    return out
 
 
 def structured(client, prompt, schema):
@@ -252,15 +272,27 @@ def main():
         summary["bad_penalty"] = {"refused": False}
     except openai.APIStatusError as err:
         summary["bad_penalty"] = {"refused": True, "status": err.status_code, "body": err.body}
-    # Token log-probabilities are not returned: asking is refused by name.
-    try:
-        client.chat.completions.create(
-            model="thinkwire", messages=[{"role": "user", "content": args.prompt}],
-            logprobs=True)
-        summary["logprobs"] = {"refused": False}
-    except openai.APIStatusError as err:
-        summary["logprobs"] = {"refused": True, "status": err.status_code, "body": err.body}
+    summary["logprobs"] = log_probabilities(client, args.prompt)
     print(json.dumps(summary))
+
+
+def log_probabilities(client, prompt):
+    """One answer with its tokens' log-probabilities, whole and streamed:
+    each side's text and entries, as the SDK's types parse them."""
+    ask = dict(model="thinkwire", messages=[{"role": "user", "content": prompt}],
+               logprobs=True, top_logprobs=2)
+    whole = client.chat.completions.create(**ask).choices[0]
+    text, entries = "", []
+    for chunk in client.chat.completions.create(stream=True, **ask):
+        for choice in chunk.choices:
+            text += choice.delta.content or ""
+            if choice.logprobs is not None and choice.logprobs.content:
+                entries += [e.model_dump() for e in choice.logprobs.content]
+    return {
+        "whole": {"content": whole.message.content,
+                  "entries": [e.model_dump() for e in whole.logprobs.content]},
+        "stream": {"content": text, "entries": entries},
+    }
 
 
 if __name__ == "__main__":

@@ -31,6 +31,7 @@ async fn capabilities_declare_the_bindings_resuming_tools_and_output() {
     assert!(transports.contains(&json!("protobuf")), "{caps}");
     assert_eq!(caps["tools"]["parallelCalls"], true, "{caps}");
     assert_eq!(caps["output"]["structuredOutput"], true, "{caps}");
+    assert_eq!(caps["custom"]["maxTopLogprobs"], 20, "{caps}");
     server.shutdown().await;
 
     // Resuming off: a stream that drops is not resumable.

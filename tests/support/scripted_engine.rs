@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use thinkwire_engine::{
     Directive, Engine, EngineError, Finish, GenerationRequest, GenerationStats, ModelInfo,
-    SamplingParams, TokenSink, check_request,
+    SamplingParams, TokenLogprobs, TokenSink, check_request,
 };
 
 /// What the engine saw and did, shared with the test that owns it.
@@ -206,6 +206,11 @@ impl Engine for ScriptedEngine {
             };
             if let Some((_, message)) = panic_now {
                 panic!("{message}");
+            }
+            if let Some(k) = request.logprobs {
+                // A replay is certain of its token.
+                let top = [(id, 0.0)].into_iter().take(k).collect();
+                sink.on_logprobs(TokenLogprobs { logprob: 0.0, top });
             }
             let directive = sink.on_token(id);
             if directive != Directive::Stop && sink.constrains_next() {

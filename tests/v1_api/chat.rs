@@ -95,18 +95,32 @@ async fn the_openai_sdk_streams_chat_with_tools_and_keeps_the_reasoning() {
     assert_eq!(bad["status"], 400);
     assert_eq!(bad["body"]["param"], "frequency_penalty");
     assert_eq!(bad["body"]["type"], "invalid_request_error");
-    let logprobs = &summary["logprobs"];
-    assert_eq!(logprobs["refused"], true, "{summary}");
-    assert_eq!(logprobs["status"], 400);
-    assert_eq!(logprobs["body"]["param"], "logprobs");
+    // The scripted engine is sure of each token: logprob 0, itself the
+    // most likely. The entries' bytes spell the answer, streamed or not.
+    for side in ["whole", "stream"] {
+        let side = &summary["logprobs"][side];
+        assert_eq!(side["content"], ANSWER_2, "{summary}");
+        let mut spelled = Vec::new();
+        for entry in side["entries"].as_array().unwrap() {
+            assert_eq!(entry["logprob"], 0.0, "{entry}");
+            assert_eq!(entry["top_logprobs"][0]["token"], entry["token"], "{entry}");
+            let bytes: Vec<u8> = serde_json::from_value(entry["bytes"].clone()).unwrap();
+            assert_eq!(
+                String::from_utf8_lossy(&bytes),
+                entry["token"].as_str().unwrap()
+            );
+            spelled.extend(bytes);
+        }
+        assert_eq!(String::from_utf8(spelled).unwrap(), ANSWER_2, "{side}");
+    }
     server.shutdown().await;
 }
 
 /// OpenAI's penalties, `logit_bias` and the vLLM/llama.cpp extras reach
 /// the run; a value of the wrong type or out of range (a bias on a token
-/// outside the model's vocabulary included), or a request for token
-/// log-probabilities, is a 400 naming the parameter, before the engine
-/// sees anything.
+/// outside the model's vocabulary included, alternatives past 20 or
+/// without `logprobs: true`) is a 400 naming the parameter, before the
+/// engine sees anything.
 #[tokio::test]
 async fn sampling_parameters_are_honoured_or_refused_by_name() {
     let (server, observed) = TestServer::qwen3(&[qwen3_turn(REASONING_2, ANSWER_2)]).await;
@@ -124,7 +138,7 @@ async fn sampling_parameters_are_honoured_or_refused_by_name() {
         ("logit_bias", json!({"5": "ban"}), "INVALID_SAMPLING"),
         ("logit_bias", json!({"151936": -100}), "INVALID_SAMPLING"),
         ("logit_bias", json!([[5, -100]]), "invalid_request"),
-        ("logprobs", json!(true), "invalid_request"),
+        ("logprobs", json!("yes"), "invalid_request"),
         ("top_logprobs", json!(2), "invalid_request"),
     ];
     for (param, value, code) in refusals {

@@ -45,6 +45,15 @@ async fn the_openai_sdk_streams_responses_and_carries_encrypted_content_back() {
     assert_eq!(tampered["status"], 400);
     assert_eq!(tampered["body"]["param"], "input[1].encrypted_content");
     assert_eq!(tampered["body"]["code"], "SEALED_REASONING_REJECTED");
+    // The answer's tokens, sent with the deltas and gathered on the part.
+    let logprobs = &summary["logprobs"];
+    assert_eq!(logprobs["content"], ANSWER_2, "{summary}");
+    assert_eq!(logprobs["deltas"], logprobs["final"]);
+    let spelled: String = (logprobs["final"].as_array().unwrap().iter())
+        .map(|e| e["token"].as_str().unwrap())
+        .collect();
+    assert_eq!(spelled, ANSWER_2, "{logprobs}");
+    assert_eq!(logprobs["final"][0]["top_logprobs"][0]["logprob"], 0.0);
     server.shutdown().await;
 }
 
@@ -61,12 +70,7 @@ async fn responses_refuse_stored_mode_and_show_reasoning_per_visibility() {
             json!({"input": [{"type": "item_reference", "id": "x"}]}),
             "input[0]",
         ),
-        // Token log-probabilities are never returned: asking is refused.
-        (
-            json!({"input": "hi", "include": ["message.output_text.logprobs"]}),
-            "include[0]",
-        ),
-        (json!({"input": "hi", "top_logprobs": 2}), "top_logprobs"),
+        (json!({"input": "hi", "top_logprobs": 21}), "top_logprobs"),
     ] {
         let (status, refused) = post(&server, "/v1/responses", &body).await;
         assert_eq!(status, 400, "{refused}");

@@ -20,6 +20,7 @@
 //!     max_tokens: 16,
 //!     sampling: SamplingParams::greedy(),
 //!     stop_token_ids: engine.stop_token_ids().to_vec(),
+//!     logprobs: None,
 //! };
 //! engine.generate(&request, &mut Print)?;
 //! # Ok::<(), thinkwire_engine::EngineError>(())

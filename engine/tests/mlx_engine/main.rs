@@ -45,6 +45,7 @@ fn request(prompt: Vec<u32>, max_tokens: usize) -> GenerationRequest {
         max_tokens,
         sampling: SamplingParams::greedy(),
         stop_token_ids: vec![],
+        logprobs: None,
     }
 }
 

@@ -124,6 +124,7 @@ pub fn bench(
         max_tokens,
         sampling: sampling.clone(),
         stop_token_ids: stops,
+        logprobs: None,
     };
     // The constrained answer's length sets both runs' length.
     let mut warm = Sink::new(Some(Grammar::new(&vocab, &target)?));

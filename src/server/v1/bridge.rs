@@ -63,6 +63,8 @@ pub struct RunInput {
     tool_choice: Option<(Value, String)>,
     /// `forwardedProps.parallelToolCalls` (`false`: at most one call).
     parallel_tool_calls: Option<bool>,
+    /// `forwardedProps.logprobs`: alternatives per answer token.
+    logprobs: Option<usize>,
     /// AG-UI forwarded-prop names → wire parameter names.
     params: BTreeMap<String, String>,
 }
@@ -210,6 +212,19 @@ impl RunInput {
             .insert("forwardedProps.parallelToolCalls".into(), param.to_owned());
     }
 
+    /// Reports the answer tokens' log-probabilities with `k` alternatives
+    /// each, read from wire parameter `param`.
+    pub fn logprobs(&mut self, k: usize, param: &str) {
+        self.logprobs = Some(k);
+        self.params
+            .insert("forwardedProps.logprobs".into(), param.to_owned());
+    }
+
+    /// Whether the answer tokens' log-probabilities were asked for.
+    pub fn asks_logprobs(&self) -> bool {
+        self.logprobs.is_some()
+    }
+
     /// The seed the client asked for (`forwardedProps.sampling.seed`).
     pub fn seed(&self) -> Option<u64> {
         self.sampling.get("seed").and_then(Value::as_u64)
@@ -233,6 +248,9 @@ impl RunInput {
         }
         if let Some(parallel) = self.parallel_tool_calls {
             props.insert("parallelToolCalls".into(), json!(parallel));
+        }
+        if let Some(k) = self.logprobs {
+            props.insert("logprobs".into(), json!(k));
         }
         RunAgentInput {
             tools: self.tools.clone(),

@@ -6,11 +6,13 @@
 
 use std::collections::VecDeque;
 
+use serde_json::Value;
 use thinkwire_chat::{StopMatcher, StopStep};
 use thinkwire_protocol::{EventKind, Outcome};
 
 use super::carrier;
 use super::error::ApiError;
+use crate::agent::custom;
 use crate::server::run::ActiveRun;
 
 /// Token counts of a finished run.
@@ -57,6 +59,9 @@ pub enum RunStep {
     ReasoningEnd,
     /// Answer text.
     Text(String),
+    /// The log-probabilities of answer tokens, in OpenAI's shape, ahead of
+    /// the text they make (only where the run asked for them).
+    Logprobs(Vec<Value>),
     /// A tool call begins.
     ToolStart {
         /// The call's id.
@@ -211,6 +216,12 @@ fn piece(kind: EventKind) -> Option<RunStep> {
         },
         EventKind::ToolCallArgs(e) => RunStep::ToolArgs(e.delta),
         EventKind::ToolCallEnd(_) => RunStep::ToolEnd,
+        EventKind::Custom(mut e) if e.name == custom::LOGPROBS => {
+            match e.value.get_mut("content").map(Value::take) {
+                Some(Value::Array(entries)) => RunStep::Logprobs(entries),
+                _ => return None,
+            }
+        }
         EventKind::RunFinished(e) => {
             let usage = e
                 .usage
@@ -269,6 +280,8 @@ pub struct Collected {
     pub reasoning: Vec<Reasoning>,
     /// The answer text.
     pub text: String,
+    /// The answer tokens' log-probabilities, where they were asked for.
+    pub logprobs: Vec<Value>,
     /// Tool calls in order.
     pub tool_calls: Vec<ToolCall>,
     /// Token counts.
@@ -301,6 +314,7 @@ pub fn collect(pieces: Vec<RunStep>) -> Result<Collected, ApiError> {
             }
             RunStep::ReasoningEnd => {}
             RunStep::Text(text) => all.text.push_str(&text),
+            RunStep::Logprobs(entries) => all.logprobs.extend(entries),
             RunStep::ToolStart { id, name } => all.tool_calls.push(ToolCall {
                 id,
                 name,

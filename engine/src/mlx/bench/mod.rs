@@ -111,6 +111,7 @@ pub fn measure(
         max_tokens: options.max_tokens,
         sampling: options.sampling.clone(),
         stop_token_ids: Vec::new(),
+        logprobs: None,
     };
     let mut best: Option<BenchReport> = None;
     for run in 0..=options.runs.max(1) {
@@ -250,6 +251,7 @@ pub fn concurrent(
                         ..sampling.clone()
                     },
                     stop_token_ids: Vec::new(),
+                    logprobs: None,
                 };
                 scope.spawn(move || {
                     let mut sink = Timed {

@@ -7,7 +7,9 @@ use std::ops::ControlFlow;
 use std::sync::mpsc::{Receiver, Sender};
 use std::time::Instant;
 
-use crate::{Directive, EngineError, GenerationRequest, GenerationStats, TokenMask, TokenSink};
+use crate::{
+    Directive, EngineError, GenerationRequest, GenerationStats, TokenLogprobs, TokenMask, TokenSink,
+};
 
 /// A sequence's id, unique for the scheduler's lifetime.
 pub(crate) type SeqId = u64;
@@ -17,8 +19,9 @@ pub(crate) type SeqId = u64;
 pub(crate) enum ToRun {
     /// Prefill progress; answered with [`Reply::Prefill`].
     Prefill { done: usize, total: usize },
-    /// A generated token; answered with [`Reply::Token`].
-    Token(u32),
+    /// A generated token, and how likely it was when the request asked;
+    /// answered with [`Reply::Token`].
+    Token(u32, Option<TokenLogprobs>),
     /// Generation ended; nothing follows.
     Done(Result<GenerationStats, EngineError>),
 }
@@ -85,10 +88,13 @@ pub(crate) fn serve_sink(
                 stopped |= flow.is_break();
                 Reply::Prefill(flow)
             }
-            Ok(ToRun::Token(token)) => {
+            Ok(ToRun::Token(token, logprobs)) => {
                 let directive = if stopped {
                     Directive::Stop
                 } else {
+                    if let Some(logprobs) = logprobs {
+                        sink.on_logprobs(logprobs);
+                    }
                     sink.on_token(token)
                 };
                 stopped |= directive == Directive::Stop;

@@ -21,6 +21,7 @@
 mod adjust;
 mod draw;
 mod link;
+mod logprobs;
 mod pace;
 mod pass;
 mod picked;

@@ -28,6 +28,9 @@ pub(crate) struct Picked {
     /// Which pass's picks (`None`: picked on its own), so that rows of the
     /// same picks are known to be so without comparing arrays.
     pass: Option<u64>,
+    /// The logits row (`[1, vocab]`) it was picked from, kept where the
+    /// request reports log-probabilities (`logprobs.rs`).
+    logits: Option<Array>,
 }
 
 impl Picked {
@@ -37,6 +40,7 @@ impl Picked {
             picks: picks.clone(),
             row,
             pass: Some(pass),
+            logits: None,
         }
     }
 
@@ -46,7 +50,21 @@ impl Picked {
             picks: token,
             row: 0,
             pass: None,
+            logits: None,
         }
+    }
+
+    /// The same token, with the logits row it was picked from.
+    pub fn with_logits(self, row: Array) -> Self {
+        Self {
+            logits: Some(row),
+            ..self
+        }
+    }
+
+    /// The logits row it was picked from, where it was kept.
+    pub fn logits(&self) -> Option<&Array> {
+        self.logits.as_ref()
     }
 
     /// The token, where it was picked on its own: not queued with a pass,

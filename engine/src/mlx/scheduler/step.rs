@@ -12,6 +12,7 @@ use std::time::Instant;
 use mlx_rs::Array;
 
 use super::Worker;
+use super::logprobs;
 use super::pass::{Part, Phase};
 use super::picked::{self, Input};
 use super::sequence::{Next, Sequence, Spec};
@@ -46,7 +47,7 @@ impl Worker {
                     continue;
                 }
                 match seq.sample(&logits) {
-                    Ok(token) => seq.deliver(token, None),
+                    Ok((token, logprobs)) => seq.deliver(token, logprobs, None),
                     Err(e) => seq.fail(e),
                 }
             }
@@ -136,7 +137,7 @@ impl Worker {
     ) {
         let tokens: Vec<&picked::Picked> = unread.iter().map(|(_, t)| t).collect();
         let ids = waited(&self.gauges.device_wait_ns, || picked::read(&tokens));
-        for (n, (i, _)) in unread.iter().enumerate() {
+        for (n, (i, picked)) in unread.iter().enumerate() {
             let spec = specs.as_mut().and_then(|out| {
                 let at = out.iter().position(|(s, _)| s == i)?;
                 Some(out.swap_remove(at).1)
@@ -152,8 +153,14 @@ impl Worker {
                     .ok_or_else(|| EngineError::Backend("a token without its id".into())),
                 Err(e) => Err(EngineError::Backend(e.clone())),
             };
-            match id {
-                Ok(id) => seq.deliver(id, spec),
+            // Where the request asked, how likely the token was, from the
+            // logits row kept with its pick (read now: the wait is over).
+            let logprobs = |id: u32| match (seq.logprobs(), picked.logits()) {
+                (Some(k), Some(row)) => logprobs::of_row(row, id, k).map(Some),
+                _ => Ok(None),
+            };
+            match id.and_then(|id| Ok((id, logprobs(id)?))) {
+                Ok((id, logprobs)) => seq.deliver(id, logprobs, spec),
                 Err(e) => seq.fail(e),
             }
         }

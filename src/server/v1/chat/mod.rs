@@ -46,6 +46,7 @@ pub(in crate::server) async fn completions(
                 .unwrap_or_else(|| state.agent.model_id().to_owned()),
             created: unix_now(),
             field: state.config.openai_reasoning_field,
+            logprobs: request.input.asks_logprobs(),
         };
         let choices = request.choices;
         let most = runs_allowed(state);
@@ -145,17 +146,38 @@ struct Reply {
     model: String,
     created: u64,
     field: ReasoningField,
+    /// Whether the answer tokens' log-probabilities were asked for.
+    logprobs: bool,
 }
 
 impl Reply {
     fn chunk(&self, choice: usize, delta: Value, finish: Option<&str>) -> Value {
+        self.chunk_with(choice, delta, Value::Null, finish)
+    }
+
+    fn chunk_with(
+        &self,
+        choice: usize,
+        delta: Value,
+        logprobs: Value,
+        finish: Option<&str>,
+    ) -> Value {
         json!({
             "id": self.id,
             "object": "chat.completion.chunk",
             "created": self.created,
             "model": self.model,
-            "choices": [{"index": choice, "delta": delta, "logprobs": null, "finish_reason": finish}],
+            "choices": [{"index": choice, "delta": delta, "logprobs": logprobs, "finish_reason": finish}],
         })
+    }
+
+    /// A choice's `logprobs`: its tokens' entries where they were asked
+    /// for, else `null`.
+    fn logprobs(&self, entries: Vec<Value>) -> Value {
+        match self.logprobs {
+            true => json!({"content": entries, "refusal": null}),
+            false => Value::Null,
+        }
     }
 
     /// `reasoning` and/or `reasoning_content` set to `text`.
@@ -226,7 +248,8 @@ impl Reply {
         } else {
             "stop"
         };
-        json!({"index": index, "message": message, "logprobs": null, "finish_reason": finish})
+        let logprobs = self.logprobs(all.logprobs.clone());
+        json!({"index": index, "message": message, "logprobs": logprobs, "finish_reason": finish})
     }
 }
 
@@ -258,11 +281,13 @@ enum Mapped {
     Nothing,
 }
 
-/// The streaming state: indexes of reasoning details and tool calls.
+/// The streaming state: indexes of reasoning details and tool calls, and
+/// the log-probabilities of text not yet sent.
 #[derive(Default)]
 struct Stream {
     details: usize,
     calls: usize,
+    logprobs: Vec<Value>,
 }
 
 impl Stream {
@@ -278,7 +303,19 @@ impl Stream {
                 self.details += 1;
                 json!({ "reasoning_details": [detail(index, &id, &carrier)] })
             }
-            RunStep::Text(text) => json!({ "content": text }),
+            RunStep::Text(text) => {
+                let logprobs = reply.logprobs(std::mem::take(&mut self.logprobs));
+                return Mapped::Chunk(reply.chunk_with(
+                    choice,
+                    json!({ "content": text }),
+                    logprobs,
+                    None,
+                ));
+            }
+            RunStep::Logprobs(entries) => {
+                self.logprobs.extend(entries);
+                return Mapped::Nothing;
+            }
             RunStep::ToolStart { id, name } => {
                 let index = self.calls;
                 self.calls += 1;
@@ -293,7 +330,13 @@ impl Stream {
                 usage, tool_calls, ..
             } => {
                 let finish = if tool_calls { "tool_calls" } else { "stop" };
-                return Mapped::Finish(reply.chunk(choice, json!({}), Some(finish)), usage);
+                // Entries whose text never came (a stop sequence's) end here.
+                let logprobs = match self.logprobs.is_empty() {
+                    true => Value::Null,
+                    false => reply.logprobs(std::mem::take(&mut self.logprobs)),
+                };
+                let chunk = reply.chunk_with(choice, json!({}), logprobs, Some(finish));
+                return Mapped::Finish(chunk, usage);
             }
             RunStep::Failed { code, message } => {
                 // Mid-stream failures: the shape OpenAI's SDKs raise from.

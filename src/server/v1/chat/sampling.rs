@@ -1,7 +1,6 @@
 //! Chat completions' sampling parameters: OpenAI's, and the extras vLLM
-//! and llama.cpp's server take, onto `forwardedProps.sampling`. What a run
-//! cannot honour (token log-probabilities) is refused by name rather than
-//! answered without it.
+//! and llama.cpp's server take, onto `forwardedProps.sampling`; and
+//! `logprobs` / `top_logprobs` onto `forwardedProps.logprobs`.
 
 use serde_json::json;
 
@@ -21,8 +20,8 @@ const NUMBERS: [(&str, &str); 6] = [
     ("repetition_penalty", "repetitionPenalty"),
 ];
 
-/// The sampling parameters onto `forwardedProps.sampling`, and those
-/// asking for what no run returns refused by name.
+/// The sampling parameters onto `forwardedProps.sampling`, and the
+/// token log-probabilities asked for onto `forwardedProps.logprobs`.
 pub(super) fn sampling(input: &mut RunInput, root: &At<'_>) -> Result<(), ApiError> {
     for (param, key) in NUMBERS {
         if let Some(v) = root.get(param).f64()? {
@@ -45,7 +44,7 @@ pub(super) fn sampling(input: &mut RunInput, root: &At<'_>) -> Result<(), ApiErr
     if let Some(bias) = root.get("logit_bias").at()? {
         input.sampling("logitBias", bias.value.clone(), "logit_bias");
     }
-    logprobs(root)?;
+    logprobs(input, root)?;
     if let Some(format) = root.get("response_format").value.filter(|v| !v.is_null()) {
         input.response_format(format.clone(), "response_format");
     }
@@ -62,25 +61,28 @@ pub(super) fn sampling(input: &mut RunInput, root: &At<'_>) -> Result<(), ApiErr
     Ok(())
 }
 
-/// Why `logprobs` and `top_logprobs` are refused.
-const NO_LOGPROBS: &str = "is not supported: token log-probabilities are not returned";
-
-/// `logprobs: true` would be answered with `"logprobs": null`: refused;
-/// `false` asks for nothing.
-fn logprobs(root: &At<'_>) -> Result<(), ApiError> {
-    let field = root.get("logprobs");
-    if field.bool()? == Some(true) {
-        return Err(field.invalid(NO_LOGPROBS));
+/// `logprobs: true`, with `top_logprobs` alternatives per token (0 to 20,
+/// as OpenAI allows), onto `forwardedProps.logprobs`; alternatives without
+/// `logprobs: true` are refused, as OpenAI refuses them.
+fn logprobs(input: &mut RunInput, root: &At<'_>) -> Result<(), ApiError> {
+    let asked = root.get("logprobs").bool()?.unwrap_or(false);
+    let top = root.get("top_logprobs");
+    match (asked, top_logprobs(&top)?) {
+        (false, None | Some(0)) => {}
+        (false, Some(_)) => return Err(top.invalid("needs logprobs: true")),
+        (true, None) => input.logprobs(0, "logprobs"),
+        (true, Some(k)) => input.logprobs(k, "top_logprobs"),
     }
-    top_logprobs(&root.get("top_logprobs"))
+    Ok(())
 }
 
-/// `top_logprobs` (chat completions and responses): alternatives per token
-/// are never returned, so any count but 0 is refused.
-pub fn top_logprobs(field: &Field<'_>) -> Result<(), ApiError> {
+/// `top_logprobs`: alternatives per token, 0 to 20.
+pub fn top_logprobs(field: &Field<'_>) -> Result<Option<usize>, ApiError> {
+    let most = thinkwire_engine::MAX_TOP_LOGPROBS;
     match field.u64()? {
-        None | Some(0) => Ok(()),
-        Some(_) => Err(field.invalid(NO_LOGPROBS)),
+        None => Ok(None),
+        Some(k) if k as usize <= most => Ok(Some(k as usize)),
+        Some(_) => Err(field.invalid(format!("must be an integer from 0 to {most}"))),
     }
 }
 
@@ -210,9 +212,8 @@ mod tests {
     }
 
     #[test]
-    fn log_probabilities_are_refused_by_name() {
+    fn log_probabilities_are_asked_for_or_refused_by_name() {
         for (param, value) in [
-            ("logprobs", json!(true)),
             ("top_logprobs", json!(2)),
             ("top_logprobs", json!(-1)),
             ("top_logprobs", json!("2")),
@@ -222,16 +223,31 @@ mod tests {
             assert_eq!(err.param.as_deref(), Some(param), "{value}");
             assert_eq!(err.status, 400);
         }
-        let err = decode(&asking("logprobs", json!(true))).unwrap_err();
-        assert!(err.message.contains("not supported"), "{}", err.message);
-        // Asking for nothing passes.
+        let mut body = asking("logprobs", json!(true));
+        body["top_logprobs"] = json!(21);
+        let err = decode(&body).unwrap_err();
+        assert_eq!(err.param.as_deref(), Some("top_logprobs"));
+        let props = |body: &Value| {
+            let input = decode(body).unwrap().input;
+            input.to_input("run-1", None).forwarded_props.unwrap()
+        };
+        body["top_logprobs"] = json!(5);
+        assert_eq!(props(&body)["logprobs"], json!(5));
+        assert_eq!(
+            props(&asking("logprobs", json!(true)))["logprobs"],
+            json!(0)
+        );
+        // Asking for nothing passes, and asks for nothing.
         for (param, value) in [
             ("logprobs", json!(false)),
             ("logprobs", Value::Null),
             ("top_logprobs", json!(0)),
             ("top_logprobs", Value::Null),
         ] {
-            assert!(decode(&asking(param, value)).is_ok(), "{param}");
+            assert!(
+                props(&asking(param, value)).get("logprobs").is_none(),
+                "{param}"
+            );
         }
     }
 

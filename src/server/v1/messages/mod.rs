@@ -239,6 +239,8 @@ impl Blocks {
                 );
             }
             RunStep::ToolEnd => self.close(&mut out),
+            // Anthropic's API has no place for them, and never asks.
+            RunStep::Logprobs(_) => {}
             RunStep::Finished {
                 usage,
                 tool_calls,

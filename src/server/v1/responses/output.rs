@@ -30,6 +30,8 @@ pub struct Builder {
     sequence: u64,
     usage: Usage,
     failure: Option<(String, String)>,
+    /// Log-probabilities of answer text not yet sent.
+    logprobs: Vec<Value>,
 }
 
 impl Builder {
@@ -51,6 +53,7 @@ impl Builder {
             sequence: 0,
             usage: Usage::default(),
             failure: None,
+            logprobs: Vec::new(),
         }
     }
 
@@ -154,8 +157,13 @@ impl Builder {
             }
             Open::Message => {
                 let part = item["content"][0].clone();
-                self.event(out, "response.output_text.done", json!({"item_id": item_id,
-                    "output_index": index, "content_index": 0, "text": part["text"], "logprobs": []}));
+                self.event(
+                    out,
+                    "response.output_text.done",
+                    json!({"item_id": item_id,
+                    "output_index": index, "content_index": 0, "text": part["text"],
+                    "logprobs": part["logprobs"]}),
+                );
                 self.event(
                     out,
                     "response.content_part.done",
@@ -221,20 +229,22 @@ impl Builder {
                     );
                 }
                 let index = self.index();
-                let text = self.output[index]["content"][0]["text"]
-                    .as_str()
-                    .unwrap_or("")
-                    .to_owned()
-                    + &delta;
-                self.output[index]["content"][0]["text"] = json!(text);
+                let part = &mut self.output[index]["content"][0];
+                let text = part["text"].as_str().unwrap_or("").to_owned() + &delta;
+                part["text"] = json!(text);
+                let logprobs = std::mem::take(&mut self.logprobs);
+                if let Some(all) = part["logprobs"].as_array_mut() {
+                    all.extend(logprobs.iter().cloned());
+                }
                 let item_id = self.item_id();
                 self.event(
                     &mut out,
                     "response.output_text.delta",
                     json!({"item_id": item_id,
-                    "output_index": index, "content_index": 0, "delta": delta, "logprobs": []}),
+                    "output_index": index, "content_index": 0, "delta": delta, "logprobs": logprobs}),
                 );
             }
+            RunStep::Logprobs(entries) => self.logprobs.extend(entries),
             RunStep::ToolStart { id, name } => {
                 let item = json!({"type": "function_call", "id": format!("fc_{id}"), "call_id": id,
                     "name": name, "arguments": "", "status": "in_progress"});

@@ -72,7 +72,7 @@ pub fn decode(body: &Value, agent: &Agent) -> Result<ResponsesRequest, ApiError>
         Some(n) => input.sampling("maxTokens", json!(n), "max_output_tokens"),
         None => {}
     }
-    let include_encrypted = include(&root)?;
+    let include_encrypted = include(&mut input, &root)?;
     let visibility = reasoning(&mut input, &root, agent)?;
     Ok(ResponsesRequest {
         input,
@@ -83,23 +83,26 @@ pub fn decode(body: &Value, agent: &Agent) -> Result<ResponsesRequest, ApiError>
     })
 }
 
-/// Whether `include` asks for reasoning items' `encrypted_content`. Token
-/// log-probabilities (`message.output_text.logprobs`, `top_logprobs`) are
-/// never returned: asked for, they are refused by name rather than left
-/// out of the answer.
-fn include(root: &At<'_>) -> Result<bool, ApiError> {
-    top_logprobs(&root.get("top_logprobs"))?;
+/// Whether `include` asks for reasoning items' `encrypted_content`; and
+/// the answer tokens' log-probabilities onto `forwardedProps.logprobs`,
+/// asked for by `include: ["message.output_text.logprobs"]` or by
+/// `top_logprobs` alternatives (0 to 20) past none.
+fn include(input: &mut RunInput, root: &At<'_>) -> Result<bool, ApiError> {
+    let top = root.get("top_logprobs");
+    let alternatives = top_logprobs(&top)?;
     let mut encrypted = false;
+    let mut logprobs = false;
     for item in root.get("include").array()? {
         match item.str()? {
             Some("reasoning.encrypted_content") => encrypted = true,
-            Some("message.output_text.logprobs") => {
-                return Err(
-                    item.invalid("is not supported: token log-probabilities are not returned")
-                );
-            }
+            Some("message.output_text.logprobs") => logprobs = true,
             _ => {}
         }
+    }
+    match (logprobs, alternatives) {
+        (_, Some(k @ 1..)) => input.logprobs(k, "top_logprobs"),
+        (true, _) => input.logprobs(0, "include"),
+        (false, _) => {}
     }
     Ok(encrypted)
 }
@@ -335,22 +338,31 @@ mod tests {
     }
 
     #[test]
-    fn log_probabilities_are_refused_by_name() {
-        let read = |body: Value| include(&At::root(&body).unwrap());
+    fn log_probabilities_are_asked_for_or_refused_by_name() {
+        let read = |body: Value| {
+            let mut input = RunInput::new();
+            let encrypted = include(&mut input, &At::root(&body).unwrap())?;
+            Ok::<_, ApiError>((encrypted, input.asks_logprobs()))
+        };
         assert_eq!(
             read(json!({"include": ["reasoning.encrypted_content"], "top_logprobs": 0})),
-            Ok(true)
+            Ok((true, false))
         );
         assert_eq!(
             read(json!({"include": [], "top_logprobs": null})),
-            Ok(false)
+            Ok((false, false))
         );
+        assert_eq!(
+            read(json!({"include": ["message.output_text.logprobs"]})),
+            Ok((false, true))
+        );
+        assert_eq!(read(json!({"top_logprobs": 3})), Ok((false, true)));
         for (body, param) in [
             (
-                json!({"include": ["reasoning.encrypted_content", "message.output_text.logprobs"]}),
+                json!({"include": ["message.output_text.logprobs", 3]}),
                 "include[1]",
             ),
-            (json!({"top_logprobs": 3}), "top_logprobs"),
+            (json!({"top_logprobs": 21}), "top_logprobs"),
             (json!({"top_logprobs": "3"}), "top_logprobs"),
         ] {
             let err = read(body.clone()).unwrap_err();

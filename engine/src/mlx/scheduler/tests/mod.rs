@@ -2,6 +2,7 @@
 //! samples and adjusts (`sampling`) and when it hands tokens out
 //! (`reading`).
 
+mod logprobs;
 mod reading;
 mod sampling;
 
@@ -72,6 +73,7 @@ fn request(prompt: Vec<u32>) -> GenerationRequest {
         max_tokens: 2,
         sampling: SamplingParams::greedy(),
         stop_token_ids: Vec::new(),
+        logprobs: None,
     }
 }
 
@@ -200,6 +202,7 @@ fn sampled(prompt: Vec<u32>, seed: Option<u64>) -> GenerationRequest {
         max_tokens: 24,
         sampling,
         stop_token_ids: Vec::new(),
+        logprobs: None,
     }
 }
 

@@ -5,19 +5,20 @@
 //! reasoning message it has open, which a summary reads and the seal
 //! covers.
 
-use std::ops::ControlFlow;
 use std::sync::Arc;
-use std::time::Instant;
 
-use thinkwire_engine::{
-    Directive, EngineError, GenerationRequest, SamplingParams, TokenMask, TokenSink,
-};
+use thinkwire_engine::{EngineError, GenerationRequest, SamplingParams};
 use thinkwire_grammar::Grammar;
 use thinkwire_reasoning::{Chunk, Splitter, StructuredSplitter};
+
+mod sink;
+
+use sink::PassSink;
 
 use super::events::RunEvents;
 pub(super) use super::forward::Forwarded;
 use super::forward::Forwarder;
+use super::logprobs::Reporter;
 use super::model::{Detokenizer, LocalModel};
 use super::output::Disconnected;
 use super::tool_grammar::ToolCalls;
@@ -97,6 +98,8 @@ pub(super) struct Generation<'m> {
     /// read by the splitter as if the model wrote it (a required Harmony
     /// call: `<|end|>`, then the call's header under the grammar).
     close_with: Option<String>,
+    /// The answer tokens' log-probabilities, where the run asked.
+    logprobs: Reporter,
 }
 
 impl<'m> Generation<'m> {
@@ -126,7 +129,16 @@ impl<'m> Generation<'m> {
             one_call: false,
             ended_at_call: false,
             close_with: None,
+            logprobs: Reporter::default(),
         }
+    }
+
+    /// Reports the answer tokens' log-probabilities with `k` alternatives
+    /// each (`forwardedProps.logprobs`; `None`: none).
+    #[must_use]
+    pub fn reporting_logprobs(mut self, k: Option<usize>) -> Self {
+        self.logprobs = Reporter::new(k);
+        self
     }
 
     /// Forces `close` when the reasoning budget is spent, through the
@@ -204,33 +216,16 @@ impl<'m> Generation<'m> {
             prompt,
             sampling: sampling.clone(),
             stop_token_ids: model.stop_token_ids().to_vec(),
+            logprobs: self.logprobs.asked(),
         };
         usage.input += request.prompt.len();
-        let mut sink = PassSink {
-            pass: self,
-            events,
-            held: false,
-            consumed: Vec::new(),
-            gone: false,
-            lifted: false,
-            timing: TokenTiming {
-                metrics: usage.metrics.clone(),
-                requested: Instant::now(),
-                last: None,
-            },
-        };
+        let mut sink = PassSink::new(self, events, usage.metrics.clone());
         let stats = model
             .engine()
             .generate(&request, &mut sink)
             .map_err(Stopped::Engine)?;
         usage.output += stats.generated_tokens;
-        if sink.gone {
-            return Err(Stopped::Gone);
-        }
-        Ok(Step {
-            consumed: sink.consumed,
-            held: sink.held,
-        })
+        sink.step()
     }
 
     /// Ends the pass: what the detokenizer and the splitter still hold, as
@@ -267,7 +262,9 @@ impl<'m> Generation<'m> {
     /// Forwards [`finish`](Self::finish)'s chunks; a held reasoning end
     /// stays open for the caller.
     pub fn forward_tail(&mut self, events: &mut RunEvents<'_>) -> Result<(), Disconnected> {
-        for chunk in self.finish() {
+        let chunks = self.finish();
+        events.logprobs(self.logprobs.tail(&chunks))?;
+        for chunk in chunks {
             self.forward(events, chunk)?;
         }
         Ok(())
@@ -290,188 +287,5 @@ impl<'m> Generation<'m> {
         summary: Option<&str>,
     ) -> Result<(), Disconnected> {
         self.forwarder.close_reasoning(events, summary)
-    }
-}
-
-/// The engine's view of a pass during one `generate` call.
-struct PassSink<'p, 'm, 'e, 'a> {
-    pass: &'p mut Generation<'m>,
-    events: &'e mut RunEvents<'a>,
-    held: bool,
-    consumed: Vec<u32>,
-    gone: bool,
-    /// The grammar refused a token: no more masks.
-    lifted: bool,
-    timing: TokenTiming,
-}
-
-/// When a generation's tokens arrive, for the metrics: the first after the
-/// request (queueing included), each next after the previous.
-struct TokenTiming {
-    metrics: Option<Arc<Metrics>>,
-    requested: Instant,
-    last: Option<Instant>,
-}
-
-impl TokenTiming {
-    fn token(&mut self) {
-        let now = Instant::now();
-        if let Some(m) = &self.metrics {
-            match self.last {
-                None => m.first_token(now - self.requested),
-                Some(last) => m.next_token(now - last),
-            }
-        }
-        self.last = Some(now);
-    }
-}
-
-impl PassSink<'_, '_, '_, '_> {
-    /// Commits tokens to the grammar; one it refuses (the mask prevents
-    /// that for sampled tokens, so: a forced marker it did not expect)
-    /// lifts the constraint, which then reports the output incomplete.
-    fn commit(&mut self, ids: &[u32]) {
-        let Some(grammar) = &mut self.pass.grammar else {
-            return;
-        };
-        for &id in ids {
-            if let Err(err) = grammar.commit(id) {
-                tracing::warn!(error = %err, "the output left its grammar; constraint lifted");
-                self.lifted = true;
-                return;
-            }
-        }
-    }
-
-    /// Forwards `chunks`; `false` when the client is gone.
-    fn forward(&mut self, chunks: Vec<Chunk>) -> bool {
-        for chunk in chunks {
-            match self.pass.forward(self.events, chunk) {
-                Ok(Forwarded::Held) => self.held = true,
-                Ok(Forwarded::Sent) => {}
-                Err(Disconnected) => {
-                    self.gone = true;
-                    return false;
-                }
-            }
-        }
-        true
-    }
-}
-
-impl TokenSink for PassSink<'_, '_, '_, '_> {
-    fn on_token(&mut self, id: u32) -> Directive {
-        self.timing.token();
-        if self.events.output().should_stop() {
-            return Directive::Stop;
-        }
-        self.consumed.push(id);
-        self.commit(&[id]);
-        let piece = self.pass.detok.push(id);
-        let splitter = match &mut self.pass.route {
-            Route::Split(splitter) => splitter,
-            Route::Collect(text) => {
-                text.push_str(&piece);
-                return Directive::Continue;
-            }
-            Route::Structured(splitter, reasoning) => {
-                let chunks = splitter.push(&piece);
-                *reasoning += usize::from(splitter.in_reasoning());
-                return if !self.forward(chunks) || self.held {
-                    Directive::Stop
-                } else {
-                    Directive::Continue
-                };
-            }
-        };
-        let chunks = splitter.push_token(id, &piece);
-        let in_call = splitter.in_tool_call();
-        if let Some(tools) = &mut self.pass.tools {
-            tools.token(id, &piece, in_call, &chunks);
-        }
-        let call_ended = chunks.iter().any(|c| matches!(c, Chunk::ToolCallEnd(_)));
-        if !self.forward(chunks) || self.held {
-            return Directive::Stop;
-        }
-        if call_ended && self.pass.one_call {
-            // A grammar lifted earlier still reports the answer incomplete.
-            self.pass.ended_at_call = !self.lifted;
-            return Directive::Stop;
-        }
-        let Route::Split(splitter) = &mut self.pass.route else {
-            return Directive::Continue;
-        };
-        if !splitter.budget_exhausted() {
-            return Directive::Continue;
-        }
-        let forced = match self.pass.close_with.clone() {
-            Some(close) => {
-                let forced = self.pass.model.encode(&close).unwrap_or_default();
-                let mut chunks = Vec::new();
-                for &id in &forced {
-                    let piece = self.pass.detok.push(id);
-                    if let Route::Split(splitter) = &mut self.pass.route {
-                        chunks.extend(splitter.push_token(id, &piece));
-                    }
-                }
-                if !self.forward(chunks) {
-                    return Directive::Stop;
-                }
-                forced
-            }
-            None => {
-                let Some(marker) = splitter.close_reasoning_now() else {
-                    return Directive::Continue;
-                };
-                let chunks = splitter.take_pending();
-                if !self.forward(chunks) {
-                    return Directive::Stop;
-                }
-                self.pass.model.encode(&marker).unwrap_or_default()
-            }
-        };
-        // The marker is part of what the model consumed either way: when
-        // summary visibility stops here, the resumed generation must start
-        // after it, or the model would go on reasoning into what the client
-        // is shown as the answer.
-        self.consumed.extend_from_slice(&forced);
-        self.commit(&forced);
-        if self.held {
-            Directive::Stop
-        } else if forced.is_empty() {
-            Directive::Continue
-        } else {
-            Directive::Force(forced)
-        }
-    }
-
-    fn constrains_next(&self) -> bool {
-        let answer = self.pass.grammar.is_some() && !self.lifted;
-        answer || self.pass.tools.as_ref().is_some_and(ToolCalls::in_call)
-    }
-
-    fn next_mask(&mut self) -> Option<TokenMask> {
-        if self.pass.grammar.is_none()
-            && let Some(tools) = &mut self.pass.tools
-        {
-            return tools.mask().map(TokenMask::from_words);
-        }
-        let grammar = self.pass.grammar.as_mut()?;
-        match grammar.mask() {
-            Ok(words) => Some(TokenMask::from_words(words)),
-            Err(err) => {
-                tracing::warn!(error = %err, "no mask from the grammar; constraint lifted");
-                self.lifted = true;
-                None
-            }
-        }
-    }
-
-    fn on_prefill(&mut self, _done: usize, _total: usize) -> ControlFlow<()> {
-        if self.events.output().should_stop() {
-            ControlFlow::Break(())
-        } else {
-            ControlFlow::Continue(())
-        }
     }
 }

@@ -3,6 +3,8 @@
 //! through [`Next`]; everything that decides a token's fate (stop ids, the
 //! token budget, the context, the run's directive) is here, per sequence.
 
+mod directive;
+
 use std::sync::mpsc::Sender;
 use std::time::{Duration, Instant};
 
@@ -11,11 +13,12 @@ use mlx_rs::Array;
 use super::adjust::{Adjust, AdjustRow, Seen};
 use super::draw::Draw;
 use super::link::{SeqId, Submission, ToRun};
+use super::logprobs;
 use super::picked::{self, Picked};
 use super::sampler::Sampler;
 use crate::mlx::error::mlx_err;
 use crate::mlx::model::KvCache;
-use crate::{Directive, EngineError, Finish, GenerationRequest, GenerationStats, TokenMask};
+use crate::{EngineError, Finish, GenerationRequest, GenerationStats, TokenLogprobs, TokenMask};
 
 /// What the sequence gives the model next.
 pub(crate) enum Next {
@@ -194,7 +197,14 @@ impl Sequence {
         let err = mlx_err("choosing a token");
         Some(match (&self.picker, &self.constraint) {
             (Picker::Greedy | Picker::Drawn(_), Constraint::Free) => {
-                Ok(Spec::Pick(Picked::row_of(picks, pass, row)))
+                let pick = Picked::row_of(picks, pass, row);
+                match self.request.logprobs {
+                    None => Ok(Spec::Pick(pick)),
+                    Some(_) => logits
+                        .try_index(row..row + 1)
+                        .map(|row| Spec::Pick(pick.with_logits(row)))
+                        .map_err(err),
+                }
             }
             (Picker::Greedy | Picker::Drawn(_), _) => logits
                 .try_index(row..row + 1)
@@ -256,7 +266,17 @@ impl Sequence {
             Picker::Drawn(d) => Some((*d, self.offset())),
             Picker::Greedy | Picker::Sampled => None,
         };
-        picked::pick(logits, mask, draw)
+        let pick = picked::pick(logits, mask, draw)?;
+        Ok(match self.request.logprobs {
+            Some(_) => pick.with_logits(logits.clone()),
+            None => pick,
+        })
+    }
+
+    /// How many alternatives to report with each token's log-probability
+    /// (`None`: none).
+    pub fn logprobs(&self) -> Option<usize> {
+        self.request.logprobs
     }
 
     /// The run's mask for the next token (`None`: free after all).
@@ -331,8 +351,9 @@ impl Sequence {
     }
 
     /// Samples from logits (reading them waits for their step), under
-    /// the mask when the token is constrained.
-    pub fn sample(&mut self, logits: &Array) -> Result<u32, EngineError> {
+    /// the mask when the token is constrained; with the token's
+    /// log-probabilities when the request asked.
+    pub fn sample(&mut self, logits: &Array) -> Result<(u32, Option<TokenLogprobs>), EngineError> {
         let mask = match &self.constraint {
             Constraint::Free => None,
             Constraint::Ready(mask) => Some(mask),
@@ -344,14 +365,18 @@ impl Sequence {
         let v = logits
             .try_as_slice::<f32>()
             .map_err(|e| EngineError::Backend(format!("reading logits: {e}")))?;
-        self.sampler.sample(v, mask).ok_or_else(|| {
+        let token = self.sampler.sample(v, mask).ok_or_else(|| {
             EngineError::InvalidRequest("the output constraint allows no token".into())
-        })
+        })?;
+        let logprobs = (self.request.logprobs)
+            .map(|k| logprobs::of_scores(v, token, k))
+            .transpose()?;
+        Ok((token, logprobs))
     }
 
-    /// Hands a generated token to the run; `spec` is the step already
-    /// queued on it, if any.
-    pub fn deliver(&mut self, token: u32, spec: Option<Spec>) {
+    /// Hands a generated token to the run, with how likely it was when
+    /// the request asked; `spec` is the step already queued on it, if any.
+    pub fn deliver(&mut self, token: u32, logprobs: Option<TokenLogprobs>, spec: Option<Spec>) {
         let now = Instant::now();
         if self.first_token.is_none() {
             self.first_token = Some(now);
@@ -364,74 +389,11 @@ impl Sequence {
             return;
         }
         self.stats.generated_tokens += 1;
-        if self.to_run.send(ToRun::Token(token)).is_err() {
+        if self.to_run.send(ToRun::Token(token, logprobs)).is_err() {
             self.finish(Finish::Cancelled);
             return;
         }
         self.next = Next::Awaiting { spec };
-    }
-
-    /// The run's directive on the last token, and whether the next one is
-    /// constrained.
-    pub fn directed(&mut self, directive: Directive, constrained: bool) {
-        if !matches!(self.next, Next::Awaiting { .. }) {
-            // An answer to a sequence that is not waiting: it already ended.
-            return;
-        }
-        let Next::Awaiting { spec } = std::mem::replace(&mut self.next, Next::Feed(Vec::new()))
-        else {
-            return;
-        };
-        self.laggard = false;
-        self.constraint = if constrained {
-            Constraint::Waiting
-        } else {
-            Constraint::Free
-        };
-        let forced = match directive {
-            Directive::Stop => return self.finish(Finish::Cancelled),
-            Directive::Continue => None,
-            Directive::Force(tokens) => Some(tokens).filter(|t| !t.is_empty()),
-        };
-        if self.budget == 0 {
-            return self.finish(Finish::Length);
-        }
-        // A step queued on a pick made without the mask is dropped like one
-        // before forced tokens: the token is fed again and its logits
-        // sampled under the mask.
-        let forced = match (forced, &spec) {
-            (None, Some(Spec::Pick(_))) if constrained => Some(Vec::new()),
-            (forced, _) => forced,
-        };
-        let Some(forced) = forced else {
-            self.next = match spec {
-                Some(Spec::Pick(pick)) => Next::Unread(pick),
-                Some(Spec::Logits(logits)) if constrained => Next::Masked(logits),
-                Some(Spec::Logits(logits)) => match self.pick_from(&logits, None) {
-                    Ok(pick) => Next::Unread(pick),
-                    Err(e) => return self.fail(e),
-                },
-                None if self.offset() >= self.context => return self.finish(Finish::Length),
-                None => Next::Feed(self.history[self.history.len() - 1..].to_vec()),
-            };
-            return;
-        };
-        // Drop the queued step and feed the forced tokens after the token
-        // just read, as if the model had generated them.
-        let consumed_at = self.history.len() - 1;
-        for c in &mut self.caches {
-            c.truncate(consumed_at as i32);
-        }
-        let take = forced.len().min(self.budget);
-        if consumed_at + 1 + take > self.context {
-            return self.finish(Finish::Length);
-        }
-        self.history.extend_from_slice(&forced[..take]);
-        self.budget -= take;
-        if self.budget == 0 {
-            return self.finish(Finish::Length);
-        }
-        self.next = Next::Feed(self.history[consumed_at..].to_vec());
     }
 
     /// The run stopped it during prefill.
