@@ -130,6 +130,10 @@ pub struct GenerationStats {
     pub finish: Finish,
     /// Prompt tokens processed.
     pub prompt_tokens: usize,
+    /// Of those, the tokens whose attention cache was reused rather than
+    /// computed: from the prefix cache, or from a running sequence whose
+    /// prompt starts the same way.
+    pub cached_prompt_tokens: usize,
     /// Tokens handed to the sink.
     pub generated_tokens: usize,
     /// Wall time from start to the first generated token's availability.

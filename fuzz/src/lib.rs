@@ -83,6 +83,7 @@ impl Engine for ReplayEngine {
         Ok(GenerationStats {
             finish,
             prompt_tokens: request.prompt.len(),
+            cached_prompt_tokens: 0,
             generated_tokens: handed,
             prefill_time: Duration::ZERO,
             decode_time: Duration::ZERO,

@@ -87,4 +87,17 @@ impl Vocabulary {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+
+    /// The bytes token `id` stands for, from whatever decoder the
+    /// tokenizer has (SentencePiece's `▁` a space and `<0xNN>` its byte);
+    /// a special token's are its text. `None` for an id it does not know.
+    #[must_use]
+    pub fn token_bytes(&self, id: u32) -> Option<&[u8]> {
+        let bytes = self.factory.tok_env().tok_trie().token(id);
+        match bytes.split_first() {
+            None => None,
+            Some((&TokTrie::SPECIAL_TOKEN_MARKER, text)) => Some(text),
+            Some(_) => Some(bytes),
+        }
+    }
 }

@@ -492,3 +492,20 @@ fn a_required_harmony_call_is_a_commentary_message_to_an_offered_tool() {
     };
     assert!(Grammar::new(v, &none).is_err());
 }
+
+/// A SentencePiece vocabulary's tokens as bytes: `▁` is a space, a byte
+/// token its byte, a special token its text.
+#[test]
+fn sentencepiece_tokens_are_their_bytes() {
+    let t = Tokenizer::from_file(require(
+        assets::home().join("tokenizers/mistral-7b-v0.1/tokenizer.json"),
+    ))
+    .expect("Mistral tokenizer loads");
+    let eos = t.token_to_id("</s>").expect("</s>");
+    let v = Vocabulary::new(&t, &[eos]).expect("vocabulary");
+    let bytes = |piece: &str| v.token_bytes(t.token_to_id(piece).expect(piece));
+    assert_eq!(bytes("\u{2581}Paris"), Some(&b" Paris"[..]));
+    assert_eq!(bytes("<0xF0>"), Some(&[0xF0][..]));
+    assert_eq!(bytes("</s>"), Some(&b"</s>"[..]));
+    assert_eq!(v.token_bytes(u32::MAX), None);
+}

@@ -167,6 +167,7 @@ impl Execution<'_, '_> {
             run_id = %run.run_id,
             outcome,
             input_tokens = usage.input,
+            cached_input_tokens = usage.cached,
             output_tokens = usage.output,
             reasoning_tokens = usage.reasoning,
             elapsed_ms = started.elapsed().as_millis() as u64,
@@ -185,6 +186,7 @@ impl Execution<'_, '_> {
                     output_tokens: Some(usage.output as u64),
                     total_tokens: Some((usage.input + usage.output) as u64),
                     reasoning_tokens: Some(usage.reasoning as u64),
+                    cached_input_tokens: Some(usage.cached as u64),
                     ..TokenUsage::default()
                 };
                 let cancelled = self.events.output().cancel_requested();

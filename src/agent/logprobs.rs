@@ -85,7 +85,7 @@ impl Reporter {
         if let Some(shown) = text_len(chunks) {
             let mut released = std::mem::take(&mut self.held);
             released.push(entry);
-            covering(&mut released, shown);
+            covering(&mut released, shown, true);
             return released;
         }
         if chunks.is_empty() && in_answer {
@@ -98,10 +98,12 @@ impl Reporter {
 
     /// The entries the pass's last chunks release (text held to its end).
     pub fn tail(&mut self, chunks: &[Chunk]) -> Vec<Value> {
+        let mut released = std::mem::take(&mut self.held);
         match text_len(chunks) {
-            Some(_) => std::mem::take(&mut self.held),
-            None => Vec::new(),
+            Some(shown) => covering(&mut released, shown, false),
+            None => released.clear(),
         }
+        released
     }
 }
 
@@ -114,13 +116,15 @@ fn text_len(chunks: &[Chunk]) -> Option<usize> {
     texts.reduce(|a, b| a + b)
 }
 
-/// Drops the first of `entries` (all but the last, whose token made the
-/// text) while the rest still span `shown` bytes: tokens the splitter
-/// dropped (the whitespace after a reasoning block) make no answer text.
-fn covering(entries: &mut Vec<Value>, shown: usize) {
+/// Drops the first of `entries` while the rest still span `shown` bytes:
+/// tokens the splitter dropped (the whitespace after a reasoning block)
+/// make no answer text. With `keep_last` the last stays whatever it spans
+/// (its token made the text, with a marker's bytes perhaps).
+fn covering(entries: &mut Vec<Value>, shown: usize, keep_last: bool) {
     let mut spanned: usize = entries.iter().map(byte_len).sum();
     let mut dropped = 0;
-    for entry in &entries[..entries.len().saturating_sub(1)] {
+    let droppable = entries.len() - usize::from(keep_last && !entries.is_empty());
+    for entry in &entries[..droppable] {
         let rest = spanned - byte_len(entry);
         if rest < shown {
             break;
@@ -194,15 +198,19 @@ mod tests {
         };
         // "\n\n" after `</think>` is dropped; "It" is the text.
         let mut released = entries(&["\n\n", "It"]);
-        covering(&mut released, 2);
+        covering(&mut released, 2, true);
         assert_eq!(spelled(&released), ["It"]);
         // A held marker's start that became text stays.
         let mut released = entries(&["<", "b>"]);
-        covering(&mut released, 3);
+        covering(&mut released, 3, true);
         assert_eq!(spelled(&released), ["<", "b>"]);
         // The last token stays though its text is partly a marker's.
         let mut released = entries(&["\n", "</think>Hi"]);
-        covering(&mut released, 2);
+        covering(&mut released, 2, true);
         assert_eq!(spelled(&released), ["</think>Hi"]);
+        // At the end, held whitespace before a flushed marker start goes.
+        let mut released = entries(&["\n\n", "<"]);
+        covering(&mut released, 1, false);
+        assert_eq!(spelled(&released), ["<"]);
     }
 }

@@ -194,13 +194,21 @@ impl LocalModel {
         Ok(self.chat.tokenizer.decode(ids, false)?)
     }
 
-    /// One token's text and bytes: a byte-level tokenizer's own bytes (the
-    /// text then marks what is not whole UTF-8 with U+FFFD), else those of
-    /// its decoded text. What cannot be decoded is empty.
+    /// One token's text and bytes (the text marks what is not whole UTF-8
+    /// with U+FFFD): a byte-level tokenizer's own bytes; for any other
+    /// decoder (SentencePiece's `▁` and `<0xNN>` pieces), the bytes the
+    /// grammar engine's vocabulary reads from it (built on first use);
+    /// without that, those of its decoded text. What is unknown is empty.
     pub fn token_piece(&self, id: u32) -> (String, Vec<u8>) {
         let tokenizer = &self.chat.tokenizer;
-        match tokenizer.token_bytes(id).filter(|b| !b.is_empty()) {
-            Some(bytes) => (String::from_utf8_lossy(bytes).into_owned(), bytes.to_vec()),
+        let bytes = match tokenizer.token_bytes(id).filter(|b| !b.is_empty()) {
+            Some(bytes) => Some(bytes.to_vec()),
+            None => (self.grammar_vocabulary().ok())
+                .and_then(|v| v.token_bytes(id))
+                .map(<[u8]>::to_vec),
+        };
+        match bytes {
+            Some(bytes) => (String::from_utf8_lossy(&bytes).into_owned(), bytes),
             None => {
                 let text = tokenizer.decode(&[id], false).unwrap_or_default();
                 let bytes = text.as_bytes().to_vec();

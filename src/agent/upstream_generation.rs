@@ -78,6 +78,7 @@ impl Execution<'_, '_> {
             self.usage.input += usage.input as usize;
             self.usage.output += usage.output as usize;
             self.usage.reasoning += usage.reasoning.unwrap_or(0) as usize;
+            self.usage.cached += usage.cached as usize;
         }
         Ok(())
     }

@@ -230,10 +230,14 @@ impl StreamParser {
         let mut out = Vec::new();
         match event.get("type").and_then(Value::as_str).unwrap_or("") {
             "message_start" => {
+                // Anthropic's `input_tokens` leaves out the cache's
+                // reads and writes; ours is the whole prompt.
                 let usage = &event["message"]["usage"];
+                let cached = usage["cache_read_input_tokens"].as_u64().unwrap_or(0);
                 self.usage.input = usage["input_tokens"].as_u64().unwrap_or(0)
-                    + usage["cache_read_input_tokens"].as_u64().unwrap_or(0)
+                    + cached
                     + usage["cache_creation_input_tokens"].as_u64().unwrap_or(0);
+                self.usage.cached = cached;
             }
             "content_block_start" => {
                 let block = &event["content_block"];

@@ -266,6 +266,9 @@ impl StreamParser {
                         input: usage["input_tokens"].as_u64().unwrap_or(0),
                         output: usage["output_tokens"].as_u64().unwrap_or(0),
                         reasoning: usage["output_tokens_details"]["reasoning_tokens"].as_u64(),
+                        cached: usage["input_tokens_details"]["cached_tokens"]
+                            .as_u64()
+                            .unwrap_or(0),
                     });
                 }
                 out.extend(self.close_all(kind == "response.incomplete"));

@@ -249,6 +249,7 @@ impl Engine for ScriptedEngine {
         Ok(GenerationStats {
             finish,
             prompt_tokens: request.prompt.len(),
+            cached_prompt_tokens: 0,
             generated_tokens: handed,
             prefill_time,
             decode_time: started.elapsed().saturating_sub(prefill_time),

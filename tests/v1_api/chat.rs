@@ -205,6 +205,37 @@ async fn stop_sequences_end_the_answer_on_both_apis() {
         .collect();
     assert_eq!(streamed, "It is 18 ");
     assert!(body.ends_with("data: [DONE]\n\n"));
+    // With log-probabilities, the stop sequence spanning two tokens (" °",
+    // "C") still ends the answer; the entries list the tokens that wrote it.
+    let response = reqwest::Client::new()
+        .post(server.url("/v1/chat/completions"))
+        .json(&json!({"messages": user, "stop": "°C", "stream": true, "logprobs": true}))
+        .send()
+        .await
+        .unwrap();
+    let (mut streamed, mut spelled) = (String::new(), Vec::new());
+    for chunk in (response.text().await.unwrap().lines())
+        .filter_map(|l| l.strip_prefix("data: "))
+        .filter(|d| *d != "[DONE]")
+    {
+        let choice = &serde_json::from_str::<Value>(chunk).unwrap()["choices"][0];
+        streamed.push_str(choice["delta"]["content"].as_str().unwrap_or_default());
+        for entry in choice["logprobs"]["content"]
+            .as_array()
+            .into_iter()
+            .flatten()
+        {
+            spelled.extend(
+                entry["bytes"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|b| b.as_u64().unwrap() as u8),
+            );
+        }
+    }
+    assert_eq!(streamed, "It is 18 ");
+    assert_eq!(String::from_utf8(spelled).unwrap(), "It is 18 °C");
     let (status, message) = post(
         &server,
         "/v1/messages",
@@ -223,7 +254,7 @@ async fn stop_sequences_end_the_answer_on_both_apis() {
     .await;
     assert_eq!(status, 400);
     assert_eq!(refused["error"]["param"], "stop[0]");
-    assert_eq!(observed.prompts.lock().unwrap().len(), 3);
+    assert_eq!(observed.prompts.lock().unwrap().len(), 4);
     server.shutdown().await;
 }
 

@@ -16,18 +16,22 @@ fn prefix_cache_reuses_a_common_prefix_and_changes_no_token() {
     .unwrap();
     let fresh = load("tiny-qwen3", 4);
     let mut first = Script::default();
-    run(&cached, &request(PROMPT.to_vec(), 6), &mut first);
+    let stats = run(&cached, &request(PROMPT.to_vec(), 6), &mut first);
+    assert_eq!(stats.cached_prompt_tokens, 0);
     // A follow-up turn: the first prompt, its answer, then something new.
     let mut follow = PROMPT.to_vec();
     follow.extend(&first.tokens);
     follow.extend([44, 45, 46, 47, 48, 49]);
     let (mut a, mut b) = (Script::default(), Script::default());
-    run(&cached, &request(follow.clone(), 8), &mut a);
-    run(&fresh, &request(follow.clone(), 8), &mut b);
+    let reused = run(&cached, &request(follow.clone(), 8), &mut a);
+    let computed = run(&fresh, &request(follow.clone(), 8), &mut b);
     assert_eq!(a.tokens, b.tokens);
-    // Only the new part was prefilled: progress starts past the old prompt.
+    // Only the new part was prefilled: progress starts past the old prompt,
+    // and the stats count what was reused.
     assert!(a.prefill[0].0 > PROMPT.len(), "{:?}", a.prefill);
     assert_eq!(b.prefill[0].0, 4);
+    assert_eq!(reused.cached_prompt_tokens, a.prefill[0].0 - 4);
+    assert_eq!(computed.cached_prompt_tokens, 0);
     // A prompt that parts early from the kept one, and the same prompt
     // again (all but its last token reused): still the fresh tokens.
     let mut other = PROMPT[..3].to_vec();

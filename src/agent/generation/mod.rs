@@ -29,6 +29,8 @@ use crate::metrics::Metrics;
 #[derive(Debug, Default)]
 pub(super) struct Usage {
     pub input: usize,
+    /// Of `input`, the prompt tokens whose cache was reused.
+    pub cached: usize,
     pub output: usize,
     pub reasoning: usize,
     pub metrics: Option<Arc<Metrics>>,
@@ -225,6 +227,7 @@ impl<'m> Generation<'m> {
             .generate(&request, &mut sink)
             .map_err(Stopped::Engine)?;
         usage.output += stats.generated_tokens;
+        usage.cached += stats.cached_prompt_tokens;
         sink.step()
     }
 
@@ -263,8 +266,9 @@ impl<'m> Generation<'m> {
     /// stays open for the caller.
     pub fn forward_tail(&mut self, events: &mut RunEvents<'_>) -> Result<(), Disconnected> {
         let chunks = self.finish();
-        events.logprobs(self.logprobs.tail(&chunks))?;
+        let mut reports = self.logprobs.tail(&chunks);
         for chunk in chunks {
+            report_before(events, &chunk, &mut reports)?;
             self.forward(events, chunk)?;
         }
         Ok(())
@@ -288,4 +292,18 @@ impl<'m> Generation<'m> {
     ) -> Result<(), Disconnected> {
         self.forwarder.close_reasoning(events, summary)
     }
+}
+
+/// Sends `reports` (log-probability entries of the answer text among a
+/// token's chunks) just ahead of the first of them that is answer text:
+/// after whatever closes the reasoning, inside the assistant message.
+fn report_before(
+    events: &mut RunEvents<'_>,
+    chunk: &Chunk,
+    reports: &mut Vec<serde_json::Value>,
+) -> Result<(), Disconnected> {
+    if matches!(chunk, Chunk::Text(_)) && !reports.is_empty() {
+        events.logprobs(std::mem::take(reports))?;
+    }
+    Ok(())
 }

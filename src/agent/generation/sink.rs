@@ -10,7 +10,7 @@ use std::time::Instant;
 use thinkwire_engine::{Directive, TokenLogprobs, TokenMask, TokenSink};
 use thinkwire_reasoning::Chunk;
 
-use super::{Forwarded, Generation, Route, Step, Stopped};
+use super::{Forwarded, Generation, Route, Step, Stopped, report_before};
 use crate::agent::events::RunEvents;
 use crate::agent::output::Disconnected;
 use crate::agent::tool_grammar::ToolCalls;
@@ -99,16 +99,15 @@ impl<'p, 'm, 'e, 'a> PassSink<'p, 'm, 'e, 'a> {
         }
     }
 
-    /// Sends log-probability entries; `false` when the client is gone.
-    fn report(&mut self, entries: Vec<serde_json::Value>) -> bool {
-        let sent = self.events.logprobs(entries).is_ok();
-        self.gone |= !sent;
-        sent
-    }
-
-    /// Forwards `chunks`; `false` when the client is gone.
-    fn forward(&mut self, chunks: Vec<Chunk>) -> bool {
+    /// Forwards `chunks`, the log-probability entries `reports` of the
+    /// answer text among them ahead of that text; `false` when the client
+    /// is gone.
+    fn forward(&mut self, chunks: Vec<Chunk>, mut reports: Vec<serde_json::Value>) -> bool {
         for chunk in chunks {
+            if report_before(self.events, &chunk, &mut reports).is_err() {
+                self.gone = true;
+                return false;
+            }
             match self.pass.forward(self.events, chunk) {
                 Ok(Forwarded::Held) => self.held = true,
                 Ok(Forwarded::Sent) => {}
@@ -150,7 +149,7 @@ impl TokenSink for PassSink<'_, '_, '_, '_> {
                     .pass
                     .logprobs
                     .token(self.pass.model, id, &chunks, false);
-                return if !self.report(reports) || !self.forward(chunks) || self.held {
+                return if !self.forward(chunks, reports) || self.held {
                     Directive::Stop
                 } else {
                     Directive::Continue
@@ -165,7 +164,7 @@ impl TokenSink for PassSink<'_, '_, '_, '_> {
         }
         let call_ended = chunks.iter().any(|c| matches!(c, Chunk::ToolCallEnd(_)));
         let reports = (self.pass.logprobs).token(self.pass.model, id, &chunks, in_answer);
-        if !self.report(reports) || !self.forward(chunks) || self.held {
+        if !self.forward(chunks, reports) || self.held {
             return Directive::Stop;
         }
         if call_ended && self.pass.one_call {
@@ -189,7 +188,7 @@ impl TokenSink for PassSink<'_, '_, '_, '_> {
                         chunks.extend(splitter.push_token(id, &piece));
                     }
                 }
-                if !self.forward(chunks) {
+                if !self.forward(chunks, Vec::new()) {
                     return Directive::Stop;
                 }
                 forced
@@ -199,7 +198,7 @@ impl TokenSink for PassSink<'_, '_, '_, '_> {
                     return Directive::Continue;
                 };
                 let chunks = splitter.take_pending();
-                if !self.forward(chunks) {
+                if !self.forward(chunks, Vec::new()) {
                     return Directive::Stop;
                 }
                 self.pass.model.encode(&marker).unwrap_or_default()

@@ -20,6 +20,8 @@ use crate::server::run::ActiveRun;
 pub struct Usage {
     /// Prompt tokens.
     pub input: u64,
+    /// Of those, the tokens whose cache was reused rather than computed.
+    pub cached: u64,
     /// Generated tokens, reasoning included.
     pub output: u64,
     /// Generated tokens spent reasoning.
@@ -28,10 +30,13 @@ pub struct Usage {
 
 impl Usage {
     /// This usage and that of another choice of the same request: the
-    /// prompt, which both read, counted once.
+    /// prompt, which both read, counted once, and cached only as far as
+    /// both found it cached (the choices that reused another's prompt do
+    /// not make it cached).
     pub fn with_choice(self, other: Usage) -> Usage {
         Usage {
             input: self.input.max(other.input),
+            cached: self.cached.min(other.cached),
             output: self.output + other.output,
             reasoning: self.reasoning + other.reasoning,
         }
@@ -144,6 +149,11 @@ impl RunPieces {
                 }
                 return RunStep::Text(shown);
             }
+            // Entries go ahead of their text and leave what the matcher
+            // holds held: a stop sequence may span the tokens they are of.
+            if matches!(piece, RunStep::Logprobs(_)) && self.matched.is_none() {
+                return piece;
+            }
             if self.matched.is_some() && !piece.is_last() {
                 continue;
             }
@@ -229,6 +239,7 @@ fn piece(kind: EventKind) -> Option<RunStep> {
                 .and_then(|u| u.first())
                 .map(|u| Usage {
                     input: u.input_tokens.unwrap_or(0),
+                    cached: u.cached_input_tokens.unwrap_or(0),
                     output: u.output_tokens.unwrap_or(0),
                     reasoning: u.reasoning_tokens.unwrap_or(0),
                 })

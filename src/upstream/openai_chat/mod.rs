@@ -122,6 +122,8 @@ pub struct UpstreamUsage {
     pub output: u64,
     /// Reasoning tokens, where the upstream counts them.
     pub reasoning: Option<u64>,
+    /// Of the prompt tokens, those the upstream served from its cache.
+    pub cached: u64,
 }
 
 /// A tool call whose streamed arguments are complete: `{}` when there were

@@ -212,5 +212,11 @@ fn read_usage(usage: &Value) -> UpstreamUsage {
                 .get("completion_tokens_details")
                 .and_then(|d| d.get("reasoning_tokens")),
         ),
+        cached: count(
+            usage
+                .get("prompt_tokens_details")
+                .and_then(|d| d.get("cached_tokens")),
+        )
+        .unwrap_or(0),
     }
 }

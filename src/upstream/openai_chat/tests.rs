@@ -147,14 +147,15 @@ fn cut_off_arguments_are_truncated_and_errors_name_no_text() {
 #[test]
 fn usage_is_read_and_the_request_carries_replayed_reasoning() {
     let mut p = parser();
-    p.push(r#"{"choices": [], "usage": {"prompt_tokens": 7, "completion_tokens": 5, "completion_tokens_details": {"reasoning_tokens": 3}}}"#)
+    p.push(r#"{"choices": [], "usage": {"prompt_tokens": 7, "completion_tokens": 5, "completion_tokens_details": {"reasoning_tokens": 3}, "prompt_tokens_details": {"cached_tokens": 4}}}"#)
         .unwrap();
     assert_eq!(
         p.usage(),
         Some(UpstreamUsage {
             input: 7,
             output: 5,
-            reasoning: Some(3)
+            reasoning: Some(3),
+            cached: 4,
         })
     );
 

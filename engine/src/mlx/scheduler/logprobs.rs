@@ -1,24 +1,20 @@
 //! A generated token's log-probability and its most likely alternatives,
 //! for a request that asks ([`GenerationRequest::logprobs`]): from the
 //! logits row the token was picked from (biased and penalized, before
-//! temperature and filters), kept with its pick (`picked.rs`) and read to
-//! the host once the pick is read, so it costs the device nothing and the
-//! pick stays where it was made.
+//! temperature and filters), kept with its pick (`picked.rs`), evaluated
+//! with the pass (`pass::Built::keep`) and read to the host once the pick
+//! is read: no wait of its own, and the pick stays where it was made.
 //!
 //! [`GenerationRequest::logprobs`]: crate::GenerationRequest::logprobs
 
-use mlx_rs::{Array, Dtype};
+use mlx_rs::Array;
 
 use crate::mlx::error::mlx_err;
 use crate::{EngineError, TokenLogprobs};
 
-/// [`of_scores`] for a `[1, vocab]` logits row on the device.
+/// [`of_scores`] for a `[1, vocab]` f32 logits row (a step's logits are
+/// f32 at every precision), evaluated with its pass.
 pub(crate) fn of_row(row: &Array, token: u32, k: usize) -> Result<TokenLogprobs, EngineError> {
-    let err = mlx_err("reading the logits for logprobs");
-    let row = match row.dtype() {
-        Dtype::Float32 => row.clone(),
-        _ => row.as_dtype(Dtype::Float32).map_err(err)?,
-    };
     row.eval()
         .map_err(mlx_err("reading the logits for logprobs"))?;
     let scores = row
@@ -98,14 +94,15 @@ mod tests {
     }
 
     #[test]
-    fn a_row_on_the_device_reads_the_same_in_any_float_type() {
+    fn a_row_on_the_device_reads_as_its_scores() {
         let scores = [0.5f32, -1.0, 2.0, 0.0];
         let row = Array::from_slice(&scores, &[1, 4]);
-        let half = row.as_dtype(Dtype::Bfloat16).unwrap();
-        let a = of_row(&row, 0, 2).unwrap();
-        let b = of_row(&half, 0, 2).unwrap();
-        assert_eq!(a, of_scores(&scores, 0, 2).unwrap());
-        assert_eq!(b.top.iter().map(|t| t.0).collect::<Vec<_>>(), [2, 0]);
-        assert!((a.logprob - b.logprob).abs() < 1e-2);
+        assert_eq!(
+            of_row(&row, 0, 2).unwrap(),
+            of_scores(&scores, 0, 2).unwrap()
+        );
+        // A step's logits are f32; any other type is an error, not a cast.
+        let half = row.as_dtype(mlx_rs::Dtype::Bfloat16).unwrap();
+        assert!(of_row(&half, 0, 2).is_err());
     }
 }

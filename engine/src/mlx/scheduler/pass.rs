@@ -57,7 +57,7 @@ impl Worker {
         self.passes += 1;
         let pass = self.passes;
         let result = self.forward(parts, logits);
-        let (logits, picks, built) = match result {
+        let (logits, picks, mut built) = match result {
             Ok(out) => out,
             Err(e) => {
                 self.fail_pass(parts, &e);
@@ -100,7 +100,10 @@ impl Worker {
                 // token they follow is read by the caller.
                 Phase::Decode if matches!(seq.next, Next::Unread(_)) => {
                     match seq.spec((picks, pass), logits, row as i32) {
-                        Some(Ok(spec)) => out.push((p.seq, spec)),
+                        Some(Ok(spec)) => {
+                            built.keep(spec.logprob_row());
+                            out.push((p.seq, spec));
+                        }
                         Some(Err(e)) => seq.fail(e),
                         None => {}
                     }
@@ -111,6 +114,8 @@ impl Worker {
                         seq.finish(crate::Finish::Length);
                     } else if let Err(e) = seq.produced((picks, pass), logits, row as i32) {
                         seq.fail(e);
+                    } else if let Next::Unread(pick) = &seq.next {
+                        built.keep(pick.logits());
                     }
                 }
             }
@@ -223,6 +228,15 @@ impl Worker {
 
 /// A pass built and not queued yet: the arrays MLX is to evaluate.
 pub(super) struct Built(Vec<Array>);
+
+impl Built {
+    /// Evaluates `row` (a logits row kept for a token's log-probabilities)
+    /// with the pass: read later, it then waits for nothing, where a row
+    /// evaluated on its own would queue behind whatever pass followed.
+    fn keep(&mut self, row: Option<&Array>) {
+        self.0.extend(row.cloned());
+    }
+}
 
 /// Each part's last input token, `[parts, 1]` int32, from the pass's
 /// joined inputs `ids` (lazy where it is a token nobody has read yet).

@@ -67,7 +67,7 @@ pub(in crate::server) async fn completions(
                 reply,
                 streams: (0..choices).map(|_| Stream::default()).collect(),
                 include_usage: request.include_usage,
-                usage: Usage::default(),
+                usage: None,
             },
         })
     })
@@ -94,7 +94,7 @@ struct Completion {
     streams: Vec<Stream>,
     include_usage: bool,
     /// The usage of the choices finished so far.
-    usage: Usage,
+    usage: Option<Usage>,
 }
 
 impl Surface for Completion {
@@ -114,7 +114,10 @@ impl Surface for Completion {
         match stream.map(&self.reply, choice, piece) {
             Mapped::Chunk(chunk) | Mapped::Error(chunk) => vec![(None, chunk)],
             Mapped::Finish(chunk, usage) => {
-                self.usage = self.usage.with_choice(usage);
+                self.usage = Some(match self.usage {
+                    Some(sum) => sum.with_choice(usage),
+                    None => usage,
+                });
                 vec![(None, chunk)]
             }
             Mapped::Nothing => Vec::new(),
@@ -127,7 +130,7 @@ impl Surface for Completion {
         }
         let mut tail = self.reply.chunk(0, json!({}), None);
         tail["choices"] = json!([]);
-        tail["usage"] = usage_json(self.usage);
+        tail["usage"] = usage_json(self.usage.unwrap_or_default());
         vec![(None, tail)]
     }
 
@@ -189,9 +192,9 @@ impl Reply {
 
     /// The `chat.completion` of every choice; the prompt is counted once.
     fn completion(&self, choices: &[Collected]) -> Value {
-        let usage = choices
-            .iter()
-            .fold(Usage::default(), |sum, all| sum.with_choice(all.usage));
+        let usage = (choices.iter().map(|all| all.usage))
+            .reduce(Usage::with_choice)
+            .unwrap_or_default();
         let choices: Vec<Value> = choices
             .iter()
             .enumerate()
@@ -270,6 +273,7 @@ fn usage_json(usage: Usage) -> Value {
         "completion_tokens": usage.output,
         "total_tokens": usage.input + usage.output,
         "completion_tokens_details": {"reasoning_tokens": usage.reasoning},
+        "prompt_tokens_details": {"cached_tokens": usage.cached},
     })
 }
 

@@ -90,8 +90,12 @@ fn stop_reason(tool_calls: bool, stop_sequence: Option<&str>) -> &'static str {
     }
 }
 
+/// Anthropic's counts: `input_tokens` leaves out the prompt tokens read
+/// from the cache, which `cache_read_input_tokens` holds.
 fn usage_json(usage: Usage) -> Value {
-    json!({"input_tokens": usage.input, "output_tokens": usage.output})
+    json!({"input_tokens": usage.input.saturating_sub(usage.cached),
+           "cache_read_input_tokens": usage.cached,
+           "output_tokens": usage.output})
 }
 
 /// A whole answer as one `message`.

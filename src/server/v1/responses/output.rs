@@ -77,7 +77,7 @@ impl Builder {
             "parallel_tool_calls": true, "tool_choice": "auto", "tools": [],
             "usage": {
                 "input_tokens": self.usage.input,
-                "input_tokens_details": {"cached_tokens": 0},
+                "input_tokens_details": {"cached_tokens": self.usage.cached},
                 "output_tokens": self.usage.output,
                 "output_tokens_details": {"reasoning_tokens": self.usage.reasoning},
                 "total_tokens": self.usage.input + self.usage.output,

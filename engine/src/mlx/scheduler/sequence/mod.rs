@@ -61,6 +61,16 @@ pub(crate) enum Spec {
     Logits(Array),
 }
 
+impl Spec {
+    /// The logits row kept with a pick for its log-probabilities.
+    pub fn logprob_row(&self) -> Option<&Array> {
+        match self {
+            Spec::Pick(pick) => pick.logits(),
+            Spec::Logits(_) => None,
+        }
+    }
+}
+
 /// How the next token is chosen: on the MLX side (greedy, or drawn on the
 /// device, free or under a constraint's mask: lazy, so steps can be
 /// queued ahead) or by the sampler on the CPU (`--sample-on host`). Either
@@ -148,6 +158,7 @@ impl Sequence {
         let stats = GenerationStats {
             finish: Finish::Length,
             prompt_tokens: request.prompt.len(),
+            cached_prompt_tokens: reused,
             generated_tokens: 0,
             prefill_time: Duration::ZERO,
             decode_time: Duration::ZERO,
@@ -305,6 +316,7 @@ impl Sequence {
         if let Next::Feed(ids) = &mut self.next {
             ids.drain(..n.min(ids.len()));
         }
+        self.stats.cached_prompt_tokens += n;
         self.fed_prompt(n);
         self.follows = None;
     }
