@@ -10,8 +10,11 @@
 #![cfg(feature = "mlx")]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "support/mod.rs"]
+#[path = "../support/mod.rs"]
 mod support;
+
+mod logprobs;
+mod prefix_cache;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -22,7 +25,6 @@ use serde_json::json;
 use thinkwire::agent::{Agent, AgentConfig};
 use thinkwire::cli::ModelArgs;
 use thinkwire::server::ServerConfig;
-use thinkwire_protocol::EventKind;
 use thinkwire_seal::{Key, KeyRing};
 
 use support::TestServer;
@@ -305,201 +307,5 @@ async fn n_choices_on_mlx_are_the_answers_of_counted_up_seeds() {
             "seed {seed}"
         );
     }
-    server.shutdown().await;
-}
-
-/// A chat completion asking for `logprobs` with three alternatives per
-/// token: its content and entries.
-async fn with_logprobs(server: &TestServer, sampling: serde_json::Value) -> (String, Vec<Entry>) {
-    let mut body = json!({
-        "messages": [{"role": "user", "content": "Think, then answer."}],
-        "max_tokens": 24, "reasoning": {"visibility": "full", "max_tokens": 8},
-        "logprobs": true, "top_logprobs": 3,
-    });
-    for (key, value) in sampling.as_object().unwrap() {
-        body[key] = value.clone();
-    }
-    let answer = completion(server, &body).await;
-    let choice = &answer["choices"][0];
-    let content = choice["message"]["content"].as_str().unwrap().to_owned();
-    let entries = serde_json::from_value(choice["logprobs"]["content"].clone()).unwrap();
-    (content, entries)
-}
-
-#[derive(Debug, serde::Deserialize)]
-struct Entry {
-    token: String,
-    logprob: f32,
-    bytes: Vec<u8>,
-    #[serde(default)]
-    top_logprobs: Vec<Entry>,
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn logprobs_on_mlx_are_the_models_view_of_each_answer_token() {
-    let server = tiny_server().await;
-    for sampling in [
-        json!({"temperature": 0}),
-        json!({"temperature": 1.0, "seed": 5}),
-    ] {
-        let (content, entries) = with_logprobs(&server, sampling.clone()).await;
-        assert!(!content.is_empty(), "{sampling}");
-        let spelled: Vec<u8> = entries.iter().flat_map(|e| e.bytes.clone()).collect();
-        assert_eq!(String::from_utf8_lossy(&spelled), content, "{sampling}");
-        for entry in &entries {
-            let top = &entry.top_logprobs;
-            assert_eq!(top.len(), 3, "{entry:?}");
-            assert!(
-                top.windows(2).all(|w| w[0].logprob >= w[1].logprob),
-                "{entry:?}"
-            );
-            let mass: f32 = top.iter().map(|t| t.logprob.exp()).sum();
-            assert!(entry.logprob <= 0.0 && mass <= 1.0 + 1e-4, "{entry:?}");
-            assert!(entry.logprob <= top[0].logprob, "{entry:?}");
-            assert_eq!(String::from_utf8_lossy(&entry.bytes), entry.token);
-            if sampling["temperature"] == 0 {
-                // Greedy: the token is the most likely one.
-                assert_eq!(top[0].token, entry.token, "{entry:?}");
-                assert_eq!(top[0].logprob, entry.logprob, "{entry:?}");
-            }
-        }
-    }
-    server.shutdown().await;
-}
-
-/// On AG-UI, `forwardedProps.logprobs` brings `CUSTOM` events
-/// `thinkwire.logprobs` for the assistant message, whose tokens spell its
-/// text; a count past 20 is refused before the run, naming the field.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn agui_runs_carry_logprobs_in_custom_events_for_their_message() {
-    let server = tiny_server().await;
-    let forwarded = json!({"logprobs": 2, "sampling": {"temperature": 0, "maxTokens": 24},
-        "reasoning": {"budgetTokens": 8}});
-    let events = support::post_run(&server, &support::input("t", "lp", "Hi", forwarded)).await;
-    let mut text = (String::new(), String::new());
-    let mut spelled = Vec::new();
-    for event in &events {
-        match &event.kind {
-            EventKind::TextMessageStart(e) => text.0 = e.message_id.clone(),
-            EventKind::TextMessageContent(e) => text.1.push_str(&e.delta),
-            EventKind::Custom(e) if e.name == "thinkwire.logprobs" => {
-                let entries: Vec<Entry> =
-                    serde_json::from_value(e.value["content"].clone()).unwrap();
-                assert!(
-                    entries.iter().all(|e| e.top_logprobs.len() == 2),
-                    "{entries:?}"
-                );
-                spelled.extend(entries.into_iter().flat_map(|e| e.bytes));
-                // Sent ahead of the text they make, for its message.
-                assert_eq!(e.value["messageId"], text.0.as_str(), "{:?}", e.value);
-            }
-            _ => {}
-        }
-    }
-    assert!(!text.1.is_empty());
-    assert_eq!(String::from_utf8_lossy(&spelled), text.1);
-
-    let bad = support::input("t", "bad", "Hi", json!({"logprobs": 21}));
-    let response = reqwest::Client::new()
-        .post(server.url("/agent"))
-        .json(&bad)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 422);
-    let body: serde_json::Value = response.json().await.unwrap();
-    assert_eq!(body["error"]["code"], "INVALID_LOGPROBS", "{body}");
-    assert_eq!(body["error"]["path"], "forwardedProps.logprobs", "{body}");
-    server.shutdown().await;
-}
-
-/// With the prefix cache on, a prompt asked again is served from the
-/// cache, and each API's usage says how much of it: chat's
-/// `prompt_tokens_details.cached_tokens`, Responses'
-/// `input_tokens_details.cached_tokens`, Anthropic's
-/// `cache_read_input_tokens` (left out of its `input_tokens`).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn prompt_tokens_served_from_the_prefix_cache_are_counted_in_usage() {
-    let server = tiny_server_with(ModelArgs {
-        prefix_cache: true,
-        ..support::default_model_args()
-    })
-    .await;
-    let user = "Think about the weather in Paris, then answer in one short sentence.";
-    let chat = json!({"messages": [{"role": "user", "content": user}],
-                      "max_tokens": 6, "temperature": 0});
-    let kept = || {
-        server
-            .agent
-            .model()
-            .unwrap()
-            .engine()
-            .load()
-            .prefix_cache_bytes
-    };
-    let first = completion(&server, &chat).await["usage"].clone();
-    assert_eq!(
-        first["prompt_tokens_details"]["cached_tokens"], 0,
-        "{first}"
-    );
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while kept() == 0 {
-        assert!(std::time::Instant::now() < deadline, "nothing kept");
-        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-    }
-    let again = completion(&server, &chat).await["usage"].clone();
-    let prompt = again["prompt_tokens"].as_u64().unwrap();
-    let cached = again["prompt_tokens_details"]["cached_tokens"]
-        .as_u64()
-        .unwrap();
-    // All of it but the last token, whose logits start the answer.
-    assert_eq!(cached, prompt - 1, "{again}");
-
-    let post = |path: &'static str, body: serde_json::Value| {
-        let request = reqwest::Client::new().post(server.url(path)).json(&body);
-        async move {
-            let response = request.send().await.unwrap();
-            assert_eq!(response.status(), 200);
-            response.json::<serde_json::Value>().await.unwrap()
-        }
-    };
-    let responses = post(
-        "/v1/responses",
-        json!({"input": user, "max_output_tokens": 6,
-        "temperature": 0, "store": false}),
-    )
-    .await;
-    let usage = &responses["usage"];
-    let cached = usage["input_tokens_details"]["cached_tokens"]
-        .as_u64()
-        .unwrap();
-    assert!(
-        cached > 0 && cached < usage["input_tokens"].as_u64().unwrap(),
-        "{usage}"
-    );
-    let messages = post(
-        "/v1/messages",
-        json!({"max_tokens": 6, "temperature": 0,
-        "messages": [{"role": "user", "content": user}]}),
-    )
-    .await;
-    let usage = &messages["usage"];
-    // Its prompt renders the turn its own way (thinking off), so only the
-    // start is the cached one's; the rest is in `input_tokens`.
-    let read = usage["cache_read_input_tokens"].as_u64().unwrap();
-    assert!(
-        read > 0 && usage["input_tokens"].as_u64().unwrap() > 0,
-        "{usage}"
-    );
-
-    // AG-UI: `RUN_FINISHED.usage` counts them as `cachedInputTokens`.
-    let forwarded = json!({"sampling": {"temperature": 0, "maxTokens": 6}});
-    let events = support::post_run(&server, &support::input("t", "c", user, forwarded)).await;
-    let usage = events.iter().find_map(|e| match &e.kind {
-        EventKind::RunFinished(f) => f.usage.as_ref().and_then(|u| u.first()).cloned(),
-        _ => None,
-    });
-    let usage = usage.expect("RUN_FINISHED carries usage");
-    assert!(usage.cached_input_tokens.unwrap_or(0) > 0, "{usage:?}");
     server.shutdown().await;
 }
