@@ -251,6 +251,15 @@ fn reasoning(input: &mut RunInput, root: &At<'_>) -> Result<(), ApiError> {
     let Some(at) = field.at()? else {
         return Ok(());
     };
+    // OpenRouter's switch: `false` thinks not at all, so it cannot come
+    // with an effort or a budget; `true` is the default.
+    let enabled = at.get("enabled");
+    if enabled.bool()? == Some(false) {
+        if at.get("effort").value.is_some() || at.get("max_tokens").value.is_some() {
+            return Err(enabled.invalid("is false, but effort or max_tokens asks for reasoning"));
+        }
+        input.reasoning_control("visibility", json!("off"), &enabled.path);
+    }
     if let Some(effort) = at.get("effort").str()? {
         effort_control(input, effort, &at.get("effort"))?;
     }
@@ -320,6 +329,26 @@ mod tests {
         let body = json!({"messages": [{"role": "user", "content": "x"}], "functions": [],
             "audio": null, "modalities": ["text"]});
         assert!(decode(&body).is_ok());
+    }
+
+    #[test]
+    fn reasoning_can_be_switched_off_but_not_while_asked_for() {
+        let visibility = |reasoning: Value| {
+            let body =
+                json!({"messages": [{"role": "user", "content": "x"}], "reasoning": reasoning});
+            let props = decode(&body)?.input.to_input("run-1", None).forwarded_props;
+            Ok::<_, ApiError>(props.unwrap()["reasoning"]["visibility"].clone())
+        };
+        assert_eq!(visibility(json!({"enabled": false})), Ok(json!("off")));
+        assert_eq!(visibility(json!({"enabled": true})), Ok(Value::Null));
+        for bad in [
+            json!({"enabled": false, "effort": "high"}),
+            json!({"enabled": false, "max_tokens": 100}),
+            json!({"enabled": "no"}),
+        ] {
+            let err = visibility(bad.clone()).unwrap_err();
+            assert_eq!(err.param.as_deref(), Some("reasoning.enabled"), "{bad}");
+        }
     }
 
     #[test]
