@@ -7,9 +7,8 @@ use std::ops::ControlFlow;
 use std::sync::mpsc::{Receiver, Sender};
 use std::time::Instant;
 
-use crate::{
-    Directive, EngineError, GenerationRequest, GenerationStats, TokenLogprobs, TokenMask, TokenSink,
-};
+use super::logprobs::Reported;
+use crate::{Directive, EngineError, GenerationRequest, GenerationStats, TokenMask, TokenSink};
 
 /// A sequence's id, unique for the scheduler's lifetime.
 pub(crate) type SeqId = u64;
@@ -21,7 +20,7 @@ pub(crate) enum ToRun {
     Prefill { done: usize, total: usize },
     /// A generated token, and how likely it was when the request asked;
     /// answered with [`Reply::Token`].
-    Token(u32, Option<TokenLogprobs>),
+    Token(u32, Option<Reported>),
     /// Generation ended; nothing follows.
     Done(Result<GenerationStats, EngineError>),
 }
@@ -93,7 +92,14 @@ pub(crate) fn serve_sink(
                     Directive::Stop
                 } else {
                     if let Some(logprobs) = logprobs {
-                        sink.on_logprobs(logprobs);
+                        match logprobs.read(token) {
+                            Ok(logprobs) => sink.on_logprobs(logprobs),
+                            Err(e) => {
+                                // The scheduler waits for an answer.
+                                send(Reply::Token(Directive::Stop, false))?;
+                                return Err(e);
+                            }
+                        }
                     }
                     sink.on_token(token)
                 };

@@ -2,8 +2,10 @@
 //! for a request that asks ([`GenerationRequest::logprobs`]): from the
 //! logits row the token was picked from (biased and penalized, before
 //! temperature and filters), kept with its pick (`picked.rs`), evaluated
-//! with the pass (`pass::Built::keep`) and read to the host once the pick
-//! is read: no wait of its own, and the pick stays where it was made.
+//! with the pass (`pass::Built::keep`) and read on the run's thread once
+//! the token is handed over ([`Reported`]): no wait of its own, no scan of
+//! the vocabulary on the scheduler's thread, and the pick stays where it
+//! was made.
 //!
 //! [`GenerationRequest::logprobs`]: crate::GenerationRequest::logprobs
 
@@ -11,6 +13,28 @@ use mlx_rs::Array;
 
 use crate::mlx::error::mlx_err;
 use crate::{EngineError, TokenLogprobs};
+
+/// A token's log-probabilities as the scheduler hands them to its run.
+#[derive(Debug)]
+pub(crate) enum Reported {
+    /// Read already: the host's sampler had the scores.
+    Read(TokenLogprobs),
+    /// The `[1, vocab]` logits row the token was picked from, evaluated
+    /// with its pass, and the alternatives asked for: read on the run's
+    /// own thread ([`Reported::read`]), so a batch of runs asking costs the
+    /// scheduler's thread a handle each, not a scan of the vocabulary.
+    Row(Array, usize),
+}
+
+impl Reported {
+    /// The log-probabilities of `token`.
+    pub fn read(self, token: u32) -> Result<TokenLogprobs, EngineError> {
+        match self {
+            Reported::Read(logprobs) => Ok(logprobs),
+            Reported::Row(row, k) => of_row(&row, token, k),
+        }
+    }
+}
 
 /// [`of_scores`] for a `[1, vocab]` f32 logits row (a step's logits are
 /// f32 at every precision), evaluated with its pass.

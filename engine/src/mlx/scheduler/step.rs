@@ -12,7 +12,7 @@ use std::time::Instant;
 use mlx_rs::Array;
 
 use super::Worker;
-use super::logprobs;
+use super::logprobs::Reported;
 use super::pass::{Part, Phase};
 use super::picked::{self, Input};
 use super::sequence::{Next, Sequence, Spec};
@@ -47,7 +47,9 @@ impl Worker {
                     continue;
                 }
                 match seq.sample(&logits) {
-                    Ok((token, logprobs)) => seq.deliver(token, logprobs, None),
+                    Ok((token, logprobs)) => {
+                        seq.deliver(token, logprobs.map(Reported::Read), None);
+                    }
                     Err(e) => seq.fail(e),
                 }
             }
@@ -153,14 +155,14 @@ impl Worker {
                     .ok_or_else(|| EngineError::Backend("a token without its id".into())),
                 Err(e) => Err(EngineError::Backend(e.clone())),
             };
-            // Where the request asked, how likely the token was, from the
-            // logits row kept with its pick (read now: the wait is over).
-            let logprobs = |id: u32| match (seq.logprobs(), picked.logits()) {
-                (Some(k), Some(row)) => logprobs::of_row(row, id, k).map(Some),
-                _ => Ok(None),
+            // Where the request asked, the logits row kept with its pick,
+            // evaluated with it: the run reads how likely the token was.
+            let logprobs = match (seq.logprobs(), picked.logits()) {
+                (Some(k), Some(row)) => Some(Reported::Row(row.clone(), k)),
+                _ => None,
             };
-            match id.and_then(|id| Ok((id, logprobs(id)?))) {
-                Ok((id, logprobs)) => seq.deliver(id, logprobs, spec),
+            match id {
+                Ok(id) => seq.deliver(id, logprobs, spec),
                 Err(e) => seq.fail(e),
             }
         }

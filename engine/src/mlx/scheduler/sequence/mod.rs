@@ -13,7 +13,7 @@ use mlx_rs::Array;
 use super::adjust::{Adjust, AdjustRow, Seen};
 use super::draw::Draw;
 use super::link::{SeqId, Submission, ToRun};
-use super::logprobs;
+use super::logprobs::{self, Reported};
 use super::picked::{self, Picked};
 use super::sampler::Sampler;
 use crate::mlx::error::mlx_err;
@@ -388,7 +388,7 @@ impl Sequence {
 
     /// Hands a generated token to the run, with how likely it was when
     /// the request asked; `spec` is the step already queued on it, if any.
-    pub fn deliver(&mut self, token: u32, logprobs: Option<TokenLogprobs>, spec: Option<Spec>) {
+    pub fn deliver(&mut self, token: u32, logprobs: Option<Reported>, spec: Option<Spec>) {
         let now = Instant::now();
         if self.first_token.is_none() {
             self.first_token = Some(now);
