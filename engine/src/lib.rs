@@ -176,6 +176,9 @@ pub struct EngineLoad {
     pub kv_budget_bytes: usize,
     /// Bytes kept by the prefix-cache pool.
     pub prefix_cache_bytes: usize,
+    /// Bytes of freed buffers MLX keeps to reuse, as of the last step
+    /// (handed back after long prompts and every 256 steps).
+    pub buffer_cache_bytes: usize,
     /// Model steps run so far.
     pub steps: u64,
     /// Tokens decoded in those steps (their ratio is the mean batch size).

@@ -45,6 +45,7 @@ pub struct Metrics {
     kv_reserved: Gauge<i64>,
     kv_budget: Gauge<i64>,
     prefix_cache: Gauge<i64>,
+    buffer_cache: Gauge<i64>,
     steps: Counter<u64, AtomicU64>,
     batched: Counter<u64, AtomicU64>,
     shared: Counter<u64, AtomicU64>,
@@ -191,6 +192,11 @@ impl Metrics {
             "prefix_cache_bytes",
             "Bytes held by the prefix-cache pool",
         );
+        let buffer_cache = gauge(
+            &mut registry,
+            "mlx_buffer_cache_bytes",
+            "Freed buffers MLX keeps to reuse",
+        );
         let steps = Counter::<u64, AtomicU64>::default();
         registry.register("engine_steps", "Model steps run", steps.clone());
         let batched = Counter::<u64, AtomicU64>::default();
@@ -267,6 +273,7 @@ impl Metrics {
             kv_reserved,
             kv_budget,
             prefix_cache,
+            buffer_cache,
             steps,
             batched,
             shared,
@@ -351,6 +358,7 @@ impl Metrics {
         gauge(&self.kv_reserved, load.kv_reserved_bytes);
         gauge(&self.kv_budget, load.kv_budget_bytes);
         gauge(&self.prefix_cache, load.prefix_cache_bytes);
+        gauge(&self.buffer_cache, load.buffer_cache_bytes);
         // The engine counts steps itself; carry its progress over.
         if let Ok(mut seen) = self.steps_seen.lock() {
             self.steps.inc_by(load.steps.saturating_sub(seen.0));
@@ -389,6 +397,7 @@ mod tests {
             steps: 10,
             batched_tokens: 25,
             shared_prompt_tokens: 48,
+            buffer_cache_bytes: 4096,
             ..EngineLoad::default()
         });
         for want in [
@@ -403,6 +412,7 @@ mod tests {
             "thinkwire_engine_steps_total 10",
             "thinkwire_engine_batched_tokens_total 25",
             "thinkwire_engine_shared_prompt_tokens_total 48",
+            "thinkwire_mlx_buffer_cache_bytes 4096",
             "thinkwire_runs_in_flight 0",
             "thinkwire_process_resident_memory_bytes ",
             "thinkwire_process_open_sockets ",

@@ -14,6 +14,7 @@ use thinkwire_engine::{
     Directive, Engine, EngineError, Finish, GenerationRequest, SamplingParams, TokenSink,
 };
 
+mod buffers;
 mod generation;
 mod prefix_cache;
 mod refusals;

@@ -19,6 +19,7 @@
 //! client never slows its neighbours.
 
 mod adjust;
+mod buffers;
 mod draw;
 mod link;
 mod logprobs;
@@ -97,6 +98,7 @@ struct Gauges {
     queued: AtomicUsize,
     kv_bytes: AtomicUsize,
     pool_bytes: AtomicUsize,
+    buffer_cache_bytes: AtomicUsize,
     steps: AtomicU64,
     batched_tokens: AtomicU64,
     shared_prompt_tokens: AtomicU64,
@@ -148,6 +150,7 @@ impl Scheduler {
             pace: pace::Pace::default(),
             settle: settle::Settle::default(),
             passes: 0,
+            buffers: buffers::BufferCache::default(),
         };
         // MLX's statics exist now (the weights were evaluated).
         settle::wait_for_schedulers_at_exit();
@@ -230,6 +233,7 @@ impl Scheduler {
             kv_reserved_bytes: g.kv_bytes.load(Ordering::Relaxed),
             kv_budget_bytes: self.options.kv_budget,
             prefix_cache_bytes: g.pool_bytes.load(Ordering::Relaxed),
+            buffer_cache_bytes: g.buffer_cache_bytes.load(Ordering::Relaxed),
             steps: g.steps.load(Ordering::Relaxed),
             batched_tokens: g.batched_tokens.load(Ordering::Relaxed),
             shared_prompt_tokens: g.shared_prompt_tokens.load(Ordering::Relaxed),
@@ -271,6 +275,8 @@ struct Worker {
     settle: settle::Settle,
     /// Passes queued so far: names each pass's picks (`picked.rs`).
     passes: u64,
+    /// When MLX's cached buffers are handed back (`buffers.rs`).
+    buffers: buffers::BufferCache,
 }
 
 #[cfg(test)]

@@ -114,6 +114,7 @@ impl Worker {
         }
         self.hand_out(unread, specs);
         if decoded + fed > 0 {
+            (self.buffers).after_step(fed, &self.gauges.buffer_cache_bytes);
             self.gauges.steps.fetch_add(1, Ordering::Relaxed);
             self.gauges
                 .batched_tokens

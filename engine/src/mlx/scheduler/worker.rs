@@ -31,6 +31,7 @@ impl Worker {
                 if self.active.is_empty() {
                     // Idle: nothing it queued is left unwaited for.
                     self.settle.settle();
+                    self.buffers.idle(&self.gauges.buffer_cache_bytes);
                     if self.closing {
                         break;
                     }
