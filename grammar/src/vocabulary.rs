@@ -96,7 +96,9 @@ impl Vocabulary {
         let bytes = self.factory.tok_env().tok_trie().token(id);
         match bytes.split_first() {
             None => None,
-            Some((&TokTrie::SPECIAL_TOKEN_MARKER, text)) => Some(text),
+            // The marker, then the special token's text; byte 0xFF alone
+            // is the byte.
+            Some((&TokTrie::SPECIAL_TOKEN_MARKER, text)) if !text.is_empty() => Some(text),
             Some(_) => Some(bytes),
         }
     }

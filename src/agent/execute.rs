@@ -20,7 +20,7 @@ use thinkwire_reasoning::{Chunk, FormatSpec, SeparatePassSpec, Splitter};
 use super::backend::Backend;
 use super::controls::Visibility;
 use super::events::{RunEvents, SealContext, custom, new_id};
-use super::generation::{Forwarded, Generation, Stopped, Usage};
+use super::generation::{self, Forwarded, Generation, Stopped, Usage};
 use super::history::Turn;
 use super::model::{LocalModel, ModelError};
 use super::output::RunOutput;
@@ -269,7 +269,9 @@ impl Execution<'_, '_> {
                 break;
             }
         }
-        for chunk in pass.finish() {
+        let (chunks, mut reports) = pass.finish_reporting();
+        for chunk in chunks {
+            generation::report_before(&mut self.events, &chunk, &mut reports)?;
             if pass.forward(&mut self.events, chunk)? == Forwarded::Held {
                 self.close_with_summary(&mut pass)?;
             }

@@ -28,9 +28,10 @@ pub struct ModelArgs {
     pub formats: Option<PathBuf>,
     /// Keep the last generation's attention cache in memory so a follow-up
     /// turn only prefills what is new. It retains conversation-derived state
-    /// between requests and lets time-to-first-token reveal shared prefixes
-    /// across clients: leave it off for zero-data-retention or multi-user
-    /// servers. (`thinkwire chat`'s REPL always uses it.)
+    /// between requests and lets time-to-first-token, and the usage's
+    /// cached-token count to the token, reveal shared prefixes across
+    /// clients: leave it off for zero-data-retention or multi-user servers.
+    /// (`thinkwire chat`'s REPL always uses it.)
     #[arg(long)]
     pub prefix_cache: bool,
     /// Most megabytes the prefix-cache pool keeps (least recently used
@@ -63,8 +64,9 @@ pub struct ModelArgs {
     /// Generations whose prompts start alike (a shared system prompt or
     /// document, at least 16 tokens) compute the common part once while
     /// they run together. Nothing is kept after the runs, but time to
-    /// first token then reveals to one client that a concurrent request
-    /// shared its prefix: for servers whose clients trust each other.
+    /// first token and the usage's cached-token count then reveal to one
+    /// client that a concurrent request shared its prefix, and how much:
+    /// for servers whose clients trust each other.
     #[arg(long)]
     pub share_prefixes: bool,
     /// What the attention caches hold: `auto` (f16 under `--precision

@@ -407,3 +407,53 @@ async fn n_past_what_one_request_may_start_is_refused_by_name() {
     }
     server.shutdown().await;
 }
+
+/// Answers whose end the splitter holds to the last token (a possible
+/// marker's start, trailing whitespace) still list every token of their
+/// text, once: the entries' bytes spell the content, streamed or not.
+#[tokio::test]
+async fn logprobs_cover_an_answer_to_its_held_end() {
+    let answers = ["It is sunny <", "It is sunny.\n", "It is sunny. "];
+    let scripts: Vec<String> = (answers.iter())
+        .flat_map(|a| [qwen3_turn(REASONING_2, a), qwen3_turn(REASONING_2, a)])
+        .collect();
+    let (server, _) = TestServer::qwen3(&scripts).await;
+    let user = json!([{"role": "user", "content": "Weather?"}]);
+    for _ in answers {
+        let body = json!({"messages": user, "logprobs": true});
+        let (status, whole) = post(&server, "/v1/chat/completions", &body).await;
+        assert_eq!(status, 200, "{whole}");
+        let choice = &whole["choices"][0];
+        let spelled: Vec<u8> = (choice["logprobs"]["content"].as_array().unwrap().iter())
+            .flat_map(|e| e["bytes"].as_array().unwrap().clone())
+            .map(|b| b.as_u64().unwrap() as u8)
+            .collect();
+        let content = choice["message"]["content"].as_str().unwrap();
+        assert_eq!(String::from_utf8(spelled).unwrap(), content, "{whole}");
+        let response = reqwest::Client::new()
+            .post(server.url("/v1/chat/completions"))
+            .json(&json!({"messages": user, "logprobs": true, "stream": true}))
+            .send()
+            .await
+            .unwrap();
+        let (mut streamed, mut spelled) = (String::new(), Vec::new());
+        for chunk in (response.text().await.unwrap().lines())
+            .filter_map(|l| l.strip_prefix("data: "))
+            .filter(|d| *d != "[DONE]")
+        {
+            let choice = &serde_json::from_str::<Value>(chunk).unwrap()["choices"][0];
+            streamed.push_str(choice["delta"]["content"].as_str().unwrap_or_default());
+            for entry in choice["logprobs"]["content"]
+                .as_array()
+                .into_iter()
+                .flatten()
+            {
+                let bytes = entry["bytes"].as_array().unwrap().iter();
+                spelled.extend(bytes.map(|b| b.as_u64().unwrap() as u8));
+            }
+        }
+        assert_eq!(streamed, content);
+        assert_eq!(String::from_utf8(spelled).unwrap(), streamed);
+    }
+    server.shutdown().await;
+}

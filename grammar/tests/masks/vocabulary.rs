@@ -43,6 +43,7 @@ fn sentencepiece_tokens_are_their_bytes() {
     let bytes = |piece: &str| v.token_bytes(t.token_to_id(piece).expect(piece));
     assert_eq!(bytes("\u{2581}Paris"), Some(&b" Paris"[..]));
     assert_eq!(bytes("<0xF0>"), Some(&[0xF0][..]));
+    assert_eq!(bytes("<0xFF>"), Some(&[0xFF][..]));
     assert_eq!(bytes("</s>"), Some(&b"</s>"[..]));
     assert_eq!(v.token_bytes(u32::MAX), None);
 }

@@ -265,13 +265,21 @@ impl<'m> Generation<'m> {
     /// Forwards [`finish`](Self::finish)'s chunks; a held reasoning end
     /// stays open for the caller.
     pub fn forward_tail(&mut self, events: &mut RunEvents<'_>) -> Result<(), Disconnected> {
-        let chunks = self.finish();
-        let mut reports = self.logprobs.tail(&chunks);
+        let (chunks, mut reports) = self.finish_reporting();
         for chunk in chunks {
             report_before(events, &chunk, &mut reports)?;
             self.forward(events, chunk)?;
         }
         Ok(())
+    }
+
+    /// [`Generation::finish`], with the log-probability entries of the
+    /// text those last chunks release (send each batch with
+    /// [`report_before`]).
+    pub fn finish_reporting(&mut self) -> (Vec<Chunk>, Vec<serde_json::Value>) {
+        let chunks = self.finish();
+        let reports = self.logprobs.tail(&chunks);
+        (chunks, reports)
     }
 
     /// Sends one chunk of model output as events.
@@ -297,7 +305,7 @@ impl<'m> Generation<'m> {
 /// Sends `reports` (log-probability entries of the answer text among a
 /// token's chunks) just ahead of the first of them that is answer text:
 /// after whatever closes the reasoning, inside the assistant message.
-fn report_before(
+pub(super) fn report_before(
     events: &mut RunEvents<'_>,
     chunk: &Chunk,
     reports: &mut Vec<serde_json::Value>,

@@ -2,7 +2,8 @@
 //! It grows to the largest passes run so far (a long prompt's chunk, a
 //! full batch), so a server that once took a long prompt would hold that
 //! much memory for good. As mlx-lm does, the scheduler hands the cache
-//! back after prompt work of some size and every 256 steps otherwise.
+//! back after prompt work of some size and every 256 steps otherwise; and
+//! when the batch goes idle after any step, which costs nothing then.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -33,10 +34,12 @@ impl BufferCache {
         publish(gauge);
     }
 
-    /// The worker has nothing running: what a prompt left is handed back.
+    /// The worker has nothing running: what the steps since the last
+    /// hand-back left is handed back (once: idle again, nothing is left).
     pub fn idle(&mut self, gauge: &AtomicUsize) {
-        if std::mem::take(&mut self.after_prompt) {
+        if self.steps > 0 || self.after_prompt {
             self.steps = 0;
+            self.after_prompt = false;
             clear();
         }
         publish(gauge);
@@ -82,12 +85,14 @@ mod tests {
         assert!(!cache.due(PROMPT_TOKENS));
         assert!(cache.due(0));
         assert!(!cache.due(0));
-        // Idle right after one: handed back then, and the count restarts.
+        // Idle after any step: handed back then, and the count restarts.
         let _ = cache.due(1024);
         let gauge = AtomicUsize::new(usize::MAX);
         cache.idle(&gauge);
         assert!(!cache.after_prompt && cache.steps == 0);
         assert_ne!(gauge.load(Ordering::Relaxed), usize::MAX);
         assert!(!cache.due(0));
+        cache.idle(&gauge);
+        assert_eq!(cache.steps, 0);
     }
 }

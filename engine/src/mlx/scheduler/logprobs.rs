@@ -2,7 +2,8 @@
 //! for a request that asks ([`GenerationRequest::logprobs`]): from the
 //! logits row the token was picked from (biased and penalized, before
 //! temperature and filters), kept with its pick (`picked.rs`), evaluated
-//! with the pass (`pass::Built::keep`) and read on the run's thread once
+//! with the pass (`pass::Built::keep`; a token picked on its own, with its
+//! pick, the row being the pick's input) and read on the run's thread once
 //! the token is handed over ([`Reported`]): no wait of its own, no scan of
 //! the vocabulary on the scheduler's thread, and the pick stays where it
 //! was made.
@@ -20,7 +21,7 @@ pub(crate) enum Reported {
     /// Read already: the host's sampler had the scores.
     Read(TokenLogprobs),
     /// The `[1, vocab]` logits row the token was picked from, evaluated
-    /// with its pass, and the alternatives asked for: read on the run's
+    /// with its pass or its pick, and the alternatives asked for: read on the run's
     /// own thread ([`Reported::read`]), so a batch of runs asking costs the
     /// scheduler's thread a handle each, not a scan of the vocabulary.
     Row(Array, usize),

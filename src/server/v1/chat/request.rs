@@ -251,15 +251,6 @@ fn reasoning(input: &mut RunInput, root: &At<'_>) -> Result<(), ApiError> {
     let Some(at) = field.at()? else {
         return Ok(());
     };
-    // OpenRouter's switch: `false` thinks not at all, so it cannot come
-    // with an effort or a budget; `true` is the default.
-    let enabled = at.get("enabled");
-    if enabled.bool()? == Some(false) {
-        if at.get("effort").value.is_some() || at.get("max_tokens").value.is_some() {
-            return Err(enabled.invalid("is false, but effort or max_tokens asks for reasoning"));
-        }
-        input.reasoning_control("visibility", json!("off"), &enabled.path);
-    }
     if let Some(effort) = at.get("effort").str()? {
         effort_control(input, effort, &at.get("effort"))?;
     }
@@ -275,6 +266,25 @@ fn reasoning(input: &mut RunInput, root: &At<'_>) -> Result<(), ApiError> {
             json!(visibility),
             &at.child_path("visibility"),
         );
+    }
+    // OpenRouter's switch: `false` thinks not at all, so nothing beside it
+    // may ask for reasoning (`exclude` only hides it: `off` hides it too);
+    // set last, so it is what the run gets. `true` is the default.
+    let enabled = at.get("enabled");
+    if enabled.bool()? == Some(false) {
+        let asks = at.get("effort").value.is_some()
+            || at.get("max_tokens").value.is_some()
+            || at.get("visibility").str()?.is_some_and(|v| v != "off")
+            || root
+                .get("reasoning_effort")
+                .str()?
+                .is_some_and(|e| e != "none");
+        if asks {
+            return Err(enabled.invalid(
+                "is false, but effort, max_tokens, visibility or reasoning_effort asks for reasoning",
+            ));
+        }
+        input.reasoning_control("visibility", json!("off"), &enabled.path);
     }
     Ok(())
 }
@@ -341,14 +351,24 @@ mod tests {
         };
         assert_eq!(visibility(json!({"enabled": false})), Ok(json!("off")));
         assert_eq!(visibility(json!({"enabled": true})), Ok(Value::Null));
+        // Hiding what is not thought is no contradiction; `off` wins.
+        assert_eq!(
+            visibility(json!({"enabled": false, "exclude": true})),
+            Ok(json!("off"))
+        );
         for bad in [
             json!({"enabled": false, "effort": "high"}),
             json!({"enabled": false, "max_tokens": 100}),
+            json!({"enabled": false, "visibility": "full"}),
             json!({"enabled": "no"}),
         ] {
             let err = visibility(bad.clone()).unwrap_err();
             assert_eq!(err.param.as_deref(), Some("reasoning.enabled"), "{bad}");
         }
+        let body = json!({"messages": [{"role": "user", "content": "x"}],
+            "reasoning_effort": "high", "reasoning": {"enabled": false}});
+        let err = decode(&body).unwrap_err();
+        assert_eq!(err.param.as_deref(), Some("reasoning.enabled"));
     }
 
     #[test]
