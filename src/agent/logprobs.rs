@@ -36,6 +36,31 @@ pub(crate) fn from_forwarded(forwarded: Option<&Value>) -> Result<Option<usize>,
     }
 }
 
+/// Where the route's splitter put a token's text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Seen {
+    /// The tag splitter's view: whether it is in the answer now. Text it
+    /// holds is the held tokens' own bytes, so those spanning the text
+    /// shown are the ones that made it.
+    Tags { in_answer: bool },
+    /// The structured splitter's: whether the token read characters of
+    /// the answer string. A held escape's tokens all made the character
+    /// it decodes to, though their bytes outnumber its.
+    AnswerString { read: bool },
+}
+
+/// Token ids as the client is shown them: text and bytes.
+pub(super) trait Pieces {
+    /// `id`'s text (lossy where its bytes are not UTF-8) and bytes.
+    fn token_piece(&self, id: u32) -> (String, Vec<u8>);
+}
+
+impl Pieces for LocalModel {
+    fn token_piece(&self, id: u32) -> (String, Vec<u8>) {
+        LocalModel::token_piece(self, id)
+    }
+}
+
 /// One pass's reports: each token's, until the splitter shows whether its
 /// text is the answer's.
 #[derive(Debug, Default)]
@@ -45,8 +70,11 @@ pub(super) struct Reporter {
     /// The engine's report on the token it hands over next.
     next: Option<TokenLogprobs>,
     /// Tokens whose text the splitter holds in the answer (a possible
-    /// marker, a stop sequence's start), sent with the text they become.
+    /// marker, a stop sequence's start, an escape's start), sent with the
+    /// text they become.
     held: Vec<Value>,
+    /// Whether what is held is an answer string's (every entry made text).
+    escaped: bool,
 }
 
 impl Reporter {
@@ -68,27 +96,34 @@ impl Reporter {
         self.next = Some(logprobs);
     }
 
-    /// Token `id` became `chunks`, the splitter now `in_answer` or not:
-    /// the entries to send before those chunks (its own and those held,
-    /// where it made answer text; none where its text went elsewhere).
+    /// Token `id` became `chunks`, as the splitter saw it: the entries to
+    /// send before those chunks (its own and those held, where it made
+    /// answer text; none where its text went elsewhere).
     pub fn token(
         &mut self,
-        model: &LocalModel,
+        pieces: &impl Pieces,
         id: u32,
         chunks: &[Chunk],
-        in_answer: bool,
+        seen: Seen,
     ) -> Vec<Value> {
         let Some(logprobs) = self.next.take() else {
             return Vec::new();
         };
-        let entry = entry(model, id, &logprobs);
+        let entry = entry(pieces, id, &logprobs);
+        self.escaped = matches!(seen, Seen::AnswerString { .. });
         if let Some(shown) = text_len(chunks) {
             let mut released = std::mem::take(&mut self.held);
             released.push(entry);
-            covering(&mut released, shown, true);
+            if !self.escaped {
+                covering(&mut released, shown, true);
+            }
             return released;
         }
-        if chunks.is_empty() && in_answer {
+        let holds = match seen {
+            Seen::Tags { in_answer } => chunks.is_empty() && in_answer,
+            Seen::AnswerString { read } => read,
+        };
+        if holds {
             self.held.push(entry);
         } else {
             self.held.clear();
@@ -100,6 +135,7 @@ impl Reporter {
     pub fn tail(&mut self, chunks: &[Chunk]) -> Vec<Value> {
         let mut released = std::mem::take(&mut self.held);
         match text_len(chunks) {
+            Some(_) if self.escaped => {}
             Some(shown) => covering(&mut released, shown, false),
             None => released.clear(),
         }
@@ -141,18 +177,18 @@ fn byte_len(entry: &Value) -> usize {
 }
 
 /// One token as OpenAI writes it, with its alternatives.
-fn entry(model: &LocalModel, id: u32, logprobs: &TokenLogprobs) -> Value {
-    let mut entry = token(model, id, logprobs.logprob);
+fn entry(pieces: &impl Pieces, id: u32, logprobs: &TokenLogprobs) -> Value {
+    let mut entry = token(pieces, id, logprobs.logprob);
     let top: Vec<Value> = (logprobs.top.iter())
-        .map(|&(id, logprob)| token(model, id, logprob))
+        .map(|&(id, logprob)| token(pieces, id, logprob))
         .collect();
     entry["top_logprobs"] = Value::Array(top);
     entry
 }
 
 /// `{token, logprob, bytes}`.
-fn token(model: &LocalModel, id: u32, logprob: f32) -> Value {
-    let (text, bytes) = model.token_piece(id);
+fn token(pieces: &impl Pieces, id: u32, logprob: f32) -> Value {
+    let (text, bytes) = pieces.token_piece(id);
     let logprob = if logprob.is_finite() {
         logprob.max(IMPOSSIBLE)
     } else {
@@ -212,5 +248,71 @@ mod tests {
         let mut released = entries(&["\n\n", "<"]);
         covering(&mut released, 1, false);
         assert_eq!(spelled(&released), ["<"]);
+    }
+
+    use thinkwire_reasoning::StructuredSplitter;
+
+    /// Pieces spelled by their own text, as a byte-level tokenizer's are.
+    struct Spelled(Vec<&'static str>);
+
+    impl Pieces for Spelled {
+        fn token_piece(&self, id: u32) -> (String, Vec<u8>) {
+            let text = self.0[id as usize];
+            (text.to_owned(), text.as_bytes().to_vec())
+        }
+    }
+
+    /// The tokens of a structured answer whose escapes span tokens: every
+    /// token that read the answer string reports, the held escape's too,
+    /// and none of the JSON around it.
+    #[test]
+    fn a_structured_answers_escapes_report_every_token_that_wrote_them() {
+        let tokens = Spelled(vec![
+            r#"{"reasoning": "r", "#,
+            r#""answer": ""#,
+            r"caf\u00",
+            "e9",
+            r" \ud83d",
+            r"\ude00",
+            r"\",
+            r#"n""#,
+            "}",
+        ]);
+        let report = |reporter: &mut Reporter, splitter: &mut StructuredSplitter, id: u32| {
+            reporter.report(TokenLogprobs {
+                logprob: -0.5,
+                top: vec![(id, -0.5)],
+            });
+            let chunks = splitter.push(tokens.0[id as usize]);
+            let read = splitter.read_answer();
+            let entries = reporter.token(&tokens, id, &chunks, Seen::AnswerString { read });
+            (text_len(&chunks).unwrap_or(0), entries)
+        };
+        let mut reporter = Reporter::new(Some(1));
+        let mut splitter = StructuredSplitter::default();
+        let mut shown = Vec::new();
+        for id in 0..tokens.0.len() as u32 {
+            let (len, entries) = report(&mut reporter, &mut splitter, id);
+            let ids: Vec<&str> = entries
+                .iter()
+                .map(|e| e["token"].as_str().unwrap())
+                .collect();
+            shown.push((len, ids.join("|")));
+        }
+        let tail = reporter.tail(&splitter.finish());
+        assert!(tail.is_empty(), "{tail:?}");
+        let want = [
+            (0, ""),
+            (0, ""),
+            (3, r"caf\u00"),
+            (2, "e9"),
+            (1, r" \ud83d"),
+            (4, r"\ude00"),
+            (0, ""),
+            (1, r#"\|n""#),
+            (0, ""),
+        ];
+        let got: Vec<(usize, &str)> = shown.iter().map(|(n, s)| (*n, s.as_str())).collect();
+        assert_eq!(got, want);
     }
 }

@@ -106,6 +106,8 @@ pub struct StructuredSplitter {
     /// Leading blanks of a reasoning string, shown with its first non-blank.
     blanks: String,
     scratch: String,
+    /// Whether the last `push` read characters of the answer string.
+    read_answer: bool,
     error: Option<StructuredError>,
     finished: bool,
 }
@@ -141,6 +143,7 @@ impl StructuredSplitter {
             reasoning_open: false,
             blanks: String::new(),
             scratch: String::new(),
+            read_answer: false,
             error: None,
             finished: false,
         }
@@ -149,6 +152,7 @@ impl StructuredSplitter {
     /// Feeds one decoded piece of output (any length, split anywhere).
     pub fn push(&mut self, piece: &str) -> Vec<Chunk> {
         let mut out = Vec::new();
+        self.read_answer = false;
         if self.finished {
             tracing::warn!("structured splitter fed after finish; ignoring the piece");
             return out;
@@ -197,6 +201,14 @@ impl StructuredSplitter {
         self.state == State::Str(Dest::Reasoning)
     }
 
+    /// Whether the last [`push`](Self::push) read characters of the answer
+    /// string (an escape's included, the quotes around it not), whether or
+    /// not they decoded to text yet: a piece that holds only the start of
+    /// an escape is still part of the answer.
+    pub fn read_answer(&self) -> bool {
+        self.read_answer
+    }
+
     fn fail(&mut self, e: StructuredError, raw: &str, out: &mut Vec<Chunk>) {
         tracing::warn!(error = %e, "structured reasoning output is broken");
         self.close_reasoning(out);
@@ -237,6 +249,7 @@ impl StructuredSplitter {
             State::Str(dest) => {
                 let mut dec = std::mem::take(&mut self.scratch);
                 let closed = self.unescape.feed(c, &mut dec);
+                self.read_answer |= dest == Dest::Answer && matches!(closed, Ok(false));
                 self.emit(dest, &dec, out);
                 dec.clear();
                 self.scratch = dec;

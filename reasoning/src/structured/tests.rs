@@ -48,6 +48,27 @@ fn streams_reasoning_then_answer() {
     assert_eq!((s.finish(), s.error()), (vec![], None));
 }
 
+/// Which pieces read the answer string: its characters and escapes, held
+/// or not, but neither its quotes nor any other key's value.
+#[test]
+fn pieces_that_read_the_answer_are_told() {
+    let mut s = StructuredSplitter::default();
+    let read = |s: &mut StructuredSplitter, piece: &str| {
+        let chunks = s.push(piece);
+        (chunks, s.read_answer())
+    };
+    assert_eq!(
+        read(&mut s, r#"{"reasoning": "r", "#),
+        (vec![Start, d("r"), End], false)
+    );
+    assert_eq!(read(&mut s, r#""answer": ""#), (vec![], false));
+    assert_eq!(read(&mut s, r"caf\u00"), (vec![t("caf")], true));
+    assert_eq!(read(&mut s, "e9"), (vec![t("é")], true));
+    assert_eq!(read(&mut s, r"\ud83d"), (vec![], true));
+    assert_eq!(read(&mut s, r"\ude00"), (vec![t("😀")], true));
+    assert_eq!(read(&mut s, r#"", "x": "y"}"#), (vec![], false));
+}
+
 #[test]
 fn reversed_order_escaped_keys_and_skipped_values() {
     let json = r#"{ "x": {"a": [1, "}]\"", {"b": null}]}, "answer" : "A", "n": -1.5e3,

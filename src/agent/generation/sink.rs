@@ -12,6 +12,7 @@ use thinkwire_reasoning::Chunk;
 
 use super::{Forwarded, Generation, Route, Step, Stopped, report_before};
 use crate::agent::events::RunEvents;
+use crate::agent::logprobs::Seen;
 use crate::agent::output::Disconnected;
 use crate::agent::tool_grammar::ToolCalls;
 use crate::metrics::Metrics;
@@ -144,11 +145,11 @@ impl TokenSink for PassSink<'_, '_, '_, '_> {
                 let chunks = splitter.push(&piece);
                 *reasoning += usize::from(splitter.in_reasoning());
                 // Its JSON's syntax is no answer text: only tokens that
-                // made some report theirs.
-                let reports = self
-                    .pass
-                    .logprobs
-                    .token(self.pass.model, id, &chunks, false);
+                // read the answer string report theirs.
+                let seen = Seen::AnswerString {
+                    read: splitter.read_answer(),
+                };
+                let reports = (self.pass.logprobs).token(self.pass.model, id, &chunks, seen);
                 return if !self.forward(chunks, reports) || self.held {
                     Directive::Stop
                 } else {
@@ -163,7 +164,8 @@ impl TokenSink for PassSink<'_, '_, '_, '_> {
             tools.token(id, &piece, in_call, &chunks);
         }
         let call_ended = chunks.iter().any(|c| matches!(c, Chunk::ToolCallEnd(_)));
-        let reports = (self.pass.logprobs).token(self.pass.model, id, &chunks, in_answer);
+        let seen = Seen::Tags { in_answer };
+        let reports = (self.pass.logprobs).token(self.pass.model, id, &chunks, seen);
         if !self.forward(chunks, reports) || self.held {
             return Directive::Stop;
         }
