@@ -14,6 +14,7 @@
 pub mod agent;
 pub mod cli;
 pub mod conversation;
+mod logprob_entries;
 pub mod metrics;
 pub mod server;
 pub mod upstream;

@@ -24,6 +24,34 @@ use thinkwire_seal::{Key, KeyRing};
 
 const REASONING: &str = "Need the weather tool for Rome.";
 
+/// A thinkwire whose backend is the Responses API at `url`.
+async fn responses_front(url: String) -> TestServer {
+    let registry = Registry::builtin();
+    let front_config = UpstreamConfig {
+        kind: UpstreamKind::OpenAiResponses,
+        url,
+        model: "Qwen3-0.6B".into(),
+        key: None,
+        connect_timeout: Duration::from_secs(2),
+        idle_timeout: Duration::from_secs(5),
+        retries: 0,
+        format: registry.family("qwen3").unwrap().clone(),
+    };
+    let backend = Backend::Upstream(Box::new(UpstreamBackend::new(
+        Upstream::new(front_config, tokio::runtime::Handle::current()).unwrap(),
+        &registry,
+    )));
+    TestServer::start(
+        Agent::with_backend(
+            backend,
+            KeyRing::new(Key::generate().unwrap()),
+            AgentConfig::default(),
+        ),
+        ServerConfig::default(),
+    )
+    .await
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_upstreams_encrypted_reasoning_goes_back_to_it_verbatim() {
     let arguments = r#"{"city": "Rome"}"#;
@@ -51,30 +79,7 @@ async fn the_upstreams_encrypted_reasoning_goes_back_to_it_verbatim() {
     )
     .await;
 
-    let registry = Registry::builtin();
-    let front_config = UpstreamConfig {
-        kind: UpstreamKind::OpenAiResponses,
-        url: upstream.url("/v1"),
-        model: "Qwen3-0.6B".into(),
-        key: None,
-        connect_timeout: Duration::from_secs(2),
-        idle_timeout: Duration::from_secs(5),
-        retries: 0,
-        format: registry.family("qwen3").unwrap().clone(),
-    };
-    let backend = Backend::Upstream(Box::new(UpstreamBackend::new(
-        Upstream::new(front_config, tokio::runtime::Handle::current()).unwrap(),
-        &registry,
-    )));
-    let front = TestServer::start(
-        Agent::with_backend(
-            backend,
-            KeyRing::new(Key::generate().unwrap()),
-            AgentConfig::default(),
-        ),
-        ServerConfig::default(),
-    )
-    .await;
+    let front = responses_front(upstream.url("/v1")).await;
 
     let mut first = input(
         "t-responses",
@@ -128,6 +133,63 @@ async fn the_upstreams_encrypted_reasoning_goes_back_to_it_verbatim() {
     assert!(
         prompt.contains("<tool_response>\n24 °C\n</tool_response>"),
         "{prompt}"
+    );
+    front.shutdown().await;
+    upstream.shutdown().await;
+}
+
+/// Log-probabilities asked of the front go up as Responses'
+/// `message.output_text.logprobs`, and the upstream's entries come back
+/// ahead of the answer text they wrote, on AG-UI and chat completions.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_upstreams_logprobs_come_back_with_its_answer() {
+    let answer = "Rome: 24 °C.";
+    // Per run, as above: reasoning to its end, the summary, the answer.
+    let run = [
+        qwen3_turn(REASONING, answer),
+        "Looked it up.<|im_end|>".to_owned(),
+        format!("\n\n{answer}<|im_end|>"),
+    ];
+    let scripts: Vec<String> = run.iter().chain(&run).cloned().collect();
+    let (model, _) = scripted_qwen3(&scripts, Duration::ZERO);
+    let mut config = AgentConfig::default();
+    config.policy.default_visibility = Visibility::Full;
+    let upstream = TestServer::start(
+        Agent::new(model, KeyRing::new(Key::generate().unwrap()), config),
+        ServerConfig::default(),
+    )
+    .await;
+    let front = responses_front(upstream.url("/v1")).await;
+    let replayed = |entries: &[serde_json::Value]| {
+        assert!(!entries.is_empty());
+        for entry in entries {
+            assert_eq!(entry["logprob"], 0.0, "{entry}");
+            assert_eq!(entry["top_logprobs"][0]["token"], entry["token"], "{entry}");
+        }
+        String::from_utf8(support::logprobs::spelled(entries)).unwrap()
+    };
+
+    let forwarded = json!({"logprobs": 1, "reasoning": {"visibility": "full"}});
+    let events = post_run(&front, &input("t-lp", "r1", "Weather in Rome?", forwarded)).await;
+    let (text, entries) = support::logprobs::agui(&events);
+    assert_eq!(text, answer);
+    assert_eq!(replayed(&entries), answer);
+
+    let body = json!({"messages": [{"role": "user", "content": "Weather in Rome?"}],
+        "logprobs": true, "top_logprobs": 1});
+    let response = reqwest::Client::new()
+        .post(front.url("/v1/chat/completions"))
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let whole: serde_json::Value = response.json().await.unwrap();
+    let choice = &whole["choices"][0];
+    assert_eq!(choice["message"]["content"], answer, "{whole}");
+    assert_eq!(
+        replayed(choice["logprobs"]["content"].as_array().unwrap()),
+        answer
     );
     front.shutdown().await;
     upstream.shutdown().await;

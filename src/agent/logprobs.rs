@@ -6,15 +6,14 @@
 //! calls report none: these are the logprobs of the message content, as
 //! OpenAI's are.
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use thinkwire_engine::{MAX_TOP_LOGPROBS, TokenLogprobs};
 use thinkwire_reasoning::Chunk;
 
 use super::model::LocalModel;
 use super::rejection::{RejectKind, RunRejected};
-
-/// What OpenAI writes for a token the model found impossible.
-const IMPOSSIBLE: f32 = -9999.0;
+pub(super) use crate::logprob_entries::Seen;
+use crate::logprob_entries::{self, Held};
 
 /// `forwardedProps.logprobs`: how many alternatives to report per answer
 /// token (`None`: report nothing).
@@ -34,19 +33,6 @@ pub(crate) fn from_forwarded(forwarded: Option<&Value>) -> Result<Option<usize>,
         )
         .at("forwardedProps.logprobs")),
     }
-}
-
-/// Where the route's splitter put a token's text.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Seen {
-    /// The tag splitter's view: whether it is in the answer now. Text it
-    /// holds is the held tokens' own bytes, so those spanning the text
-    /// shown are the ones that made it.
-    Tags { in_answer: bool },
-    /// The structured splitter's: whether the token read characters of
-    /// the answer string. A held escape's tokens all made the character
-    /// it decodes to, though their bytes outnumber its.
-    AnswerString { read: bool },
 }
 
 /// Token ids as the client is shown them: text and bytes.
@@ -69,12 +55,8 @@ pub(super) struct Reporter {
     asked: Option<usize>,
     /// The engine's report on the token it hands over next.
     next: Option<TokenLogprobs>,
-    /// Tokens whose text the splitter holds in the answer (a possible
-    /// marker, a stop sequence's start, an escape's start), sent with the
-    /// text they become.
-    held: Vec<Value>,
-    /// Whether what is held is an answer string's (every entry made text).
-    escaped: bool,
+    /// Entries of tokens whose text the splitter holds.
+    held: Held,
 }
 
 impl Reporter {
@@ -110,70 +92,13 @@ impl Reporter {
             return Vec::new();
         };
         let entry = entry(pieces, id, &logprobs);
-        self.escaped = matches!(seen, Seen::AnswerString { .. });
-        if let Some(shown) = text_len(chunks) {
-            let mut released = std::mem::take(&mut self.held);
-            released.push(entry);
-            if !self.escaped {
-                covering(&mut released, shown, true);
-            }
-            return released;
-        }
-        let holds = match seen {
-            Seen::Tags { in_answer } => chunks.is_empty() && in_answer,
-            Seen::AnswerString { read } => read,
-        };
-        if holds {
-            self.held.push(entry);
-        } else {
-            self.held.clear();
-        }
-        Vec::new()
+        self.held.wrote(vec![entry], chunks, seen)
     }
 
     /// The entries the pass's last chunks release (text held to its end).
     pub fn tail(&mut self, chunks: &[Chunk]) -> Vec<Value> {
-        let mut released = std::mem::take(&mut self.held);
-        match text_len(chunks) {
-            Some(_) if self.escaped => {}
-            Some(shown) => covering(&mut released, shown, false),
-            None => released.clear(),
-        }
-        released
+        self.held.tail(chunks)
     }
-}
-
-/// The bytes of answer text in `chunks`, if they hold any.
-fn text_len(chunks: &[Chunk]) -> Option<usize> {
-    let texts = chunks.iter().filter_map(|c| match c {
-        Chunk::Text(text) => Some(text.len()),
-        _ => None,
-    });
-    texts.reduce(|a, b| a + b)
-}
-
-/// Drops the first of `entries` while the rest still span `shown` bytes:
-/// tokens the splitter dropped (the whitespace after a reasoning block)
-/// make no answer text. With `keep_last` the last stays whatever it spans
-/// (its token made the text, with a marker's bytes perhaps).
-fn covering(entries: &mut Vec<Value>, shown: usize, keep_last: bool) {
-    let mut spanned: usize = entries.iter().map(byte_len).sum();
-    let mut dropped = 0;
-    let droppable = entries.len() - usize::from(keep_last && !entries.is_empty());
-    for entry in &entries[..droppable] {
-        let rest = spanned - byte_len(entry);
-        if rest < shown {
-            break;
-        }
-        spanned = rest;
-        dropped += 1;
-    }
-    entries.drain(..dropped);
-}
-
-/// How many bytes an entry's token spans.
-fn byte_len(entry: &Value) -> usize {
-    entry["bytes"].as_array().map_or(0, Vec::len)
 }
 
 /// One token as OpenAI writes it, with its alternatives.
@@ -189,16 +114,13 @@ fn entry(pieces: &impl Pieces, id: u32, logprobs: &TokenLogprobs) -> Value {
 /// `{token, logprob, bytes}`.
 fn token(pieces: &impl Pieces, id: u32, logprob: f32) -> Value {
     let (text, bytes) = pieces.token_piece(id);
-    let logprob = if logprob.is_finite() {
-        logprob.max(IMPOSSIBLE)
-    } else {
-        IMPOSSIBLE
-    };
-    json!({"token": text, "logprob": logprob, "bytes": bytes})
+    logprob_entries::token(&text, logprob, &bytes)
 }
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     #[test]
@@ -219,38 +141,16 @@ mod tests {
         }
     }
 
-    #[test]
-    fn held_tokens_the_text_does_not_span_are_dropped() {
-        let entries = |tokens: &[&str]| -> Vec<Value> {
-            (tokens.iter())
-                .map(|t| json!({"token": t, "bytes": t.as_bytes()}))
-                .collect()
-        };
-        let spelled = |entries: &[Value]| -> Vec<String> {
-            entries
-                .iter()
-                .map(|e| e["token"].as_str().unwrap().to_owned())
-                .collect()
-        };
-        // "\n\n" after `</think>` is dropped; "It" is the text.
-        let mut released = entries(&["\n\n", "It"]);
-        covering(&mut released, 2, true);
-        assert_eq!(spelled(&released), ["It"]);
-        // A held marker's start that became text stays.
-        let mut released = entries(&["<", "b>"]);
-        covering(&mut released, 3, true);
-        assert_eq!(spelled(&released), ["<", "b>"]);
-        // The last token stays though its text is partly a marker's.
-        let mut released = entries(&["\n", "</think>Hi"]);
-        covering(&mut released, 2, true);
-        assert_eq!(spelled(&released), ["</think>Hi"]);
-        // At the end, held whitespace before a flushed marker start goes.
-        let mut released = entries(&["\n\n", "<"]);
-        covering(&mut released, 1, false);
-        assert_eq!(spelled(&released), ["<"]);
-    }
-
     use thinkwire_reasoning::StructuredSplitter;
+
+    fn text_bytes(chunks: &[Chunk]) -> usize {
+        (chunks.iter())
+            .map(|c| match c {
+                Chunk::Text(text) => text.len(),
+                _ => 0,
+            })
+            .sum()
+    }
 
     /// Pieces spelled by their own text, as a byte-level tokenizer's are.
     struct Spelled(Vec<&'static str>);
@@ -286,7 +186,7 @@ mod tests {
             let chunks = splitter.push(tokens.0[id as usize]);
             let read = splitter.read_answer();
             let entries = reporter.token(&tokens, id, &chunks, Seen::AnswerString { read });
-            (text_len(&chunks).unwrap_or(0), entries)
+            (text_bytes(&chunks), entries)
         };
         let mut reporter = Reporter::new(Some(1));
         let mut splitter = StructuredSplitter::default();

@@ -117,10 +117,10 @@ impl Agent {
             "maxReasoningTokens": policy.max_reasoning_tokens,
             "transports": ["sse", "websocket"],
             // The most alternatives `forwardedProps.logprobs` may ask for;
-            // 0 where they are not reported (an upstream).
+            // 0 where none are reported (an Anthropic upstream).
             "maxTopLogprobs": match backend {
-                Backend::Local(_) => thinkwire_engine::MAX_TOP_LOGPROBS,
-                Backend::Upstream(_) => 0,
+                Backend::Upstream(up) if !up.upstream.config().kind.carries_logprobs() => 0,
+                _ => thinkwire_engine::MAX_TOP_LOGPROBS,
             },
         });
         AgentCapabilities {

@@ -231,11 +231,14 @@ pub(super) fn prepare(
                 kind,
                 prompt_plan.thinking,
             )?;
-            if logprobs.is_some() {
+            if logprobs.is_some() && !kind.carries_logprobs() {
                 return Err(RunRejected::new(
                     RejectKind::Unprocessable,
                     "UNSUPPORTED_LOGPROBS",
-                    "log-probabilities are reported by a local model only, not carried from an upstream",
+                    format!(
+                        "the upstream's API ({}) reports no token log-probabilities",
+                        kind.as_str()
+                    ),
                 )
                 .at("forwardedProps.logprobs"));
             }
@@ -263,7 +266,7 @@ pub(super) fn prepare(
                 history.dropped,
                 None,
                 one_call,
-                None,
+                logprobs,
             ));
         }
     };

@@ -41,6 +41,7 @@ impl Execution<'_, '_> {
             budget: run.controls.budget_tokens,
             answer,
             one_call: run.one_call,
+            logprobs: run.logprobs,
         };
         let summary = run.controls.visibility == Visibility::Summary;
         let mut forwarder = Forwarder::default().holding_reasoning_end(summary);
@@ -59,6 +60,11 @@ impl Execution<'_, '_> {
                     UpstreamOutput::Chunk(chunk) => chunk,
                     UpstreamOutput::Provider(item) => {
                         forwarder.attach_provider_item(&mut self.events, item)?;
+                        continue;
+                    }
+                    // Just ahead of the text they wrote.
+                    UpstreamOutput::Logprobs(entries) => {
+                        self.events.logprobs(entries)?;
                         continue;
                     }
                 };
@@ -114,6 +120,7 @@ impl Execution<'_, '_> {
             budget: 0,
             answer: None,
             one_call: false,
+            logprobs: None,
         };
         let Some(mut stream) = self.open(up, &request)? else {
             return Ok(String::new());

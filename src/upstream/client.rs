@@ -121,11 +121,13 @@ impl Upstream {
                         decoder: SseDecoder::new(),
                         parser: match self.config.kind {
                             UpstreamKind::OpenAiChat => Parser::OpenAiChat(Box::new(
-                                openai_chat::StreamParser::new(&self.config.format, call_prefix),
+                                openai_chat::StreamParser::new(&self.config.format, call_prefix)
+                                    .reporting_logprobs(request.logprobs),
                             )),
-                            UpstreamKind::OpenAiResponses => {
-                                Parser::Responses(openai_responses::StreamParser::new())
-                            }
+                            UpstreamKind::OpenAiResponses => Parser::Responses(
+                                openai_responses::StreamParser::new()
+                                    .reporting_logprobs(request.logprobs),
+                            ),
                             UpstreamKind::Anthropic => {
                                 Parser::Anthropic(anthropic::StreamParser::new())
                             }
@@ -273,11 +275,7 @@ enum Parser {
 impl Parser {
     fn push(&mut self, data: &str) -> Result<Vec<UpstreamOutput>, UpstreamError> {
         match self {
-            Self::OpenAiChat(p) => Ok(p
-                .push(data)?
-                .into_iter()
-                .map(UpstreamOutput::Chunk)
-                .collect()),
+            Self::OpenAiChat(p) => p.push(data),
             Self::Responses(p) => p.push(data),
             Self::Anthropic(p) => p.push(data),
         }
@@ -285,7 +283,7 @@ impl Parser {
 
     fn finish(&mut self) -> Vec<UpstreamOutput> {
         match self {
-            Self::OpenAiChat(p) => p.finish().into_iter().map(UpstreamOutput::Chunk).collect(),
+            Self::OpenAiChat(p) => p.finish(),
             Self::Responses(p) => p.finish(),
             Self::Anthropic(p) => p.finish(),
         }

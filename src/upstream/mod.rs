@@ -32,6 +32,9 @@ pub enum UpstreamOutput {
     Chunk(Chunk),
     /// The provider's own item for the open reasoning block, sealed with it.
     Provider(ProviderItem),
+    /// Token log-probabilities of the answer text that follows, in
+    /// OpenAI's shape (only for a run that asked).
+    Logprobs(Vec<serde_json::Value>),
 }
 
 /// Which wire protocol the upstream speaks.
@@ -54,6 +57,12 @@ impl UpstreamKind {
             "anthropic" => Some(Self::Anthropic),
             _ => None,
         }
+    }
+
+    /// Whether the wire carries the answer tokens' log-probabilities
+    /// (OpenAI's two do; Anthropic's reports none).
+    pub fn carries_logprobs(self) -> bool {
+        matches!(self, Self::OpenAiChat | Self::OpenAiResponses)
     }
 
     /// The `--upstream-kind` spelling.

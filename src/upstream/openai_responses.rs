@@ -15,7 +15,7 @@ use thinkwire_reasoning::{Chunk, Effort};
 use thinkwire_seal::ProviderItem;
 
 use super::openai_chat::{
-    UpstreamRequest, UpstreamUsage, error_kind, finished_call, refused_in_stream,
+    UpstreamRequest, UpstreamUsage, error_kind, finished_call, refused_in_stream, upstream_logprobs,
 };
 use super::{UpstreamError, UpstreamOutput};
 
@@ -86,11 +86,21 @@ pub fn request_body(model: &str, request: &UpstreamRequest<'_>) -> Value {
             "reasoning".into(),
             json!({"effort": effort, "summary": "auto"}),
         );
-        fields.insert("include".into(), json!(["reasoning.encrypted_content"]));
     } else {
         fields.insert("reasoning".into(), json!({"effort": "none"}));
         fields.insert("temperature".into(), json!(request.sampling.temperature));
         fields.insert("top_p".into(), json!(request.sampling.top_p));
+    }
+    let mut include = Vec::new();
+    if request.thinking {
+        include.push("reasoning.encrypted_content");
+    }
+    if let Some(top) = request.logprobs {
+        include.push("message.output_text.logprobs");
+        fields.insert("top_logprobs".into(), json!(top));
+    }
+    if !include.is_empty() {
+        fields.insert("include".into(), json!(include));
     }
     if !request.tools.is_empty() {
         let tools: Vec<Value> = request
@@ -144,12 +154,22 @@ pub struct StreamParser {
     items: BTreeMap<u64, Item>,
     usage: Option<UpstreamUsage>,
     done: bool,
+    /// Alternatives per answer token the run asked for; `None`: none.
+    logprobs: Option<usize>,
 }
 
 impl StreamParser {
     /// A parser at the start of a stream.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Reads the answer text's token log-probabilities (each
+    /// `output_text.delta`'s `logprobs`), `top` alternatives each, and
+    /// sends them ahead of the text they wrote.
+    pub fn reporting_logprobs(mut self, top: Option<usize>) -> Self {
+        self.logprobs = top;
+        self
     }
 
     /// Whether the response completed (or ended incomplete).
@@ -218,6 +238,12 @@ impl StreamParser {
             "response.output_text.delta" => {
                 let delta = text("delta");
                 if !delta.is_empty() {
+                    if let Some(top) = self.logprobs {
+                        let entries = upstream_logprobs(event.get("logprobs"), top)?;
+                        if !entries.is_empty() {
+                            out.push(UpstreamOutput::Logprobs(entries));
+                        }
+                    }
                     out.push(UpstreamOutput::Chunk(Chunk::Text(delta)));
                 }
             }

@@ -2,6 +2,7 @@
 //! live server on `127.0.0.1:0`, and small clients.
 #![allow(dead_code, unused_imports)]
 
+pub mod logprobs;
 pub mod recording;
 pub mod scripted_engine;
 pub mod v1;

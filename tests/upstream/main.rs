@@ -5,8 +5,9 @@
 //!
 //! Here: the upstream thinkwire and the fronts built on it; `reasoning`
 //! (reasoning kept across turns, summarized, carried between replicas),
-//! `constrained` (a response format and tool choices enforced upstream)
-//! and `faults` (upstreams that fail, a client that leaves) hold the tests.
+//! `constrained` (a response format and tool choices enforced upstream),
+//! `logprobs` (token log-probabilities carried back) and `faults`
+//! (upstreams that fail, a client that leaves) hold the tests.
 //! The `.sse` files beside them are `upstream_anthropic`'s and
 //! `upstream_responses_fixtures`'s recorded streams.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -16,6 +17,7 @@ mod support;
 
 mod constrained;
 mod faults;
+mod logprobs;
 mod reasoning;
 
 use std::sync::Arc;

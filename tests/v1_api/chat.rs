@@ -208,7 +208,7 @@ async fn stop_sequences_end_the_answer_on_both_apis() {
     // With log-probabilities, the stop sequence spanning two tokens (" °",
     // "C") still ends the answer; the entries list the tokens that wrote it.
     let body = json!({"messages": user, "stop": "°C", "stream": true, "logprobs": true});
-    let (streamed, spelled) = streamed_logprobs(&server, &body).await;
+    let (streamed, spelled) = support::logprobs::chat_streamed(&server, &body).await;
     assert_eq!(streamed, "It is 18 ");
     assert_eq!(String::from_utf8(spelled).unwrap(), "It is 18 °C");
     let (status, message) = post(
@@ -399,44 +399,13 @@ async fn logprobs_cover_an_answer_to_its_held_end() {
         let (status, whole) = post(&server, "/v1/chat/completions", &body).await;
         assert_eq!(status, 200, "{whole}");
         let choice = &whole["choices"][0];
-        let spelled: Vec<u8> = (choice["logprobs"]["content"].as_array().unwrap().iter())
-            .flat_map(|e| e["bytes"].as_array().unwrap().clone())
-            .map(|b| b.as_u64().unwrap() as u8)
-            .collect();
+        let spelled = support::logprobs::spelled(choice["logprobs"]["content"].as_array().unwrap());
         let content = choice["message"]["content"].as_str().unwrap();
         assert_eq!(String::from_utf8(spelled).unwrap(), content, "{whole}");
         let body = json!({"messages": user, "logprobs": true, "stream": true});
-        let (streamed, spelled) = streamed_logprobs(&server, &body).await;
+        let (streamed, spelled) = support::logprobs::chat_streamed(&server, &body).await;
         assert_eq!(streamed, content);
         assert_eq!(String::from_utf8(spelled).unwrap(), streamed);
     }
     server.shutdown().await;
-}
-
-/// A streamed chat completion of `body`: its text, and the bytes of the
-/// log-probability entries its chunks carried, in order.
-async fn streamed_logprobs(server: &TestServer, body: &Value) -> (String, Vec<u8>) {
-    let response = reqwest::Client::new()
-        .post(server.url("/v1/chat/completions"))
-        .json(body)
-        .send()
-        .await
-        .unwrap();
-    let (mut streamed, mut spelled) = (String::new(), Vec::new());
-    for chunk in (response.text().await.unwrap().lines())
-        .filter_map(|l| l.strip_prefix("data: "))
-        .filter(|d| *d != "[DONE]")
-    {
-        let choice = &serde_json::from_str::<Value>(chunk).unwrap()["choices"][0];
-        streamed.push_str(choice["delta"]["content"].as_str().unwrap_or_default());
-        for entry in choice["logprobs"]["content"]
-            .as_array()
-            .into_iter()
-            .flatten()
-        {
-            let bytes = entry["bytes"].as_array().unwrap().iter();
-            spelled.extend(bytes.map(|b| b.as_u64().unwrap() as u8));
-        }
-    }
-    (streamed, spelled)
 }

@@ -8,7 +8,8 @@
 //!
 //! This module holds what every upstream adapter shares: the run's request
 //! ([`UpstreamRequest`]), the usage it reports ([`UpstreamUsage`]), a
-//! finished tool call's check (`finished_call`) and error objects read
+//! finished tool call's check (`finished_call`), token log-probabilities
+//! in OpenAI's shape (`upstream_logprobs`) and error objects read
 //! without their text (`refused_in_stream`, `error_kind`). The chat
 //! completions wire itself lives in `request` (the body) and `stream` (the
 //! `data:` payloads as chunks).
@@ -55,6 +56,10 @@ pub struct UpstreamRequest<'a> {
     pub answer: Option<&'a AnswerConstraint>,
     /// At most one tool call (`parallel_tool_calls: false`).
     pub one_call: bool,
+    /// The answer tokens' log-probabilities, with this many alternatives
+    /// each (`None`: not asked; an Anthropic upstream reports none, and a
+    /// run asking one is refused when prepared).
+    pub logprobs: Option<usize>,
 }
 
 /// A run's constraint on its answer, as an upstream is asked for it.
@@ -162,6 +167,23 @@ fn arguments_problem(arguments: &str, cut_off: bool) -> Option<ToolCallProblem> 
             err.line(),
             err.column()
         ))),
+    }
+}
+
+/// A list of token log-probabilities as OpenAI's wires write one (chat's
+/// `logprobs.content`, Responses' `logprobs`), `top` alternatives each;
+/// none when the upstream sent none.
+pub(super) fn upstream_logprobs(
+    list: Option<&Value>,
+    top: usize,
+) -> Result<Vec<Value>, UpstreamError> {
+    let malformed = || UpstreamError::Protocol("a token's log-probability is malformed".into());
+    match list {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::Array(all)) => (all.iter())
+            .map(|e| crate::logprob_entries::from_upstream(e, top).ok_or_else(malformed))
+            .collect(),
+        Some(_) => Err(malformed()),
     }
 }
 

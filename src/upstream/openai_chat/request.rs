@@ -28,6 +28,10 @@ pub fn request_body(model: &str, request: &UpstreamRequest<'_>) -> Value {
         fields.insert("seed".into(), json!(seed));
     }
     sampling_extras(fields, request.sampling);
+    if let Some(top) = request.logprobs {
+        fields.insert("logprobs".into(), json!(true));
+        fields.insert("top_logprobs".into(), json!(top));
+    }
     if !request.tools.is_empty() {
         let tools: Vec<Value> = request.tools.iter().map(tool).collect();
         fields.insert("tools".into(), Value::Array(tools));

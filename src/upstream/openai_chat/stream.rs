@@ -1,14 +1,16 @@
 //! The chat completions stream: each `data:` payload's delta as chunks
 //! (reasoning fields, content split at text level, indexed tool-call
-//! deltas), the finish reason and the usage chunk.
+//! deltas), the content's token log-probabilities when asked, the finish
+//! reason and the usage chunk.
 
 use std::collections::BTreeMap;
 
 use serde_json::Value;
 use thinkwire_reasoning::{Chunk, FormatSpec, Splitter};
 
-use super::{UpstreamUsage, finished_call, refused_in_stream};
-use crate::upstream::UpstreamError;
+use super::{UpstreamUsage, finished_call, refused_in_stream, upstream_logprobs};
+use crate::logprob_entries::{Held, Seen};
+use crate::upstream::{UpstreamError, UpstreamOutput};
 
 /// A tool call being streamed.
 struct OpenCall {
@@ -28,6 +30,10 @@ pub struct StreamParser {
     finish_reason: Option<String>,
     usage: Option<UpstreamUsage>,
     done: bool,
+    /// Alternatives per content token the run asked for; `None`: none.
+    logprobs: Option<usize>,
+    /// Entries of content the splitter holds.
+    held: Held,
 }
 
 impl StreamParser {
@@ -44,7 +50,17 @@ impl StreamParser {
             finish_reason: None,
             usage: None,
             done: false,
+            logprobs: None,
+            held: Held::default(),
         }
+    }
+
+    /// Reads the content's token log-probabilities (`logprobs.content`),
+    /// `top` alternatives each, and sends them ahead of the text they
+    /// wrote.
+    pub fn reporting_logprobs(mut self, top: Option<usize>) -> Self {
+        self.logprobs = top;
+        self
     }
 
     /// Whether `[DONE]` arrived.
@@ -64,11 +80,19 @@ impl StreamParser {
     }
 
     /// One `data:` payload.
-    pub fn push(&mut self, data: &str) -> Result<Vec<Chunk>, UpstreamError> {
+    pub fn push(&mut self, data: &str) -> Result<Vec<UpstreamOutput>, UpstreamError> {
         if data.trim() == "[DONE]" {
             self.done = true;
             return Ok(self.finish());
         }
+        let mut entries = Vec::new();
+        let chunks = self.read(data, &mut entries)?;
+        Ok(ahead_of_text(chunks, entries))
+    }
+
+    /// A payload's chunks; `entries`: the log-probabilities to send ahead
+    /// of their text.
+    fn read(&mut self, data: &str, entries: &mut Vec<Value>) -> Result<Vec<Chunk>, UpstreamError> {
         let value: Value = serde_json::from_str(data)
             .map_err(|err| UpstreamError::Protocol(format!("a chunk is not JSON: {err}")))?;
         if let Some(error) = value.get("error") {
@@ -107,7 +131,14 @@ impl StreamParser {
             .filter(|c| !c.is_empty())
         {
             self.end_reasoning(&mut chunks);
-            chunks.extend(self.splitter.push(content));
+            let split = self.splitter.push(content);
+            if let Some(top) = self.logprobs {
+                let read =
+                    upstream_logprobs(choice.get("logprobs").and_then(|l| l.get("content")), top)?;
+                let in_answer = !self.splitter.in_reasoning() && !self.splitter.in_tool_call();
+                entries.extend(self.held.wrote(read, &split, Seen::Tags { in_answer }));
+            }
+            chunks.extend(split);
         }
         if let Some(calls) = delta.get("tool_calls").and_then(Value::as_array) {
             self.end_reasoning(&mut chunks);
@@ -119,10 +150,12 @@ impl StreamParser {
     }
 
     /// The stream ended: close what is open. Idempotent.
-    pub fn finish(&mut self) -> Vec<Chunk> {
+    pub fn finish(&mut self) -> Vec<UpstreamOutput> {
         let mut chunks = Vec::new();
         self.end_reasoning(&mut chunks);
-        chunks.extend(self.splitter.finish());
+        let split = self.splitter.finish();
+        let entries = self.held.tail(&split);
+        chunks.extend(split);
         let cut_off = self.finish_reason.as_deref() == Some("length");
         for (_, call) in std::mem::take(&mut self.calls) {
             if !call.started {
@@ -144,7 +177,7 @@ impl StreamParser {
                 cut_off,
             )));
         }
-        chunks
+        ahead_of_text(chunks, entries)
     }
 
     fn end_reasoning(&mut self, chunks: &mut Vec<Chunk>) {
@@ -200,6 +233,22 @@ impl StreamParser {
         }
         Ok(())
     }
+}
+
+/// `chunks` as the stream's output, `entries` (if any) just ahead of the
+/// first text among them.
+fn ahead_of_text(chunks: Vec<Chunk>, entries: Vec<Value>) -> Vec<UpstreamOutput> {
+    let mut out = Vec::with_capacity(chunks.len() + 1);
+    let mut entries = Some(entries).filter(|e| !e.is_empty());
+    for chunk in chunks {
+        if matches!(chunk, Chunk::Text(_))
+            && let Some(entries) = entries.take()
+        {
+            out.push(UpstreamOutput::Logprobs(entries));
+        }
+        out.push(UpstreamOutput::Chunk(chunk));
+    }
+    out
 }
 
 fn read_usage(usage: &Value) -> UpstreamUsage {

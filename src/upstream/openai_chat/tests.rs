@@ -7,6 +7,8 @@ use thinkwire_chat::TemplateMessage;
 use thinkwire_engine::SamplingParams;
 use thinkwire_reasoning::{Chunk, Registry, ToolCall, ToolCallProblem};
 
+use crate::upstream::UpstreamOutput;
+
 use super::*;
 
 fn parser() -> StreamParser {
@@ -22,10 +24,20 @@ fn delta(delta: Value) -> String {
     json!({"choices": [{"index": 0, "delta": delta, "finish_reason": null}]}).to_string()
 }
 
+/// The chunks among a parser's output.
+fn chunks_of(out: Vec<UpstreamOutput>) -> Vec<Chunk> {
+    (out.into_iter())
+        .filter_map(|o| match o {
+            UpstreamOutput::Chunk(chunk) => Some(chunk),
+            _ => None,
+        })
+        .collect()
+}
+
 fn run(parser: &mut StreamParser, payloads: &[String]) -> Vec<Chunk> {
     let mut out = Vec::new();
     for p in payloads {
-        out.extend(parser.push(p).unwrap());
+        out.extend(chunks_of(parser.push(p).unwrap()));
     }
     out
 }
@@ -67,7 +79,7 @@ fn inline_think_tags_in_content_are_split() {
             delta(json!({"content": "Yes."})),
         ],
     );
-    chunks.extend(p.finish());
+    chunks.extend(chunks_of(p.finish()));
     let reasoning: String = chunks
         .iter()
         .filter_map(|c| match c {
@@ -100,7 +112,7 @@ fn tool_call_deltas_stream_and_end_with_the_stream() {
             delta(json!({"tool_calls": [{"index": 0, "function": {"arguments": "\"Rome\"}"}}]})),
         ],
     );
-    chunks.extend(p.push("[DONE]").unwrap());
+    chunks.extend(chunks_of(p.push("[DONE]").unwrap()));
     assert_eq!(
         chunks[0],
         Chunk::ToolCallStart {
@@ -126,7 +138,7 @@ fn cut_off_arguments_are_truncated_and_errors_name_no_text() {
     );
     p.push(&json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "length"}]}).to_string())
         .unwrap();
-    let end = p.finish();
+    let end = chunks_of(p.finish());
     assert!(matches!(
         end.last(),
         Some(Chunk::ToolCallEnd(ToolCall {
@@ -176,6 +188,7 @@ fn usage_is_read_and_the_request_carries_replayed_reasoning() {
             budget: 0,
             answer: None,
             one_call: false,
+            logprobs: None,
         },
     );
     assert_eq!(body["messages"][1]["reasoning_content"], "91 = 7 x 13");
@@ -201,6 +214,7 @@ fn sampling_beyond_temperature_goes_up_only_when_asked() {
                 budget: 0,
                 answer: None,
                 one_call: false,
+                logprobs: None,
             },
         )
     };
@@ -233,6 +247,108 @@ fn sampling_beyond_temperature_goes_up_only_when_asked() {
     assert_eq!(asked["logit_bias"], json!({"7": -100.0, "50256": 2.5}));
 }
 
+/// Log-probabilities asked for go up on both OpenAI wires; chat's entries
+/// go ahead of the content they wrote, their alternatives cut to those
+/// asked, none for reasoning, a marker held back or a call; a malformed
+/// entry is the upstream's protocol error.
+#[test]
+fn asked_logprobs_go_up_and_come_back_ahead_of_their_text() {
+    let turns = [TemplateMessage::new("user", "Hi")];
+    let sampling = SamplingParams::greedy();
+    let request = UpstreamRequest {
+        turns: &turns,
+        blocks: &[],
+        tools: &[],
+        sampling: &sampling,
+        max_tokens: 9,
+        thinking: true,
+        effort: None,
+        budget: 0,
+        answer: None,
+        one_call: false,
+        logprobs: Some(1),
+    };
+    let chat = request_body("m", &request);
+    assert_eq!(
+        (&chat["logprobs"], &chat["top_logprobs"]),
+        (&json!(true), &json!(1))
+    );
+    let responses = crate::upstream::openai_responses::request_body("m", &request);
+    assert_eq!(
+        responses["include"],
+        json!([
+            "reasoning.encrypted_content",
+            "message.output_text.logprobs"
+        ])
+    );
+    assert_eq!(responses["top_logprobs"], 1);
+
+    let entry = |t: &str| {
+        json!({"token": t, "logprob": -0.5, "bytes": t.as_bytes(),
+        "top_logprobs": [{"token": t, "logprob": -0.5, "bytes": t.as_bytes()},
+                         {"token": "x", "logprob": -3.0, "bytes": [120]}]})
+    };
+    let with = |delta: Value, tokens: &[&str]| {
+        let content: Vec<Value> = tokens.iter().map(|t| entry(t)).collect();
+        json!({"choices": [{"index": 0, "delta": delta, "logprobs": {"content": content}}]})
+            .to_string()
+    };
+    let mut p = parser().reporting_logprobs(Some(1));
+    let mut out = Vec::new();
+    for payload in [
+        with(json!({"reasoning_content": "Hmm"}), &["Hmm"]),
+        with(json!({"content": "It is"}), &["It", " is"]),
+        with(json!({"content": " <"}), &[" <"]),
+        with(json!({"content": "b>"}), &["b>"]),
+        with(json!({"content": "<tool_call>"}), &["<tool_call>"]),
+    ] {
+        out.extend(p.push(&payload).unwrap());
+    }
+    let spelled: Vec<String> = (out.iter())
+        .map(|o| match o {
+            UpstreamOutput::Logprobs(entries) => {
+                assert!(
+                    entries
+                        .iter()
+                        .all(|e| e["top_logprobs"].as_array().unwrap().len() == 1)
+                );
+                let tokens: Vec<&str> = entries
+                    .iter()
+                    .map(|e| e["token"].as_str().unwrap())
+                    .collect();
+                format!("logprobs {}", tokens.join("|"))
+            }
+            UpstreamOutput::Chunk(Chunk::Text(text)) => format!("text {text}"),
+            UpstreamOutput::Chunk(chunk) => format!("{chunk:?}"),
+            UpstreamOutput::Provider(_) => "provider".into(),
+        })
+        .collect();
+    assert_eq!(
+        spelled,
+        [
+            "ReasoningStart",
+            "ReasoningDelta(\"Hmm\")",
+            "ReasoningEnd",
+            "logprobs It| is",
+            "text It is",
+            "logprobs  <|b>",
+            "text  <b>",
+        ]
+    );
+    let bad = json!({"choices": [{"index": 0, "delta": {"content": "a"},
+        "logprobs": {"content": [{"token": "a"}]}}]});
+    let err = parser()
+        .reporting_logprobs(Some(0))
+        .push(&bad.to_string())
+        .unwrap_err();
+    assert_eq!(err.code(), "UPSTREAM_PROTOCOL");
+    // Not asked: none read, none sent.
+    let out = parser()
+        .push(&with(json!({"content": "It"}), &["It"]))
+        .unwrap();
+    assert!(!out.iter().any(|o| matches!(o, UpstreamOutput::Logprobs(_))));
+}
+
 /// A response format, a required call and at most one call, in each
 /// adapter's API's terms (every adapter builds its body from the same
 /// request).
@@ -262,6 +378,7 @@ fn every_adapter_asks_for_the_answers_constraint_in_its_apis_terms() {
         budget: 0,
         answer,
         one_call,
+        logprobs: None,
     };
     let chat = request_body("m", &request(Some(&format), false, false));
     assert_eq!(

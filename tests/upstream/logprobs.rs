@@ -1,0 +1,70 @@
+//! Token log-probabilities through an upstream that reports them: asked of
+//! the front on chat completions (whole and streamed) or AG-UI, they go up
+//! on the upstream's wire and its entries come back ahead of the text they
+//! wrote, held with it where the front's splitter holds a possible
+//! marker's start.
+
+use support::logprobs::{agui, chat_streamed, spelled};
+
+use super::*;
+
+/// The upstream is sure of each token it replays: each entry's logprob is
+/// 0 and its one alternative is itself.
+fn assert_replayed(entries: &[Value]) {
+    assert!(!entries.is_empty());
+    for entry in entries {
+        assert_eq!(entry["logprob"], 0.0, "{entry}");
+        let top = entry["top_logprobs"].as_array().unwrap();
+        assert_eq!(top.len(), 1, "{entry}");
+        assert_eq!(top[0]["token"], entry["token"], "{entry}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstreams_logprobs_reach_the_client_on_every_surface() {
+    let answer = "It is sunny <b>18</b> today.";
+    let scripts: Vec<String> = (0..3).map(|_| qwen3_turn(REASONING, answer)).collect();
+    let (upstream, _) = upstream_thinkwire(&scripts).await;
+    let front = front(upstream_config(upstream.url("/v1"))).await;
+    let capabilities: Value = reqwest::get(front.url("/capabilities"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        capabilities["custom"]["maxTopLogprobs"], 20,
+        "{capabilities}"
+    );
+
+    let user = json!([{"role": "user", "content": "Weather?"}]);
+    let body = json!({"messages": user, "logprobs": true, "top_logprobs": 1});
+    let response = reqwest::Client::new()
+        .post(front.url("/v1/chat/completions"))
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let whole: Value = response.json().await.unwrap();
+    let choice = &whole["choices"][0];
+    assert_eq!(choice["message"]["content"], answer, "{whole}");
+    let entries = choice["logprobs"]["content"].as_array().unwrap();
+    assert_replayed(entries);
+    assert_eq!(String::from_utf8(spelled(entries)).unwrap(), answer);
+
+    let body = json!({"messages": user, "logprobs": true, "top_logprobs": 1, "stream": true});
+    let (streamed, bytes) = chat_streamed(&front, &body).await;
+    assert_eq!(streamed, answer);
+    assert_eq!(String::from_utf8(bytes).unwrap(), answer);
+
+    let forwarded = json!({"logprobs": 1, "reasoning": {"visibility": "full"}});
+    let events = post_run(&front, &input("t-lp", "r1", "Weather?", forwarded)).await;
+    let (text, entries) = agui(&events);
+    assert_eq!(text, answer);
+    assert_replayed(&entries);
+    assert_eq!(String::from_utf8(spelled(&entries)).unwrap(), answer);
+    assert_eq!(reasoning_text(&events).trim(), REASONING);
+    front.shutdown().await;
+    upstream.shutdown().await;
+}
