@@ -54,6 +54,35 @@ pub(crate) async fn start_input(
     start_with(state, client, move |agent| agent.prepare_input(input)).await
 }
 
+/// The prompt tokens `input`'s run would start from, found by preparing
+/// it as a run would be (every refusal a run would meet, the same way)
+/// without starting it: no place in the batch, only one of the client's
+/// own. An upstream's runs know none (it renders its own prompts).
+pub(crate) async fn count_input(
+    state: &AppState,
+    client: Client,
+    input: RunAgentInput,
+) -> Result<usize, RunRejected> {
+    if state.shutdown.is_draining() {
+        return Err(RunRejected::shutting_down());
+    }
+    let _client_permit = state.client_runs.try_admit(client)?;
+    let agent = Arc::clone(&state.agent);
+    let prepared = tokio::task::spawn_blocking(move || agent.prepare_input(input))
+        .await
+        .map_err(|_| {
+            tracing::error!("token count preparation panicked");
+            RunRejected::internal("counting the prompt failed")
+        })??;
+    prepared.first_prompt_tokens().ok_or_else(|| {
+        RunRejected::new(
+            crate::agent::RejectKind::Unprocessable,
+            "UNSUPPORTED_COUNT",
+            "this server's backend is an upstream, which renders and counts its own prompts",
+        )
+    })
+}
+
 async fn start_with(
     state: &AppState,
     client: Client,

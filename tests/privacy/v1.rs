@@ -1,7 +1,9 @@
 //! The privacy canary on the OpenAI and Anthropic surfaces: chat
 //! completions, responses and messages, each a tool turn in full visibility and its
 //! answer with the sealed value carried back, a tampered carrier, and
-//! broken JSON holding the canary. Refusal bodies must echo nothing secret.
+//! broken JSON holding the canary; the conversations counted by
+//! `input_tokens` and `count_tokens` too. Refusal bodies must echo nothing
+//! secret.
 
 use serde_json::{Value, json};
 
@@ -121,13 +123,22 @@ pub(super) async fn conversations(server: &TestServer, c: &Canaries, secrets: &S
     let (status, body) = post(server, "/v1/responses", responses(&items, true)).await;
     assert_eq!(status, 200);
     assert!(contains(&body, b"response.completed"));
+    counted(
+        server,
+        "/v1/responses/input_tokens",
+        responses(&items, false),
+        secrets,
+    )
+    .await;
     items[1]["encrypted_content"] = json!(tamper(&carrier));
-    let (status, body) = post(server, "/v1/responses", responses(&items, false)).await;
-    assert_eq!(status, 400);
-    assert!(
-        secrets.found_in(&body).is_none(),
-        "the refusal echoes nothing secret"
-    );
+    for path in ["/v1/responses", "/v1/responses/input_tokens"] {
+        let (status, body) = post(server, path, responses(&items, false)).await;
+        assert_eq!(status, 400, "{path}");
+        assert!(
+            secrets.found_in(&body).is_none(),
+            "the refusal echoes nothing secret"
+        );
+    }
 
     // Messages, streamed.
     let mut messages =
@@ -159,11 +170,33 @@ pub(super) async fn conversations(server: &TestServer, c: &Canaries, secrets: &S
     let (status, body) = post(server, "/v1/messages", anthropic(&messages, true)).await;
     assert_eq!(status, 200);
     assert!(contains(&body, b"message_stop"));
+    counted(
+        server,
+        "/v1/messages/count_tokens",
+        anthropic(&messages, false),
+        secrets,
+    )
+    .await;
     messages[1]["content"][0]["signature"] = json!(tamper(&carrier));
-    let (status, body) = post(server, "/v1/messages", anthropic(&messages, false)).await;
-    assert_eq!(status, 400);
+    for path in ["/v1/messages", "/v1/messages/count_tokens"] {
+        let (status, body) = post(server, path, anthropic(&messages, false)).await;
+        assert_eq!(status, 400, "{path}");
+        assert!(
+            secrets.found_in(&body).is_none(),
+            "the refusal echoes nothing secret"
+        );
+    }
+}
+
+/// A conversation's prompt counted at `path` (its sealed reasoning opened
+/// to render it): a count, and nothing secret beside it.
+async fn counted(server: &TestServer, path: &str, body: String, secrets: &Secrets) {
+    let (status, body) = post(server, path, body).await;
+    assert_eq!(status, 200, "{path}");
+    let count: Value = serde_json::from_slice(&body).unwrap();
+    assert!(count["input_tokens"].as_u64().unwrap() > 0, "{count}");
     assert!(
         secrets.found_in(&body).is_none(),
-        "the refusal echoes nothing secret"
+        "{path} echoes nothing secret"
     );
 }

@@ -5,7 +5,8 @@ Usage: anthropic_client.py BASE_URL [--prompt TEXT]
 
 Messages, streaming with thinking and a tool: turn 1 streams a thinking
 block (its signature is the sealed reasoning) and a tool_use; turn 2 sends
-back the assistant content as received plus the tool result; then turn 2
+back the assistant content as received plus the tool result, its prompt
+counted first (`count_tokens`); then turn 2
 with an altered signature, and with altered thinking text, must each be
 refused in Anthropic's error shape. With --schema, the answer under
 `output_config.format` (created and streamed) and the refusal of a schema
@@ -97,6 +98,10 @@ def main():
             "content": '{"temperature_c": 18, "sky": "sunny"}'}]})
     else:
         messages.append({"role": "user", "content": "Say it again, briefly."})
+    # The prompt turn 2 starts from, counted before it runs.
+    summary["turn2_counted"] = client.messages.count_tokens(
+        model="thinkwire", messages=messages, tools=[WEATHER],
+        thinking={"type": "enabled", "budget_tokens": 1024}).model_dump()
     summary["turn2"] = stream_turn(client, messages)
 
     def altered(change):

@@ -132,6 +132,10 @@ def responses(client, prompt, extra):
                       "output": '{"temperature_c": 18, "sky": "sunny"}'})
     else:
         items.append({"role": "user", "content": "Say it again, briefly."})
+    # The prompt turn 2 starts from, counted before it runs.
+    counted = client.responses.input_tokens.count(
+        model="thinkwire", input=items, tools=[RESPONSES_WEATHER], extra_body=extra)
+    summary["turn2_counted"] = counted.model_dump()
     summary["turn2"] = responses_turn(client, items, extra)
     bad = json.loads(json.dumps(items))
     for item in bad:

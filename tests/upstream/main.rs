@@ -6,7 +6,7 @@
 //! Here: the upstream thinkwire and the fronts built on it; `reasoning`
 //! (reasoning kept across turns, summarized, carried between replicas),
 //! `constrained` (a response format and tool choices enforced upstream),
-//! `logprobs` (token log-probabilities carried back) and `faults`
+//! `tokens` (log-probabilities carried back, prompt counts refused) and `faults`
 //! (upstreams that fail, a client that leaves) hold the tests.
 //! The `.sse` files beside them are `upstream_anthropic`'s and
 //! `upstream_responses_fixtures`'s recorded streams.
@@ -17,8 +17,8 @@ mod support;
 
 mod constrained;
 mod faults;
-mod logprobs;
 mod reasoning;
+mod tokens;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -140,6 +140,42 @@ async fn refusals_name_the_parameter_in_each_apis_shape() {
             .starts_with("messages[0].content[0].data:"),
         "{body}"
     );
+    // The token counts refuse what their create endpoints refuse, and a
+    // count runs nothing.
+    let junk = json!({"messages": [{"role": "assistant", "content": [{"type": "redacted_thinking", "data": "junk"}]}]});
+    let (status, body) = post(&server, "/v1/messages/count_tokens", &junk).await;
+    assert_eq!(status, 400);
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("messages[0].content[0].data:"),
+        "{body}"
+    );
+    let (status, body) = post(
+        &server,
+        "/v1/messages/count_tokens",
+        &json!({"messages": user}),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body["input_tokens"].as_u64().unwrap() > 0, "{body}");
+    let stored = json!({"input": "hi", "store": true});
+    let (status, body) = post(&server, "/v1/responses/input_tokens", &stored).await;
+    assert_eq!(
+        (status, &body["error"]["param"]),
+        (400, &json!("store")),
+        "{body}"
+    );
+    let (status, body) = post(
+        &server,
+        "/v1/responses/input_tokens",
+        &json!({"model": "m"}),
+    )
+    .await;
+    assert_eq!(
+        (status, &body["error"]["param"]),
+        (400, &json!("input")),
+        "{body}"
+    );
     assert!(observed.prompts.lock().unwrap().is_empty(), "nothing ran");
     server.shutdown().await;
 }

@@ -1,5 +1,6 @@
-//! Messages: the official `anthropic` SDK streaming with thinking, and
-//! hidden thinking as `redacted_thinking` that still continues.
+//! Messages: the official `anthropic` SDK streaming with thinking (its
+//! second turn's prompt counted first by `count_tokens`), and hidden
+//! thinking as `redacted_thinking` that still continues.
 
 use super::*;
 
@@ -43,6 +44,14 @@ async fn the_anthropic_sdk_streams_thinking_and_keeps_the_reasoning() {
         .unwrap();
     assert_eq!(text["text"], ANSWER_2);
     assert!(prompt_text(&server, &observed, 1).contains(&restored_turn_1()));
+    // `count_tokens` counted the prompt turn 2 then started from.
+    let prompts = observed.prompts.lock().unwrap().clone();
+    let counted = &summary["turn2_counted"]["input_tokens"];
+    assert_eq!(counted, prompts[1].len(), "{summary}");
+    assert_eq!(
+        counted, &summary["turn2"]["usage"]["input_tokens"],
+        "{summary}"
+    );
     for case in ["tampered_signature", "changed_thinking"] {
         let refused = &summary[case];
         assert_eq!(refused["refused"], true, "{case}: {summary}");

@@ -1,5 +1,6 @@
 //! Responses: the official `openai` SDK streaming with `store=False` and
-//! encrypted content carried back; stored mode refused; hidden reasoning.
+//! encrypted content carried back (the second turn's prompt counted first
+//! by `input_tokens`); stored mode refused; hidden reasoning.
 
 use super::*;
 
@@ -40,6 +41,15 @@ async fn the_openai_sdk_streams_responses_and_carries_encrypted_content_back() {
     assert_eq!(output[1]["type"], "function_call");
     assert_eq!(summary["turn2"]["content"], ANSWER_2, "{summary}");
     assert!(prompt_text(&server, &observed, 1).contains(&restored_turn_1()));
+    // `input_tokens` counted the prompt turn 2 then started from.
+    let prompts = observed.prompts.lock().unwrap().clone();
+    let counted = &summary["turn2_counted"];
+    assert_eq!(counted["object"], "response.input_tokens", "{summary}");
+    assert_eq!(counted["input_tokens"], prompts[1].len(), "{summary}");
+    assert_eq!(
+        counted["input_tokens"], summary["turn2"]["usage"]["input_tokens"],
+        "{summary}"
+    );
     let tampered = &summary["tampered"];
     assert_eq!(tampered["refused"], true, "{summary}");
     assert_eq!(tampered["status"], 400);

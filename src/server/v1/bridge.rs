@@ -309,6 +309,15 @@ impl RunInput {
             .map_err(|rejected| self.refusal(rejected))
     }
 
+    /// The prompt tokens this input's run would start from, counted by
+    /// preparing it; no run starts.
+    pub async fn count(&self, state: &AppState, client: Client) -> Result<usize, ApiError> {
+        let run_id = format!("count-{}", uuid::Uuid::new_v4().simple());
+        run::count_input(state, client, self.to_input(&run_id, None))
+            .await
+            .map_err(|rejected| self.refusal(rejected))
+    }
+
     /// A refusal from the agent, in wire terms.
     pub fn refusal(&self, rejected: RunRejected) -> ApiError {
         let param = rejected.path.as_deref().map(|p| self.wire_path(p));

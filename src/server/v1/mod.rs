@@ -14,12 +14,14 @@
 //! | `POST /v1/chat/completions` | [`chat`] |
 //! | `POST /v1/responses` | [`responses`] |
 //! | `POST /v1/messages` | [`messages`] |
+//! | `POST /v1/messages/count_tokens`, `POST /v1/responses/input_tokens` | [`count`] |
 //! | anything else under `/v1` | a JSON 404 in the API's error shape |
 
 mod bridge;
 mod carrier;
 mod chat;
 mod content;
+mod count;
 mod error;
 mod events;
 #[cfg(feature = "fuzzing")]
@@ -83,7 +85,15 @@ pub(super) fn routes() -> Router<AppState> {
         .route("/v1/models/{id}", get(model))
         .route("/v1/chat/completions", post(chat::completions))
         .route("/v1/responses", post(responses::create))
+        .route(
+            "/v1/responses/input_tokens",
+            post(count::responses_input_tokens),
+        )
         .route("/v1/messages", post(messages::create))
+        .route(
+            "/v1/messages/count_tokens",
+            post(count::messages_count_tokens),
+        )
         .route("/v1", any(not_found))
         .route("/v1/", any(not_found))
         .route("/v1/{*rest}", any(not_found))

@@ -25,6 +25,14 @@ use crate::agent::Visibility;
 use crate::server::AppState;
 use crate::server::limits::Client;
 
+/// A `count_tokens` body as the run's input.
+pub(super) fn counted_input(
+    body: &Value,
+    agent: &crate::agent::Agent,
+) -> Result<super::bridge::RunInput, ApiError> {
+    request::decode_count(body, agent)
+}
+
 pub(in crate::server) async fn create(
     State(state): State<AppState>,
     client: Client,

@@ -38,12 +38,32 @@ pub struct MessagesRequest {
 /// Decodes `body`; `agent` opens signatures to compare them with the
 /// thinking text sent back.
 pub fn decode(body: &Value, agent: &Agent) -> Result<MessagesRequest, ApiError> {
+    decode_for(body, agent, Purpose::Create)
+}
+
+/// Decodes a `count_tokens` body: a Messages request without
+/// `max_tokens`, which counting does not take.
+pub fn decode_count(body: &Value, agent: &Agent) -> Result<RunInput, ApiError> {
+    Ok(decode_for(body, agent, Purpose::Count)?.input)
+}
+
+/// What a body is decoded for.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Purpose {
+    /// `POST /v1/messages`: `max_tokens` required.
+    Create,
+    /// `POST /v1/messages/count_tokens`: `max_tokens` optional.
+    Count,
+}
+
+fn decode_for(body: &Value, agent: &Agent, purpose: Purpose) -> Result<MessagesRequest, ApiError> {
     let root = At::root(body)?;
     let mut input = RunInput::new();
     let max_tokens = root.get("max_tokens");
     match max_tokens.u64()? {
         Some(0) => return Err(max_tokens.invalid("must be a positive integer")),
         Some(n) => input.sampling("maxTokens", json!(n), "max_tokens"),
+        None if purpose == Purpose::Count => {}
         None => return Err(max_tokens.invalid("is required")),
     }
     output(&mut input, &root)?;

@@ -28,6 +28,14 @@ use crate::server::AppState;
 use crate::server::limits::Client;
 use output::Builder;
 
+/// An `input_tokens` body (a Responses request) as the run's input.
+pub(super) fn counted_input(
+    body: &Value,
+    agent: &crate::agent::Agent,
+) -> Result<super::bridge::RunInput, ApiError> {
+    Ok(request::decode(body, agent)?.input)
+}
+
 pub(in crate::server) async fn create(
     State(state): State<AppState>,
     client: Client,

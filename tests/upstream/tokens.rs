@@ -1,8 +1,8 @@
-//! Token log-probabilities through an upstream that reports them: asked of
-//! the front on chat completions (whole and streamed) or AG-UI, they go up
-//! on the upstream's wire and its entries come back ahead of the text they
-//! wrote, held with it where the front's splitter holds a possible
-//! marker's start.
+//! Tokens through an upstream. Log-probabilities, asked of the front on
+//! chat completions (whole and streamed) or AG-UI, go up on the
+//! upstream's wire and its entries come back ahead of the text they wrote,
+//! held with it where the front's splitter holds a possible marker's
+//! start. Prompt counts are refused: the upstream renders its own prompts.
 
 use support::logprobs::{agui, chat_streamed, spelled};
 
@@ -65,6 +65,39 @@ async fn an_upstreams_logprobs_reach_the_client_on_every_surface() {
     assert_replayed(&entries);
     assert_eq!(String::from_utf8(spelled(&entries)).unwrap(), answer);
     assert_eq!(reasoning_text(&events).trim(), REASONING);
+    front.shutdown().await;
+    upstream.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_prompt_count_is_refused_since_the_upstream_renders_the_prompt() {
+    let (upstream, observed) = upstream_thinkwire(&[]).await;
+    let front = front(upstream_config(upstream.url("/v1"))).await;
+    let user = json!([{"role": "user", "content": "Weather?"}]);
+    for (path, body) in [
+        ("/v1/messages/count_tokens", json!({"messages": user})),
+        ("/v1/responses/input_tokens", json!({"input": "Weather?"})),
+    ] {
+        let response = reqwest::Client::new()
+            .post(front.url(path))
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 400, "{path}");
+        let body: Value = response.json().await.unwrap();
+        // Anthropic's error shape has no code: the message says why.
+        let error = &body["error"];
+        let message = error["message"].as_str().unwrap();
+        assert!(message.contains("an upstream"), "{path}: {body}");
+        if path.starts_with("/v1/responses") {
+            assert_eq!(error["code"], "UNSUPPORTED_COUNT", "{body}");
+        }
+    }
+    assert!(
+        observed.prompts.lock().unwrap().is_empty(),
+        "nothing reached the upstream"
+    );
     front.shutdown().await;
     upstream.shutdown().await;
 }

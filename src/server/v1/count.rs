@@ -1,0 +1,53 @@
+//! Counting a request's prompt tokens without running it, as the SDKs
+//! ask: Anthropic's `POST /v1/messages/count_tokens` (`{input_tokens}`)
+//! and OpenAI's `POST /v1/responses/input_tokens` (`{object:
+//! "response.input_tokens", input_tokens}`). Each decodes its body as its
+//! API's create endpoint does and prepares the run as it would be
+//! prepared (the template rendered, tools and sealed reasoning included),
+//! so the count is the prompt that run would start from, and a request
+//! the run would refuse is refused here the same way.
+
+use axum::body::Body;
+use axum::extract::State;
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+
+use super::error::Dialect;
+use super::{messages, read_json, responses};
+use crate::server::AppState;
+use crate::server::limits::Client;
+
+pub(in crate::server) async fn messages_count_tokens(
+    State(state): State<AppState>,
+    client: Client,
+    body: Body,
+) -> Response {
+    let counted = async {
+        let body = read_json(&state, body).await?;
+        let input = messages::counted_input(&body, &state.agent)?;
+        input.count(&state, client).await
+    };
+    match counted.await {
+        Ok(tokens) => axum::Json(json!({ "input_tokens": tokens })).into_response(),
+        Err(err) => err.response(Dialect::Anthropic),
+    }
+}
+
+pub(in crate::server) async fn responses_input_tokens(
+    State(state): State<AppState>,
+    client: Client,
+    body: Body,
+) -> Response {
+    let counted = async {
+        let body = read_json(&state, body).await?;
+        let input = responses::counted_input(&body, &state.agent)?;
+        input.count(&state, client).await
+    };
+    match counted.await {
+        Ok(tokens) => {
+            let count = json!({ "object": "response.input_tokens", "input_tokens": tokens });
+            axum::Json(count).into_response()
+        }
+        Err(err) => err.response(Dialect::OpenAi),
+    }
+}
