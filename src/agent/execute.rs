@@ -242,6 +242,7 @@ impl Execution<'_, '_> {
         let run = self.run;
         let mut consumed: Vec<u32> = Vec::new();
         let mut remaining = run.max_new_tokens;
+        let mut spent = false;
         // A resumed pass's penalties count what it generated before.
         let sampling = SamplingParams {
             generated_from: Some(prompt.len()),
@@ -266,6 +267,8 @@ impl Execution<'_, '_> {
             // its summary, then resume the answer.
             self.close_with_summary(&mut pass)?;
             if remaining == 0 || self.events.output().should_stop() {
+                // The reasoning spent every token: no answer was written.
+                spent = remaining == 0;
                 break;
             }
         }
@@ -278,7 +281,7 @@ impl Execution<'_, '_> {
         }
         pass.close_reasoning(&mut self.events, None)?;
         self.usage.reasoning += pass.reasoning_tokens();
-        self.report_incomplete(&pass)
+        self.report_incomplete(&pass, spent)
     }
 
     /// The answer's grammar, compiled for this run (`responseFormat`; its
@@ -317,11 +320,15 @@ impl Execution<'_, '_> {
         Some(ToolCalls::new(vocab, tools, opener))
     }
 
-    /// A constrained answer that did not reach its end (the token limit or
-    /// a stop cut it short) says so, so a client does not parse half an
-    /// object as the whole.
-    fn report_incomplete(&mut self, pass: &Generation<'_>) -> Result<(), Stopped> {
-        if pass.constraint_incomplete() && !self.events.output().should_stop() {
+    /// An answer the token limit cut off (`spent`: the reasoning used
+    /// every token before it), or a constrained answer that did not reach
+    /// its end (a stop cut it short too), says so: a client does not take
+    /// half an answer, or half an object, for the whole, and the wires
+    /// report it (`finish_reason: length`, `stop_reason: max_tokens`,
+    /// Responses' `incomplete`).
+    fn report_incomplete(&mut self, pass: &Generation<'_>, spent: bool) -> Result<(), Stopped> {
+        let cut = spent || pass.cut_off() || pass.constraint_incomplete();
+        if cut && !self.events.output().should_stop() {
             self.events
                 .custom(custom::OUTPUT_INCOMPLETE, json!({ "reason": "length" }))?;
         }
@@ -391,7 +398,7 @@ impl Execution<'_, '_> {
         )?;
         pass.forward_tail(&mut self.events)?;
         pass.close_reasoning(&mut self.events, None)?;
-        self.report_incomplete(&pass)
+        self.report_incomplete(&pass, false)
     }
 
     /// A short summary of `reasoning` from a separate greedy pass. The

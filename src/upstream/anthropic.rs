@@ -194,6 +194,8 @@ pub struct StreamParser {
     blocks: BTreeMap<u64, Block>,
     usage: UpstreamUsage,
     done: bool,
+    /// The message stopped at `max_tokens`.
+    cut_off: bool,
 }
 
 impl Default for StreamParser {
@@ -209,12 +211,18 @@ impl StreamParser {
             blocks: BTreeMap::new(),
             usage: UpstreamUsage::default(),
             done: false,
+            cut_off: false,
         }
     }
 
     /// Whether `message_stop` arrived.
     pub fn done(&self) -> bool {
         self.done
+    }
+
+    /// Whether the message stopped at its token limit.
+    pub fn cut_off(&self) -> bool {
+        self.cut_off
     }
 
     /// Token counts so far.
@@ -322,6 +330,7 @@ impl StreamParser {
                 if let Some(output) = event["usage"]["output_tokens"].as_u64() {
                     self.usage.output = output;
                 }
+                self.cut_off |= event["delta"]["stop_reason"] == "max_tokens";
             }
             "message_stop" => {
                 self.done = true;

@@ -254,6 +254,15 @@ impl UpstreamStream {
         Ok(Some(chunks))
     }
 
+    /// Whether the upstream stopped at its token limit.
+    pub fn cut_off(&self) -> bool {
+        match &self.parser {
+            Parser::OpenAiChat(p) => p.cut_off(),
+            Parser::Responses(p) => p.cut_off(),
+            Parser::Anthropic(p) => p.cut_off(),
+        }
+    }
+
     /// What the upstream counted, if it said.
     pub fn usage(&self) -> Option<UpstreamUsage> {
         match &self.parser {

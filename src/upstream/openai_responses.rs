@@ -154,6 +154,8 @@ pub struct StreamParser {
     items: BTreeMap<u64, Item>,
     usage: Option<UpstreamUsage>,
     done: bool,
+    /// The response ended incomplete at its token limit.
+    cut_off: bool,
     /// Alternatives per answer token the run asked for; `None`: none.
     logprobs: Option<usize>,
 }
@@ -175,6 +177,12 @@ impl StreamParser {
     /// Whether the response completed (or ended incomplete).
     pub fn done(&self) -> bool {
         self.done
+    }
+
+    /// Whether the response stopped at its token limit
+    /// (`max_output_tokens`).
+    pub fn cut_off(&self) -> bool {
+        self.cut_off
     }
 
     /// Token counts, from the final response.
@@ -286,6 +294,8 @@ impl StreamParser {
             }
             kind @ ("response.completed" | "response.incomplete") => {
                 self.done = true;
+                self.cut_off =
+                    event["response"]["incomplete_details"]["reason"] == "max_output_tokens";
                 let usage = &event["response"]["usage"];
                 if !usage.is_null() {
                     self.usage = Some(UpstreamUsage {

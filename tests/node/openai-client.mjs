@@ -43,7 +43,10 @@ for await (const event of events) {
   responses.events.push(event.type);
   if (event.type === "response.reasoning_text.delta") responses.reasoning += event.delta;
   if (event.type === "response.output_text.delta") responses.content += event.delta;
-  if (event.type === "response.completed") responses.output = event.response.output;
+  // `incomplete`: the token limit cut the answer off.
+  if (event.type === "response.completed" || event.type === "response.incomplete") {
+    responses.output = event.response.output;
+  }
 }
 
 // The SDK's own stream helper rebuilds the response from the events and

@@ -113,7 +113,9 @@ def responses_turn(client, items, extra):
             out["content"] += event.delta
         elif event.type == "response.function_call_arguments.delta":
             out["arguments"] += event.delta
-        elif event.type == "response.completed":
+        elif event.type in ("response.completed", "response.incomplete"):
+            # `incomplete`: the token limit cut the answer off.
+            out["status"] = event.response.status
             out["output"] = [item.model_dump(exclude_none=True) for item in event.response.output]
             out["usage"] = event.response.usage.model_dump()
     return out
@@ -161,7 +163,7 @@ def responses_logprobs(client, prompt):
         if event.type == "response.output_text.delta":
             out["content"] += event.delta
             out["deltas"] += [e.model_dump() for e in event.logprobs]
-        elif event.type == "response.completed":
+        elif event.type in ("response.completed", "response.incomplete"):
             for item in event.response.output:
                 if item.type == "message":
                     out["final"] += [e.model_dump() for e in item.content[0].logprobs]

@@ -101,3 +101,26 @@ async fn a_prompt_count_is_refused_since_the_upstream_renders_the_prompt() {
     front.shutdown().await;
     upstream.shutdown().await;
 }
+
+/// An upstream stopped by its token limit (its `finish_reason: length`)
+/// is cut off for the front's client too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstream_cut_off_by_its_token_limit_is_cut_off_for_the_client() {
+    let scripts: Vec<String> = (0..2).map(|_| qwen3_turn(REASONING, "Sunny.")).collect();
+    let (upstream, _) = upstream_thinkwire(&scripts).await;
+    let front = front(upstream_config(upstream.url("/v1"))).await;
+    let user = json!([{"role": "user", "content": "Weather?"}]);
+    for (max_tokens, finish) in [(6, "length"), (200, "stop")] {
+        let body = json!({"messages": user, "max_tokens": max_tokens});
+        let response = reqwest::Client::new()
+            .post(front.url("/v1/chat/completions"))
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        let whole: Value = response.json().await.unwrap();
+        assert_eq!(whole["choices"][0]["finish_reason"], finish, "{whole}");
+    }
+    front.shutdown().await;
+    upstream.shutdown().await;
+}

@@ -359,3 +359,86 @@ async fn each_api_can_ask_for_one_tool_call_at_most() {
     assert_eq!(count(&one, "/content", Some("tool_use")), 1, "{one}");
     server.shutdown().await;
 }
+
+/// An answer the token limit cuts off says so on every surface, whole and
+/// streamed: chat's `finish_reason: length`, Messages' `stop_reason:
+/// max_tokens`, Responses' `incomplete` status (`max_output_tokens`),
+/// AG-UI's `thinkwire.output_incomplete`; one that ends on its own does
+/// not.
+#[tokio::test]
+async fn an_answer_the_token_limit_cuts_off_says_so_on_every_surface() {
+    let scripts: Vec<String> = (0..8).map(|_| qwen3_turn(REASONING_2, ANSWER_2)).collect();
+    let (server, _) = TestServer::qwen3(&scripts).await;
+    let user = json!([{"role": "user", "content": "Weather?"}]);
+    let streamed = |path: &str, body: Value| {
+        let request = reqwest::Client::new().post(server.url(path)).json(&body);
+        async move { request.send().await.unwrap().text().await.unwrap() }
+    };
+
+    let (status, whole) = post(
+        &server,
+        "/v1/chat/completions",
+        &json!({"messages": user, "max_tokens": 20}),
+    )
+    .await;
+    assert_eq!(status, 200, "{whole}");
+    assert_eq!(whole["choices"][0]["finish_reason"], "length", "{whole}");
+    let stream = streamed(
+        "/v1/chat/completions",
+        json!({"messages": user, "max_tokens": 20, "stream": true}),
+    )
+    .await;
+    assert!(stream.contains(r#""finish_reason":"length""#), "{stream}");
+
+    let (status, whole) = post(
+        &server,
+        "/v1/messages",
+        &json!({"messages": user, "max_tokens": 20}),
+    )
+    .await;
+    assert_eq!(status, 200, "{whole}");
+    assert_eq!(whole["stop_reason"], "max_tokens", "{whole}");
+
+    let (status, whole) = post(
+        &server,
+        "/v1/responses",
+        &json!({"input": "Weather?", "max_output_tokens": 20}),
+    )
+    .await;
+    assert_eq!(status, 200, "{whole}");
+    assert_eq!(whole["status"], "incomplete", "{whole}");
+    assert_eq!(
+        whole["incomplete_details"]["reason"], "max_output_tokens",
+        "{whole}"
+    );
+    let stream = streamed(
+        "/v1/responses",
+        json!({"input": "Weather?", "max_output_tokens": 20, "stream": true}),
+    )
+    .await;
+    assert!(stream.contains("event: response.incomplete"), "{stream}");
+    assert!(!stream.contains("response.completed"), "{stream}");
+
+    let forwarded = json!({"sampling": {"maxTokens": 20}});
+    let events =
+        support::post_run(&server, &support::input("t", "cut", "Weather?", forwarded)).await;
+    let incomplete = events.iter().any(|e| {
+        matches!(&e.kind,
+        thinkwire_protocol::EventKind::Custom(c) if c.name == "thinkwire.output_incomplete")
+    });
+    assert!(incomplete, "{events:?}");
+
+    // With room to end on its own: none of it.
+    let (_, whole) = post(
+        &server,
+        "/v1/chat/completions",
+        &json!({"messages": user, "max_tokens": 200}),
+    )
+    .await;
+    assert_eq!(whole["choices"][0]["finish_reason"], "stop", "{whole}");
+    assert_eq!(
+        whole["choices"][0]["message"]["content"], ANSWER_2,
+        "{whole}"
+    );
+    server.shutdown().await;
+}

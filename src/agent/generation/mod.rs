@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use thinkwire_engine::{EngineError, GenerationRequest, SamplingParams};
+use thinkwire_engine::{EngineError, Finish, GenerationRequest, SamplingParams};
 use thinkwire_grammar::Grammar;
 use thinkwire_reasoning::{Chunk, Splitter, StructuredSplitter};
 
@@ -102,6 +102,9 @@ pub(super) struct Generation<'m> {
     close_with: Option<String>,
     /// The answer tokens' log-probabilities, where the run asked.
     logprobs: Reporter,
+    /// The last engine call ended at its token limit (`max_tokens`, or
+    /// the context's room).
+    cut_off: bool,
 }
 
 impl<'m> Generation<'m> {
@@ -132,6 +135,7 @@ impl<'m> Generation<'m> {
             ended_at_call: false,
             close_with: None,
             logprobs: Reporter::default(),
+            cut_off: false,
         }
     }
 
@@ -177,6 +181,12 @@ impl<'m> Generation<'m> {
     /// stopped after the first one are whole.
     pub fn constraint_incomplete(&self) -> bool {
         !self.ended_at_call && self.grammar.as_ref().is_some_and(|g| !g.is_complete())
+    }
+
+    /// Whether the last engine call ended at its token limit rather than
+    /// at a stop token or a stop of its own.
+    pub fn cut_off(&self) -> bool {
+        self.cut_off
     }
 
     /// Leaves the reasoning message open when its end arrives, for the
@@ -228,7 +238,9 @@ impl<'m> Generation<'m> {
             .map_err(Stopped::Engine)?;
         usage.output += stats.generated_tokens;
         usage.cached += stats.cached_prompt_tokens;
-        sink.step()
+        let step = sink.step();
+        self.cut_off = stats.finish == Finish::Length;
+        step
     }
 
     /// Ends the pass: what the detokenizer and the splitter still hold, as

@@ -86,6 +86,8 @@ pub enum RunStep {
         tool_calls: bool,
         /// The stop sequence that ended the answer, if one did.
         stop_sequence: Option<String>,
+        /// Whether the token limit cut the answer off (`max_tokens`).
+        cut_off: bool,
     },
     /// The run failed after it started.
     Failed {
@@ -111,6 +113,8 @@ pub struct RunPieces {
     queued: VecDeque<RunStep>,
     /// The stop sequence met, once one was.
     matched: Option<String>,
+    /// The run said the token limit cut its answer off.
+    cut_off: bool,
 }
 
 impl RunPieces {
@@ -122,6 +126,7 @@ impl RunPieces {
             stop: StopMatcher::new(stops),
             queued: VecDeque::new(),
             matched: None,
+            cut_off: false,
         }
     }
 
@@ -132,7 +137,7 @@ impl RunPieces {
             return piece;
         }
         loop {
-            let piece = next(&mut self.run).await;
+            let piece = next(&mut self.run, &mut self.cut_off).await;
             if let RunStep::Text(delta) = &piece
                 && !self.stop.is_empty()
             {
@@ -164,6 +169,7 @@ impl RunPieces {
                     usage,
                     tool_calls: tool_calls && self.matched.is_none(),
                     stop_sequence: self.matched.clone(),
+                    cut_off: self.cut_off && self.matched.is_none(),
                 },
                 other => other,
             };
@@ -195,8 +201,9 @@ impl RunPieces {
 }
 
 /// The next piece of `run`; `Failed` if the run's thread ended without a
-/// terminal event. Events the wire has no place for are skipped.
-async fn next(run: &mut ActiveRun) -> RunStep {
+/// terminal event. Events the wire has no place for are skipped; the one
+/// saying the token limit cut the answer off sets `cut_off`.
+async fn next(run: &mut ActiveRun, cut_off: &mut bool) -> RunStep {
     loop {
         let Some(frame) = run.frames.recv().await else {
             return RunStep::Failed {
@@ -204,6 +211,12 @@ async fn next(run: &mut ActiveRun) -> RunStep {
                 message: "the run ended unexpectedly".into(),
             };
         };
+        if let EventKind::Custom(e) = &frame.event.kind
+            && e.name == custom::OUTPUT_INCOMPLETE
+        {
+            *cut_off = true;
+            continue;
+        }
         if let Some(piece) = piece(frame.event.kind) {
             return piece;
         }
@@ -252,6 +265,7 @@ fn piece(kind: EventKind) -> Option<RunStep> {
                 usage,
                 tool_calls,
                 stop_sequence: None,
+                cut_off: false,
             }
         }
         EventKind::RunError(e) => RunStep::Failed {
@@ -301,6 +315,8 @@ pub struct Collected {
     pub ended_with_tool_calls: bool,
     /// The stop sequence that ended the answer, if one did.
     pub stop_sequence: Option<String>,
+    /// Whether the token limit cut the answer off.
+    pub cut_off: bool,
 }
 
 /// A whole run from its pieces; a run that failed is a server error with
@@ -341,10 +357,12 @@ pub fn collect(pieces: Vec<RunStep>) -> Result<Collected, ApiError> {
                 usage,
                 tool_calls,
                 stop_sequence,
+                cut_off,
             } => {
                 all.usage = usage;
                 all.ended_with_tool_calls = tool_calls;
                 all.stop_sequence = stop_sequence;
+                all.cut_off = cut_off;
                 return Ok(all);
             }
             RunStep::Failed { code, message } => return Err(ApiError::server(&code, &message)),

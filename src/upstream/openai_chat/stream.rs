@@ -73,6 +73,11 @@ impl StreamParser {
         self.usage
     }
 
+    /// Whether the upstream stopped at its token limit.
+    pub fn cut_off(&self) -> bool {
+        self.finish_reason.as_deref() == Some("length")
+    }
+
     /// Why the upstream stopped (`stop`, `length`, `tool_calls`), if it
     /// said.
     pub fn finish_reason(&self) -> Option<&str> {

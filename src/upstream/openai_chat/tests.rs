@@ -428,3 +428,39 @@ fn every_adapter_asks_for_the_answers_constraint_in_its_apis_terms() {
         json!({"type": "auto", "disable_parallel_tool_use": true})
     );
 }
+
+/// Each wire's way of saying its token limit stopped it.
+#[test]
+fn every_adapter_tells_a_stop_at_the_token_limit() {
+    let mut chat = parser();
+    chat.push(
+        &json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "length"}]}).to_string(),
+    )
+    .unwrap();
+    assert!(chat.cut_off());
+    let mut chat = parser();
+    chat.push(
+        &json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}).to_string(),
+    )
+    .unwrap();
+    assert!(!chat.cut_off());
+
+    for (reason, cut) in [
+        (json!("max_output_tokens"), true),
+        (json!("content_filter"), false),
+    ] {
+        let mut responses = crate::upstream::openai_responses::StreamParser::new();
+        let event = json!({"type": "response.incomplete",
+            "response": {"incomplete_details": {"reason": reason}, "usage": null}});
+        responses.push(&event.to_string()).unwrap();
+        assert_eq!(responses.cut_off(), cut, "{reason}");
+    }
+
+    for (reason, cut) in [("max_tokens", true), ("end_turn", false)] {
+        let mut anthropic = crate::upstream::anthropic::StreamParser::new();
+        let event = json!({"type": "message_delta", "delta": {"stop_reason": reason},
+            "usage": {"output_tokens": 3}});
+        anthropic.push(&event.to_string()).unwrap();
+        assert_eq!(anthropic.cut_off(), cut, "{reason}");
+    }
+}

@@ -246,11 +246,7 @@ impl Reply {
                 .collect();
             message.insert("tool_calls".into(), Value::Array(calls));
         }
-        let finish = if all.ended_with_tool_calls {
-            "tool_calls"
-        } else {
-            "stop"
-        };
+        let finish = finish_reason(all.cut_off, all.ended_with_tool_calls);
         let logprobs = self.logprobs(all.logprobs.clone());
         json!({"index": index, "message": message, "logprobs": logprobs, "finish_reason": finish})
     }
@@ -265,6 +261,16 @@ fn detail(index: usize, id: &str, carrier: &str) -> Value {
         "index": index,
         "data": carrier,
     })
+}
+
+/// `length` where the token limit cut the answer off (a call it cut
+/// short included), `tool_calls` where the answer is calls, else `stop`.
+fn finish_reason(cut_off: bool, tool_calls: bool) -> &'static str {
+    match (cut_off, tool_calls) {
+        (true, _) => "length",
+        (false, true) => "tool_calls",
+        (false, false) => "stop",
+    }
 }
 
 fn usage_json(usage: Usage) -> Value {
@@ -331,9 +337,12 @@ impl Stream {
                     "function": {"arguments": args}}] })
             }
             RunStep::Finished {
-                usage, tool_calls, ..
+                usage,
+                tool_calls,
+                cut_off,
+                ..
             } => {
-                let finish = if tool_calls { "tool_calls" } else { "stop" };
+                let finish = finish_reason(cut_off, tool_calls);
                 // Entries whose text never came (a stop sequence's) end here.
                 let logprobs = match self.logprobs.is_empty() {
                     true => Value::Null,

@@ -90,11 +90,14 @@ impl Surface for Reply {
     }
 }
 
-fn stop_reason(tool_calls: bool, stop_sequence: Option<&str>) -> &'static str {
-    match (tool_calls, stop_sequence) {
-        (true, _) => "tool_use",
-        (false, Some(_)) => "stop_sequence",
-        (false, None) => "end_turn",
+/// `max_tokens` where the token limit cut the answer off (a call it cut
+/// short included), then `tool_use`, `stop_sequence` or `end_turn`.
+fn stop_reason(cut_off: bool, tool_calls: bool, stop_sequence: Option<&str>) -> &'static str {
+    match (cut_off, tool_calls, stop_sequence) {
+        (true, ..) => "max_tokens",
+        (false, true, _) => "tool_use",
+        (false, false, Some(_)) => "stop_sequence",
+        (false, false, None) => "end_turn",
     }
 }
 
@@ -137,7 +140,11 @@ fn message(id: &str, model: &str, visibility: Visibility, all: &Collected) -> Va
     }
     json!({
         "id": id, "type": "message", "role": "assistant", "model": model, "content": content,
-        "stop_reason": stop_reason(all.ended_with_tool_calls, all.stop_sequence.as_deref()),
+        "stop_reason": stop_reason(
+            all.cut_off,
+            all.ended_with_tool_calls,
+            all.stop_sequence.as_deref(),
+        ),
         "stop_sequence": all.stop_sequence,
         "usage": usage_json(all.usage),
     })
@@ -257,9 +264,10 @@ impl Blocks {
                 usage,
                 tool_calls,
                 stop_sequence,
+                cut_off,
             } => {
                 self.close(&mut out);
-                let reason = stop_reason(tool_calls, stop_sequence.as_deref());
+                let reason = stop_reason(cut_off, tool_calls, stop_sequence.as_deref());
                 out.push((
                     "message_delta",
                     json!({"type": "message_delta",
@@ -303,6 +311,7 @@ mod tests {
                 usage: Usage::default(),
                 tool_calls: false,
                 stop_sequence: None,
+                cut_off: false,
             },
         ] {
             all.extend(blocks.map(piece));

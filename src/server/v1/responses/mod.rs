@@ -86,7 +86,7 @@ impl Surface for Builder {
         }
         match self.failure() {
             Some((code, message)) => Err(ApiError::server(code, message)),
-            None => Ok(self.response("completed")),
+            None => Ok(self.response(self.final_status())),
         }
     }
 }

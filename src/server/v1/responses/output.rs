@@ -32,6 +32,8 @@ pub struct Builder {
     failure: Option<(String, String)>,
     /// Log-probabilities of answer text not yet sent.
     logprobs: Vec<Value>,
+    /// The token limit cut the answer off: the response is `incomplete`.
+    cut_off: bool,
 }
 
 impl Builder {
@@ -54,12 +56,22 @@ impl Builder {
             usage: Usage::default(),
             failure: None,
             logprobs: Vec::new(),
+            cut_off: false,
         }
     }
 
     /// The failure of a run that failed after it started.
     pub fn failure(&self) -> Option<(&str, &str)> {
         self.failure.as_ref().map(|(c, m)| (c.as_str(), m.as_str()))
+    }
+
+    /// How the response ended: `incomplete` where the token limit cut it
+    /// off, else `completed`.
+    pub fn final_status(&self) -> &'static str {
+        match self.cut_off {
+            true => "incomplete",
+            false => "completed",
+        }
     }
 
     /// The `response` object as it stands.
@@ -73,7 +85,8 @@ impl Builder {
         json!({
             "id": self.id, "object": "response", "created_at": self.created, "status": status,
             "model": self.model, "output": self.output, "output_text": text,
-            "store": false, "error": null, "incomplete_details": null,
+            "store": false, "error": null,
+            "incomplete_details": (status == "incomplete").then(|| json!({"reason": "max_output_tokens"})),
             "parallel_tool_calls": true, "tool_choice": "auto", "tools": [],
             "usage": {
                 "input_tokens": self.usage.input,
@@ -269,15 +282,16 @@ impl Builder {
                 }
             }
             RunStep::ToolEnd => self.close(&mut out),
-            RunStep::Finished { usage, .. } => {
+            RunStep::Finished { usage, cut_off, .. } => {
                 self.close(&mut out);
                 self.usage = usage;
-                let response = self.response("completed");
-                self.event(
-                    &mut out,
-                    "response.completed",
-                    json!({"response": response}),
-                );
+                self.cut_off = cut_off;
+                let (status, name) = match cut_off {
+                    true => ("incomplete", "response.incomplete"),
+                    false => ("completed", "response.completed"),
+                };
+                let response = self.response(status);
+                self.event(&mut out, name, json!({"response": response}));
             }
             RunStep::Failed { code, message } => {
                 self.event(
@@ -376,6 +390,7 @@ mod tests {
                 usage: Usage::default(),
                 tool_calls: false,
                 stop_sequence: None,
+                cut_off: false,
             },
         ] {
             names.extend(b.map(piece).iter().map(|(n, _)| *n));
