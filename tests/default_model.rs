@@ -1,6 +1,7 @@
 //! The product path end to end on the real default model (SmolLM2-135M on
 //! the MLX engine, separate-pass reasoning): the `thinkwire chat` binary,
-//! the official `@ag-ui/client`, and the web demo in headless Chromium.
+//! the official `@ag-ui/client`, the web demo in headless Chromium, and a
+//! raw completion against the engine's own continuation.
 #![cfg(feature = "mlx")]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -298,6 +299,68 @@ async fn every_surface_gives_the_same_answer_on_the_default_model() {
     for s in &said[1..] {
         assert_eq!(s.answer, first.answer, "{} vs AG-UI", s.surface);
         assert_eq!(s.reasoning, first.reasoning, "{} vs AG-UI", s.surface);
+    }
+    server.shutdown().await;
+}
+
+/// A raw completion on the default model is the engine's own greedy
+/// continuation of the tokenizer's encoding of the prompt, no template
+/// around it; its log-probabilities are the model's (greedy: each token
+/// the most likely of its alternatives).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_raw_completion_is_the_engines_continuation_on_the_default_model() {
+    let server = server(false).await;
+    let prompt = "The capital of France is";
+    let body =
+        serde_json::json!({"prompt": prompt, "max_tokens": 8, "temperature": 0, "logprobs": 3});
+    let response = reqwest::Client::new()
+        .post(server.url("/v1/completions"))
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let whole: serde_json::Value = response.json().await.unwrap();
+    let choice = &whole["choices"][0];
+
+    let model = agent();
+    let model = model.model().unwrap();
+    let ids = model.encode_raw(prompt).unwrap();
+    let request = thinkwire_engine::GenerationRequest {
+        prompt: ids.clone(),
+        max_tokens: 8,
+        sampling: thinkwire_engine::SamplingParams::greedy(),
+        stop_token_ids: model.stop_token_ids().to_vec(),
+        logprobs: None,
+    };
+    struct Ids(Vec<u32>);
+    impl thinkwire_engine::TokenSink for Ids {
+        fn on_token(&mut self, id: u32) -> thinkwire_engine::Directive {
+            self.0.push(id);
+            thinkwire_engine::Directive::Continue
+        }
+    }
+    let mut sink = Ids(Vec::new());
+    model.engine().generate(&request, &mut sink).unwrap();
+    assert_eq!(choice["text"], model.decode(&sink.0).unwrap(), "{whole}");
+    assert_eq!(whole["usage"]["prompt_tokens"], ids.len(), "{whole}");
+    let logprobs = &choice["logprobs"];
+    for (i, lp) in logprobs["token_logprobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .enumerate()
+    {
+        let lp = lp.as_f64().unwrap();
+        let top = logprobs["top_logprobs"][i].as_object().unwrap();
+        let best = top
+            .values()
+            .map(|v| v.as_f64().unwrap())
+            .fold(f64::MIN, f64::max);
+        assert!(
+            lp <= 0.0 && (lp - best).abs() < 1e-4,
+            "{i}: {lp} vs {top:?}"
+        );
     }
     server.shutdown().await;
 }

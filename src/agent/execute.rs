@@ -118,6 +118,10 @@ impl Execution<'_, '_> {
         let run = self.run;
         match &run.plan {
             Plan::Upstream { .. } => Ok(()),
+            Plan::Raw { prompt } => {
+                let pass = Generation::raw(model).reporting_logprobs(run.logprobs);
+                self.one_pass(pass, prompt)
+            }
             Plan::Inline {
                 prompt,
                 starts_in_reasoning,

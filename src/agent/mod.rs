@@ -16,6 +16,7 @@
 //! `execute`, whose passes (`pass`) emit through `events` and `output`.
 
 mod backend;
+mod completion;
 mod config;
 mod constraint;
 pub mod controls;
@@ -46,6 +47,7 @@ use thinkwire_seal::KeyRing;
 use crate::metrics::Metrics;
 
 pub use backend::{Backend, UpstreamBackend};
+pub use completion::RawPrompt;
 pub use config::AgentConfig;
 pub use controls::{Effort, ReasoningControls, ReasoningPolicy, Visibility};
 pub use events::custom;
@@ -176,6 +178,17 @@ impl Agent {
     /// Prepares an already decoded input.
     pub fn prepare_input(&self, input: RunAgentInput) -> Result<PreparedRun, RunRejected> {
         prepare::prepare(Arc::clone(&self.shared), input)
+    }
+
+    /// Prepares a raw completion of `prompt` (OpenAI's legacy
+    /// completions): `input` carries only its `forwardedProps` (sampling,
+    /// `maxTokens`, log-probabilities); its messages are not read.
+    pub fn prepare_completion(
+        &self,
+        input: RunAgentInput,
+        prompt: RawPrompt,
+    ) -> Result<PreparedRun, RunRejected> {
+        completion::prepare(Arc::clone(&self.shared), input, prompt)
     }
 
     /// The operator's reasoning policy (what clients may ask for).

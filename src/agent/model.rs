@@ -189,6 +189,13 @@ impl LocalModel {
         Ok(self.chat.tokenizer.encode(text, false)?)
     }
 
+    /// Encodes a raw prompt as the tokenizer does for a whole input: its
+    /// beginning token added where it adds one, special tokens written in
+    /// the text read as those tokens.
+    pub fn encode_raw(&self, text: &str) -> Result<Vec<u32>, ModelError> {
+        Ok(self.chat.tokenizer.encode(text, true)?)
+    }
+
     /// Decodes ids to text, special tokens included.
     pub fn decode(&self, ids: &[u32]) -> Result<String, ModelError> {
         Ok(self.chat.tokenizer.decode(ids, false)?)
@@ -224,6 +231,15 @@ impl LocalModel {
         Detokenizer {
             decoder: Some(self.chat.tokenizer.incremental_decoder(false)),
             at_start: true,
+        }
+    }
+
+    /// A [`Detokenizer`] that keeps the first space: a raw completion's
+    /// text continues its prompt.
+    pub fn raw_detokenizer(&self) -> Detokenizer {
+        Detokenizer {
+            decoder: Some(self.chat.tokenizer.incremental_decoder(false)),
+            at_start: false,
         }
     }
 }

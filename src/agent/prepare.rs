@@ -75,6 +75,7 @@ impl PreparedRun {
                 answer_tokens,
                 ..
             } => Some(reasoning_prompt.as_ref().map_or(*answer_tokens, Vec::len)),
+            Plan::Raw { prompt } => Some(prompt.len()),
             Plan::Upstream { .. } => None,
         }
     }
@@ -121,6 +122,9 @@ pub(super) enum Plan {
         /// What the upstream is asked the answer must be.
         answer: Option<crate::upstream::AnswerConstraint>,
     },
+    /// A raw completion: the client's own prompt, the model's text as it
+    /// writes it (`completion`).
+    Raw { prompt: Vec<u32> },
 }
 
 /// The separate pass's answer turns: this pass's reasoning and the earlier
@@ -413,7 +417,7 @@ pub(super) fn constrains_tools(spec: &thinkwire_reasoning::FormatSpec) -> bool {
 }
 
 #[allow(clippy::too_many_arguments)]
-fn prepared(
+pub(super) fn prepared(
     shared: Arc<Shared>,
     input: RunAgentInput,
     controls: ReasoningControls,

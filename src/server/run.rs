@@ -16,7 +16,7 @@ use super::AppState;
 use super::limits::Client;
 use thinkwire_protocol::RunAgentInput;
 
-use crate::agent::{Agent, CancelRun, Frame, PreparedRun, RunOutput, RunRejected};
+use crate::agent::{Agent, CancelRun, Frame, PreparedRun, RawPrompt, RunOutput, RunRejected};
 
 /// Frames buffered between the engine thread and a slow client. When full,
 /// the engine waits for the client rather than queueing without bound.
@@ -52,6 +52,20 @@ pub(crate) async fn start_input(
     input: RunAgentInput,
 ) -> Result<ActiveRun, RunRejected> {
     start_with(state, client, move |agent| agent.prepare_input(input)).await
+}
+
+/// [`start`] for a raw completion of `prompt` (legacy completions), its
+/// sampling in `input`'s `forwardedProps`.
+pub(crate) async fn start_completion(
+    state: &AppState,
+    client: Client,
+    input: RunAgentInput,
+    prompt: RawPrompt,
+) -> Result<ActiveRun, RunRejected> {
+    start_with(state, client, move |agent| {
+        agent.prepare_completion(input, prompt)
+    })
+    .await
 }
 
 /// The prompt tokens `input`'s run would start from, found by preparing

@@ -152,12 +152,13 @@ async fn conversations(secrets: &Secrets) -> Vec<String> {
         c.answer_turn(),
         c.tool_turn(),
         c.answer_turn(),
+        c.completion(),
     ];
     let (server_c, observed) = server(&scripts, &secrets.key_text, ReplayFailure::Reject).await;
     v1::conversations(&server_c, &c, secrets).await;
     assert_eq!(
         observed.prompts.lock().unwrap().len(),
-        6,
+        7,
         "refusals never reached the engine"
     );
     server_c.shutdown().await;

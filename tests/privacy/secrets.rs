@@ -86,6 +86,11 @@ impl Canaries {
         )
     }
 
+    /// A raw completion's text.
+    pub fn completion(&self) -> String {
+        format!(" and then {}.<|im_end|>", self.answer)
+    }
+
     /// The model thinks, then answers.
     pub fn answer_turn(&self) -> String {
         qwen3_turn(

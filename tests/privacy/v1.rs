@@ -2,7 +2,8 @@
 //! completions, responses and messages, each a tool turn in full visibility and its
 //! answer with the sealed value carried back, a tampered carrier, and
 //! broken JSON holding the canary; the conversations counted by
-//! `input_tokens` and `count_tokens` too. Refusal bodies must echo nothing
+//! `input_tokens` and `count_tokens` too, and a raw completion (legacy
+//! `/v1/completions`) of a prompt holding it. Refusal bodies must echo nothing
 //! secret.
 
 use serde_json::{Value, json};
@@ -186,6 +187,24 @@ pub(super) async fn conversations(server: &TestServer, c: &Canaries, secrets: &S
             "the refusal echoes nothing secret"
         );
     }
+    completion(server, c, secrets).await;
+}
+
+/// A raw completion of a prompt holding the user's canary, streamed with
+/// its log-probabilities; one refused for two prompts names no secret.
+async fn completion(server: &TestServer, c: &Canaries, secrets: &Secrets) {
+    let prompt = format!("Tell me about {}", c.user);
+    let body = json!({"prompt": prompt, "max_tokens": 64, "logprobs": 2, "stream": true});
+    let (status, body) = post(server, "/v1/completions", body.to_string()).await;
+    assert_eq!(status, 200);
+    assert!(contains(&body, b"[DONE]"));
+    let two = json!({"prompt": [prompt, prompt], "echo": true}).to_string();
+    let (status, body) = post(server, "/v1/completions", two).await;
+    assert_eq!(status, 400);
+    assert!(
+        secrets.found_in(&body).is_none(),
+        "the refusal echoes nothing secret"
+    );
 }
 
 /// A conversation's prompt counted at `path` (its sealed reasoning opened

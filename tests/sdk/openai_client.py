@@ -196,6 +196,21 @@ def structured(client, prompt, schema):
     return out
 
 
+def completions(client, prompt):
+    """Legacy completions of a raw prompt: whole with log-probabilities,
+    and streamed with the usage."""
+    whole = client.completions.create(model="thinkwire", prompt=prompt, max_tokens=40, logprobs=1)
+    streamed, usage = "", None
+    for chunk in client.completions.create(
+            model="thinkwire", prompt=prompt, max_tokens=40, stream=True,
+            stream_options={"include_usage": True}):
+        if chunk.choices:
+            streamed += chunk.choices[0].text
+        if chunk.usage is not None:
+            usage = chunk.usage.model_dump()
+    return {"whole": whole.model_dump(), "streamed": streamed, "stream_usage": usage}
+
+
 def choices(client, prompt, n, seed):
     """`n` answers to one prompt, streamed and then whole, by choice index."""
     kwargs = {"model": "thinkwire", "messages": [{"role": "user", "content": prompt}],
@@ -229,7 +244,7 @@ def choices(client, prompt, n, seed):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("base_url")
-    parser.add_argument("--api", default="chat", choices=["chat", "responses"])
+    parser.add_argument("--api", default="chat", choices=["chat", "responses", "completions"])
     parser.add_argument("--visibility", default="full")
     parser.add_argument("--prompt", default="What is the weather in Paris?")
     parser.add_argument("--schema", help="a JSON schema: ask for a structured answer")
@@ -242,6 +257,9 @@ def main():
         return
     if args.schema:
         print(json.dumps(structured(client, args.prompt, json.loads(args.schema))))
+        return
+    if args.api == "completions":
+        print(json.dumps(completions(client, args.prompt)))
         return
     extra = {"reasoning": {"visibility": args.visibility}}
     if args.api == "responses":

@@ -2,7 +2,8 @@
 //! chat completions (whole and streamed) or AG-UI, go up on the
 //! upstream's wire and its entries come back ahead of the text they wrote,
 //! held with it where the front's splitter holds a possible marker's
-//! start. Prompt counts are refused: the upstream renders its own prompts.
+//! start. Prompt counts and raw completions are refused: the upstream
+//! renders its own prompts.
 
 use support::logprobs::{agui, chat_streamed, spelled};
 
@@ -69,8 +70,11 @@ async fn an_upstreams_logprobs_reach_the_client_on_every_surface() {
     upstream.shutdown().await;
 }
 
+/// What needs the model's own tokenizer is refused: prompt counts (the
+/// upstream renders its own prompts) and raw completions (they are the
+/// model's input as written).
 #[tokio::test]
-async fn a_prompt_count_is_refused_since_the_upstream_renders_the_prompt() {
+async fn counts_and_raw_completions_are_refused_on_an_upstream() {
     let (upstream, observed) = upstream_thinkwire(&[]).await;
     let front = front(upstream_config(upstream.url("/v1"))).await;
     let user = json!([{"role": "user", "content": "Weather?"}]);
@@ -94,6 +98,17 @@ async fn a_prompt_count_is_refused_since_the_upstream_renders_the_prompt() {
             assert_eq!(error["code"], "UNSUPPORTED_COUNT", "{body}");
         }
     }
+    let raw = json!({"prompt": "Once upon a time"});
+    let response = reqwest::Client::new()
+        .post(front.url("/v1/completions"))
+        .json(&raw)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 400);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "UNSUPPORTED_COMPLETION", "{body}");
+    assert_eq!(body["error"]["param"], "prompt", "{body}");
     assert!(
         observed.prompts.lock().unwrap().is_empty(),
         "nothing reached the upstream"

@@ -12,6 +12,7 @@
 mod support;
 
 mod chat;
+mod completions;
 mod messages;
 mod responses;
 

@@ -79,6 +79,8 @@ enum Route {
     /// reasoning and answer (the structured strategy); the count is its
     /// reasoning tokens.
     Structured(Box<StructuredSplitter>, usize),
+    /// As written, all of it text (a raw completion: markers too).
+    Raw,
 }
 
 /// One generation pass; see the module docs.
@@ -121,6 +123,15 @@ impl<'m> Generation<'m> {
     /// A pass whose output is only collected, as text.
     pub fn collect(model: &'m LocalModel) -> Self {
         Self::new(model, Route::Collect(String::new()))
+    }
+
+    /// A pass whose output is text as the model writes it, its first
+    /// space kept (a raw completion continues its prompt).
+    pub fn raw(model: &'m LocalModel) -> Self {
+        Self {
+            detok: model.raw_detokenizer(),
+            ..Self::new(model, Route::Raw)
+        }
     }
 
     fn new(model: &'m LocalModel, route: Route) -> Self {
@@ -207,7 +218,7 @@ impl<'m> Generation<'m> {
         match &self.route {
             Route::Split(splitter) => splitter.reasoning_tokens(),
             Route::Structured(_, n) => *n,
-            Route::Collect(_) => 0,
+            Route::Collect(_) | Route::Raw => 0,
         }
     }
 
@@ -262,6 +273,8 @@ impl<'m> Generation<'m> {
                 text.push_str(&tail);
                 Vec::new()
             }
+            Route::Raw if tail.is_empty() => Vec::new(),
+            Route::Raw => vec![Chunk::Text(tail)],
         }
     }
 
@@ -270,7 +283,7 @@ impl<'m> Generation<'m> {
         self.finish();
         match self.route {
             Route::Collect(text) => text,
-            Route::Split(_) | Route::Structured(..) => String::new(),
+            Route::Split(_) | Route::Structured(..) | Route::Raw => String::new(),
         }
     }
 

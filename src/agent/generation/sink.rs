@@ -141,6 +141,19 @@ impl TokenSink for PassSink<'_, '_, '_, '_> {
                 text.push_str(&piece);
                 return Directive::Continue;
             }
+            Route::Raw => {
+                let chunks = match piece.is_empty() {
+                    true => Vec::new(),
+                    false => vec![Chunk::Text(piece)],
+                };
+                let seen = Seen::Tags { in_answer: true };
+                let reports = (self.pass.logprobs).token(self.pass.model, id, &chunks, seen);
+                return if self.forward(chunks, reports) {
+                    Directive::Continue
+                } else {
+                    Directive::Stop
+                };
+            }
             Route::Structured(splitter, reasoning) => {
                 let chunks = splitter.push(&piece);
                 *reasoning += usize::from(splitter.in_reasoning());

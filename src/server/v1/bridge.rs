@@ -17,7 +17,7 @@ use thinkwire_protocol::{
 
 use super::carrier::THREAD_ID;
 use super::error::ApiError;
-use crate::agent::RunRejected;
+use crate::agent::{RawPrompt, RunRejected};
 use crate::server::AppState;
 use crate::server::limits::Client;
 use crate::server::run::{self, ActiveRun};
@@ -65,6 +65,9 @@ pub struct RunInput {
     parallel_tool_calls: Option<bool>,
     /// `forwardedProps.logprobs`: alternatives per answer token.
     logprobs: Option<usize>,
+    /// A raw completion's prompt: the run continues it as it is, and
+    /// reads no messages.
+    raw: Option<RawPrompt>,
     /// AG-UI forwarded-prop names → wire parameter names.
     params: BTreeMap<String, String>,
 }
@@ -220,6 +223,11 @@ impl RunInput {
             .insert("forwardedProps.logprobs".into(), param.to_owned());
     }
 
+    /// Makes this a raw completion of `prompt` (legacy completions).
+    pub fn raw_prompt(&mut self, prompt: RawPrompt) {
+        self.raw = Some(prompt);
+    }
+
     /// Whether the answer tokens' log-probabilities were asked for.
     pub fn asks_logprobs(&self) -> bool {
         self.logprobs.is_some()
@@ -304,9 +312,12 @@ impl RunInput {
         seed: Option<u64>,
     ) -> Result<ActiveRun, ApiError> {
         let run_id = format!("run-{}", uuid::Uuid::new_v4().simple());
-        run::start_input(state, client, self.to_input(&run_id, seed))
-            .await
-            .map_err(|rejected| self.refusal(rejected))
+        let input = self.to_input(&run_id, seed);
+        let started = match &self.raw {
+            Some(prompt) => run::start_completion(state, client, input, prompt.clone()).await,
+            None => run::start_input(state, client, input).await,
+        };
+        started.map_err(|rejected| self.refusal(rejected))
     }
 
     /// The prompt tokens this input's run would start from, counted by

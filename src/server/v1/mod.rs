@@ -12,6 +12,7 @@
 //! |---|---|
 //! | `GET /v1/models` | here |
 //! | `POST /v1/chat/completions` | [`chat`] |
+//! | `POST /v1/completions` | [`completions`] (a raw prompt, no template) |
 //! | `POST /v1/responses` | [`responses`] |
 //! | `POST /v1/messages` | [`messages`] |
 //! | `POST /v1/messages/count_tokens`, `POST /v1/responses/input_tokens` | [`count`] |
@@ -20,6 +21,7 @@
 mod bridge;
 mod carrier;
 mod chat;
+mod completions;
 mod content;
 mod count;
 mod error;
@@ -84,6 +86,7 @@ pub(super) fn routes() -> Router<AppState> {
         .route("/v1/models", get(models))
         .route("/v1/models/{id}", get(model))
         .route("/v1/chat/completions", post(chat::completions))
+        .route("/v1/completions", post(completions::create))
         .route("/v1/responses", post(responses::create))
         .route(
             "/v1/responses/input_tokens",

@@ -20,7 +20,7 @@ use axum::response::Response;
 use serde_json::{Map, Value, json};
 
 pub use request::{effort_control, strings};
-pub use sampling::top_logprobs;
+pub use sampling::{draws, top_logprobs};
 
 use super::error::{ApiError, Dialect};
 use super::events::{Collected, RunStep, Usage, collect};
@@ -76,7 +76,7 @@ pub(in crate::server) async fn completions(
 
 /// The most runs one request may start: every one of them must be
 /// admitted at once, past the client's limit and the server's.
-fn runs_allowed(state: &AppState) -> usize {
+pub(super) fn runs_allowed(state: &AppState) -> usize {
     let config = &state.config;
     let server = config.max_active_runs + config.max_queued_runs;
     match config.max_runs_per_client {

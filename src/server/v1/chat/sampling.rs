@@ -23,6 +23,27 @@ const NUMBERS: [(&str, &str); 6] = [
 /// The sampling parameters onto `forwardedProps.sampling`, and the
 /// token log-probabilities asked for onto `forwardedProps.logprobs`.
 pub(super) fn sampling(input: &mut RunInput, root: &At<'_>) -> Result<(), ApiError> {
+    draws(input, root)?;
+    logprobs(input, root)?;
+    if let Some(format) = root.get("response_format").value.filter(|v| !v.is_null()) {
+        input.response_format(format.clone(), "response_format");
+    }
+    for param in ["max_completion_tokens", "max_tokens"] {
+        let field = root.get(param);
+        if let Some(n) = field.u64()? {
+            if n == 0 {
+                return Err(field.invalid("must be a positive integer"));
+            }
+            input.sampling("maxTokens", json!(n), param);
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// What shapes the draw, as chat and legacy completions both take it:
+/// temperature, top-p, the penalties, the extras, `seed`, `logit_bias`.
+pub fn draws(input: &mut RunInput, root: &At<'_>) -> Result<(), ApiError> {
     for (param, key) in NUMBERS {
         if let Some(v) = root.get(param).f64()? {
             input.sampling(key, json!(v), param);
@@ -43,20 +64,6 @@ pub(super) fn sampling(input: &mut RunInput, root: &At<'_>) -> Result<(), ApiErr
     // the model's vocabulary); its refusal names `logit_bias`.
     if let Some(bias) = root.get("logit_bias").at()? {
         input.sampling("logitBias", bias.value.clone(), "logit_bias");
-    }
-    logprobs(input, root)?;
-    if let Some(format) = root.get("response_format").value.filter(|v| !v.is_null()) {
-        input.response_format(format.clone(), "response_format");
-    }
-    for param in ["max_completion_tokens", "max_tokens"] {
-        let field = root.get(param);
-        if let Some(n) = field.u64()? {
-            if n == 0 {
-                return Err(field.invalid("must be a positive integer"));
-            }
-            input.sampling("maxTokens", json!(n), param);
-            break;
-        }
     }
     Ok(())
 }

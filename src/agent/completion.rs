@@ -1,0 +1,109 @@
+//! A raw completion (OpenAI's legacy `/v1/completions`): the client's
+//! prompt is the model's input as given (no chat template, no system
+//! prompt, no reasoning split) and the model's text comes back as it is,
+//! markers and all. It is a run of its own plan ([`Plan::Raw`]), so
+//! sampling, log-probabilities, admission, usage, cancellation and the
+//! privacy rules are a chat run's.
+
+use std::sync::Arc;
+
+use thinkwire_protocol::RunAgentInput;
+
+use super::backend::Backend;
+use super::controls::ReasoningControls;
+use super::prepare::{Plan, PreparedRun, Shared, prepared};
+use super::rejection::{RejectKind, RunRejected};
+use super::{logprobs, sampling};
+
+/// The prompt of a raw completion.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RawPrompt {
+    /// Text, tokenized as the model's tokenizer tokenizes it (a beginning
+    /// token added where the tokenizer adds one; the model's special
+    /// tokens written in it are those tokens: the client writes the whole
+    /// input, its own template included).
+    Text(String),
+    /// Token ids, as given.
+    Ids(Vec<u32>),
+}
+
+/// Validates `input`'s `forwardedProps` (sampling, `maxTokens`,
+/// log-probabilities) and `prompt`; the run generates from `prompt` alone.
+pub(super) fn prepare(
+    shared: Arc<Shared>,
+    input: RunAgentInput,
+    prompt: RawPrompt,
+) -> Result<PreparedRun, RunRejected> {
+    let config = &shared.config;
+    let forwarded = input.forwarded_props.as_ref();
+    let (sampling, max_new_tokens) =
+        sampling::from_forwarded(forwarded, &config.sampling, config.max_new_tokens)?;
+    let logprobs = logprobs::from_forwarded(forwarded)?;
+    // Reasoning controls mean nothing here: the run shows what the model
+    // writes, and these are the policy's defaults, which it allows.
+    let controls = ReasoningControls::from_forwarded(None, &config.policy)?;
+    let Backend::Local(model) = &shared.backend else {
+        return Err(RunRejected::new(
+            RejectKind::Unprocessable,
+            "UNSUPPORTED_COMPLETION",
+            "raw completions run on a local model: an upstream is asked in its chat terms",
+        )
+        .at("prompt"));
+    };
+    let vocab = model.engine().info().vocab_size;
+    sampling::check_vocabulary(&sampling, vocab)?;
+    let ids = match prompt {
+        RawPrompt::Text(text) => model.encode_raw(&text).map_err(|err| {
+            RunRejected::new(
+                RejectKind::Unprocessable,
+                "INVALID_PROMPT",
+                format!("the tokenizer cannot encode it: {err}"),
+            )
+            .at("prompt")
+        })?,
+        RawPrompt::Ids(ids) => {
+            if let Some(at) = ids.iter().position(|&id| id as usize >= vocab) {
+                return Err(RunRejected::new(
+                    RejectKind::Unprocessable,
+                    "INVALID_PROMPT",
+                    format!("is not a token id of this model (its vocabulary has {vocab})"),
+                )
+                .at(format!("prompt[{at}]")));
+            }
+            ids
+        }
+    };
+    if ids.is_empty() {
+        return Err(RunRejected::new(
+            RejectKind::Unprocessable,
+            "INVALID_PROMPT",
+            "is empty: the model needs at least one token to continue",
+        )
+        .at("prompt"));
+    }
+    let context = model.context_length();
+    if ids.len() >= context {
+        return Err(RunRejected::new(
+            RejectKind::Unprocessable,
+            "CONTEXT_OVERFLOW",
+            format!(
+                "the prompt is {} tokens; the model's context holds {context}",
+                ids.len()
+            ),
+        )
+        .at("prompt"));
+    }
+    let plan = Plan::Raw { prompt: ids };
+    Ok(prepared(
+        shared.clone(),
+        input,
+        controls,
+        sampling,
+        max_new_tokens,
+        plan,
+        Vec::new(),
+        None,
+        false,
+        logprobs,
+    ))
+}

@@ -1,0 +1,288 @@
+//! `POST /v1/completions`: OpenAI's legacy text completions over a raw run
+//! (`Agent::prepare_completion`): the prompt is the model's input as
+//! given, with no chat template, and the text is what the model writes,
+//! its markers included. Streaming (`text_completion` chunks, then
+//! `data: [DONE]`) or not (one `text_completion`). Log-probabilities come
+//! in the legacy shape (`tokens`, `token_logprobs`, `top_logprobs` as
+//! token → logprob objects, `text_offset` in characters).
+
+mod request;
+
+use axum::body::Body;
+use axum::extract::State;
+use axum::response::Response;
+use serde_json::{Map, Value, json};
+
+use super::chat::runs_allowed;
+use super::error::{ApiError, Dialect};
+use super::events::{Collected, RunStep, Usage, collect};
+use super::handler::{SdkEvent, Start, Surface, serve};
+use super::unix_now;
+use crate::server::AppState;
+use crate::server::limits::Client;
+
+pub(in crate::server) async fn create(
+    State(state): State<AppState>,
+    client: Client,
+    body: Body,
+) -> Response {
+    serve(state, client, body, Dialect::OpenAi, |body, state| {
+        let request = request::decode(body, &state.agent)?;
+        let choices = request.choices;
+        let most = runs_allowed(state);
+        if choices > most {
+            return Err(ApiError::invalid(
+                "n",
+                format!(
+                    "asks for {choices} runs; this server starts at most {most} for one request"
+                ),
+            ));
+        }
+        let reply = Reply {
+            id: format!("cmpl-{}", uuid::Uuid::new_v4().simple()),
+            model: request
+                .model
+                .unwrap_or_else(|| state.agent.model_id().to_owned()),
+            created: unix_now(),
+            logprobs: request.input.asks_logprobs(),
+            echo: request.echo.unwrap_or_default(),
+        };
+        Ok(Start {
+            input: request.input,
+            choices,
+            stops: request.stop,
+            stream: request.stream,
+            surface: Completions {
+                streams: (0..choices).map(|_| Stream::new(&reply.echo)).collect(),
+                reply,
+                include_usage: request.include_usage,
+                usage: None,
+            },
+        })
+    })
+    .await
+}
+
+/// The completions of one request: `text_completion` chunks, then
+/// `[DONE]`; or one `text_completion`.
+struct Completions {
+    reply: Reply,
+    /// Each choice's streaming state.
+    streams: Vec<Stream>,
+    include_usage: bool,
+    /// The usage of the choices finished so far.
+    usage: Option<Usage>,
+}
+
+impl Surface for Completions {
+    const DONE: Option<&'static str> = Some("[DONE]");
+
+    fn map(&mut self, choice: usize, piece: RunStep) -> Vec<SdkEvent> {
+        let Some(stream) = self.streams.get_mut(choice) else {
+            return Vec::new();
+        };
+        let reply = &self.reply;
+        let chunk = match piece {
+            RunStep::Logprobs(entries) => {
+                stream.entries.extend(entries);
+                return Vec::new();
+            }
+            RunStep::Text(text) => {
+                let (text, logprobs) = stream.next(reply, &text);
+                reply.chunk(choice, &text, logprobs, None)
+            }
+            RunStep::Finished { usage, cut_off, .. } => {
+                self.usage = Some(match self.usage {
+                    Some(sum) => sum.with_choice(usage),
+                    None => usage,
+                });
+                let (text, logprobs) = stream.tail();
+                reply.chunk(choice, &text, logprobs, Some(finish_reason(cut_off)))
+            }
+            // Mid-stream failures: the shape OpenAI's SDKs raise from.
+            RunStep::Failed { code, message } => json!({
+                "error": {"message": message, "type": "server_error", "param": null, "code": code}
+            }),
+            // A raw run writes text only.
+            RunStep::ReasoningStart { .. }
+            | RunStep::ReasoningDelta(_)
+            | RunStep::ReasoningSealed { .. }
+            | RunStep::ReasoningEnd
+            | RunStep::ToolStart { .. }
+            | RunStep::ToolArgs(_)
+            | RunStep::ToolEnd => return Vec::new(),
+        };
+        vec![(None, chunk)]
+    }
+
+    fn closing(&mut self) -> Vec<SdkEvent> {
+        if !self.include_usage {
+            return Vec::new();
+        }
+        let usage = usage_json(self.usage.unwrap_or_default());
+        let tail = json!({
+            "id": self.reply.id, "object": "text_completion", "created": self.reply.created,
+            "model": self.reply.model, "choices": [], "usage": usage,
+        });
+        vec![(None, tail)]
+    }
+
+    fn answer(self, choices: Vec<Vec<RunStep>>) -> Result<Value, ApiError> {
+        let all = (choices.into_iter().map(collect)).collect::<Result<Vec<_>, _>>()?;
+        Ok(self.reply.completion(&all))
+    }
+}
+
+/// What is the same on every chunk of one request.
+struct Reply {
+    id: String,
+    model: String,
+    created: u64,
+    /// Whether the tokens' log-probabilities were asked for.
+    logprobs: bool,
+    /// The prompt's text, ahead of each completion (`echo`), or empty.
+    echo: String,
+}
+
+impl Reply {
+    fn chunk(&self, choice: usize, text: &str, logprobs: Value, finish: Option<&str>) -> Value {
+        json!({
+            "id": self.id,
+            "object": "text_completion",
+            "created": self.created,
+            "model": self.model,
+            "choices": [{"index": choice, "text": text, "logprobs": logprobs, "finish_reason": finish}],
+        })
+    }
+
+    /// The `text_completion` of every choice; the prompt is counted once.
+    fn completion(&self, choices: &[Collected]) -> Value {
+        let usage = (choices.iter().map(|all| all.usage))
+            .reduce(Usage::with_choice)
+            .unwrap_or_default();
+        let choices: Vec<Value> = (choices.iter().enumerate())
+            .map(|(index, all)| {
+                let logprobs = match self.logprobs {
+                    true => legacy(&all.logprobs, &mut char_len(&self.echo)),
+                    false => Value::Null,
+                };
+                json!({"index": index, "text": format!("{}{}", self.echo, all.text),
+                       "logprobs": logprobs, "finish_reason": finish_reason(all.cut_off)})
+            })
+            .collect();
+        json!({
+            "id": self.id,
+            "object": "text_completion",
+            "created": self.created,
+            "model": self.model,
+            "choices": choices,
+            "usage": usage_json(usage),
+        })
+    }
+}
+
+/// A choice's streaming state: the echo not yet written, the entries of
+/// text not yet sent, and where in the text the next token starts.
+struct Stream {
+    echo: Option<String>,
+    entries: Vec<Value>,
+    offset: usize,
+}
+
+impl Stream {
+    fn new(echo: &str) -> Self {
+        Self {
+            echo: Some(echo.to_owned()).filter(|e| !e.is_empty()),
+            entries: Vec::new(),
+            offset: char_len(echo),
+        }
+    }
+
+    /// `text` (the echo ahead of the first), and the log-probabilities of
+    /// the tokens that wrote it where they were asked for.
+    fn next(&mut self, reply: &Reply, text: &str) -> (String, Value) {
+        let text = self.echo.take().unwrap_or_default() + text;
+        if !reply.logprobs {
+            return (text, Value::Null);
+        }
+        let entries = std::mem::take(&mut self.entries);
+        (text, legacy(&entries, &mut self.offset))
+    }
+
+    /// What the last chunk carries: the echo of a completion that wrote
+    /// nothing, and entries whose text never came (a stop sequence's).
+    fn tail(&mut self) -> (String, Value) {
+        let text = self.echo.take().unwrap_or_default();
+        let entries = std::mem::take(&mut self.entries);
+        match entries.is_empty() {
+            true => (text, Value::Null),
+            false => (text, legacy(&entries, &mut self.offset)),
+        }
+    }
+}
+
+/// Entries in OpenAI's legacy shape, their offsets counted on from
+/// `offset` (in characters, as OpenAI counts them).
+fn legacy(entries: &[Value], offset: &mut usize) -> Value {
+    let mut tokens = Vec::with_capacity(entries.len());
+    let mut token_logprobs = Vec::with_capacity(entries.len());
+    let mut top_logprobs = Vec::with_capacity(entries.len());
+    let mut text_offset = Vec::with_capacity(entries.len());
+    for entry in entries {
+        let token = entry["token"].as_str().unwrap_or_default();
+        tokens.push(json!(token));
+        token_logprobs.push(entry["logprob"].clone());
+        let mut top = Map::new();
+        for alternative in entry["top_logprobs"].as_array().into_iter().flatten() {
+            let key = alternative["token"].as_str().unwrap_or_default().to_owned();
+            top.entry(key)
+                .or_insert_with(|| alternative["logprob"].clone());
+        }
+        top_logprobs.push(Value::Object(top));
+        text_offset.push(json!(*offset));
+        *offset += char_len(token);
+    }
+    json!({"tokens": tokens, "token_logprobs": token_logprobs,
+           "top_logprobs": top_logprobs, "text_offset": text_offset})
+}
+
+fn char_len(text: &str) -> usize {
+    text.chars().count()
+}
+
+/// `length` where the token limit cut the completion off, else `stop`.
+fn finish_reason(cut_off: bool) -> &'static str {
+    match cut_off {
+        true => "length",
+        false => "stop",
+    }
+}
+
+fn usage_json(usage: Usage) -> Value {
+    json!({
+        "prompt_tokens": usage.input,
+        "completion_tokens": usage.output,
+        "total_tokens": usage.input + usage.output,
+        "prompt_tokens_details": {"cached_tokens": usage.cached},
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entries_become_the_legacy_shape_with_offsets_in_characters() {
+        let entry = |t: &str, lp: f64| {
+            json!({"token": t, "logprob": lp, "bytes": t.as_bytes(),
+                   "top_logprobs": [{"token": t, "logprob": lp}, {"token": "x", "logprob": -4.0}]})
+        };
+        let mut offset = 3;
+        let got = legacy(&[entry(" é", -0.5), entry("t", -1.0)], &mut offset);
+        assert_eq!(got["tokens"], json!([" é", "t"]));
+        assert_eq!(got["token_logprobs"], json!([-0.5, -1.0]));
+        assert_eq!(got["top_logprobs"][0], json!({" é": -0.5, "x": -4.0}));
+        assert_eq!(got["text_offset"], json!([3, 5]));
+        assert_eq!(offset, 6);
+    }
+}

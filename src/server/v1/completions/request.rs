@@ -1,0 +1,188 @@
+//! Decoding a legacy completions request into a raw run's input: the
+//! prompt (text or token ids, one per request), OpenAI's sampling
+//! parameters and the extras chat takes, `logprobs` as the legacy integer,
+//! `echo`, `n`, `stop`; `suffix` and a `best_of` other than `n` refused.
+
+use serde_json::{Value, json};
+
+use super::super::bridge::RunInput;
+use super::super::chat::{draws, strings, top_logprobs};
+use super::super::error::ApiError;
+use super::super::wire::{At, Field, choices};
+use crate::agent::{Agent, RawPrompt};
+
+/// OpenAI's `max_tokens` when a completions request gives none.
+const DEFAULT_MAX_TOKENS: u64 = 16;
+
+/// A decoded completions request.
+#[derive(Debug)]
+pub struct CompletionRequest {
+    /// The run's input, its prompt raw.
+    pub input: RunInput,
+    /// The `model` the client named (echoed back).
+    pub model: Option<String>,
+    /// Answer as an SSE stream.
+    pub stream: bool,
+    /// `stream_options.include_usage`.
+    pub include_usage: bool,
+    /// Stop sequences.
+    pub stop: Vec<String>,
+    /// `n`: completions of the prompt, each a run of its own.
+    pub choices: usize,
+    /// `echo`: the prompt's text, written ahead of each completion.
+    pub echo: Option<String>,
+}
+
+/// Decodes `body`; `agent` writes back a prompt of token ids as text for
+/// `echo`.
+pub fn decode(body: &Value, agent: &Agent) -> Result<CompletionRequest, ApiError> {
+    let root = At::root(body)?;
+    let mut input = RunInput::new();
+    let prompt = prompt(&root.get("prompt"))?;
+    draws(&mut input, &root)?;
+    let max = root.get("max_tokens");
+    match max.u64()? {
+        Some(0) => return Err(max.invalid("must be a positive integer")),
+        Some(n) => input.sampling("maxTokens", json!(n), "max_tokens"),
+        None if max.value.is_some_and(|v| !v.is_null()) => {
+            return Err(max.invalid("must be a positive integer"));
+        }
+        None => input.sampling("maxTokens", json!(DEFAULT_MAX_TOKENS), "max_tokens"),
+    }
+    let logprobs = root.get("logprobs");
+    if let Some(k) = top_logprobs(&logprobs)? {
+        input.logprobs(k, "logprobs");
+    }
+    let echo = root.get("echo");
+    let echo = match echo.bool()?.unwrap_or(false) {
+        false => None,
+        true if input.asks_logprobs() => {
+            return Err(echo.invalid(
+                "echo with logprobs is not supported: the prompt's own log-probabilities are not computed",
+            ));
+        }
+        true => Some(echoed(&prompt, agent)),
+    };
+    let choices = choices(&root.get("n"))?;
+    let best_of = root.get("best_of");
+    if let Some(best) = best_of.u64()?
+        && best as usize != choices
+    {
+        return Err(best_of.invalid(
+            "only best_of equal to n is supported: every completion is returned, none ranked",
+        ));
+    }
+    let suffix = root.get("suffix");
+    if suffix.str()?.is_some_and(|s| !s.is_empty()) {
+        return Err(
+            suffix.invalid("insertion (suffix) is not supported: the model continues the prompt")
+        );
+    }
+    let stream = root.get("stream").bool()?.unwrap_or(false);
+    let include_usage = match root.get("stream_options").at()? {
+        Some(options) => options.get("include_usage").bool()?.unwrap_or(false),
+        None => false,
+    };
+    let stop = root.get("stop");
+    let stop = match stop.value {
+        Some(Value::String(one)) => vec![one.clone()],
+        _ => strings(&stop)?,
+    };
+    input.raw_prompt(prompt);
+    Ok(CompletionRequest {
+        input,
+        model: root.get("model").str()?.map(str::to_owned),
+        stream,
+        include_usage,
+        stop,
+        choices,
+        echo,
+    })
+}
+
+/// `prompt`: a string, an array of token ids, or an array holding one of
+/// those (one prompt per request).
+fn prompt(field: &Field<'_>) -> Result<RawPrompt, ApiError> {
+    let shapes = "must be a string, an array of token ids, or an array of one of those";
+    let one = "holds one prompt per request: send each prompt in a request of its own";
+    match field.value {
+        None | Some(Value::Null) => Err(field.invalid("is required")),
+        Some(Value::String(text)) => Ok(RawPrompt::Text(text.clone())),
+        Some(Value::Array(items)) => match items.as_slice() {
+            [] => Err(field.invalid("must hold a prompt")),
+            [Value::String(text)] => Ok(RawPrompt::Text(text.clone())),
+            [Value::Array(_)] => ids(&field.array()?[0]),
+            [Value::String(_) | Value::Array(_), _, ..] => Err(field.invalid(one)),
+            _ if items.iter().all(Value::is_number) => ids(field),
+            _ => Err(field.invalid(shapes)),
+        },
+        Some(_) => Err(field.invalid(shapes)),
+    }
+}
+
+/// An array of token ids (the model's vocabulary is the run's to check).
+fn ids(field: &Field<'_>) -> Result<RawPrompt, ApiError> {
+    let ids = (field.array()?.iter())
+        .map(|item| match item.u64()? {
+            Some(id) => u32::try_from(id).map_err(|_| item.invalid("is not a token id")),
+            None => Err(item.invalid("must be a token id")),
+        })
+        .collect::<Result<_, _>>()?;
+    Ok(RawPrompt::Ids(ids))
+}
+
+/// The prompt as text, for `echo` (token ids decoded by the model's
+/// tokenizer; nothing on a backend without one, which refuses the run).
+fn echoed(prompt: &RawPrompt, agent: &Agent) -> String {
+    match prompt {
+        RawPrompt::Text(text) => text.clone(),
+        RawPrompt::Ids(ids) => agent
+            .model()
+            .and_then(|model| model.decode(ids).ok())
+            .unwrap_or_default(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn prompt_of(value: Value) -> Result<RawPrompt, ApiError> {
+        let body = json!({ "prompt": value });
+        prompt(&At::root(&body)?.get("prompt"))
+    }
+
+    #[test]
+    fn a_prompt_is_text_or_ids_and_one_per_request() {
+        assert_eq!(
+            prompt_of(json!("Once")).unwrap(),
+            RawPrompt::Text("Once".into())
+        );
+        assert_eq!(
+            prompt_of(json!(["Once"])).unwrap(),
+            RawPrompt::Text("Once".into())
+        );
+        assert_eq!(
+            prompt_of(json!([1, 2])).unwrap(),
+            RawPrompt::Ids(vec![1, 2])
+        );
+        assert_eq!(
+            prompt_of(json!([[1, 2]])).unwrap(),
+            RawPrompt::Ids(vec![1, 2])
+        );
+        for (bad, path) in [
+            (json!(null), "prompt"),
+            (json!([]), "prompt"),
+            (json!(["a", "b"]), "prompt"),
+            (json!([[1], [2]]), "prompt"),
+            (json!([1, "a"]), "prompt"),
+            (json!([1, -2]), "prompt[1]"),
+            (json!([1, 4294967296_u64]), "prompt[1]"),
+            (json!([[1, 2.5]]), "prompt[0][1]"),
+            (json!(7), "prompt"),
+        ] {
+            let err = prompt_of(bad.clone()).unwrap_err();
+            assert_eq!(err.param.as_deref(), Some(path), "{bad}");
+        }
+    }
+}

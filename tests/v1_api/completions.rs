@@ -1,0 +1,173 @@
+//! Legacy completions: a raw prompt (text, with the model's own special
+//! tokens, or token ids) reaches the engine as the tokenizer encodes it,
+//! with no template; the text comes back as written, whole or streamed,
+//! with `echo`, `n`, `stop`, the legacy log-probabilities and `length` at
+//! the default 16-token limit; what it cannot do is refused by name.
+
+use super::*;
+
+const PROMPT: &str = "Once upon a time";
+const GOES_ON: &str = " there was a fox.";
+
+fn script() -> String {
+    format!("{GOES_ON}<|im_end|>")
+}
+
+#[tokio::test]
+async fn a_raw_prompt_is_continued_as_written() {
+    let scripts: Vec<String> = (0..10).map(|_| script()).collect();
+    let (server, observed) = TestServer::qwen3(&scripts).await;
+    let chat = support::qwen3_chat();
+    let prompts = || observed.prompts.lock().unwrap().clone();
+
+    // Text: the tokenizer's own encoding, no template around it.
+    let (status, whole) = post(&server, "/v1/completions", &json!({"prompt": PROMPT})).await;
+    assert_eq!(status, 200, "{whole}");
+    assert_eq!(whole["object"], "text_completion");
+    let choice = &whole["choices"][0];
+    assert_eq!(choice["text"], GOES_ON, "{whole}");
+    assert_eq!(choice["finish_reason"], "stop");
+    assert_eq!(choice["logprobs"], Value::Null);
+    let ids = chat.tokenizer.encode(PROMPT, true).unwrap();
+    assert_eq!(prompts()[0], ids);
+    assert_eq!(whole["usage"]["prompt_tokens"], ids.len());
+
+    // The client writes its own template: its special tokens are the model's.
+    let templated = "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n";
+    let (status, _) = post(&server, "/v1/completions", &json!({"prompt": [templated]})).await;
+    assert_eq!(status, 200);
+    let im_start = chat.tokenizer.token_to_id("<|im_start|>").unwrap();
+    assert_eq!(prompts()[1].iter().filter(|&&id| id == im_start).count(), 2);
+
+    // Token ids as given; echo writes the prompt ahead.
+    let body = json!({"prompt": [ids.clone()], "echo": true});
+    let (status, whole) = post(&server, "/v1/completions", &body).await;
+    assert_eq!(status, 200, "{whole}");
+    assert_eq!(whole["choices"][0]["text"], format!("{PROMPT}{GOES_ON}"));
+    assert_eq!(prompts()[2], ids);
+
+    // The default limit is OpenAI's 16 tokens; a stop sequence ends it.
+    let long = GOES_ON.repeat(6);
+    let (server_long, _) = TestServer::qwen3(&[format!("{long}<|im_end|>")]).await;
+    let (_, whole) = post(&server_long, "/v1/completions", &json!({"prompt": PROMPT})).await;
+    assert_eq!(whole["choices"][0]["finish_reason"], "length", "{whole}");
+    assert_eq!(whole["usage"]["completion_tokens"], 16, "{whole}");
+    server_long.shutdown().await;
+    let (_, whole) = post(
+        &server,
+        "/v1/completions",
+        &json!({"prompt": PROMPT, "stop": " was"}),
+    )
+    .await;
+    assert_eq!(whole["choices"][0]["text"], " there", "{whole}");
+    assert_eq!(whole["choices"][0]["finish_reason"], "stop");
+
+    // Legacy log-probabilities: the tokens spell the text, their offsets
+    // count characters from the start.
+    let (_, whole) = post(
+        &server,
+        "/v1/completions",
+        &json!({"prompt": PROMPT, "logprobs": 1}),
+    )
+    .await;
+    let logprobs = &whole["choices"][0]["logprobs"];
+    let tokens: Vec<&str> = (logprobs["tokens"].as_array().unwrap().iter())
+        .map(|t| t.as_str().unwrap())
+        .collect();
+    assert_eq!(tokens.concat(), GOES_ON, "{whole}");
+    let mut offset = 0;
+    for (i, token) in tokens.iter().enumerate() {
+        assert_eq!(logprobs["text_offset"][i], offset, "{whole}");
+        assert_eq!(logprobs["token_logprobs"][i], 0.0);
+        assert_eq!(logprobs["top_logprobs"][i][*token], 0.0, "{whole}");
+        offset += token.chars().count();
+    }
+
+    // Streamed, two choices and the usage: the same text per choice.
+    let body = json!({"prompt": PROMPT, "n": 2, "stream": true, "logprobs": 0,
+        "stream_options": {"include_usage": true}});
+    let response = reqwest::Client::new()
+        .post(server.url("/v1/completions"))
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    let text = response.text().await.unwrap();
+    let data: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .collect();
+    assert_eq!(data.last(), Some(&"[DONE]"));
+    let mut texts = [String::new(), String::new()];
+    let mut usage = Value::Null;
+    for chunk in &data[..data.len() - 1] {
+        let chunk: Value = serde_json::from_str(chunk).unwrap();
+        assert_eq!(chunk["object"], "text_completion", "{chunk}");
+        match chunk["choices"].as_array().unwrap().first() {
+            Some(c) => texts[c["index"].as_u64().unwrap() as usize] += c["text"].as_str().unwrap(),
+            None => usage = chunk["usage"].clone(),
+        }
+    }
+    assert_eq!(texts, [GOES_ON, GOES_ON]);
+    assert_eq!(usage["prompt_tokens"], ids.len(), "{usage}");
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn what_a_raw_completion_cannot_do_is_refused_by_name() {
+    let (server, observed) = TestServer::qwen3(&[script()]).await;
+    for (body, param) in [
+        (json!({"prompt": PROMPT, "suffix": " the end."}), "suffix"),
+        (json!({"prompt": PROMPT, "n": 2, "best_of": 3}), "best_of"),
+        (
+            json!({"prompt": PROMPT, "echo": true, "logprobs": 1}),
+            "echo",
+        ),
+        (json!({"prompt": ["a", "b"]}), "prompt"),
+        (json!({"max_tokens": 4}), "prompt"),
+        (json!({"prompt": ""}), "prompt"),
+        (json!({"prompt": [1, 151_936]}), "prompt[1]"),
+        (json!({"prompt": PROMPT, "logprobs": 21}), "logprobs"),
+        (json!({"prompt": PROMPT, "max_tokens": 0}), "max_tokens"),
+        (
+            json!({"prompt": PROMPT, "temperature": "hot"}),
+            "temperature",
+        ),
+    ] {
+        let (status, refused) = post(&server, "/v1/completions", &body).await;
+        assert_eq!(status, 400, "{body}: {refused}");
+        assert_eq!(refused["error"]["param"], param, "{body}: {refused}");
+    }
+    assert!(observed.prompts.lock().unwrap().is_empty(), "nothing ran");
+    server.shutdown().await;
+}
+
+/// The official `openai` SDK reads both: the whole completion with its
+/// log-probabilities, and the stream with its usage.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_openai_sdk_reads_raw_completions() {
+    let (server, _) = TestServer::qwen3(&[script(), script()]).await;
+    let args = vec![
+        server.url("/v1"),
+        "--api".into(),
+        "completions".into(),
+        "--prompt".into(),
+        PROMPT.into(),
+    ];
+    let summary = run_sdk("openai_client.py", args).await;
+    let choice = &summary["whole"]["choices"][0];
+    assert_eq!(choice["text"], GOES_ON, "{summary}");
+    assert_eq!(choice["finish_reason"], "stop", "{summary}");
+    let tokens = choice["logprobs"]["tokens"].as_array().unwrap();
+    let spelled: String = tokens.iter().map(|t| t.as_str().unwrap()).collect();
+    assert_eq!(spelled, GOES_ON, "{summary}");
+    assert_eq!(summary["streamed"], GOES_ON, "{summary}");
+    assert!(
+        summary["stream_usage"]["completion_tokens"]
+            .as_u64()
+            .unwrap()
+            > 0,
+        "{summary}"
+    );
+    server.shutdown().await;
+}
