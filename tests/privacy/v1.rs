@@ -3,7 +3,7 @@
 //! answer with the sealed value carried back, a tampered carrier, and
 //! broken JSON holding the canary; the conversations counted by
 //! `input_tokens` and `count_tokens` too, and a raw completion (legacy
-//! `/v1/completions`) of a prompt holding it. Refusal bodies must echo nothing
+//! `/v1/completions`) of a prompt holding it, tokenized and back. Refusal bodies must echo nothing
 //! secret.
 
 use serde_json::{Value, json};
@@ -191,20 +191,31 @@ pub(super) async fn conversations(server: &TestServer, c: &Canaries, secrets: &S
 }
 
 /// A raw completion of a prompt holding the user's canary, streamed with
-/// its log-probabilities; one refused for two prompts names no secret.
+/// its log-probabilities; one refused (echo with logprobs) names no
+/// secret; the prompt tokenized and its ids detokenized.
 async fn completion(server: &TestServer, c: &Canaries, secrets: &Secrets) {
     let prompt = format!("Tell me about {}", c.user);
     let body = json!({"prompt": prompt, "max_tokens": 64, "logprobs": 2, "stream": true});
     let (status, body) = post(server, "/v1/completions", body.to_string()).await;
     assert_eq!(status, 200);
     assert!(contains(&body, b"[DONE]"));
-    let two = json!({"prompt": [prompt, prompt], "echo": true}).to_string();
-    let (status, body) = post(server, "/v1/completions", two).await;
+    let bad = json!({"prompt": prompt, "echo": true, "logprobs": 1}).to_string();
+    let (status, body) = post(server, "/v1/completions", bad).await;
     assert_eq!(status, 400);
     assert!(
         secrets.found_in(&body).is_none(),
         "the refusal echoes nothing secret"
     );
+    // Its tokens and back.
+    let body = json!({"content": prompt, "with_pieces": true}).to_string();
+    let (status, body) = post(server, "/tokenize", body).await;
+    assert_eq!(status, 200);
+    let pieces: Value = serde_json::from_slice(&body).unwrap();
+    let ids: Vec<&Value> = (pieces["tokens"].as_array().unwrap().iter())
+        .map(|p| &p["id"])
+        .collect();
+    let (status, _) = post(server, "/detokenize", json!({ "tokens": ids }).to_string()).await;
+    assert_eq!(status, 200);
 }
 
 /// A conversation's prompt counted at `path` (its sealed reasoning opened

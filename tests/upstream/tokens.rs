@@ -2,8 +2,8 @@
 //! chat completions (whole and streamed) or AG-UI, go up on the
 //! upstream's wire and its entries come back ahead of the text they wrote,
 //! held with it where the front's splitter holds a possible marker's
-//! start. Prompt counts and raw completions are refused: the upstream
-//! renders its own prompts.
+//! start. Prompt counts, raw completions and tokenizing are refused: the
+//! upstream renders its own prompts with its own tokenizer.
 
 use support::logprobs::{agui, chat_streamed, spelled};
 
@@ -71,10 +71,10 @@ async fn an_upstreams_logprobs_reach_the_client_on_every_surface() {
 }
 
 /// What needs the model's own tokenizer is refused: prompt counts (the
-/// upstream renders its own prompts) and raw completions (they are the
-/// model's input as written).
+/// upstream renders its own prompts), raw completions (they are the
+/// model's input as written) and tokenizing.
 #[tokio::test]
-async fn counts_and_raw_completions_are_refused_on_an_upstream() {
+async fn counts_raw_completions_and_tokenizing_are_refused_on_an_upstream() {
     let (upstream, observed) = upstream_thinkwire(&[]).await;
     let front = front(upstream_config(upstream.url("/v1"))).await;
     let user = json!([{"role": "user", "content": "Weather?"}]);
@@ -109,6 +109,15 @@ async fn counts_and_raw_completions_are_refused_on_an_upstream() {
     let body: Value = response.json().await.unwrap();
     assert_eq!(body["error"]["code"], "UNSUPPORTED_COMPLETION", "{body}");
     assert_eq!(body["error"]["param"], "prompt", "{body}");
+    let response = reqwest::Client::new()
+        .post(front.url("/tokenize"))
+        .json(&json!({"content": "Once"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 400);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "UNSUPPORTED_TOKENIZE", "{body}");
     assert!(
         observed.prompts.lock().unwrap().is_empty(),
         "nothing reached the upstream"

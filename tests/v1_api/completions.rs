@@ -2,7 +2,8 @@
 //! tokens, or token ids) reaches the engine as the tokenizer encodes it,
 //! with no template; the text comes back as written, whole or streamed,
 //! with `echo`, `n`, `stop`, the legacy log-probabilities and `length` at
-//! the default 16-token limit; what it cannot do is refused by name.
+//! the default 16-token limit; several prompts are each completed; what it
+//! cannot do is refused by name.
 
 use super::*;
 
@@ -123,7 +124,7 @@ async fn what_a_raw_completion_cannot_do_is_refused_by_name() {
             json!({"prompt": PROMPT, "echo": true, "logprobs": 1}),
             "echo",
         ),
-        (json!({"prompt": ["a", "b"]}), "prompt"),
+        (json!({"prompt": vec!["a"; 129]}), "prompt"),
         (json!({"max_tokens": 4}), "prompt"),
         (json!({"prompt": ""}), "prompt"),
         (json!({"prompt": [1, 151_936]}), "prompt[1]"),
@@ -169,5 +170,38 @@ async fn the_openai_sdk_reads_raw_completions() {
             > 0,
         "{summary}"
     );
+    server.shutdown().await;
+}
+
+/// Several prompts in one request are each completed `n` times: choice
+/// `i * n + j` is the answer `j` to prompt `i`, each after its own echo,
+/// and the usage counts each prompt once.
+#[tokio::test]
+async fn several_prompts_are_each_completed() {
+    let scripts: Vec<String> = (0..4).map(|_| script()).collect();
+    let (server, observed) = TestServer::qwen3(&scripts).await;
+    let chat = support::qwen3_chat();
+    let hello = chat.tokenizer.encode("Hello", true).unwrap();
+    let body = json!({"prompt": [PROMPT, hello], "n": 2, "echo": true, "max_tokens": 30});
+    let (status, whole) = post(&server, "/v1/completions", &body).await;
+    assert_eq!(status, 200, "{whole}");
+    let choices = whole["choices"].as_array().unwrap();
+    assert_eq!(choices.len(), 4, "{whole}");
+    for (i, choice) in choices.iter().enumerate() {
+        assert_eq!(choice["index"], i);
+        let echo = if i < 2 { PROMPT } else { "Hello" };
+        assert_eq!(choice["text"], format!("{echo}{GOES_ON}"), "{whole}");
+    }
+    let ids = chat.tokenizer.encode(PROMPT, true).unwrap();
+    assert_eq!(
+        whole["usage"]["prompt_tokens"],
+        ids.len() + hello.len(),
+        "{whole}"
+    );
+    let mut prompts = observed.prompts.lock().unwrap().clone();
+    prompts.sort();
+    let mut want = vec![ids.clone(), ids, hello.clone(), hello];
+    want.sort();
+    assert_eq!(prompts, want);
     server.shutdown().await;
 }

@@ -15,6 +15,7 @@ mod chat;
 mod completions;
 mod messages;
 mod responses;
+mod tokenize;
 
 use std::path::PathBuf;
 use std::process::Command;

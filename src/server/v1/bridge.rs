@@ -47,7 +47,7 @@ impl TextRole {
 
 /// An AG-UI run input being assembled from a wire request, with the wire
 /// path of everything it holds.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct RunInput {
     messages: Vec<Message>,
     /// Per AG-UI message: the wire path of its source, and for reasoning

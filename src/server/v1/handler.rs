@@ -62,9 +62,11 @@ pub fn only(choices: Vec<Vec<RunStep>>) -> Vec<RunStep> {
 
 /// A decoded request, ready to run.
 pub struct Start<S> {
-    /// The run's input.
-    pub input: RunInput,
-    /// How many answers to it to write, each a run of its own.
+    /// The runs' inputs: one, or one per prompt of a completions request
+    /// that sends several.
+    pub inputs: Vec<RunInput>,
+    /// How many answers to each to write, each a run of its own: the
+    /// answer `j` to input `i` is choice `i * choices + j`.
     pub choices: usize,
     /// Stop sequences on the answer text.
     pub stops: Vec<String>,
@@ -97,23 +99,26 @@ async fn run<S: Surface>(
 ) -> Result<Response, ApiError> {
     let body = read_json(&state, body).await?;
     let Start {
-        input,
+        inputs,
         choices,
         stops,
         stream,
         mut surface,
     } = decode(&body, &state)?;
-    // Several choices draw from seeds of their own: the client's, or one
-    // picked here, counted up from it.
-    let base = (choices > 1).then(|| input.seed().unwrap_or_else(random_seed));
-    let mut runs = Vec::with_capacity(choices);
-    for choice in 0..choices as u64 {
-        let seed = base.map(|base| base.wrapping_add(choice));
-        // A refusal of any choice refuses the request; the runs already
-        // started stop as they are dropped.
-        let run = input.start(&state, client, seed).await?;
-        runs.push(RunPieces::new(run, stops.clone()));
+    let mut runs = Vec::with_capacity(inputs.len() * choices);
+    for input in &inputs {
+        // Several choices draw from seeds of their own: the client's, or
+        // one picked here, counted up from it (each input's the same).
+        let base = (choices > 1).then(|| input.seed().unwrap_or_else(random_seed));
+        for choice in 0..choices as u64 {
+            let seed = base.map(|base| base.wrapping_add(choice));
+            // A refusal of any choice refuses the request; the runs
+            // already started stop as they are dropped.
+            let run = input.start(&state, client, seed).await?;
+            runs.push(RunPieces::new(run, stops.clone()));
+        }
     }
+    let choices = runs.len();
     if !stream {
         let all = try_join_all(runs.iter_mut().map(whole)).await?;
         return Ok(axum::Json(surface.answer(all)?).into_response());

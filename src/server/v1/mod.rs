@@ -16,6 +16,7 @@
 //! | `POST /v1/responses` | [`responses`] |
 //! | `POST /v1/messages` | [`messages`] |
 //! | `POST /v1/messages/count_tokens`, `POST /v1/responses/input_tokens` | [`count`] |
+//! | `POST /tokenize`, `POST /detokenize` (llama.cpp's and vLLM's) | [`tokenize`] |
 //! | anything else under `/v1` | a JSON 404 in the API's error shape |
 
 mod bridge;
@@ -31,6 +32,7 @@ pub mod fuzzing;
 mod handler;
 mod messages;
 mod responses;
+mod tokenize;
 mod wire;
 
 use axum::Router;
@@ -83,6 +85,8 @@ impl ReasoningField {
 /// The `/v1` routes, merged into the server's router.
 pub(super) fn routes() -> Router<AppState> {
     Router::new()
+        .route("/tokenize", post(tokenize::tokenize))
+        .route("/detokenize", post(tokenize::detokenize))
         .route("/v1/models", get(models))
         .route("/v1/models/{id}", get(model))
         .route("/v1/chat/completions", post(chat::completions))

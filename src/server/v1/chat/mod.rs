@@ -59,7 +59,7 @@ pub(in crate::server) async fn completions(
             ));
         }
         Ok(Start {
-            input: request.input,
+            inputs: vec![request.input],
             choices,
             stops: request.stop,
             stream: request.stream,

@@ -29,34 +29,39 @@ pub(in crate::server) async fn create(
     serve(state, client, body, Dialect::OpenAi, |body, state| {
         let request = request::decode(body, &state.agent)?;
         let choices = request.choices;
+        let runs = request.inputs.len() * choices;
         let most = runs_allowed(state);
-        if choices > most {
+        if runs > most {
+            let param = if choices > 1 { "n" } else { "prompt" };
             return Err(ApiError::invalid(
-                "n",
-                format!(
-                    "asks for {choices} runs; this server starts at most {most} for one request"
-                ),
+                param,
+                format!("asks for {runs} runs; this server starts at most {most} for one request"),
             ));
         }
+        // Choice `i * n + j` is the answer `j` to prompt `i`.
+        let echoes: Vec<String> = (request.echoes.into_iter())
+            .flat_map(|echo| std::iter::repeat_n(echo, choices))
+            .collect();
         let reply = Reply {
             id: format!("cmpl-{}", uuid::Uuid::new_v4().simple()),
             model: request
                 .model
                 .unwrap_or_else(|| state.agent.model_id().to_owned()),
             created: unix_now(),
-            logprobs: request.input.asks_logprobs(),
-            echo: request.echo.unwrap_or_default(),
+            logprobs: request.logprobs,
         };
         Ok(Start {
-            input: request.input,
+            inputs: request.inputs,
             choices,
             stops: request.stop,
             stream: request.stream,
             surface: Completions {
-                streams: (0..choices).map(|_| Stream::new(&reply.echo)).collect(),
+                streams: echoes.iter().map(|echo| Stream::new(echo)).collect(),
+                usages: vec![Usage::default(); echoes.len()],
+                echoes,
+                per_prompt: choices,
                 reply,
                 include_usage: request.include_usage,
-                usage: None,
             },
         })
     })
@@ -69,9 +74,14 @@ struct Completions {
     reply: Reply,
     /// Each choice's streaming state.
     streams: Vec<Stream>,
+    /// Each choice's text ahead of its completion (its prompt's, with
+    /// `echo`).
+    echoes: Vec<String>,
+    /// `n`: the choices of one prompt, which follow each other.
+    per_prompt: usize,
     include_usage: bool,
-    /// The usage of the choices finished so far.
-    usage: Option<Usage>,
+    /// Each choice's usage, once it finished.
+    usages: Vec<Usage>,
 }
 
 impl Surface for Completions {
@@ -92,10 +102,7 @@ impl Surface for Completions {
                 reply.chunk(choice, &text, logprobs, None)
             }
             RunStep::Finished { usage, cut_off, .. } => {
-                self.usage = Some(match self.usage {
-                    Some(sum) => sum.with_choice(usage),
-                    None => usage,
-                });
+                self.usages[choice] = usage;
                 let (text, logprobs) = stream.tail();
                 reply.chunk(choice, &text, logprobs, Some(finish_reason(cut_off)))
             }
@@ -119,7 +126,7 @@ impl Surface for Completions {
         if !self.include_usage {
             return Vec::new();
         }
-        let usage = usage_json(self.usage.unwrap_or_default());
+        let usage = usage_json(total(&self.usages, self.per_prompt));
         let tail = json!({
             "id": self.reply.id, "object": "text_completion", "created": self.reply.created,
             "model": self.reply.model, "choices": [], "usage": usage,
@@ -129,7 +136,9 @@ impl Surface for Completions {
 
     fn answer(self, choices: Vec<Vec<RunStep>>) -> Result<Value, ApiError> {
         let all = (choices.into_iter().map(collect)).collect::<Result<Vec<_>, _>>()?;
-        Ok(self.reply.completion(&all))
+        let usages: Vec<Usage> = all.iter().map(|c| c.usage).collect();
+        let usage = total(&usages, self.per_prompt);
+        Ok(self.reply.completion(&all, &self.echoes, usage))
     }
 }
 
@@ -140,8 +149,6 @@ struct Reply {
     created: u64,
     /// Whether the tokens' log-probabilities were asked for.
     logprobs: bool,
-    /// The prompt's text, ahead of each completion (`echo`), or empty.
-    echo: String,
 }
 
 impl Reply {
@@ -155,18 +162,16 @@ impl Reply {
         })
     }
 
-    /// The `text_completion` of every choice; the prompt is counted once.
-    fn completion(&self, choices: &[Collected]) -> Value {
-        let usage = (choices.iter().map(|all| all.usage))
-            .reduce(Usage::with_choice)
-            .unwrap_or_default();
-        let choices: Vec<Value> = (choices.iter().enumerate())
-            .map(|(index, all)| {
+    /// The `text_completion` of every choice, each after its `echoes`
+    /// entry.
+    fn completion(&self, choices: &[Collected], echoes: &[String], usage: Usage) -> Value {
+        let choices: Vec<Value> = (choices.iter().zip(echoes).enumerate())
+            .map(|(index, (all, echo))| {
                 let logprobs = match self.logprobs {
-                    true => legacy(&all.logprobs, &mut char_len(&self.echo)),
+                    true => legacy(&all.logprobs, &mut char_len(echo)),
                     false => Value::Null,
                 };
-                json!({"index": index, "text": format!("{}{}", self.echo, all.text),
+                json!({"index": index, "text": format!("{echo}{}", all.text),
                        "logprobs": logprobs, "finish_reason": finish_reason(all.cut_off)})
             })
             .collect();
@@ -258,6 +263,20 @@ fn finish_reason(cut_off: bool) -> &'static str {
     }
 }
 
+/// The usage of every choice, `per_prompt` of them to a prompt: a
+/// prompt's tokens counted once for its choices, the prompts' added up.
+fn total(usages: &[Usage], per_prompt: usize) -> Usage {
+    let prompts = usages
+        .chunks(per_prompt.max(1))
+        .filter_map(|choices| choices.iter().copied().reduce(Usage::with_choice));
+    prompts.fold(Usage::default(), |sum, one| Usage {
+        input: sum.input + one.input,
+        cached: sum.cached + one.cached,
+        output: sum.output + one.output,
+        reasoning: sum.reasoning + one.reasoning,
+    })
+}
+
 fn usage_json(usage: Usage) -> Value {
     json!({
         "prompt_tokens": usage.input,
@@ -270,6 +289,20 @@ fn usage_json(usage: Usage) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_prompt_is_counted_once_for_its_choices() {
+        let usage = |input, output| Usage {
+            input,
+            cached: 1,
+            output,
+            reasoning: 0,
+        };
+        let all = [usage(5, 2), usage(5, 3), usage(7, 4), usage(7, 1)];
+        let sum = total(&all, 2);
+        assert_eq!((sum.input, sum.output, sum.cached), (12, 10, 2));
+        assert_eq!(total(&all, 1).input, 24);
+    }
 
     #[test]
     fn entries_become_the_legacy_shape_with_offsets_in_characters() {

@@ -1,5 +1,5 @@
-//! Decoding a legacy completions request into a raw run's input: the
-//! prompt (text or token ids, one per request), OpenAI's sampling
+//! Decoding a legacy completions request into raw runs' inputs: the
+//! prompts (text or token ids, one or several), OpenAI's sampling
 //! parameters and the extras chat takes, `logprobs` as the legacy integer,
 //! `echo`, `n`, `stop`; `suffix` and a `best_of` other than `n` refused.
 
@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use super::super::bridge::RunInput;
 use super::super::chat::{draws, strings, top_logprobs};
 use super::super::error::ApiError;
-use super::super::wire::{At, Field, choices};
+use super::super::wire::{At, Field, MAX_CHOICES, choices};
 use crate::agent::{Agent, RawPrompt};
 
 /// OpenAI's `max_tokens` when a completions request gives none.
@@ -17,8 +17,8 @@ const DEFAULT_MAX_TOKENS: u64 = 16;
 /// A decoded completions request.
 #[derive(Debug)]
 pub struct CompletionRequest {
-    /// The run's input, its prompt raw.
-    pub input: RunInput,
+    /// A run's input per prompt, in order, each prompt raw.
+    pub inputs: Vec<RunInput>,
     /// The `model` the client named (echoed back).
     pub model: Option<String>,
     /// Answer as an SSE stream.
@@ -27,10 +27,13 @@ pub struct CompletionRequest {
     pub include_usage: bool,
     /// Stop sequences.
     pub stop: Vec<String>,
-    /// `n`: completions of the prompt, each a run of its own.
+    /// `n`: completions of each prompt, each a run of its own.
     pub choices: usize,
-    /// `echo`: the prompt's text, written ahead of each completion.
-    pub echo: Option<String>,
+    /// Per prompt, the text written ahead of each of its completions:
+    /// the prompt's with `echo`, else empty.
+    pub echoes: Vec<String>,
+    /// Whether the tokens' log-probabilities were asked for.
+    pub logprobs: bool,
 }
 
 /// Decodes `body`; `agent` writes back a prompt of token ids as text for
@@ -38,7 +41,7 @@ pub struct CompletionRequest {
 pub fn decode(body: &Value, agent: &Agent) -> Result<CompletionRequest, ApiError> {
     let root = At::root(body)?;
     let mut input = RunInput::new();
-    let prompt = prompt(&root.get("prompt"))?;
+    let prompts = prompts(&root.get("prompt"))?;
     draws(&mut input, &root)?;
     let max = root.get("max_tokens");
     match max.u64()? {
@@ -54,14 +57,14 @@ pub fn decode(body: &Value, agent: &Agent) -> Result<CompletionRequest, ApiError
         input.logprobs(k, "logprobs");
     }
     let echo = root.get("echo");
-    let echo = match echo.bool()?.unwrap_or(false) {
-        false => None,
+    let echoes = match echo.bool()?.unwrap_or(false) {
+        false => vec![String::new(); prompts.len()],
         true if input.asks_logprobs() => {
             return Err(echo.invalid(
                 "echo with logprobs is not supported: the prompt's own log-probabilities are not computed",
             ));
         }
-        true => Some(echoed(&prompt, agent)),
+        true => prompts.iter().map(|p| echoed(p, agent)).collect(),
     };
     let choices = choices(&root.get("n"))?;
     let best_of = root.get("best_of");
@@ -88,34 +91,49 @@ pub fn decode(body: &Value, agent: &Agent) -> Result<CompletionRequest, ApiError
         Some(Value::String(one)) => vec![one.clone()],
         _ => strings(&stop)?,
     };
-    input.raw_prompt(prompt);
+    let logprobs = input.asks_logprobs();
+    let inputs = (prompts.into_iter())
+        .map(|prompt| {
+            let mut input = input.clone();
+            input.raw_prompt(prompt);
+            input
+        })
+        .collect();
     Ok(CompletionRequest {
-        input,
+        inputs,
         model: root.get("model").str()?.map(str::to_owned),
         stream,
         include_usage,
         stop,
         choices,
-        echo,
+        echoes,
+        logprobs,
     })
 }
 
-/// `prompt`: a string, an array of token ids, or an array holding one of
-/// those (one prompt per request).
-fn prompt(field: &Field<'_>) -> Result<RawPrompt, ApiError> {
-    let shapes = "must be a string, an array of token ids, or an array of one of those";
-    let one = "holds one prompt per request: send each prompt in a request of its own";
+/// `prompt`: a string or an array of token ids, or an array of those
+/// (several prompts, each completed on its own; at most as many as `n`
+/// may ask for).
+fn prompts(field: &Field<'_>) -> Result<Vec<RawPrompt>, ApiError> {
+    let shapes = "must be a string, an array of token ids, or an array of those";
     match field.value {
         None | Some(Value::Null) => Err(field.invalid("is required")),
-        Some(Value::String(text)) => Ok(RawPrompt::Text(text.clone())),
-        Some(Value::Array(items)) => match items.as_slice() {
-            [] => Err(field.invalid("must hold a prompt")),
-            [Value::String(text)] => Ok(RawPrompt::Text(text.clone())),
-            [Value::Array(_)] => ids(&field.array()?[0]),
-            [Value::String(_) | Value::Array(_), _, ..] => Err(field.invalid(one)),
-            _ if items.iter().all(Value::is_number) => ids(field),
-            _ => Err(field.invalid(shapes)),
-        },
+        Some(Value::String(text)) => Ok(vec![RawPrompt::Text(text.clone())]),
+        Some(Value::Array(items)) if items.is_empty() => Err(field.invalid("must hold a prompt")),
+        Some(Value::Array(items)) if items.iter().all(Value::is_number) => Ok(vec![ids(field)?]),
+        Some(Value::Array(items)) if items.len() as u64 > MAX_CHOICES => {
+            Err(field.invalid(format!(
+                "holds {} prompts; one request takes at most {MAX_CHOICES}",
+                items.len()
+            )))
+        }
+        Some(Value::Array(_)) => (field.array()?.iter())
+            .map(|item| match item.value {
+                Some(Value::String(text)) => Ok(RawPrompt::Text(text.clone())),
+                Some(Value::Array(_)) => ids(item),
+                _ => Err(item.invalid("must be a string or an array of token ids")),
+            })
+            .collect(),
         Some(_) => Err(field.invalid(shapes)),
     }
 }
@@ -147,41 +165,41 @@ fn echoed(prompt: &RawPrompt, agent: &Agent) -> String {
 mod tests {
     use super::*;
 
-    fn prompt_of(value: Value) -> Result<RawPrompt, ApiError> {
+    fn prompts_of(value: Value) -> Result<Vec<RawPrompt>, ApiError> {
         let body = json!({ "prompt": value });
-        prompt(&At::root(&body)?.get("prompt"))
+        prompts(&At::root(&body)?.get("prompt"))
     }
 
     #[test]
-    fn a_prompt_is_text_or_ids_and_one_per_request() {
+    fn prompts_are_text_or_ids_one_or_several() {
+        let text = |t: &str| RawPrompt::Text(t.into());
+        assert_eq!(prompts_of(json!("Once")).unwrap(), [text("Once")]);
+        assert_eq!(prompts_of(json!(["Once"])).unwrap(), [text("Once")]);
         assert_eq!(
-            prompt_of(json!("Once")).unwrap(),
-            RawPrompt::Text("Once".into())
+            prompts_of(json!([1, 2])).unwrap(),
+            [RawPrompt::Ids(vec![1, 2])]
         );
         assert_eq!(
-            prompt_of(json!(["Once"])).unwrap(),
-            RawPrompt::Text("Once".into())
+            prompts_of(json!([[1, 2]])).unwrap(),
+            [RawPrompt::Ids(vec![1, 2])]
         );
         assert_eq!(
-            prompt_of(json!([1, 2])).unwrap(),
-            RawPrompt::Ids(vec![1, 2])
+            prompts_of(json!(["a", [3]])).unwrap(),
+            [text("a"), RawPrompt::Ids(vec![3])]
         );
-        assert_eq!(
-            prompt_of(json!([[1, 2]])).unwrap(),
-            RawPrompt::Ids(vec![1, 2])
-        );
+        let many = vec![json!("a"); MAX_CHOICES as usize + 1];
         for (bad, path) in [
             (json!(null), "prompt"),
             (json!([]), "prompt"),
-            (json!(["a", "b"]), "prompt"),
-            (json!([[1], [2]]), "prompt"),
-            (json!([1, "a"]), "prompt"),
+            (json!(many), "prompt"),
+            (json!([1, "a"]), "prompt[0]"),
+            (json!(["a", 2]), "prompt[1]"),
             (json!([1, -2]), "prompt[1]"),
             (json!([1, 4294967296_u64]), "prompt[1]"),
             (json!([[1, 2.5]]), "prompt[0][1]"),
             (json!(7), "prompt"),
         ] {
-            let err = prompt_of(bad.clone()).unwrap_err();
+            let err = prompts_of(bad.clone()).unwrap_err();
             assert_eq!(err.param.as_deref(), Some(path), "{bad}");
         }
     }

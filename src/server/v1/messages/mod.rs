@@ -44,7 +44,7 @@ pub(in crate::server) async fn create(
             .model
             .unwrap_or_else(|| state.agent.model_id().to_owned());
         Ok(Start {
-            input: request.input,
+            inputs: vec![request.input],
             choices: 1,
             stops: request.stop,
             stream: request.stream,

@@ -53,7 +53,7 @@ pub(in crate::server) async fn create(
             request.include_encrypted,
         );
         Ok(Start {
-            input: request.input,
+            inputs: vec![request.input],
             choices: 1,
             // Responses has no stop sequences.
             stops: Vec::new(),
