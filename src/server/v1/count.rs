@@ -12,8 +12,10 @@ use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
-use super::error::Dialect;
+use super::bridge::RunInput;
+use super::error::{ApiError, Dialect};
 use super::{messages, read_json, responses};
+use crate::agent::Agent;
 use crate::server::AppState;
 use crate::server::limits::Client;
 
@@ -22,12 +24,8 @@ pub(in crate::server) async fn messages_count_tokens(
     client: Client,
     body: Body,
 ) -> Response {
-    let counted = async {
-        let body = read_json(&state, body).await?;
-        let input = messages::counted_input(&body, &state.agent)?;
-        input.count(&state, client).await
-    };
-    match counted.await {
+    let counted = count(&state, client, body, messages::counted_input).await;
+    match counted {
         Ok(tokens) => axum::Json(json!({ "input_tokens": tokens })).into_response(),
         Err(err) => err.response(Dialect::Anthropic),
     }
@@ -38,16 +36,24 @@ pub(in crate::server) async fn responses_input_tokens(
     client: Client,
     body: Body,
 ) -> Response {
-    let counted = async {
-        let body = read_json(&state, body).await?;
-        let input = responses::counted_input(&body, &state.agent)?;
-        input.count(&state, client).await
-    };
-    match counted.await {
+    let counted = count(&state, client, body, responses::counted_input).await;
+    match counted {
         Ok(tokens) => {
             let count = json!({ "object": "response.input_tokens", "input_tokens": tokens });
             axum::Json(count).into_response()
         }
         Err(err) => err.response(Dialect::OpenAi),
     }
+}
+
+/// The prompt tokens of the run `decode` makes of `body`.
+async fn count(
+    state: &AppState,
+    client: Client,
+    body: Body,
+    decode: fn(&serde_json::Value, &Agent) -> Result<RunInput, ApiError>,
+) -> Result<usize, ApiError> {
+    let body = read_json(state, body).await?;
+    let input = decode(&body, &state.agent)?;
+    input.count(state, client).await
 }

@@ -78,7 +78,31 @@ pub fn decode(body: &Value) -> Result<ChatRequest, ApiError> {
     if strings(&modalities)?.iter().any(|m| m != "text") {
         return Err(modalities.invalid("only the text modality is supported"));
     }
-    let stream = root.get("stream").bool()?.unwrap_or(false);
+    let Delivery {
+        stream,
+        include_usage,
+        stop,
+    } = delivery(&root)?;
+    Ok(ChatRequest {
+        input,
+        model: root.get("model").str()?.map(str::to_owned),
+        stream,
+        include_usage,
+        stop,
+        choices,
+    })
+}
+
+/// How chat and legacy completions deliver an answer: `stream`,
+/// `stream_options.include_usage`, and `stop` (a string or strings).
+pub struct Delivery {
+    pub stream: bool,
+    pub include_usage: bool,
+    pub stop: Vec<String>,
+}
+
+/// The [`Delivery`] parameters of a chat or completions request.
+pub fn delivery(root: &At<'_>) -> Result<Delivery, ApiError> {
     let include_usage = match root.get("stream_options").at()? {
         Some(options) => options.get("include_usage").bool()?.unwrap_or(false),
         None => false,
@@ -88,13 +112,10 @@ pub fn decode(body: &Value) -> Result<ChatRequest, ApiError> {
         Some(Value::String(one)) => vec![one.clone()],
         _ => strings(&stop)?,
     };
-    Ok(ChatRequest {
-        input,
-        model: root.get("model").str()?.map(str::to_owned),
-        stream,
+    Ok(Delivery {
+        stream: root.get("stream").bool()?.unwrap_or(false),
         include_usage,
         stop,
-        choices,
     })
 }
 

@@ -6,7 +6,7 @@
 use serde_json::{Value, json};
 
 use super::super::bridge::RunInput;
-use super::super::chat::{draws, strings, top_logprobs};
+use super::super::chat::{Delivery, delivery, draws, top_logprobs};
 use super::super::error::ApiError;
 use super::super::wire::{At, Field, MAX_CHOICES, choices};
 use crate::agent::{Agent, RawPrompt};
@@ -81,16 +81,11 @@ pub fn decode(body: &Value, agent: &Agent) -> Result<CompletionRequest, ApiError
             suffix.invalid("insertion (suffix) is not supported: the model continues the prompt")
         );
     }
-    let stream = root.get("stream").bool()?.unwrap_or(false);
-    let include_usage = match root.get("stream_options").at()? {
-        Some(options) => options.get("include_usage").bool()?.unwrap_or(false),
-        None => false,
-    };
-    let stop = root.get("stop");
-    let stop = match stop.value {
-        Some(Value::String(one)) => vec![one.clone()],
-        _ => strings(&stop)?,
-    };
+    let Delivery {
+        stream,
+        include_usage,
+        stop,
+    } = delivery(&root)?;
     let logprobs = input.asks_logprobs();
     let inputs = (prompts.into_iter())
         .map(|prompt| {
