@@ -44,11 +44,19 @@ pub mod custom {
     pub const TOOL_CALL_INVALID: &str = "thinkwire.tool_call_invalid";
     /// Model output that broke its format's syntax.
     pub const MALFORMED_OUTPUT: &str = "thinkwire.malformed_output";
-    /// A constrained answer (`responseFormat`) ended before its grammar
-    /// did: the token limit cut it short.
+    /// The answer ended before it was whole; its `reason` is one of
+    /// [`super::incomplete`].
     pub const OUTPUT_INCOMPLETE: &str = "thinkwire.output_incomplete";
     /// Answer tokens' log-probabilities (`forwardedProps.logprobs`).
     pub const LOGPROBS: &str = "thinkwire.logprobs";
+}
+
+/// Why an answer is incomplete (`thinkwire.output_incomplete`'s `reason`).
+pub mod incomplete {
+    /// The token limit (or the context's room) cut the answer off.
+    pub const LENGTH: &str = "length";
+    /// A constrained answer's grammar was lifted before its end.
+    pub const CONSTRAINT: &str = "constraint";
 }
 
 /// What sealing needs besides the text.
@@ -128,6 +136,19 @@ impl<'a> RunEvents<'a> {
             name: name.to_owned(),
             value,
         })
+    }
+
+    /// `thinkwire.output_incomplete` with its `reason` (one of
+    /// [`incomplete`]), unless the run is stopping: an answer a client
+    /// stopped is not called incomplete.
+    pub(crate) fn incomplete(&mut self, reason: &str) -> Result<(), Disconnected> {
+        if self.out.should_stop() {
+            return Ok(());
+        }
+        self.custom(
+            custom::OUTPUT_INCOMPLETE,
+            serde_json::json!({ "reason": reason }),
+        )
     }
 
     /// Answer tokens' log-probabilities (`entries` in OpenAI's shape),

@@ -19,7 +19,7 @@ use thinkwire_reasoning::{Chunk, FormatSpec, SeparatePassSpec, Splitter};
 
 use super::backend::Backend;
 use super::controls::Visibility;
-use super::events::{RunEvents, SealContext, custom, new_id};
+use super::events::{RunEvents, SealContext, custom, incomplete, new_id};
 use super::generation::{self, Forwarded, Generation, Stopped, Usage};
 use super::history::Turn;
 use super::model::{LocalModel, ModelError};
@@ -325,18 +325,21 @@ impl Execution<'_, '_> {
     }
 
     /// An answer the token limit cut off (`spent`: the reasoning used
-    /// every token before it), or a constrained answer that did not reach
-    /// its end (a stop cut it short too), says so: a client does not take
-    /// half an answer, or half an object, for the whole, and the wires
-    /// report it (`finish_reason: length`, `stop_reason: max_tokens`,
-    /// Responses' `incomplete`).
+    /// every token before it) says so with reason `length`: a client does
+    /// not take half an answer for the whole, and the wires report it
+    /// (`finish_reason: length`, `stop_reason: max_tokens`, Responses'
+    /// `incomplete`). A constrained answer that ended before its grammar
+    /// did for another reason (the constraint was lifted) says so with
+    /// reason `constraint`, which the wires do not call a token limit.
     fn report_incomplete(&mut self, pass: &Generation<'_>, spent: bool) -> Result<(), Stopped> {
-        let cut = spent || pass.cut_off() || pass.constraint_incomplete();
-        if cut && !self.events.output().should_stop() {
-            self.events
-                .custom(custom::OUTPUT_INCOMPLETE, json!({ "reason": "length" }))?;
-        }
-        Ok(())
+        let reason = if spent || pass.cut_off() {
+            incomplete::LENGTH
+        } else if pass.constraint_incomplete() {
+            incomplete::CONSTRAINT
+        } else {
+            return Ok(());
+        };
+        Ok(self.events.incomplete(reason)?)
     }
 
     fn close_with_summary(&mut self, pass: &mut Generation<'_>) -> Result<(), Stopped> {

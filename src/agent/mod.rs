@@ -50,7 +50,7 @@ pub use backend::{Backend, UpstreamBackend};
 pub use completion::RawPrompt;
 pub use config::AgentConfig;
 pub use controls::{Effort, ReasoningControls, ReasoningPolicy, Visibility};
-pub use events::custom;
+pub use events::{custom, incomplete};
 pub use history::{ReplayFailure, ReplayPolicy};
 pub use model::LocalModel;
 pub use output::{CancelRun, Disconnected, Frame, RunOutput};

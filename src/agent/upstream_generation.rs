@@ -5,13 +5,12 @@
 //! pass's. `summary` visibility holds the reasoning end and asks the
 //! upstream for a short summary, with the registry's summary prompts.
 
-use serde_json::json;
 use thinkwire_engine::SamplingParams;
 use thinkwire_reasoning::Chunk;
 
 use super::backend::UpstreamBackend;
 use super::controls::Visibility;
-use super::events::{custom, new_id};
+use super::events::{incomplete, new_id};
 use super::execute::Execution;
 use super::forward::{Forwarded, Forwarder};
 use super::generation::Stopped;
@@ -81,9 +80,8 @@ impl Execution<'_, '_> {
         }
         // A run stopped mid-reasoning still seals what arrived.
         forwarder.close_reasoning(&mut self.events, None)?;
-        if stream.cut_off() && !self.events.output().should_stop() {
-            self.events
-                .custom(custom::OUTPUT_INCOMPLETE, json!({ "reason": "length" }))?;
+        if stream.cut_off() {
+            self.events.incomplete(incomplete::LENGTH)?;
         }
         if let Some(usage) = stream.usage() {
             self.usage.input += usage.input as usize;

@@ -13,7 +13,8 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::AppState;
-use super::limits::Client;
+use super::admission::Permit;
+use super::limits::{Client, ClientPermit};
 use thinkwire_protocol::RunAgentInput;
 
 use crate::agent::{Agent, CancelRun, Frame, PreparedRun, RawPrompt, RunOutput, RunRejected};
@@ -42,30 +43,6 @@ pub(crate) async fn start(
     body: Bytes,
 ) -> Result<ActiveRun, RunRejected> {
     start_with(state, client, move |agent| agent.prepare(&body)).await
-}
-
-/// [`start`] for an input already built as a typed `RunAgentInput` (the
-/// `/v1` codecs): no JSON in between.
-pub(crate) async fn start_input(
-    state: &AppState,
-    client: Client,
-    input: RunAgentInput,
-) -> Result<ActiveRun, RunRejected> {
-    start_with(state, client, move |agent| agent.prepare_input(input)).await
-}
-
-/// [`start`] for a raw completion of `prompt` (legacy completions), its
-/// sampling in `input`'s `forwardedProps`.
-pub(crate) async fn start_completion(
-    state: &AppState,
-    client: Client,
-    input: RunAgentInput,
-    prompt: RawPrompt,
-) -> Result<ActiveRun, RunRejected> {
-    start_with(state, client, move |agent| {
-        agent.prepare_completion(input, prompt)
-    })
-    .await
 }
 
 /// The prompt tokens `input`'s run would start from, found by preparing
@@ -102,7 +79,37 @@ async fn start_with(
     client: Client,
     prepare: impl FnOnce(&Agent) -> Result<PreparedRun, RunRejected> + Send + 'static,
 ) -> Result<ActiveRun, RunRejected> {
-    let result = admit_and_start(state, client, prepare).await;
+    Ok(admit_with(state, client, prepare).await?.launch(state))
+}
+
+/// [`admit_with`] for a `/v1` input: a raw completion of `prompt`, or a
+/// chat run.
+pub(crate) async fn admit_input(
+    state: &AppState,
+    client: Client,
+    input: RunAgentInput,
+    prompt: Option<RawPrompt>,
+) -> Result<Admitted, RunRejected> {
+    match prompt {
+        Some(prompt) => {
+            admit_with(state, client, move |agent| {
+                agent.prepare_completion(input, prompt)
+            })
+            .await
+        }
+        None => admit_with(state, client, move |agent| agent.prepare_input(input)).await,
+    }
+}
+
+/// Takes a place for the run and prepares it, counting a refusal; the
+/// run starts at [`Admitted::launch`], so a request of several runs can
+/// have all of them admitted before any starts.
+async fn admit_with(
+    state: &AppState,
+    client: Client,
+    prepare: impl FnOnce(&Agent) -> Result<PreparedRun, RunRejected> + Send + 'static,
+) -> Result<Admitted, RunRejected> {
+    let result = admit(state, client, prepare).await;
     if let Err(rejected) = &result {
         state.agent.metrics().run_refused(rejected.code);
     }
@@ -116,11 +123,11 @@ fn expected_wait(agent: &Agent, prepared: &PreparedRun) -> Option<std::time::Dur
     agent.model()?.engine().expected_wait(tokens)
 }
 
-async fn admit_and_start(
+async fn admit(
     state: &AppState,
     client: Client,
     prepare: impl FnOnce(&Agent) -> Result<PreparedRun, RunRejected> + Send + 'static,
-) -> Result<ActiveRun, RunRejected> {
+) -> Result<Admitted, RunRejected> {
     if state.shutdown.is_draining() {
         return Err(RunRejected::shutting_down());
     }
@@ -137,8 +144,7 @@ async fn admit_and_start(
     let agent = Arc::clone(&state.agent);
     // Preparing renders the template, tokenizes and opens sealed reasoning:
     // milliseconds of CPU, kept off the async workers.
-    let prep_agent = Arc::clone(&agent);
-    let prepared = tokio::task::spawn_blocking(move || prepare(&prep_agent))
+    let prepared = tokio::task::spawn_blocking(move || prepare(&agent))
         .await
         .map_err(|_| {
             // The panic's message is not logged: it may quote the input.
@@ -154,7 +160,7 @@ async fn admit_and_start(
             );
         })?;
     if let Some(limit) = state.config.max_queue_wait
-        && let Some(wait) = expected_wait(&agent, &prepared)
+        && let Some(wait) = expected_wait(&state.agent, &prepared)
         && wait > limit
     {
         tracing::info!(
@@ -164,43 +170,62 @@ async fn admit_and_start(
         );
         return Err(RunRejected::overloaded(wait, limit));
     }
-    let run_id = prepared.run_id().to_owned();
-    let (tx, frames) = mpsc::channel(FRAME_BUFFER);
-    let cancel = CancelRun::default();
-    let output = RunOutput::new(tx.clone(), cancel.clone());
-    let done = CancellationToken::new();
-    let done_guard = done.clone().drop_guard();
-    let panic_run_id = run_id.clone();
-    // Tracked, so shutdown waits for the run's last event.
-    state.shutdown.tasks().spawn_blocking(move || {
-        let _done = done_guard;
-        // The place is held until the run has sent its last event.
-        let _permit = (permit, client_permit);
-        // A panic ends this run, never the server; its client gets a
-        // RUN_ERROR instead of a silent end (issue #13).
-        let ran = std::panic::catch_unwind(AssertUnwindSafe(|| prepared.execute(output)));
-        if ran.is_err() {
-            tracing::error!(run_id = %panic_run_id, "run panicked; ended with INTERNAL_ERROR");
-            agent.metrics().run_ended("panic");
-            let _ = tx.blocking_send(Frame::run_error(
-                "the run failed on the server",
-                "INTERNAL_ERROR",
-            ));
-        }
-    });
-    // At the end of the shutdown grace period, a run still going is
-    // stopped: it seals what it holds and ends with SERVER_SHUTTING_DOWN.
-    let shutdown = state.shutdown.clone();
-    let on_shutdown = cancel.clone();
-    tokio::spawn(async move {
-        tokio::select! {
-            () = shutdown.runs_stopping() => on_shutdown.shut_down(),
-            () = done.cancelled() => {}
-        }
-    });
-    Ok(ActiveRun {
-        frames,
-        cancel,
-        run_id,
+    Ok(Admitted {
+        prepared,
+        permits: (permit, client_permit),
     })
+}
+
+/// A run that holds its places and is prepared, not yet started: dropping
+/// it gives the places back and nothing ran.
+pub(crate) struct Admitted {
+    prepared: PreparedRun,
+    permits: (Permit, Option<ClientPermit>),
+}
+
+impl Admitted {
+    /// Starts the run on a blocking thread.
+    pub(crate) fn launch(self, state: &AppState) -> ActiveRun {
+        let Admitted { prepared, permits } = self;
+        let agent = Arc::clone(&state.agent);
+        let run_id = prepared.run_id().to_owned();
+        let (tx, frames) = mpsc::channel(FRAME_BUFFER);
+        let cancel = CancelRun::default();
+        let output = RunOutput::new(tx.clone(), cancel.clone());
+        let done = CancellationToken::new();
+        let done_guard = done.clone().drop_guard();
+        let panic_run_id = run_id.clone();
+        // Tracked, so shutdown waits for the run's last event.
+        state.shutdown.tasks().spawn_blocking(move || {
+            let _done = done_guard;
+            // The place is held until the run has sent its last event.
+            let _permits = permits;
+            // A panic ends this run, never the server; its client gets a
+            // RUN_ERROR instead of a silent end (issue #13).
+            let ran = std::panic::catch_unwind(AssertUnwindSafe(|| prepared.execute(output)));
+            if ran.is_err() {
+                tracing::error!(run_id = %panic_run_id, "run panicked; ended with INTERNAL_ERROR");
+                agent.metrics().run_ended("panic");
+                let _ = tx.blocking_send(Frame::run_error(
+                    "the run failed on the server",
+                    "INTERNAL_ERROR",
+                ));
+            }
+        });
+        // At the end of the shutdown grace period, a run still going is
+        // stopped: it seals what it holds and ends with SERVER_SHUTTING_DOWN.
+        let shutdown = state.shutdown.clone();
+        let on_shutdown = cancel.clone();
+        tokio::spawn(async move {
+            tokio::select! {
+                () = shutdown.runs_stopping() => on_shutdown.shut_down(),
+                () = done.cancelled() => {}
+            }
+        });
+        ActiveRun {
+            frames,
+            cancel,
+            run_id,
+        }
+    }
 }

@@ -128,6 +128,9 @@ async fn what_a_raw_completion_cannot_do_is_refused_by_name() {
         (json!({"max_tokens": 4}), "prompt"),
         (json!({"prompt": ""}), "prompt"),
         (json!({"prompt": [1, 151_936]}), "prompt[1]"),
+        // Of several prompts, the one at fault, by its place.
+        (json!({"prompt": ["Once", [1, 151_936]]}), "prompt[1][1]"),
+        (json!({"prompt": ["Once", ""]}), "prompt[1]"),
         (json!({"prompt": PROMPT, "logprobs": 21}), "logprobs"),
         (json!({"prompt": PROMPT, "max_tokens": 0}), "max_tokens"),
         (

@@ -413,6 +413,13 @@ async fn an_answer_the_token_limit_cuts_off_says_so_on_every_surface() {
         whole["incomplete_details"]["reason"], "max_output_tokens",
         "{whole}"
     );
+    // The item the limit struck is incomplete, not `completed`.
+    let last = whole["output"].as_array().and_then(|o| o.last());
+    assert_eq!(
+        last.map(|i| &i["status"]),
+        Some(&json!("incomplete")),
+        "{whole}"
+    );
     let stream = streamed(
         "/v1/responses",
         json!({"input": "Weather?", "max_output_tokens": 20, "stream": true}),

@@ -20,7 +20,7 @@ use super::error::ApiError;
 use crate::agent::{RawPrompt, RunRejected};
 use crate::server::AppState;
 use crate::server::limits::Client;
-use crate::server::run::{self, ActiveRun};
+use crate::server::run::{self, Admitted};
 
 /// The role of a message that is text only.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -223,9 +223,11 @@ impl RunInput {
             .insert("forwardedProps.logprobs".into(), param.to_owned());
     }
 
-    /// Makes this a raw completion of `prompt` (legacy completions).
-    pub fn raw_prompt(&mut self, prompt: RawPrompt) {
+    /// Makes this a raw completion of `prompt` (legacy completions), read
+    /// from wire path `param` (`prompt`, or `prompt[i]` of several).
+    pub fn raw_prompt(&mut self, prompt: RawPrompt, param: String) {
         self.raw = Some(prompt);
+        self.params.insert("prompt".into(), param);
     }
 
     /// Whether the answer tokens' log-probabilities were asked for.
@@ -273,6 +275,11 @@ impl RunInput {
         if let Some(param) = self.params.get(path) {
             return param.clone();
         }
+        if let Some(rest) = path.strip_prefix("prompt[")
+            && let Some(param) = self.params.get("prompt")
+        {
+            return format!("{param}[{rest}");
+        }
         if let Some(rest) = path.strip_prefix("messages[")
             && let Some((index, tail)) = rest.split_once(']')
             && let Ok(index) = index.parse::<usize>()
@@ -302,22 +309,21 @@ impl RunInput {
         path.to_owned()
     }
 
-    /// Starts a run of this input, drawing from `seed` when one is given
-    /// (each of several choices draws from a seed of its own); a refusal
-    /// names the wire parameter at fault.
-    pub async fn start(
+    /// Admits and prepares a run of this input, drawing from `seed` when
+    /// one is given (each of several choices draws from a seed of its
+    /// own); a refusal names the wire parameter at fault. The run starts
+    /// at [`Admitted::launch`].
+    pub async fn admit(
         &self,
         state: &AppState,
         client: Client,
         seed: Option<u64>,
-    ) -> Result<ActiveRun, ApiError> {
+    ) -> Result<Admitted, ApiError> {
         let run_id = format!("run-{}", uuid::Uuid::new_v4().simple());
         let input = self.to_input(&run_id, seed);
-        let started = match &self.raw {
-            Some(prompt) => run::start_completion(state, client, input, prompt.clone()).await,
-            None => run::start_input(state, client, input).await,
-        };
-        started.map_err(|rejected| self.refusal(rejected))
+        run::admit_input(state, client, input, self.raw.clone())
+            .await
+            .map_err(|rejected| self.refusal(rejected))
     }
 
     /// The prompt tokens this input's run would start from, counted by

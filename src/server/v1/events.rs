@@ -12,7 +12,7 @@ use thinkwire_protocol::{EventKind, Outcome};
 
 use super::carrier;
 use super::error::ApiError;
-use crate::agent::custom;
+use crate::agent::{custom, incomplete};
 use crate::server::run::ActiveRun;
 
 /// Token counts of a finished run.
@@ -214,7 +214,9 @@ async fn next(run: &mut ActiveRun, cut_off: &mut bool) -> RunStep {
         if let EventKind::Custom(e) = &frame.event.kind
             && e.name == custom::OUTPUT_INCOMPLETE
         {
-            *cut_off = true;
+            // Only the token limit is a cut-off; a lifted constraint ends
+            // an answer the wires have no reason for but `stop`.
+            *cut_off |= e.value["reason"] == incomplete::LENGTH;
             continue;
         }
         if let Some(piece) = piece(frame.event.kind) {

@@ -105,19 +105,21 @@ async fn run<S: Surface>(
         stream,
         mut surface,
     } = decode(&body, &state)?;
-    let mut runs = Vec::with_capacity(inputs.len() * choices);
+    let mut admitted = Vec::with_capacity(inputs.len() * choices);
     for input in &inputs {
         // Several choices draw from seeds of their own: the client's, or
         // one picked here, counted up from it (each input's the same).
         let base = (choices > 1).then(|| input.seed().unwrap_or_else(random_seed));
         for choice in 0..choices as u64 {
             let seed = base.map(|base| base.wrapping_add(choice));
-            // A refusal of any choice refuses the request; the runs
-            // already started stop as they are dropped.
-            let run = input.start(&state, client, seed).await?;
-            runs.push(RunPieces::new(run, stops.clone()));
+            // A refusal of any choice refuses the request before any run
+            // starts: the places already taken are given back as dropped.
+            admitted.push(input.admit(&state, client, seed).await?);
         }
     }
+    let mut runs: Vec<_> = (admitted.into_iter())
+        .map(|run| RunPieces::new(run.launch(&state), stops.clone()))
+        .collect();
     let choices = runs.len();
     if !stream {
         let all = try_join_all(runs.iter_mut().map(whole)).await?;

@@ -168,7 +168,7 @@ impl Reply {
         let choices: Vec<Value> = (choices.iter().zip(echoes).enumerate())
             .map(|(index, (all, echo))| {
                 let logprobs = match self.logprobs {
-                    true => legacy(&all.logprobs, &mut char_len(echo)),
+                    true => legacy(&all.logprobs, &mut TextOffset::at(echo.chars().count())),
                     false => Value::Null,
                 };
                 json!({"index": index, "text": format!("{echo}{}", all.text),
@@ -191,7 +191,7 @@ impl Reply {
 struct Stream {
     echo: Option<String>,
     entries: Vec<Value>,
-    offset: usize,
+    offset: TextOffset,
 }
 
 impl Stream {
@@ -199,7 +199,7 @@ impl Stream {
         Self {
             echo: Some(echo.to_owned()).filter(|e| !e.is_empty()),
             entries: Vec::new(),
-            offset: char_len(echo),
+            offset: TextOffset::at(echo.chars().count()),
         }
     }
 
@@ -227,8 +227,8 @@ impl Stream {
 }
 
 /// Entries in OpenAI's legacy shape, their offsets counted on from
-/// `offset` (in characters, as OpenAI counts them).
-fn legacy(entries: &[Value], offset: &mut usize) -> Value {
+/// `offset`.
+fn legacy(entries: &[Value], offset: &mut TextOffset) -> Value {
     let mut tokens = Vec::with_capacity(entries.len());
     let mut token_logprobs = Vec::with_capacity(entries.len());
     let mut top_logprobs = Vec::with_capacity(entries.len());
@@ -244,15 +244,65 @@ fn legacy(entries: &[Value], offset: &mut usize) -> Value {
                 .or_insert_with(|| alternative["logprob"].clone());
         }
         top_logprobs.push(Value::Object(top));
-        text_offset.push(json!(*offset));
-        *offset += char_len(token);
+        text_offset.push(json!(offset.chars));
+        match entry["bytes"].as_array() {
+            Some(bytes) => offset.push(bytes.iter().filter_map(|b| b.as_u64()).map(|b| b as u8)),
+            None => offset.push(token.bytes()),
+        }
     }
     json!({"tokens": tokens, "token_logprobs": token_logprobs,
            "top_logprobs": top_logprobs, "text_offset": text_offset})
 }
 
-fn char_len(text: &str) -> usize {
-    text.chars().count()
+/// Where in the completion's text the next token starts, in characters
+/// (as OpenAI counts them), counted from the tokens' bytes: a token that
+/// holds part of a character has a lossy `token` text, and the character
+/// counts once, at the token that completes it.
+#[derive(Debug, Default)]
+struct TextOffset {
+    chars: usize,
+    /// The bytes of a character not yet whole (at most three).
+    pending: Vec<u8>,
+}
+
+impl TextOffset {
+    fn at(chars: usize) -> Self {
+        Self {
+            chars,
+            pending: Vec::new(),
+        }
+    }
+
+    fn push(&mut self, bytes: impl IntoIterator<Item = u8>) {
+        self.pending.extend(bytes);
+        loop {
+            match std::str::from_utf8(&self.pending) {
+                Ok(text) => {
+                    self.chars += text.chars().count();
+                    self.pending.clear();
+                    return;
+                }
+                Err(err) => {
+                    let valid = err.valid_up_to();
+                    let whole = std::str::from_utf8(&self.pending[..valid])
+                        .map_or(0, |t| t.chars().count());
+                    self.chars += whole;
+                    match err.error_len() {
+                        // Bytes that are no character count as the one
+                        // replacement character the text shows for them.
+                        Some(bad) => {
+                            self.chars += 1;
+                            self.pending.drain(..valid + bad);
+                        }
+                        None => {
+                            self.pending.drain(..valid);
+                            return;
+                        }
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// `length` where the token limit cut the completion off, else `stop`.
@@ -310,12 +360,28 @@ mod tests {
             json!({"token": t, "logprob": lp, "bytes": t.as_bytes(),
                    "top_logprobs": [{"token": t, "logprob": lp}, {"token": "x", "logprob": -4.0}]})
         };
-        let mut offset = 3;
+        let mut offset = TextOffset::at(3);
         let got = legacy(&[entry(" é", -0.5), entry("t", -1.0)], &mut offset);
         assert_eq!(got["tokens"], json!([" é", "t"]));
         assert_eq!(got["token_logprobs"], json!([-0.5, -1.0]));
         assert_eq!(got["top_logprobs"][0], json!({" é": -0.5, "x": -4.0}));
         assert_eq!(got["text_offset"], json!([3, 5]));
-        assert_eq!(offset, 6);
+        assert_eq!(offset.chars, 6);
+    }
+
+    #[test]
+    fn a_character_split_over_tokens_counts_once() {
+        // "é" is 0xC3 0xA9: its first token shows a replacement character.
+        let part = |bytes: &[u8]| json!({"token": "\u{fffd}", "logprob": -1.0, "bytes": bytes});
+        let mut offset = TextOffset::default();
+        let got = legacy(
+            &[part(&[0x61]), part(&[0xC3]), part(&[0xA9]), part(&[0x62])],
+            &mut offset,
+        );
+        assert_eq!(got["text_offset"], json!([0, 1, 1, 2]));
+        assert_eq!(offset.chars, 3);
+        // A byte that starts no character counts as one replacement.
+        offset.push([0xFF, 0x63]);
+        assert_eq!(offset.chars, 5);
     }
 }

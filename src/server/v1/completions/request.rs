@@ -64,7 +64,7 @@ pub fn decode(body: &Value, agent: &Agent) -> Result<CompletionRequest, ApiError
                 "echo with logprobs is not supported: the prompt's own log-probabilities are not computed",
             ));
         }
-        true => prompts.iter().map(|p| echoed(p, agent)).collect(),
+        true => prompts.iter().map(|(p, _)| echoed(p, agent)).collect(),
     };
     let choices = choices(&root.get("n"))?;
     let best_of = root.get("best_of");
@@ -88,9 +88,9 @@ pub fn decode(body: &Value, agent: &Agent) -> Result<CompletionRequest, ApiError
     } = delivery(&root)?;
     let logprobs = input.asks_logprobs();
     let inputs = (prompts.into_iter())
-        .map(|prompt| {
+        .map(|(prompt, path)| {
             let mut input = input.clone();
-            input.raw_prompt(prompt);
+            input.raw_prompt(prompt, path);
             input
         })
         .collect();
@@ -108,14 +108,16 @@ pub fn decode(body: &Value, agent: &Agent) -> Result<CompletionRequest, ApiError
 
 /// `prompt`: a string or an array of token ids, or an array of those
 /// (several prompts, each completed on its own; at most as many as `n`
-/// may ask for).
-fn prompts(field: &Field<'_>) -> Result<Vec<RawPrompt>, ApiError> {
+/// may ask for), each with its wire path for the run's refusals.
+fn prompts(field: &Field<'_>) -> Result<Vec<(RawPrompt, String)>, ApiError> {
     let shapes = "must be a string, an array of token ids, or an array of those";
     match field.value {
         None | Some(Value::Null) => Err(field.invalid("is required")),
-        Some(Value::String(text)) => Ok(vec![RawPrompt::Text(text.clone())]),
+        Some(Value::String(text)) => Ok(vec![(RawPrompt::Text(text.clone()), field.path.clone())]),
         Some(Value::Array(items)) if items.is_empty() => Err(field.invalid("must hold a prompt")),
-        Some(Value::Array(items)) if items.iter().all(Value::is_number) => Ok(vec![ids(field)?]),
+        Some(Value::Array(items)) if items.iter().all(Value::is_number) => {
+            Ok(vec![(ids(field)?, field.path.clone())])
+        }
         Some(Value::Array(items)) if items.len() as u64 > MAX_CHOICES => {
             Err(field.invalid(format!(
                 "holds {} prompts; one request takes at most {MAX_CHOICES}",
@@ -124,8 +126,8 @@ fn prompts(field: &Field<'_>) -> Result<Vec<RawPrompt>, ApiError> {
         }
         Some(Value::Array(_)) => (field.array()?.iter())
             .map(|item| match item.value {
-                Some(Value::String(text)) => Ok(RawPrompt::Text(text.clone())),
-                Some(Value::Array(_)) => ids(item),
+                Some(Value::String(text)) => Ok((RawPrompt::Text(text.clone()), item.path.clone())),
+                Some(Value::Array(_)) => Ok((ids(item)?, item.path.clone())),
                 _ => Err(item.invalid("must be a string or an array of token ids")),
             })
             .collect(),
@@ -161,8 +163,22 @@ mod tests {
     use super::*;
 
     fn prompts_of(value: Value) -> Result<Vec<RawPrompt>, ApiError> {
+        paths_of(value).map(|all| all.into_iter().map(|(p, _)| p).collect())
+    }
+
+    fn paths_of(value: Value) -> Result<Vec<(RawPrompt, String)>, ApiError> {
         let body = json!({ "prompt": value });
         prompts(&At::root(&body)?.get("prompt"))
+    }
+
+    #[test]
+    fn each_prompt_keeps_its_wire_path() {
+        let paths = |v: Value| -> Vec<String> {
+            paths_of(v).unwrap().into_iter().map(|(_, p)| p).collect()
+        };
+        assert_eq!(paths(json!("Once")), ["prompt"]);
+        assert_eq!(paths(json!([1, 2])), ["prompt"]);
+        assert_eq!(paths(json!(["a", [3]])), ["prompt[0]", "prompt[1]"]);
     }
 
     #[test]

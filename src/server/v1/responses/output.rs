@@ -145,10 +145,13 @@ impl Builder {
         let open = std::mem::replace(&mut self.open, Open::None);
         let index = self.index();
         let item_id = self.item_id();
+        // Only the item open when the limit struck is cut off: `Finished`
+        // sets `cut_off` before closing it.
+        let status = self.final_status();
         let Some(item) = self.output.last_mut() else {
             return;
         };
-        item["status"] = json!("completed");
+        item["status"] = json!(status);
         let item = item.clone();
         match open {
             Open::None => return,
@@ -283,9 +286,9 @@ impl Builder {
             }
             RunStep::ToolEnd => self.close(&mut out),
             RunStep::Finished { usage, cut_off, .. } => {
+                self.cut_off = cut_off;
                 self.close(&mut out);
                 self.usage = usage;
-                self.cut_off = cut_off;
                 let (status, name) = match cut_off {
                     true => ("incomplete", "response.incomplete"),
                     false => ("completed", "response.completed"),
