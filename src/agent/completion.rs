@@ -53,6 +53,9 @@ pub(super) fn prepare(
     let vocab = model.engine().info().vocab_size;
     sampling::check_vocabulary(&sampling, vocab)?;
     let ids = match prompt {
+        // Refused though the tokenizer would add a beginning token to it:
+        // nothing asked is nothing to continue.
+        RawPrompt::Text(text) if text.is_empty() => Vec::new(),
         RawPrompt::Text(text) => model.encode_raw(&text).map_err(|err| {
             RunRejected::new(
                 RejectKind::Unprocessable,
@@ -62,13 +65,11 @@ pub(super) fn prepare(
             .at("prompt")
         })?,
         RawPrompt::Ids(ids) => {
-            if let Some(at) = ids.iter().position(|&id| id as usize >= vocab) {
-                return Err(RunRejected::new(
-                    RejectKind::Unprocessable,
-                    "INVALID_PROMPT",
-                    format!("is not a token id of this model (its vocabulary has {vocab})"),
-                )
-                .at(format!("prompt[{at}]")));
+            if let Some((at, message)) = model.unknown_token(&ids) {
+                return Err(
+                    RunRejected::new(RejectKind::Unprocessable, "INVALID_PROMPT", message)
+                        .at(format!("prompt[{at}]")),
+                );
             }
             ids
         }

@@ -196,6 +196,17 @@ impl LocalModel {
         Ok(self.chat.tokenizer.encode(text, true)?)
     }
 
+    /// The first of `ids` that is no token of this model, and what a
+    /// refusal of it says.
+    pub fn unknown_token(&self, ids: &[u32]) -> Option<(usize, String)> {
+        let vocab = self.engine().info().vocab_size;
+        let at = ids.iter().position(|&id| id as usize >= vocab)?;
+        Some((
+            at,
+            format!("is not a token id of this model (its vocabulary has {vocab})"),
+        ))
+    }
+
     /// Decodes ids to text, special tokens included.
     pub fn decode(&self, ids: &[u32]) -> Result<String, ModelError> {
         Ok(self.chat.tokenizer.decode(ids, false)?)

@@ -45,22 +45,21 @@ pub(in crate::server) async fn detokenize(State(state): State<AppState>, body: B
         if field.value.is_none() {
             return Err(field.invalid("is required"));
         }
-        let ids = (field.array()?.iter())
-            .map(|item| match item.u64()? {
-                Some(id) => u32::try_from(id).map_err(|_| item.invalid("is not a token id")),
-                None => Err(item.invalid("must be a token id")),
-            })
-            .collect::<Result<Vec<u32>, _>>()?;
-        let model = local(state.agent.model())?;
-        let vocab = model.engine().info().vocab_size;
-        if let Some(at) = ids.iter().position(|&id| id as usize >= vocab) {
-            let message = format!("is not a token id of this model (its vocabulary has {vocab})");
-            return Err(ApiError::invalid(format!("tokens[{at}]"), message));
-        }
-        let text = model
-            .decode(&ids)
-            .map_err(|_| field.invalid("the tokenizer cannot decode these ids"))?;
-        Ok(json!({ "content": text, "prompt": text }))
+        let ids = field.token_ids()?;
+        let agent = std::sync::Arc::clone(&state.agent);
+        // Decoding many ids is CPU work: off the async workers.
+        tokio::task::spawn_blocking(move || -> Result<Value, ApiError> {
+            let model = local(agent.model())?;
+            if let Some((at, message)) = model.unknown_token(&ids) {
+                return Err(ApiError::invalid(format!("tokens[{at}]"), message));
+            }
+            let text = model.decode(&ids).map_err(|_| {
+                ApiError::invalid("tokens", "the tokenizer cannot decode these ids")
+            })?;
+            Ok(json!({ "content": text, "prompt": text }))
+        })
+        .await
+        .map_err(|_| ApiError::server("INTERNAL_ERROR", "detokenizing failed"))?
     };
     match answer.await {
         Ok(answer) => axum::Json(answer).into_response(),
@@ -81,6 +80,8 @@ fn local(model: Option<&LocalModel>) -> Result<&LocalModel, ApiError> {
 /// A `/tokenize` request, in either server's terms.
 struct Tokenize {
     text: String,
+    /// The request's name for it (`content` or `prompt`).
+    field: &'static str,
     /// Add the tokenizer's own beginning (and end) tokens.
     add_special: bool,
     /// Answer `{id, piece}` objects instead of bare ids (llama.cpp's).
@@ -97,15 +98,24 @@ impl Tokenize {
         }
         // llama.cpp's `content` adds nothing unless asked; vLLM's `prompt`
         // adds the tokenizer's specials unless told not to.
-        let (text, add_special) = match root.get("content").str()? {
-            Some(text) => (text, root.get("add_special").bool()?.unwrap_or(false)),
+        let (text, field, add_special) = match root.get("content").str()? {
+            Some(text) => (
+                text,
+                "content",
+                root.get("add_special").bool()?.unwrap_or(false),
+            ),
             None => match root.get("prompt").str()? {
-                Some(text) => (text, root.get("add_special_tokens").bool()?.unwrap_or(true)),
+                Some(text) => (
+                    text,
+                    "prompt",
+                    root.get("add_special_tokens").bool()?.unwrap_or(true),
+                ),
                 None => return Err(root.get("content").invalid("is required (or prompt)")),
             },
         };
         Ok(Self {
             text: text.to_owned(),
+            field,
             add_special,
             with_pieces: root.get("with_pieces").bool()?.unwrap_or(false),
         })
@@ -117,7 +127,7 @@ impl Tokenize {
             false => model.encode(&self.text),
         };
         let ids =
-            encoded.map_err(|_| ApiError::invalid("content", "the tokenizer cannot encode it"))?;
+            encoded.map_err(|_| ApiError::invalid(self.field, "the tokenizer cannot encode it"))?;
         let tokens: Vec<Value> = match self.with_pieces {
             false => ids.iter().map(|&id| json!(id)).collect(),
             true => (ids.iter())

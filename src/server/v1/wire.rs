@@ -98,6 +98,17 @@ impl<'a> Field<'a> {
             .transpose()
     }
 
+    /// An array of token ids, each a `u32` (the model's vocabulary is the
+    /// caller's to check).
+    pub fn token_ids(&self) -> Result<Vec<u32>, ApiError> {
+        (self.array()?.iter())
+            .map(|item| match item.u64()? {
+                Some(id) => u32::try_from(id).map_err(|_| item.invalid("is not a token id")),
+                None => Err(item.invalid("must be a token id")),
+            })
+            .collect()
+    }
+
     /// An optional boolean.
     pub fn bool(&self) -> Result<Option<bool>, ApiError> {
         self.value

@@ -137,13 +137,7 @@ fn prompts(field: &Field<'_>) -> Result<Vec<(RawPrompt, String)>, ApiError> {
 
 /// An array of token ids (the model's vocabulary is the run's to check).
 fn ids(field: &Field<'_>) -> Result<RawPrompt, ApiError> {
-    let ids = (field.array()?.iter())
-        .map(|item| match item.u64()? {
-            Some(id) => u32::try_from(id).map_err(|_| item.invalid("is not a token id")),
-            None => Err(item.invalid("must be a token id")),
-        })
-        .collect::<Result<_, _>>()?;
-    Ok(RawPrompt::Ids(ids))
+    Ok(RawPrompt::Ids(field.token_ids()?))
 }
 
 /// The prompt as text, for `echo` (token ids decoded by the model's
