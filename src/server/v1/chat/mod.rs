@@ -273,7 +273,8 @@ fn finish_reason(cut_off: bool, tool_calls: bool) -> &'static str {
     }
 }
 
-fn usage_json(usage: Usage) -> Value {
+/// OpenAI's `usage` object (chat and legacy completions alike).
+pub(super) fn usage_json(usage: Usage) -> Value {
     json!({
         "prompt_tokens": usage.input,
         "completion_tokens": usage.output,

@@ -13,7 +13,7 @@ use axum::extract::State;
 use axum::response::Response;
 use serde_json::{Map, Value, json};
 
-use super::chat::runs_allowed;
+use super::chat::{runs_allowed, usage_json};
 use super::error::{ApiError, Dialect};
 use super::events::{Collected, RunStep, Usage, collect};
 use super::handler::{SdkEvent, Start, Surface, serve};
@@ -324,15 +324,6 @@ fn total(usages: &[Usage], per_prompt: usize) -> Usage {
         cached: sum.cached + one.cached,
         output: sum.output + one.output,
         reasoning: sum.reasoning + one.reasoning,
-    })
-}
-
-fn usage_json(usage: Usage) -> Value {
-    json!({
-        "prompt_tokens": usage.input,
-        "completion_tokens": usage.output,
-        "total_tokens": usage.input + usage.output,
-        "prompt_tokens_details": {"cached_tokens": usage.cached},
     })
 }
 
