@@ -399,6 +399,7 @@ async fn an_answer_cut_off_inside_its_object_is_reported() {
         "responseFormat": {"type": "json_schema", "schema": schemas[0]}});
     let events = post_run(&server, &input("t", "short", PROMPTS[0], short)).await;
     assert!(events.iter().any(|e| matches!(&e.kind,
-        EventKind::Custom(c) if c.name == "thinkwire.output_incomplete")));
+        EventKind::Custom(c) if c.name == "thinkwire.output_incomplete"
+            && c.value["reason"] == "length")));
     server.shutdown().await;
 }

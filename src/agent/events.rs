@@ -55,7 +55,8 @@ pub mod custom {
 pub mod incomplete {
     /// The token limit (or the context's room) cut the answer off.
     pub const LENGTH: &str = "length";
-    /// A constrained answer's grammar was lifted before its end.
+    /// A constrained answer ended before its grammar did, other than at
+    /// the token limit (a stop token, or the grammar lifted).
     pub const CONSTRAINT: &str = "constraint";
 }
 

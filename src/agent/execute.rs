@@ -329,8 +329,9 @@ impl Execution<'_, '_> {
     /// not take half an answer for the whole, and the wires report it
     /// (`finish_reason: length`, `stop_reason: max_tokens`, Responses'
     /// `incomplete`). A constrained answer that ended before its grammar
-    /// did for another reason (the constraint was lifted) says so with
-    /// reason `constraint`, which the wires do not call a token limit.
+    /// did for another reason (a stop token, the constraint lifted) says
+    /// so with reason `constraint`, which the wires do not call a token
+    /// limit.
     fn report_incomplete(&mut self, pass: &Generation<'_>, spent: bool) -> Result<(), Stopped> {
         let reason = if spent || pass.cut_off() {
             incomplete::LENGTH

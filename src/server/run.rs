@@ -178,6 +178,7 @@ async fn admit(
 
 /// A run that holds its places and is prepared, not yet started: dropping
 /// it gives the places back and nothing ran.
+#[must_use = "a run admitted but not launched never runs"]
 pub(crate) struct Admitted {
     prepared: PreparedRun,
     permits: (Permit, Option<ClientPermit>),

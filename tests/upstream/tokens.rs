@@ -98,17 +98,22 @@ async fn counts_raw_completions_and_tokenizing_are_refused_on_an_upstream() {
             assert_eq!(error["code"], "UNSUPPORTED_COUNT", "{body}");
         }
     }
-    let raw = json!({"prompt": "Once upon a time"});
-    let response = reqwest::Client::new()
-        .post(front.url("/v1/completions"))
-        .json(&raw)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 400);
-    let body: Value = response.json().await.unwrap();
-    assert_eq!(body["error"]["code"], "UNSUPPORTED_COMPLETION", "{body}");
-    assert_eq!(body["error"]["param"], "prompt", "{body}");
+    // One prompt or several: the backend is refused, named `prompt`.
+    for raw in [
+        json!({"prompt": "Once upon a time"}),
+        json!({"prompt": ["Once", "upon"]}),
+    ] {
+        let response = reqwest::Client::new()
+            .post(front.url("/v1/completions"))
+            .json(&raw)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 400);
+        let body: Value = response.json().await.unwrap();
+        assert_eq!(body["error"]["code"], "UNSUPPORTED_COMPLETION", "{body}");
+        assert_eq!(body["error"]["param"], "prompt", "{body}");
+    }
     let response = reqwest::Client::new()
         .post(front.url("/tokenize"))
         .json(&json!({"content": "Once"}))

@@ -413,20 +413,25 @@ async fn an_answer_the_token_limit_cuts_off_says_so_on_every_surface() {
         whole["incomplete_details"]["reason"], "max_output_tokens",
         "{whole}"
     );
-    // The item the limit struck is incomplete, not `completed`.
-    let last = whole["output"].as_array().and_then(|o| o.last());
-    assert_eq!(
-        last.map(|i| &i["status"]),
-        Some(&json!("incomplete")),
-        "{whole}"
-    );
+    // With room for some of the answer: the message the limit struck is
+    // the item left incomplete.
     let stream = streamed(
         "/v1/responses",
-        json!({"input": "Weather?", "max_output_tokens": 20, "stream": true}),
+        json!({"input": "Weather?", "max_output_tokens": 24, "stream": true}),
     )
     .await;
     assert!(stream.contains("event: response.incomplete"), "{stream}");
     assert!(!stream.contains("response.completed"), "{stream}");
+    // Each item is done once: the reasoning, closed before the limit
+    // struck, `completed`; the message `incomplete`.
+    let done: Vec<Value> = (stream.lines())
+        .filter_map(|l| l.strip_prefix("data: "))
+        .filter_map(|d| serde_json::from_str::<Value>(d).ok())
+        .filter(|e| e["type"] == "response.output_item.done")
+        .map(|e| e["item"]["status"].clone())
+        .collect();
+    assert_eq!(done, [json!("completed"), json!("incomplete")], "{stream}");
+    assert!(stream.contains(r#""type":"message""#), "{stream}");
 
     let forwarded = json!({"sampling": {"maxTokens": 20}});
     let events =
@@ -449,5 +454,17 @@ async fn an_answer_the_token_limit_cuts_off_says_so_on_every_surface() {
         whole["choices"][0]["message"]["content"], ANSWER_2,
         "{whole}"
     );
+    // A constrained answer that left its grammar (the scripted answer is
+    // no JSON) is incomplete for its constraint, not for the token limit.
+    let format = json!({"type": "json_schema", "json_schema": {"name": "n",
+        "schema": {"type": "object", "properties": {"name": {"type": "string"}}}}});
+    let (status, whole) = post(
+        &server,
+        "/v1/chat/completions",
+        &json!({"messages": user, "max_tokens": 200, "response_format": format}),
+    )
+    .await;
+    assert_eq!(status, 200, "{whole}");
+    assert_eq!(whole["choices"][0]["finish_reason"], "stop", "{whole}");
     server.shutdown().await;
 }

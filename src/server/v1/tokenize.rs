@@ -23,13 +23,7 @@ pub(in crate::server) async fn tokenize(State(state): State<AppState>, body: Bod
     let answer = async {
         let body = read_json(&state, body).await?;
         let asked = Tokenize::decode(&body)?;
-        let agent = std::sync::Arc::clone(&state.agent);
-        // Encoding a long text is CPU work: off the async workers.
-        tokio::task::spawn_blocking(move || -> Result<Value, ApiError> {
-            asked.answer(local(agent.model())?)
-        })
-        .await
-        .map_err(|_| ApiError::server("INTERNAL_ERROR", "tokenizing failed"))?
+        off_workers(&state, move |model| asked.answer(model)).await
     };
     match answer.await {
         Ok(answer) => axum::Json(answer).into_response(),
@@ -46,10 +40,7 @@ pub(in crate::server) async fn detokenize(State(state): State<AppState>, body: B
             return Err(field.invalid("is required"));
         }
         let ids = field.token_ids()?;
-        let agent = std::sync::Arc::clone(&state.agent);
-        // Decoding many ids is CPU work: off the async workers.
-        tokio::task::spawn_blocking(move || -> Result<Value, ApiError> {
-            let model = local(agent.model())?;
+        off_workers(&state, move |model| {
             if let Some((at, message)) = model.unknown_token(&ids) {
                 return Err(ApiError::invalid(format!("tokens[{at}]"), message));
             }
@@ -59,12 +50,23 @@ pub(in crate::server) async fn detokenize(State(state): State<AppState>, body: B
             Ok(json!({ "content": text, "prompt": text }))
         })
         .await
-        .map_err(|_| ApiError::server("INTERNAL_ERROR", "detokenizing failed"))?
     };
     match answer.await {
         Ok(answer) => axum::Json(answer).into_response(),
         Err(err) => err.response(Dialect::OpenAi),
     }
+}
+
+/// `work` with the model's tokenizer, on a blocking thread: encoding a
+/// long text or decoding many ids is CPU work, kept off the async workers.
+async fn off_workers(
+    state: &AppState,
+    work: impl FnOnce(&LocalModel) -> Result<Value, ApiError> + Send + 'static,
+) -> Result<Value, ApiError> {
+    let agent = std::sync::Arc::clone(&state.agent);
+    tokio::task::spawn_blocking(move || work(local(agent.model())?))
+        .await
+        .map_err(|_| ApiError::server("INTERNAL_ERROR", "the tokenizer failed"))?
 }
 
 /// The model's tokenizer, or the refusal of a backend without one.

@@ -87,10 +87,13 @@ pub fn decode(body: &Value, agent: &Agent) -> Result<CompletionRequest, ApiError
         stop,
     } = delivery(&root)?;
     let logprobs = input.asks_logprobs();
+    // Without a local model every prompt is refused alike (the backend
+    // runs no raw completion): the refusal names `prompt` itself.
+    let local = agent.model().is_some();
     let inputs = (prompts.into_iter())
         .map(|(prompt, path)| {
             let mut input = input.clone();
-            input.raw_prompt(prompt, path);
+            input.raw_prompt(prompt, if local { path } else { "prompt".into() });
             input
         })
         .collect();

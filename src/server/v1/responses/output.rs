@@ -143,6 +143,9 @@ impl Builder {
     /// Closes the open item with its `.done` events.
     fn close(&mut self, out: &mut Events) {
         let open = std::mem::replace(&mut self.open, Open::None);
+        if matches!(open, Open::None) {
+            return;
+        }
         let index = self.index();
         let item_id = self.item_id();
         // Only the item open when the limit struck is cut off: `Finished`
@@ -154,7 +157,7 @@ impl Builder {
         item["status"] = json!(status);
         let item = item.clone();
         match open {
-            Open::None => return,
+            Open::None => {}
             Open::Reasoning => {
                 if let Some(summary) = item["summary"][0]["text"].as_str() {
                     let (text, part) = (json!(summary), item["summary"][0].clone());
