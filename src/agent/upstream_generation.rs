@@ -8,7 +8,7 @@
 use thinkwire_engine::SamplingParams;
 use thinkwire_reasoning::Chunk;
 
-use super::backend::UpstreamBackend;
+use super::backend::{Backend, UpstreamBackend};
 use super::controls::Visibility;
 use super::events::{incomplete, new_id};
 use super::execute::Execution;
@@ -16,7 +16,73 @@ use super::forward::{Forwarded, Forwarder};
 use super::generation::Stopped;
 use super::history::ReplayedBlock;
 use super::history::Turn;
+use super::prepare::{Plan, PreparedRun};
+use super::rejection::{RejectKind, RunRejected};
 use crate::upstream::{AnswerConstraint, UpstreamOutput, UpstreamRequest, UpstreamStream};
+
+impl PreparedRun {
+    /// The upstream request of this run's answer to `turns`.
+    pub(super) fn upstream_request<'a>(
+        &'a self,
+        turns: &'a [Turn],
+        blocks: &'a [ReplayedBlock],
+        thinking: bool,
+        answer: Option<&'a AnswerConstraint>,
+    ) -> UpstreamRequest<'a> {
+        UpstreamRequest {
+            turns,
+            blocks,
+            tools: &self.tools,
+            sampling: &self.sampling,
+            max_tokens: self.max_new_tokens,
+            thinking,
+            effort: self.controls.effort,
+            budget: self.controls.budget_tokens,
+            answer,
+            one_call: self.one_call,
+            logprobs: self.logprobs,
+        }
+    }
+
+    /// The prompt tokens this run starts from, without running it: the
+    /// local model's count, or the upstream's own (Anthropic's and
+    /// OpenAI Responses' counting endpoints; the chat wire has none).
+    pub fn count_prompt_tokens(&self) -> Result<usize, RunRejected> {
+        if let Some(tokens) = self.first_prompt_tokens() {
+            return Ok(tokens);
+        }
+        let unsupported = || {
+            RunRejected::new(
+                RejectKind::Unprocessable,
+                "UNSUPPORTED_COUNT",
+                "this server's backend is an upstream whose API counts no prompt tokens",
+            )
+        };
+        let (
+            Backend::Upstream(up),
+            Plan::Upstream {
+                turns,
+                blocks,
+                thinking,
+                answer,
+            },
+        ) = (&self.shared.backend, &self.plan)
+        else {
+            return Err(unsupported());
+        };
+        let request = self.upstream_request(turns, blocks, *thinking, answer.as_ref());
+        match up.upstream.count_input_tokens(&request) {
+            Ok(Some(tokens)) => Ok(tokens as usize),
+            Ok(None) => Err(unsupported()),
+            // Its code and status only, as a run's upstream errors.
+            Err(err) => Err(RunRejected::new(
+                RejectKind::Unavailable,
+                err.code(),
+                err.to_string(),
+            )),
+        }
+    }
+}
 
 impl Execution<'_, '_> {
     /// Streams the upstream's answer to `turns` into the run's events;
@@ -30,19 +96,7 @@ impl Execution<'_, '_> {
         answer: Option<&AnswerConstraint>,
     ) -> Result<(), Stopped> {
         let run = self.run;
-        let request = UpstreamRequest {
-            turns,
-            blocks,
-            tools: &run.tools,
-            sampling: &run.sampling,
-            max_tokens: run.max_new_tokens,
-            thinking,
-            effort: run.controls.effort,
-            budget: run.controls.budget_tokens,
-            answer,
-            one_call: run.one_call,
-            logprobs: run.logprobs,
-        };
+        let request = run.upstream_request(turns, blocks, thinking, answer);
         let summary = run.controls.visibility == Visibility::Summary;
         let mut forwarder = Forwarder::default().holding_reasoning_end(summary);
         // The request goes out before `RUN_STARTED`: an upstream that is

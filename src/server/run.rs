@@ -48,7 +48,7 @@ pub(crate) async fn start(
 /// The prompt tokens `input`'s run would start from, found by preparing
 /// it as a run would be (every refusal a run would meet, the same way)
 /// without starting it: no place in the batch, only one of the client's
-/// own. An upstream's runs know none (it renders its own prompts).
+/// own. An upstream's are counted by the upstream, where its API can.
 pub(crate) async fn count_input(
     state: &AppState,
     client: Client,
@@ -59,19 +59,13 @@ pub(crate) async fn count_input(
     }
     let _client_permit = state.client_runs.try_admit(client)?;
     let agent = Arc::clone(&state.agent);
-    let prepared = tokio::task::spawn_blocking(move || agent.prepare_input(input))
+    // An upstream's count is a request of its own: this thread waits.
+    tokio::task::spawn_blocking(move || agent.prepare_input(input)?.count_prompt_tokens())
         .await
         .map_err(|_| {
             tracing::error!("token count preparation panicked");
             RunRejected::internal("counting the prompt failed")
-        })??;
-    prepared.first_prompt_tokens().ok_or_else(|| {
-        RunRejected::new(
-            crate::agent::RejectKind::Unprocessable,
-            "UNSUPPORTED_COUNT",
-            "this server's backend is an upstream, which renders and counts its own prompts",
-        )
-    })
+        })?
 }
 
 async fn start_with(

@@ -24,6 +24,17 @@ const REDACTED: &str = "anthropic.redacted_thinking";
 /// The API version header this adapter speaks.
 pub const API_VERSION: &str = "2023-06-01";
 
+/// The fields of [`request_body`] that `messages/count_tokens` takes: the
+/// prompt's, not the generation's.
+pub const COUNTED_FIELDS: &[&str] = &[
+    "model",
+    "messages",
+    "system",
+    "tools",
+    "tool_choice",
+    "thinking",
+];
+
 /// The smallest thinking budget the API accepts.
 const MIN_BUDGET: usize = 1024;
 

@@ -93,20 +93,7 @@ impl Upstream {
         };
         let mut attempt = 0;
         loop {
-            let mut builder = self.client.post(&url).json(&body);
-            builder = match (self.config.kind, &self.config.key) {
-                (UpstreamKind::OpenAiChat | UpstreamKind::OpenAiResponses, Some(key)) => {
-                    builder.bearer_auth(key.expose())
-                }
-                (UpstreamKind::OpenAiChat | UpstreamKind::OpenAiResponses, None) => builder,
-                (UpstreamKind::Anthropic, key) => {
-                    let builder = builder.header("anthropic-version", anthropic::API_VERSION);
-                    match key {
-                        Some(key) => builder.header("x-api-key", key.expose()),
-                        None => builder,
-                    }
-                }
-            };
+            let builder = self.post(&url, &body);
             let sent = self.wait(builder.send(), should_stop);
             let err = match sent {
                 Waited::Stopped => return Ok(None),
@@ -155,6 +142,79 @@ impl Upstream {
             let pause = async move { tokio::time::sleep(backoff).await };
             if let Waited::Stopped = self.wait(pause, should_stop) {
                 return Ok(None);
+            }
+        }
+    }
+
+    /// The prompt tokens the upstream counts for `request`, asked of its
+    /// own counting endpoint (Anthropic's `messages/count_tokens`, OpenAI's
+    /// `responses/input_tokens`), once, without retries; `None` for the
+    /// chat wire, which has none.
+    pub fn count_input_tokens(
+        &self,
+        request: &UpstreamRequest<'_>,
+    ) -> Result<Option<u64>, UpstreamError> {
+        let model = &self.config.model;
+        let base = self.config.url.trim_end_matches('/');
+        let (url, body, fields) = match self.config.kind {
+            UpstreamKind::OpenAiChat => return Ok(None),
+            UpstreamKind::OpenAiResponses => (
+                format!("{base}/responses/input_tokens"),
+                openai_responses::request_body(model, request),
+                openai_responses::COUNTED_FIELDS,
+            ),
+            UpstreamKind::Anthropic => (
+                format!("{base}/messages/count_tokens"),
+                anthropic::request_body(model, request),
+                anthropic::COUNTED_FIELDS,
+            ),
+        };
+        // The counting endpoints take the prompt's fields only (Anthropic's
+        // refuses `max_tokens` and `stream`).
+        let body: serde_json::Map<String, Value> = (body.as_object().into_iter().flatten())
+            .filter(|(key, _)| fields.contains(&key.as_str()))
+            .map(|(key, value)| (key.clone(), value.clone()))
+            .collect();
+        let never = || false;
+        let response = match self.wait(self.post(&url, &Value::Object(body)).send(), &never) {
+            Waited::Done(Ok(response)) => response,
+            Waited::Done(Err(err)) => {
+                tracing::warn!(error = %chain(&err.without_url()), "upstream count request failed");
+                return Err(UpstreamError::Unavailable("cannot connect"));
+            }
+            Waited::Stopped | Waited::TimedOut => {
+                return Err(UpstreamError::Unavailable("no response in time"));
+            }
+        };
+        if !response.status().is_success() {
+            return Err(self.refused(response, &never));
+        }
+        let malformed = || UpstreamError::Protocol("its token count is malformed".into());
+        match self.wait(response.bytes(), &never) {
+            Waited::Done(Ok(bytes)) => serde_json::from_slice::<Value>(&bytes)
+                .ok()
+                .and_then(|v| v.get("input_tokens").and_then(Value::as_u64))
+                .map(Some)
+                .ok_or_else(malformed),
+            _ => Err(UpstreamError::Unavailable("no response in time")),
+        }
+    }
+
+    /// A POST of `body` to `url` with the upstream's credentials and, for
+    /// Anthropic, its API version.
+    fn post(&self, url: &str, body: &Value) -> reqwest::RequestBuilder {
+        let builder = self.client.post(url).json(body);
+        match (self.config.kind, &self.config.key) {
+            (UpstreamKind::OpenAiChat | UpstreamKind::OpenAiResponses, Some(key)) => {
+                builder.bearer_auth(key.expose())
+            }
+            (UpstreamKind::OpenAiChat | UpstreamKind::OpenAiResponses, None) => builder,
+            (UpstreamKind::Anthropic, key) => {
+                let builder = builder.header("anthropic-version", anthropic::API_VERSION);
+                match key {
+                    Some(key) => builder.header("x-api-key", key.expose()),
+                    None => builder,
+                }
             }
         }
     }

@@ -22,6 +22,18 @@ use super::{UpstreamError, UpstreamOutput};
 /// Item kind in the sealed value.
 const REASONING: &str = "openai.reasoning";
 
+/// The fields of [`request_body`] that `responses/input_tokens` takes: the
+/// prompt's, not the generation's.
+pub const COUNTED_FIELDS: &[&str] = &[
+    "model",
+    "input",
+    "tools",
+    "tool_choice",
+    "parallel_tool_calls",
+    "reasoning",
+    "text",
+];
+
 /// The request body for `model`.
 pub fn request_body(model: &str, request: &UpstreamRequest<'_>) -> Value {
     let mut input: Vec<Value> = Vec::new();

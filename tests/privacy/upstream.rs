@@ -19,9 +19,13 @@ use super::support::{
 };
 
 async fn front(url: String, key: &str, sealing_key: &str) -> TestServer {
+    front_of(UpstreamKind::OpenAiChat, url, key, sealing_key).await
+}
+
+async fn front_of(kind: UpstreamKind, url: String, key: &str, sealing_key: &str) -> TestServer {
     let registry = Registry::builtin();
     let config = UpstreamConfig {
-        kind: UpstreamKind::OpenAiChat,
+        kind,
         url,
         model: "Qwen3-0.6B".into(),
         key: Some(ApiKey::new(key.to_owned())),
@@ -87,20 +91,18 @@ pub async fn conversations(c: &Canaries, secrets: &Secrets) -> Vec<String> {
 
     // An upstream that refuses, quoting the conversation in its message.
     let quoted = format!("{} is not allowed", c.user);
-    let refusing = axum::Router::new().route(
-        "/v1/chat/completions",
-        axum::routing::post(move || {
-            let quoted = quoted.clone();
-            async move {
-                (
-                    axum::http::StatusCode::BAD_REQUEST,
-                    axum::Json(
-                        json!({"error": {"message": quoted, "type": "invalid_request_error"}}),
-                    ),
-                )
-            }
-        }),
-    );
+    let refuse = move || {
+        let quoted = quoted.clone();
+        async move {
+            (
+                axum::http::StatusCode::BAD_REQUEST,
+                axum::Json(json!({"error": {"message": quoted, "type": "invalid_request_error"}})),
+            )
+        }
+    };
+    let refusing = axum::Router::new()
+        .route("/v1/chat/completions", axum::routing::post(refuse.clone()))
+        .route("/v1/messages/count_tokens", axum::routing::post(refuse));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move {
@@ -120,6 +122,29 @@ pub async fn conversations(c: &Canaries, secrets: &Secrets) -> Vec<String> {
     )
     .await;
     assert_eq!(run_error_code(&events), "UPSTREAM_ERROR");
+    assert!(!contains(&raw, secrets.canary.as_bytes()));
+    front_server.shutdown().await;
+
+    // A token count asked of that upstream (Anthropic's wire): refused
+    // with its status and type, never its message.
+    let front_server = front_of(
+        UpstreamKind::Anthropic,
+        format!("http://{addr}/v1"),
+        &provider_key,
+        &secrets.key_text,
+    )
+    .await;
+    let body =
+        json!({"messages": [{"role": "user", "content": format!("Tell me about {}", c.user)}]});
+    let response = reqwest::Client::new()
+        .post(front_server.url("/v1/messages/count_tokens"))
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 503);
+    let raw = response.bytes().await.unwrap();
+    assert!(contains(&raw, b"HTTP 400: invalid_request_error"));
     assert!(!contains(&raw, secrets.canary.as_bytes()));
     front_server.shutdown().await;
     vec![

@@ -2,8 +2,10 @@
 //! chat completions (whole and streamed) or AG-UI, go up on the
 //! upstream's wire and its entries come back ahead of the text they wrote,
 //! held with it where the front's splitter holds a possible marker's
-//! start. Prompt counts, raw completions and tokenizing are refused: the
-//! upstream renders its own prompts with its own tokenizer.
+//! start. Prompt counts are asked of an upstream whose API counts (the
+//! Anthropic and Responses wires); on the chat wire they, raw completions
+//! and tokenizing are refused: the upstream renders its own prompts with
+//! its own tokenizer.
 
 use support::logprobs::{agui, chat_streamed, spelled};
 
@@ -70,9 +72,60 @@ async fn an_upstreams_logprobs_reach_the_client_on_every_surface() {
     upstream.shutdown().await;
 }
 
-/// What needs the model's own tokenizer is refused: prompt counts (the
-/// upstream renders its own prompts), raw completions (they are the
-/// model's input as written) and tokenizing.
+/// An upstream whose API counts prompt tokens (Anthropic's
+/// `count_tokens`, OpenAI Responses' `input_tokens`) is asked: the front
+/// answers with the upstream's count of the request it would send, and
+/// nothing runs there.
+#[tokio::test]
+async fn prompt_counts_are_asked_of_an_upstream_that_counts() {
+    let (upstream, observed) = upstream_thinkwire(&[]).await;
+    let user = json!([{"role": "user", "content": "Weather?"}]);
+    let direct = |path: &'static str, body: Value| {
+        let request = reqwest::Client::new().post(upstream.url(path)).json(&body);
+        async move { request.send().await.unwrap().json::<Value>().await.unwrap() }
+    };
+    for (kind, path, body) in [
+        (
+            UpstreamKind::Anthropic,
+            "/v1/messages/count_tokens",
+            json!({"messages": user}),
+        ),
+        (
+            UpstreamKind::OpenAiResponses,
+            "/v1/responses/input_tokens",
+            json!({"input": "Weather?"}),
+        ),
+    ] {
+        let front = front(UpstreamConfig {
+            kind,
+            ..upstream_config(upstream.url("/v1"))
+        })
+        .await;
+        let response = reqwest::Client::new()
+            .post(front.url(path))
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200, "{path}");
+        let counted: Value = response.json().await.unwrap();
+        let tokens = counted["input_tokens"].as_u64().unwrap();
+        // The upstream's own count of the same conversation.
+        let own = direct(path, body).await;
+        assert_eq!(
+            Some(tokens),
+            own["input_tokens"].as_u64(),
+            "{path}: {counted} {own}"
+        );
+        front.shutdown().await;
+    }
+    assert!(observed.prompts.lock().unwrap().is_empty(), "nothing ran");
+    upstream.shutdown().await;
+}
+
+/// What needs the model's own tokenizer is refused: prompt counts where
+/// the upstream's API has none (the chat wire), raw completions (they are
+/// the model's input as written) and tokenizing.
 #[tokio::test]
 async fn counts_raw_completions_and_tokenizing_are_refused_on_an_upstream() {
     let (upstream, observed) = upstream_thinkwire(&[]).await;
