@@ -6,7 +6,7 @@
 use thinkwire_reasoning::{FormatSpec, Registry, SeparatePassSpec};
 
 use super::model::LocalModel;
-use crate::upstream::Upstream;
+use crate::upstream::{Upstream, UpstreamKind};
 
 /// The agent's backend; see the module docs.
 // One per agent, built once: the size difference costs nothing.
@@ -51,6 +51,15 @@ impl Backend {
         match self {
             Self::Local(model) => model.format(),
             Self::Upstream(up) => up.upstream.format(),
+        }
+    }
+
+    /// Whether it runs raw completions: the local model, or an upstream
+    /// whose wire has them (OpenAI-compatible servers' `/completions`).
+    pub fn runs_raw_completions(&self) -> bool {
+        match self {
+            Self::Local(_) => true,
+            Self::Upstream(up) => up.upstream.config().kind == UpstreamKind::OpenAiChat,
         }
     }
 

@@ -7,13 +7,16 @@
 
 use std::sync::Arc;
 
+use thinkwire_engine::SamplingParams;
 use thinkwire_protocol::RunAgentInput;
 
 use super::backend::Backend;
 use super::controls::ReasoningControls;
+use super::model::LocalModel;
 use super::prepare::{Plan, PreparedRun, Shared, prepared};
 use super::rejection::{RejectKind, RunRejected};
 use super::{logprobs, sampling};
+use crate::upstream::UpstreamKind;
 
 /// The prompt of a raw completion.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,16 +45,34 @@ pub(super) fn prepare(
     // Reasoning controls mean nothing here: the run shows what the model
     // writes, and these are the policy's defaults, which it allows.
     let controls = ReasoningControls::from_forwarded(None, &config.policy)?;
-    let Backend::Local(model) = &shared.backend else {
-        return Err(RunRejected::new(
-            RejectKind::Unprocessable,
-            "UNSUPPORTED_COMPLETION",
-            "raw completions run on a local model: an upstream is asked in its chat terms",
-        )
-        .at("prompt"));
+    let plan = match &shared.backend {
+        Backend::Local(model) => local_plan(model, &sampling, prompt)?,
+        Backend::Upstream(up) => upstream_plan(up.upstream.config().kind, &sampling, prompt)?,
     };
+    Ok(prepared(
+        shared.clone(),
+        input,
+        controls,
+        sampling,
+        max_new_tokens,
+        plan,
+        Vec::new(),
+        None,
+        false,
+        logprobs,
+    ))
+}
+
+/// The plan of a raw completion the local model runs: the prompt
+/// encoded (or its ids checked against the vocabulary) and fitting the
+/// context.
+fn local_plan(
+    model: &LocalModel,
+    sampling: &SamplingParams,
+    prompt: RawPrompt,
+) -> Result<Plan, RunRejected> {
     let vocab = model.engine().info().vocab_size;
-    sampling::check_vocabulary(&sampling, vocab)?;
+    sampling::check_vocabulary(sampling, vocab)?;
     let ids = match prompt {
         // Refused though the tokenizer would add a beginning token to it:
         // nothing asked is nothing to continue.
@@ -94,17 +115,48 @@ pub(super) fn prepare(
         )
         .at("prompt"));
     }
-    let plan = Plan::Raw { prompt: ids };
-    Ok(prepared(
-        shared.clone(),
-        input,
-        controls,
-        sampling,
-        max_new_tokens,
-        plan,
-        Vec::new(),
-        None,
-        false,
-        logprobs,
-    ))
+    Ok(Plan::Raw { prompt: ids })
+}
+
+/// The plan of a raw completion an upstream runs: its wire must have raw
+/// completions (OpenAI-compatible servers' `/completions`) and carry the
+/// sampling asked; the prompt goes up as written (the upstream's
+/// tokenizer encodes it and checks its ids and its context).
+fn upstream_plan(
+    kind: UpstreamKind,
+    sampling: &SamplingParams,
+    prompt: RawPrompt,
+) -> Result<Plan, RunRejected> {
+    if kind != UpstreamKind::OpenAiChat {
+        return Err(RunRejected::new(
+            RejectKind::Unprocessable,
+            "UNSUPPORTED_COMPLETION",
+            format!(
+                "raw completions run on a local model or an OpenAI-compatible upstream; this upstream's API ({}) has none",
+                kind.as_str()
+            ),
+        )
+        .at("prompt"));
+    }
+    if let Some(uncarried) = kind.uncarried_sampling(sampling, false) {
+        return Err(RunRejected::new(
+            RejectKind::Unprocessable,
+            "UNSUPPORTED_SAMPLING",
+            uncarried.message,
+        )
+        .at(format!("forwardedProps.sampling.{}", uncarried.key)));
+    }
+    let prompt = match prompt {
+        RawPrompt::Text(text) if !text.is_empty() => serde_json::json!(text),
+        RawPrompt::Ids(ids) if !ids.is_empty() => serde_json::json!(ids),
+        _ => {
+            return Err(RunRejected::new(
+                RejectKind::Unprocessable,
+                "INVALID_PROMPT",
+                "is empty: the model needs at least one token to continue",
+            )
+            .at("prompt"));
+        }
+    };
+    Ok(Plan::UpstreamRaw { prompt })
 }

@@ -86,16 +86,16 @@ impl Execution<'_, '_> {
         let model = match self.backend {
             Backend::Local(model) => model,
             Backend::Upstream(up) => {
-                let Plan::Upstream {
-                    turns,
-                    blocks,
-                    thinking,
-                    answer,
-                } = &run.plan
-                else {
-                    return Ok(());
+                return match &run.plan {
+                    Plan::Upstream {
+                        turns,
+                        blocks,
+                        thinking,
+                        answer,
+                    } => self.upstream(up, turns, blocks, *thinking, answer.as_ref()),
+                    Plan::UpstreamRaw { prompt } => self.upstream_raw(up, prompt),
+                    _ => Ok(()),
                 };
-                return self.upstream(up, turns, blocks, *thinking, answer.as_ref());
             }
         };
         self.start()?;
@@ -117,7 +117,7 @@ impl Execution<'_, '_> {
     fn local(&mut self, model: &LocalModel) -> Result<(), Stopped> {
         let run = self.run;
         match &run.plan {
-            Plan::Upstream { .. } => Ok(()),
+            Plan::Upstream { .. } | Plan::UpstreamRaw { .. } => Ok(()),
             Plan::Raw { prompt } => {
                 let pass = Generation::raw(model).reporting_logprobs(run.logprobs);
                 self.one_pass(pass, prompt)

@@ -76,7 +76,7 @@ impl PreparedRun {
                 ..
             } => Some(reasoning_prompt.as_ref().map_or(*answer_tokens, Vec::len)),
             Plan::Raw { prompt } => Some(prompt.len()),
-            Plan::Upstream { .. } => None,
+            Plan::Upstream { .. } | Plan::UpstreamRaw { .. } => None,
         }
     }
 }
@@ -125,6 +125,9 @@ pub(super) enum Plan {
     /// A raw completion: the client's own prompt, the model's text as it
     /// writes it (`completion`).
     Raw { prompt: Vec<u32> },
+    /// A raw completion an upstream runs: the prompt as the client wrote
+    /// it (a string or ids), for the upstream's `/completions`.
+    UpstreamRaw { prompt: Value },
 }
 
 /// The separate pass's answer turns: this pass's reasoning and the earlier

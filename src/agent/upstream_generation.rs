@@ -18,7 +18,9 @@ use super::history::ReplayedBlock;
 use super::history::Turn;
 use super::prepare::{Plan, PreparedRun};
 use super::rejection::{RejectKind, RunRejected};
-use crate::upstream::{AnswerConstraint, UpstreamOutput, UpstreamRequest, UpstreamStream};
+use crate::upstream::{
+    AnswerConstraint, RawRequest, UpstreamOutput, UpstreamRequest, UpstreamStream,
+};
 
 impl PreparedRun {
     /// The upstream request of this run's answer to `turns`.
@@ -134,6 +136,49 @@ impl Execution<'_, '_> {
         }
         // A run stopped mid-reasoning still seals what arrived.
         forwarder.close_reasoning(&mut self.events, None)?;
+        self.ended(&stream)
+    }
+
+    /// A raw completion on the upstream (its `/completions`): the text as
+    /// it streams, its log-probabilities just ahead of it; no splitter,
+    /// as on the local model.
+    pub(super) fn upstream_raw(
+        &mut self,
+        up: &UpstreamBackend,
+        prompt: &serde_json::Value,
+    ) -> Result<(), Stopped> {
+        let run = self.run;
+        let request = RawRequest {
+            prompt: prompt.clone(),
+            sampling: &run.sampling,
+            max_tokens: run.max_new_tokens,
+            logprobs: run.logprobs,
+        };
+        let output = self.events.output();
+        let Some(mut stream) = up
+            .upstream
+            .open_completion(&request, &|| output.should_stop())?
+        else {
+            return Ok(());
+        };
+        self.start()?;
+        let mut forwarder = Forwarder::default();
+        while let Some(pieces) = self.next(&mut stream)? {
+            for piece in pieces {
+                match piece {
+                    UpstreamOutput::Chunk(chunk) => {
+                        forwarder.forward(&mut self.events, chunk)?;
+                    }
+                    UpstreamOutput::Logprobs(entries) => self.events.logprobs(entries)?,
+                    UpstreamOutput::Provider(_) => {}
+                }
+            }
+        }
+        self.ended(&stream)
+    }
+
+    /// The end of an upstream's stream: a cut-off said, its usage added.
+    fn ended(&mut self, stream: &UpstreamStream) -> Result<(), Stopped> {
         if stream.cut_off() {
             self.events.incomplete(incomplete::LENGTH)?;
         }

@@ -11,6 +11,7 @@ use thinkwire_protocol::SseDecoder;
 use thinkwire_reasoning::FormatSpec;
 use tokio::runtime::Handle;
 
+use super::completions::{self, CompletionParser, RawRequest};
 use super::openai_chat::{self, UpstreamRequest, UpstreamUsage};
 use super::{
     UpstreamConfig, UpstreamError, UpstreamKind, UpstreamOutput, anthropic, openai_responses,
@@ -91,9 +92,51 @@ impl Upstream {
                 anthropic::request_body(model, request),
             ),
         };
+        let parser = || match self.config.kind {
+            UpstreamKind::OpenAiChat => Parser::OpenAiChat(Box::new(
+                openai_chat::StreamParser::new(&self.config.format, call_prefix.clone())
+                    .reporting_logprobs(request.logprobs),
+            )),
+            UpstreamKind::OpenAiResponses => Parser::Responses(
+                openai_responses::StreamParser::new().reporting_logprobs(request.logprobs),
+            ),
+            UpstreamKind::Anthropic => Parser::Anthropic(anthropic::StreamParser::new()),
+        };
+        self.open_at(&url, &body, parser, should_stop)
+    }
+
+    /// Sends a raw completion (`POST {url}/completions`) as [`open`](Self::open)
+    /// sends a conversation; `None` where the upstream's wire has no raw
+    /// completions (Responses, Anthropic).
+    pub fn open_completion(
+        &self,
+        request: &RawRequest<'_>,
+        should_stop: &dyn Fn() -> bool,
+    ) -> Result<Option<UpstreamStream>, UpstreamError> {
+        if self.config.kind != UpstreamKind::OpenAiChat {
+            return Err(UpstreamError::Protocol(
+                "this upstream's wire has no raw completions".into(),
+            ));
+        }
+        let base = self.config.url.trim_end_matches('/');
+        let url = format!("{base}/completions");
+        let body = completions::request_body(&self.config.model, request);
+        let parser = || Parser::Completions(CompletionParser::new(request.logprobs));
+        self.open_at(&url, &body, parser, should_stop)
+    }
+
+    /// The request of [`open`](Self::open), retried as it says; `parser`
+    /// reads the stream of the response that succeeds.
+    fn open_at(
+        &self,
+        url: &str,
+        body: &Value,
+        parser: impl Fn() -> Parser,
+        should_stop: &dyn Fn() -> bool,
+    ) -> Result<Option<UpstreamStream>, UpstreamError> {
         let mut attempt = 0;
         loop {
-            let builder = self.post(&url, &body);
+            let builder = self.post(url, body);
             let sent = self.wait(builder.send(), should_stop);
             let err = match sent {
                 Waited::Stopped => return Ok(None),
@@ -106,19 +149,7 @@ impl Upstream {
                     return Ok(Some(UpstreamStream {
                         response,
                         decoder: SseDecoder::new(),
-                        parser: match self.config.kind {
-                            UpstreamKind::OpenAiChat => Parser::OpenAiChat(Box::new(
-                                openai_chat::StreamParser::new(&self.config.format, call_prefix)
-                                    .reporting_logprobs(request.logprobs),
-                            )),
-                            UpstreamKind::OpenAiResponses => Parser::Responses(
-                                openai_responses::StreamParser::new()
-                                    .reporting_logprobs(request.logprobs),
-                            ),
-                            UpstreamKind::Anthropic => {
-                                Parser::Anthropic(anthropic::StreamParser::new())
-                            }
-                        },
+                        parser: parser(),
                         idle_timeout: self.config.idle_timeout,
                         runtime: self.runtime.clone(),
                         ended: false,
@@ -320,6 +351,7 @@ impl UpstreamStream {
             Parser::OpenAiChat(p) => p.cut_off(),
             Parser::Responses(p) => p.cut_off(),
             Parser::Anthropic(p) => p.cut_off(),
+            Parser::Completions(p) => p.cut_off(),
         }
     }
 
@@ -329,6 +361,7 @@ impl UpstreamStream {
             Parser::OpenAiChat(p) => p.usage(),
             Parser::Responses(p) => p.usage(),
             Parser::Anthropic(p) => Some(p.usage()),
+            Parser::Completions(p) => p.usage(),
         }
     }
 }
@@ -339,6 +372,7 @@ enum Parser {
     OpenAiChat(Box<openai_chat::StreamParser>),
     Responses(openai_responses::StreamParser),
     Anthropic(anthropic::StreamParser),
+    Completions(CompletionParser),
 }
 
 impl Parser {
@@ -347,6 +381,7 @@ impl Parser {
             Self::OpenAiChat(p) => p.push(data),
             Self::Responses(p) => p.push(data),
             Self::Anthropic(p) => p.push(data),
+            Self::Completions(p) => p.push(data),
         }
     }
 
@@ -355,6 +390,7 @@ impl Parser {
             Self::OpenAiChat(p) => p.finish(),
             Self::Responses(p) => p.finish(),
             Self::Anthropic(p) => p.finish(),
+            Self::Completions(_) => Vec::new(),
         }
     }
 
@@ -363,6 +399,7 @@ impl Parser {
             Self::OpenAiChat(p) => p.done(),
             Self::Responses(p) => p.done(),
             Self::Anthropic(p) => p.done(),
+            Self::Completions(p) => p.done(),
         }
     }
 }

@@ -12,6 +12,7 @@
 
 pub mod anthropic;
 mod client;
+pub mod completions;
 pub mod openai_chat;
 pub mod openai_responses;
 mod sampling;
@@ -22,6 +23,7 @@ use thinkwire_reasoning::{Chunk, FormatSpec};
 use thinkwire_seal::ProviderItem;
 
 pub use client::{Upstream, UpstreamStream};
+pub use completions::RawRequest;
 pub use openai_chat::{AnswerConstraint, UpstreamRequest, UpstreamUsage};
 pub use sampling::Uncarried;
 

@@ -53,7 +53,7 @@ async fn upstream(scripts: &[String]) -> (TestServer, std::sync::Arc<Observed>) 
 
 /// Runs the upstream conversations; returns their run ids.
 pub async fn conversations(c: &Canaries, secrets: &Secrets) -> Vec<String> {
-    let (up, observed) = upstream(&[c.tool_turn(), c.answer_turn()]).await;
+    let (up, observed) = upstream(&[c.tool_turn(), c.answer_turn(), c.answer_turn()]).await;
     let provider_key = format!("sk-{}key", secrets.canary);
     let front_server = front(up.url("/v1"), &provider_key, &secrets.key_text).await;
     let thread = "privacy-thread-upstream";
@@ -86,6 +86,16 @@ pub async fn conversations(c: &Canaries, secrets: &Secrets) -> Vec<String> {
         second.contains(&c.reasoning),
         "the replayed reasoning reached the upstream"
     );
+    // A raw completion through it (the upstream's `/completions`).
+    let response = reqwest::Client::new()
+        .post(front_server.url("/v1/completions"))
+        .json(&json!({"prompt": format!("Tell me about {}", c.user), "max_tokens": 1024}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let raw = response.bytes().await.unwrap();
+    assert!(contains(&raw, c.answer.as_bytes()));
     front_server.shutdown().await;
     up.shutdown().await;
 
@@ -102,6 +112,7 @@ pub async fn conversations(c: &Canaries, secrets: &Secrets) -> Vec<String> {
     };
     let refusing = axum::Router::new()
         .route("/v1/chat/completions", axum::routing::post(refuse.clone()))
+        .route("/v1/completions", axum::routing::post(refuse.clone()))
         .route("/v1/messages/count_tokens", axum::routing::post(refuse));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
@@ -122,6 +133,17 @@ pub async fn conversations(c: &Canaries, secrets: &Secrets) -> Vec<String> {
     )
     .await;
     assert_eq!(run_error_code(&events), "UPSTREAM_ERROR");
+    assert!(!contains(&raw, secrets.canary.as_bytes()));
+    // A raw completion of a prompt holding it, refused the same way.
+    let response = reqwest::Client::new()
+        .post(front_server.url("/v1/completions"))
+        .json(&json!({"prompt": format!("Tell me about {}", c.user)}))
+        .send()
+        .await
+        .unwrap();
+    assert!(!response.status().is_success());
+    let raw = response.bytes().await.unwrap();
+    assert!(contains(&raw, b"UPSTREAM_ERROR"), "{raw:?}");
     assert!(!contains(&raw, secrets.canary.as_bytes()));
     front_server.shutdown().await;
 

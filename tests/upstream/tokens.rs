@@ -3,9 +3,10 @@
 //! upstream's wire and its entries come back ahead of the text they wrote,
 //! held with it where the front's splitter holds a possible marker's
 //! start. Prompt counts are asked of an upstream whose API counts (the
-//! Anthropic and Responses wires); on the chat wire they, raw completions
-//! and tokenizing are refused: the upstream renders its own prompts with
-//! its own tokenizer.
+//! Anthropic and Responses wires), raw completions of one that has them
+//! (OpenAI-compatible servers' `/completions`); elsewhere they, and
+//! tokenizing, are refused: the upstream renders its own prompts with its
+//! own tokenizer.
 
 use support::logprobs::{agui, chat_streamed, spelled};
 
@@ -123,9 +124,9 @@ async fn prompt_counts_are_asked_of_an_upstream_that_counts() {
     upstream.shutdown().await;
 }
 
-/// What needs the model's own tokenizer is refused: prompt counts where
-/// the upstream's API has none (the chat wire), raw completions (they are
-/// the model's input as written) and tokenizing.
+/// What the upstream's API cannot do is refused: prompt counts on the
+/// chat wire, raw completions on Anthropic's, and tokenizing anywhere
+/// (the upstream keeps its tokenizer).
 #[tokio::test]
 async fn counts_raw_completions_and_tokenizing_are_refused_on_an_upstream() {
     let (upstream, observed) = upstream_thinkwire(&[]).await;
@@ -151,13 +152,19 @@ async fn counts_raw_completions_and_tokenizing_are_refused_on_an_upstream() {
             assert_eq!(error["code"], "UNSUPPORTED_COUNT", "{body}");
         }
     }
-    // One prompt or several: the backend is refused, named `prompt`.
+    // An upstream whose API has no raw completions (Anthropic's), one
+    // prompt or several: the backend is refused, named `prompt`.
+    let anthropic = super::front(UpstreamConfig {
+        kind: UpstreamKind::Anthropic,
+        ..upstream_config(upstream.url("/v1"))
+    })
+    .await;
     for raw in [
         json!({"prompt": "Once upon a time"}),
         json!({"prompt": ["Once", "upon"]}),
     ] {
         let response = reqwest::Client::new()
-            .post(front.url("/v1/completions"))
+            .post(anthropic.url("/v1/completions"))
             .json(&raw)
             .send()
             .await
@@ -167,6 +174,7 @@ async fn counts_raw_completions_and_tokenizing_are_refused_on_an_upstream() {
         assert_eq!(body["error"]["code"], "UNSUPPORTED_COMPLETION", "{body}");
         assert_eq!(body["error"]["param"], "prompt", "{body}");
     }
+    anthropic.shutdown().await;
     let response = reqwest::Client::new()
         .post(front.url("/tokenize"))
         .json(&json!({"content": "Once"}))
@@ -180,6 +188,78 @@ async fn counts_raw_completions_and_tokenizing_are_refused_on_an_upstream() {
         observed.prompts.lock().unwrap().is_empty(),
         "nothing reached the upstream"
     );
+    front.shutdown().await;
+    upstream.shutdown().await;
+}
+
+/// A raw completion on an OpenAI-compatible upstream goes up to its
+/// `/completions` as written (text or ids) and comes back as the
+/// upstream wrote it: the same text, its legacy log-probabilities, its
+/// usage and `length` at the limit, whole and streamed; echo of ids, which
+/// needs the tokenizer, is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn raw_completions_go_up_to_an_openai_compatible_upstream() {
+    let goes_on = " there was a fox.";
+    let scripts: Vec<String> = (0..8).map(|_| format!("{goes_on}<|im_end|>")).collect();
+    let (upstream, observed) = upstream_thinkwire(&scripts).await;
+    let front = front(upstream_config(upstream.url("/v1"))).await;
+    let post = |body: Value| {
+        let request = reqwest::Client::new()
+            .post(front.url("/v1/completions"))
+            .json(&body);
+        async move {
+            let response = request.send().await.unwrap();
+            (
+                response.status().as_u16(),
+                response.json::<Value>().await.unwrap(),
+            )
+        }
+    };
+    let (status, whole) = post(json!({"prompt": "Once upon a time", "logprobs": 1})).await;
+    assert_eq!(status, 200, "{whole}");
+    let choice = &whole["choices"][0];
+    assert_eq!(choice["text"], goes_on, "{whole}");
+    assert_eq!(choice["finish_reason"], "stop", "{whole}");
+    let tokens: String = (choice["logprobs"]["tokens"].as_array().unwrap().iter())
+        .map(|t| t.as_str().unwrap())
+        .collect();
+    assert_eq!(tokens, goes_on, "{whole}");
+    assert_eq!(choice["logprobs"]["text_offset"][0], 0, "{whole}");
+    let prompt_ids = observed.prompts.lock().unwrap()[0].clone();
+    assert_eq!(whole["usage"]["prompt_tokens"], prompt_ids.len(), "{whole}");
+
+    // Ids go up as ids: the upstream's engine is given them.
+    let (status, whole) = post(json!({"prompt": prompt_ids, "max_tokens": 2})).await;
+    assert_eq!(status, 200, "{whole}");
+    assert_eq!(observed.prompts.lock().unwrap()[1], prompt_ids);
+    assert_eq!(whole["choices"][0]["finish_reason"], "length", "{whole}");
+
+    // Streamed, with echo of the text and the usage.
+    let body = json!({"prompt": "Once upon a time", "stream": true, "echo": true,
+        "stream_options": {"include_usage": true}});
+    let text = reqwest::Client::new()
+        .post(front.url("/v1/completions"))
+        .json(&body)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let chunks: Vec<Value> = (text.lines())
+        .filter_map(|l| l.strip_prefix("data: "))
+        .filter(|d| *d != "[DONE]")
+        .map(|d| serde_json::from_str(d).unwrap())
+        .collect();
+    let streamed: String = (chunks.iter())
+        .filter_map(|c| c["choices"][0]["text"].as_str())
+        .collect();
+    assert_eq!(streamed, format!("Once upon a time{goes_on}"), "{text}");
+    assert!(chunks.last().unwrap()["usage"]["completion_tokens"].as_u64() > Some(0));
+
+    let (status, refused) = post(json!({"prompt": [1, 2], "echo": true})).await;
+    assert_eq!(status, 400, "{refused}");
+    assert_eq!(refused["error"]["param"], "echo", "{refused}");
     front.shutdown().await;
     upstream.shutdown().await;
 }

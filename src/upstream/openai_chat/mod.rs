@@ -29,7 +29,9 @@ use super::UpstreamError;
 use crate::conversation::ReplayedBlock;
 
 pub use request::request_body;
+pub(super) use request::sampling_extras;
 pub use stream::StreamParser;
+pub(super) use stream::read_usage;
 
 /// What a run asks of the upstream.
 pub struct UpstreamRequest<'a> {

@@ -79,7 +79,10 @@ pub fn request_body(model: &str, request: &UpstreamRequest<'_>) -> Value {
 /// for them: the penalties and `logit_bias` are OpenAI's own; `top_k`, `min_p` and
 /// `repetition_penalty` are vLLM's, SGLang's and mlx-lm's extras, which
 /// OpenAI itself refuses, so a run that never asks never trips it.
-fn sampling_extras(fields: &mut Map<String, Value>, sampling: &SamplingParams) {
+pub(in crate::upstream) fn sampling_extras(
+    fields: &mut Map<String, Value>,
+    sampling: &SamplingParams,
+) {
     let numbers = [
         ("frequency_penalty", sampling.frequency_penalty, 0.0),
         ("presence_penalty", sampling.presence_penalty, 0.0),

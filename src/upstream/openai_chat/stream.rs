@@ -256,7 +256,7 @@ fn ahead_of_text(chunks: Vec<Chunk>, entries: Vec<Value>) -> Vec<UpstreamOutput>
     out
 }
 
-fn read_usage(usage: &Value) -> UpstreamUsage {
+pub(in crate::upstream) fn read_usage(usage: &Value) -> UpstreamUsage {
     let count = |v: Option<&Value>| v.and_then(Value::as_u64);
     UpstreamUsage {
         input: count(usage.get("prompt_tokens")).unwrap_or(0),

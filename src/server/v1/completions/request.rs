@@ -64,6 +64,15 @@ pub fn decode(body: &Value, agent: &Agent) -> Result<CompletionRequest, ApiError
                 "echo with logprobs is not supported: the prompt's own log-probabilities are not computed",
             ));
         }
+        // Ids are written back as text by the model's tokenizer, which an
+        // upstream keeps to itself.
+        true if agent.model().is_none()
+            && prompts.iter().any(|(p, _)| matches!(p, RawPrompt::Ids(_))) =>
+        {
+            return Err(echo.invalid(
+                "echo of a prompt of token ids needs the model's tokenizer, which an upstream keeps",
+            ));
+        }
         true => prompts.iter().map(|(p, _)| echoed(p, agent)).collect(),
     };
     let choices = choices(&root.get("n"))?;
@@ -87,13 +96,13 @@ pub fn decode(body: &Value, agent: &Agent) -> Result<CompletionRequest, ApiError
         stop,
     } = delivery(&root)?;
     let logprobs = input.asks_logprobs();
-    // Without a local model every prompt is refused alike (the backend
-    // runs no raw completion): the refusal names `prompt` itself.
-    let local = agent.model().is_some();
+    // A backend without raw completions refuses every prompt alike: the
+    // refusal names `prompt` itself.
+    let runs = agent.backend().runs_raw_completions();
     let inputs = (prompts.into_iter())
         .map(|(prompt, path)| {
             let mut input = input.clone();
-            input.raw_prompt(prompt, if local { path } else { "prompt".into() });
+            input.raw_prompt(prompt, if runs { path } else { "prompt".into() });
             input
         })
         .collect();
