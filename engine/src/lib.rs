@@ -250,6 +250,19 @@ pub trait Engine: Send + Sync {
         let _ = prompt_tokens;
         None
     }
+
+    /// How likely the model finds each token of `prompt` after those
+    /// before it: one [`TokenLogprobs`] per token from the second on
+    /// (the first follows nothing), `top` alternatives each (at most
+    /// [`MAX_TOP_LOGPROBS`]), under the model's raw distribution (no bias,
+    /// penalty or temperature). What OpenAI's `echo` with `logprobs`
+    /// reports, and what evaluation harnesses score continuations by.
+    fn score_prompt(&self, prompt: &[u32], top: usize) -> Result<Vec<TokenLogprobs>, EngineError> {
+        let _ = (prompt, top);
+        Err(EngineError::InvalidRequest(
+            "this engine does not score prompts".into(),
+        ))
+    }
 }
 
 /// Checks the parts of a request every engine must refuse the same way.

@@ -6,7 +6,7 @@
 use thinkwire_reasoning::{FormatSpec, Registry, SeparatePassSpec};
 
 use super::model::LocalModel;
-use crate::upstream::{Upstream, UpstreamKind};
+use crate::upstream::Upstream;
 
 /// The agent's backend; see the module docs.
 // One per agent, built once: the size difference costs nothing.
@@ -59,7 +59,7 @@ impl Backend {
     pub fn runs_raw_completions(&self) -> bool {
         match self {
             Self::Local(_) => true,
-            Self::Upstream(up) => up.upstream.config().kind == UpstreamKind::OpenAiChat,
+            Self::Upstream(up) => up.upstream.config().kind.has_raw_completions(),
         }
     }
 

@@ -12,6 +12,8 @@ use thinkwire_protocol::RunAgentInput;
 
 use super::backend::Backend;
 use super::controls::ReasoningControls;
+use super::execute::Execution;
+use super::generation::Stopped;
 use super::model::LocalModel;
 use super::prepare::{Plan, PreparedRun, Shared, prepared};
 use super::rejection::{RejectKind, RunRejected};
@@ -42,12 +44,21 @@ pub(super) fn prepare(
     let (sampling, max_new_tokens) =
         sampling::from_forwarded(forwarded, &config.sampling, config.max_new_tokens)?;
     let logprobs = logprobs::from_forwarded(forwarded)?;
+    let score = prompt_logprobs(forwarded, logprobs)?;
     // Reasoning controls mean nothing here: the run shows what the model
     // writes, and these are the policy's defaults, which it allows.
     let controls = ReasoningControls::from_forwarded(None, &config.policy)?;
     let plan = match &shared.backend {
-        Backend::Local(model) => local_plan(model, &sampling, prompt)?,
-        Backend::Upstream(up) => upstream_plan(up.upstream.config().kind, &sampling, prompt)?,
+        Backend::Local(model) => local_plan(model, &sampling, prompt, score)?,
+        Backend::Upstream(_) if score => {
+            return Err(RunRejected::new(
+                RejectKind::Unprocessable,
+                "UNSUPPORTED_LOGPROBS",
+                "a prompt's own log-probabilities are scored by a local model; an upstream's stream carries none",
+            )
+            .at("forwardedProps.promptLogprobs"));
+        }
+        Backend::Upstream(up) => upstream_plan(up.upstream.config().kind, prompt)?,
     };
     Ok(prepared(
         shared.clone(),
@@ -70,6 +81,7 @@ fn local_plan(
     model: &LocalModel,
     sampling: &SamplingParams,
     prompt: RawPrompt,
+    score: bool,
 ) -> Result<Plan, RunRejected> {
     let vocab = model.engine().info().vocab_size;
     sampling::check_vocabulary(sampling, vocab)?;
@@ -115,19 +127,63 @@ fn local_plan(
         )
         .at("prompt"));
     }
-    Ok(Plan::Raw { prompt: ids })
+    Ok(Plan::Raw { prompt: ids, score })
+}
+
+/// `forwardedProps.promptLogprobs`: the prompt's own tokens are scored
+/// too, with the alternatives `logprobs` asks for (which it needs).
+fn prompt_logprobs(
+    forwarded: Option<&serde_json::Value>,
+    logprobs: Option<usize>,
+) -> Result<bool, RunRejected> {
+    let invalid = |message: &str| {
+        RunRejected::new(RejectKind::Unprocessable, "INVALID_LOGPROBS", message)
+            .at("forwardedProps.promptLogprobs")
+    };
+    match forwarded.and_then(|f| f.get("promptLogprobs")) {
+        None | Some(serde_json::Value::Null) | Some(serde_json::Value::Bool(false)) => Ok(false),
+        Some(serde_json::Value::Bool(true)) if logprobs.is_some() => Ok(true),
+        Some(serde_json::Value::Bool(true)) => Err(invalid(
+            "needs logprobs: the prompt's tokens are listed with the answer's",
+        )),
+        Some(_) => Err(invalid("must be a boolean")),
+    }
+}
+
+impl Execution<'_, '_> {
+    /// The prompt's own tokens' log-probabilities (`promptLogprobs`), as
+    /// the engine scores them, ahead of the answer's: the first follows
+    /// nothing, so its log-probability is `null`.
+    pub(super) fn score_prompt(
+        &mut self,
+        model: &LocalModel,
+        prompt: &[u32],
+    ) -> Result<(), Stopped> {
+        let Some(top) = self.run.logprobs else {
+            return Ok(());
+        };
+        let scored = model
+            .engine()
+            .score_prompt(prompt, top)
+            .map_err(Stopped::Engine)?;
+        let mut entries = Vec::with_capacity(prompt.len());
+        if let Some(&first) = prompt.first() {
+            let (text, bytes) = model.token_piece(first);
+            entries.push(serde_json::json!({"token": text, "logprob": null, "bytes": bytes, "top_logprobs": null}));
+        }
+        for (&id, logprobs) in prompt.iter().skip(1).zip(&scored) {
+            entries.push(super::logprobs::entry(model, id, logprobs));
+        }
+        Ok(self.events.prompt_logprobs(entries)?)
+    }
 }
 
 /// The plan of a raw completion an upstream runs: its wire must have raw
-/// completions (OpenAI-compatible servers' `/completions`) and carry the
-/// sampling asked; the prompt goes up as written (the upstream's
-/// tokenizer encodes it and checks its ids and its context).
-fn upstream_plan(
-    kind: UpstreamKind,
-    sampling: &SamplingParams,
-    prompt: RawPrompt,
-) -> Result<Plan, RunRejected> {
-    if kind != UpstreamKind::OpenAiChat {
+/// completions (OpenAI-compatible servers' `/completions`, which carry
+/// every sampling parameter); the prompt goes up as written (the
+/// upstream's tokenizer encodes it and checks its ids and its context).
+fn upstream_plan(kind: UpstreamKind, prompt: RawPrompt) -> Result<Plan, RunRejected> {
+    if !kind.has_raw_completions() {
         return Err(RunRejected::new(
             RejectKind::Unprocessable,
             "UNSUPPORTED_COMPLETION",
@@ -137,14 +193,6 @@ fn upstream_plan(
             ),
         )
         .at("prompt"));
-    }
-    if let Some(uncarried) = kind.uncarried_sampling(sampling, false) {
-        return Err(RunRejected::new(
-            RejectKind::Unprocessable,
-            "UNSUPPORTED_SAMPLING",
-            uncarried.message,
-        )
-        .at(format!("forwardedProps.sampling.{}", uncarried.key)));
     }
     let prompt = match prompt {
         RawPrompt::Text(text) if !text.is_empty() => serde_json::json!(text),

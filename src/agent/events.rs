@@ -165,6 +165,20 @@ impl<'a> RunEvents<'a> {
         )
     }
 
+    /// A raw completion's prompt tokens' log-probabilities (`entries`,
+    /// the first `null`), in the assistant message ahead of its text:
+    /// `thinkwire.logprobs` with `prompt` instead of `content`.
+    pub(crate) fn prompt_logprobs(
+        &mut self,
+        entries: Vec<serde_json::Value>,
+    ) -> Result<(), Disconnected> {
+        self.open_text()?;
+        self.custom(
+            custom::LOGPROBS,
+            json!({"messageId": self.assistant_id, "prompt": entries}),
+        )
+    }
+
     /// Whether reasoning is shown at all (`off` shows none).
     fn reasoning_shown(&self) -> bool {
         self.visibility != Visibility::Off

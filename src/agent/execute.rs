@@ -118,7 +118,10 @@ impl Execution<'_, '_> {
         let run = self.run;
         match &run.plan {
             Plan::Upstream { .. } | Plan::UpstreamRaw { .. } => Ok(()),
-            Plan::Raw { prompt } => {
+            Plan::Raw { prompt, score } => {
+                if *score {
+                    self.score_prompt(model, prompt)?;
+                }
                 let pass = Generation::raw(model).reporting_logprobs(run.logprobs);
                 self.one_pass(pass, prompt)
             }

@@ -102,7 +102,7 @@ impl Reporter {
 }
 
 /// One token as OpenAI writes it, with its alternatives.
-fn entry(pieces: &impl Pieces, id: u32, logprobs: &TokenLogprobs) -> Value {
+pub(super) fn entry(pieces: &impl Pieces, id: u32, logprobs: &TokenLogprobs) -> Value {
     let mut entry = token(pieces, id, logprobs.logprob);
     let top: Vec<Value> = (logprobs.top.iter())
         .map(|&(id, logprob)| token(pieces, id, logprob))

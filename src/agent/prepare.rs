@@ -75,7 +75,7 @@ impl PreparedRun {
                 answer_tokens,
                 ..
             } => Some(reasoning_prompt.as_ref().map_or(*answer_tokens, Vec::len)),
-            Plan::Raw { prompt } => Some(prompt.len()),
+            Plan::Raw { prompt, .. } => Some(prompt.len()),
             Plan::Upstream { .. } | Plan::UpstreamRaw { .. } => None,
         }
     }
@@ -124,7 +124,7 @@ pub(super) enum Plan {
     },
     /// A raw completion: the client's own prompt, the model's text as it
     /// writes it (`completion`).
-    Raw { prompt: Vec<u32> },
+    Raw { prompt: Vec<u32>, score: bool },
     /// A raw completion an upstream runs: the prompt as the client wrote
     /// it (a string or ids), for the upstream's `/completions`.
     UpstreamRaw { prompt: Value },

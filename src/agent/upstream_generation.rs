@@ -76,6 +76,11 @@ impl PreparedRun {
         match up.upstream.count_input_tokens(&request) {
             Ok(Some(tokens)) => Ok(tokens as usize),
             Ok(None) => Err(unsupported()),
+            // A server that speaks the wire but has no counting endpoint.
+            Err(crate::upstream::UpstreamError::Refused {
+                status: 404 | 405 | 501,
+                ..
+            }) => Err(unsupported()),
             // Its code and status only, as a run's upstream errors.
             Err(err) => Err(RunRejected::new(
                 RejectKind::Unavailable,

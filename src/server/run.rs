@@ -57,15 +57,20 @@ pub(crate) async fn count_input(
     if state.shutdown.is_draining() {
         return Err(RunRejected::shutting_down());
     }
-    let _client_permit = state.client_runs.try_admit(client)?;
+    let client_permit = state.client_runs.try_admit(client)?;
     let agent = Arc::clone(&state.agent);
-    // An upstream's count is a request of its own: this thread waits.
-    tokio::task::spawn_blocking(move || agent.prepare_input(input)?.count_prompt_tokens())
-        .await
-        .map_err(|_| {
-            tracing::error!("token count preparation panicked");
-            RunRejected::internal("counting the prompt failed")
-        })?
+    // An upstream's count is a request of its own: this thread waits, and
+    // holds the client's place until it is answered (a client that left
+    // cannot pile counts up on the upstream).
+    tokio::task::spawn_blocking(move || {
+        let _place = client_permit;
+        agent.prepare_input(input)?.count_prompt_tokens()
+    })
+    .await
+    .map_err(|_| {
+        tracing::error!("token count preparation panicked");
+        RunRejected::internal("counting the prompt failed")
+    })?
 }
 
 async fn start_with(

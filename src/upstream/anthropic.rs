@@ -33,6 +33,7 @@ pub const COUNTED_FIELDS: &[&str] = &[
     "tools",
     "tool_choice",
     "thinking",
+    "output_config",
 ];
 
 /// The smallest thinking budget the API accepts.

@@ -106,14 +106,15 @@ impl Upstream {
     }
 
     /// Sends a raw completion (`POST {url}/completions`) as [`open`](Self::open)
-    /// sends a conversation; `None` where the upstream's wire has no raw
-    /// completions (Responses, Anthropic).
+    /// sends a conversation (`None`: the run stopped while it waited); an
+    /// error where the wire has no raw completions (runs are refused that
+    /// when prepared).
     pub fn open_completion(
         &self,
         request: &RawRequest<'_>,
         should_stop: &dyn Fn() -> bool,
     ) -> Result<Option<UpstreamStream>, UpstreamError> {
-        if self.config.kind != UpstreamKind::OpenAiChat {
+        if !self.config.kind.has_raw_completions() {
             return Err(UpstreamError::Protocol(
                 "this upstream's wire has no raw completions".into(),
             ));

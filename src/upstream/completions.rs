@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use thinkwire_engine::SamplingParams;
 use thinkwire_reasoning::Chunk;
 
-use super::openai_chat::{read_usage, refused_in_stream, sampling_extras};
+use super::openai_chat::{read_usage, refused_in_stream, sampling_extras, upstream_logprobs};
 use super::{UpstreamError, UpstreamOutput, UpstreamUsage};
 use crate::logprob_entries::token;
 
@@ -125,6 +125,10 @@ fn legacy_entries(logprobs: &Value, top: usize) -> Result<Vec<Value>, UpstreamEr
     if logprobs.is_null() {
         return Ok(Vec::new());
     }
+    // llama.cpp's server writes them in the chat shape.
+    if let Some(content) = logprobs.get("content") {
+        return upstream_logprobs(Some(content), top);
+    }
     let tokens = logprobs["tokens"].as_array().ok_or_else(malformed)?;
     let logprobs_of = logprobs["token_logprobs"]
         .as_array()
@@ -181,6 +185,33 @@ mod tests {
         assert!(parser.push("[DONE]").unwrap().is_empty());
         assert!(parser.cut_off() && parser.done());
         assert_eq!(parser.usage().map(|u| (u.input, u.output)), Some((4, 1)));
+    }
+
+    #[test]
+    fn llama_cpp_writes_them_in_the_chat_shape() {
+        let mut parser = CompletionParser::new(Some(1));
+        let chunk = json!({"choices": [{"text": "Hi", "logprobs": {"content": [
+            {"id": 5, "token": "Hi", "bytes": [72, 105], "logprob": -0.25,
+             "top_logprobs": [{"id": 5, "token": "Hi", "bytes": [72, 105], "logprob": -0.25}]}]}}]});
+        let out = parser.push(&chunk.to_string()).unwrap();
+        let UpstreamOutput::Logprobs(entries) = &out[0] else {
+            panic!("{out:?}");
+        };
+        assert_eq!(entries[0]["token"], "Hi");
+        assert_eq!(entries[0]["logprob"], -0.25);
+        assert_eq!(entries[0]["top_logprobs"][0]["token"], "Hi");
+    }
+
+    #[test]
+    fn a_null_alternatives_entry_has_none() {
+        let mut parser = CompletionParser::new(Some(2));
+        let chunk = json!({"choices": [{"text": "x", "logprobs": {"tokens": ["x"],
+            "token_logprobs": [-1.0], "top_logprobs": [null]}}]});
+        let out = parser.push(&chunk.to_string()).unwrap();
+        let UpstreamOutput::Logprobs(entries) = &out[0] else {
+            panic!("{out:?}");
+        };
+        assert_eq!(entries[0]["top_logprobs"], json!([]));
     }
 
     #[test]

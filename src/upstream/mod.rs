@@ -67,6 +67,13 @@ impl UpstreamKind {
         matches!(self, Self::OpenAiChat | Self::OpenAiResponses)
     }
 
+    /// Whether the wire has raw completions (OpenAI-compatible servers'
+    /// legacy `/completions`; OpenAI's Responses and Anthropic's have
+    /// none).
+    pub fn has_raw_completions(self) -> bool {
+        self == Self::OpenAiChat
+    }
+
     /// The `--upstream-kind` spelling.
     pub fn as_str(self) -> &'static str {
         match self {

@@ -191,7 +191,7 @@ pub(super) async fn conversations(server: &TestServer, c: &Canaries, secrets: &S
 }
 
 /// A raw completion of a prompt holding the user's canary, streamed with
-/// its log-probabilities; one refused (echo with logprobs) names no
+/// its log-probabilities; one refused (a suffix holding it too) names no
 /// secret; the prompt tokenized and its ids detokenized.
 async fn completion(server: &TestServer, c: &Canaries, secrets: &Secrets) {
     let prompt = format!("Tell me about {}", c.user);
@@ -199,7 +199,7 @@ async fn completion(server: &TestServer, c: &Canaries, secrets: &Secrets) {
     let (status, body) = post(server, "/v1/completions", body.to_string()).await;
     assert_eq!(status, 200);
     assert!(contains(&body, b"[DONE]"));
-    let bad = json!({"prompt": prompt, "echo": true, "logprobs": 1}).to_string();
+    let bad = json!({"prompt": prompt, "suffix": prompt}).to_string();
     let (status, body) = post(server, "/v1/completions", bad).await;
     assert_eq!(status, 400);
     assert!(

@@ -79,4 +79,12 @@ impl Engine for Recording {
     fn load(&self) -> EngineLoad {
         self.inner.load()
     }
+
+    fn score_prompt(
+        &self,
+        prompt: &[u32],
+        top: usize,
+    ) -> Result<Vec<thinkwire_engine::TokenLogprobs>, EngineError> {
+        self.inner.score_prompt(prompt, top)
+    }
 }

@@ -257,9 +257,16 @@ async fn raw_completions_go_up_to_an_openai_compatible_upstream() {
     assert_eq!(streamed, format!("Once upon a time{goes_on}"), "{text}");
     assert!(chunks.last().unwrap()["usage"]["completion_tokens"].as_u64() > Some(0));
 
-    let (status, refused) = post(json!({"prompt": [1, 2], "echo": true})).await;
-    assert_eq!(status, 400, "{refused}");
-    assert_eq!(refused["error"]["param"], "echo", "{refused}");
+    // Echo of ids needs the tokenizer, the prompt's log-probabilities a
+    // local model: both refused, named `echo`.
+    for body in [
+        json!({"prompt": [1, 2], "echo": true}),
+        json!({"prompt": "Once", "echo": true, "logprobs": 1}),
+    ] {
+        let (status, refused) = post(body).await;
+        assert_eq!(status, 400, "{refused}");
+        assert_eq!(refused["error"]["param"], "echo", "{refused}");
+    }
     front.shutdown().await;
     upstream.shutdown().await;
 }

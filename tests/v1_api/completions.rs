@@ -120,10 +120,6 @@ async fn what_a_raw_completion_cannot_do_is_refused_by_name() {
     for (body, param) in [
         (json!({"prompt": PROMPT, "suffix": " the end."}), "suffix"),
         (json!({"prompt": PROMPT, "n": 2, "best_of": 3}), "best_of"),
-        (
-            json!({"prompt": PROMPT, "echo": true, "logprobs": 1}),
-            "echo",
-        ),
         (json!({"prompt": vec!["a"; 129]}), "prompt"),
         (json!({"max_tokens": 4}), "prompt"),
         (json!({"prompt": ""}), "prompt"),

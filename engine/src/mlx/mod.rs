@@ -334,4 +334,25 @@ impl Engine for MlxEngine {
     fn expected_wait(&self, prompt_tokens: usize) -> Option<std::time::Duration> {
         self.scheduler.expected_wait(prompt_tokens)
     }
+
+    fn score_prompt(
+        &self,
+        prompt: &[u32],
+        top: usize,
+    ) -> Result<Vec<crate::TokenLogprobs>, EngineError> {
+        let vocab = self.info.vocab_size;
+        if let Some(bad) = prompt.iter().find(|&&id| id as usize >= vocab) {
+            return Err(EngineError::InvalidRequest(format!(
+                "token id {bad} is outside the vocabulary of {vocab}"
+            )));
+        }
+        if prompt.len() > self.info.context_length {
+            return Err(EngineError::ContextOverflow {
+                prompt: prompt.len(),
+                context: self.info.context_length,
+            });
+        }
+        self.scheduler
+            .score(prompt.to_vec(), top.min(crate::MAX_TOP_LOGPROBS))
+    }
 }

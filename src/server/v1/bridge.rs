@@ -65,6 +65,9 @@ pub struct RunInput {
     parallel_tool_calls: Option<bool>,
     /// `forwardedProps.logprobs`: alternatives per answer token.
     logprobs: Option<usize>,
+    /// `forwardedProps.promptLogprobs`: a raw completion's prompt tokens
+    /// are scored too (legacy `echo` with `logprobs`).
+    prompt_logprobs: bool,
     /// A raw completion's prompt: the run continues it as it is, and
     /// reads no messages.
     raw: Option<RawPrompt>,
@@ -230,6 +233,14 @@ impl RunInput {
         self.params.insert("prompt".into(), param);
     }
 
+    /// Scores a raw completion's prompt tokens too, read from wire
+    /// parameter `param`.
+    pub fn prompt_logprobs(&mut self, param: &str) {
+        self.prompt_logprobs = true;
+        self.params
+            .insert("forwardedProps.promptLogprobs".into(), param.to_owned());
+    }
+
     /// Whether the answer tokens' log-probabilities were asked for.
     pub fn asks_logprobs(&self) -> bool {
         self.logprobs.is_some()
@@ -261,6 +272,9 @@ impl RunInput {
         }
         if let Some(k) = self.logprobs {
             props.insert("logprobs".into(), json!(k));
+        }
+        if self.prompt_logprobs {
+            props.insert("promptLogprobs".into(), json!(true));
         }
         RunAgentInput {
             tools: self.tools.clone(),

@@ -241,9 +241,19 @@ fn piece(kind: EventKind) -> Option<RunStep> {
         },
         EventKind::ToolCallArgs(e) => RunStep::ToolArgs(e.delta),
         EventKind::ToolCallEnd(_) => RunStep::ToolEnd,
+        // A raw completion's prompt entries (`prompt`) come first, as
+        // the legacy shape lists them.
         EventKind::Custom(mut e) if e.name == custom::LOGPROBS => {
-            match e.value.get_mut("content").map(Value::take) {
-                Some(Value::Array(entries)) => RunStep::Logprobs(entries),
+            let entries = match e.value.get_mut("content") {
+                Some(content) => content.take(),
+                None => e
+                    .value
+                    .get_mut("prompt")
+                    .map(Value::take)
+                    .unwrap_or_default(),
+            };
+            match entries {
+                Value::Array(entries) => RunStep::Logprobs(entries),
                 _ => return None,
             }
         }

@@ -299,8 +299,29 @@ impl Network {
         segments: &mut [Segment<'_>],
         logits: bool,
     ) -> R<Option<Array>> {
+        let rows = match logits {
+            true => Rows::Last,
+            false => Rows::None,
+        };
+        self.forward_rows(ids, segments, rows)
+    }
+
+    /// [`forward`](Self::forward) returning every position's logits
+    /// (`[Σ len, vocab]`, f32): how likely each token made the next, for
+    /// scoring a prompt.
+    pub fn forward_every_row(&self, ids: &Array, segments: &mut [Segment<'_>]) -> R<Array> {
+        self.forward_rows(ids, segments, Rows::Every)?
+            .ok_or_else(|| mlx_rs::error::Exception::custom("a scoring pass made no logits"))
+    }
+
+    fn forward_rows(
+        &self,
+        ids: &Array,
+        segments: &mut [Segment<'_>],
+        want: Rows,
+    ) -> R<Option<Array>> {
         let mut positions = Vec::new();
-        let mut last_rows = Vec::with_capacity(segments.len());
+        let mut last_rows: Vec<i32> = Vec::with_capacity(segments.len());
         for seg in segments.iter() {
             let offset = match seg.fork {
                 Some(f) => f.at,
@@ -424,11 +445,14 @@ impl Network {
                 x = block.forward(&x, layer, segments, (rope, rows), pass)?;
             }
         }
-        if !logits {
+        if want == Rows::None {
             // Prefill only fills the caches: the last MLP output is not needed.
             return Ok(None);
         }
         let t = positions.len() as i32;
+        if want == Rows::Every {
+            last_rows = (0..t).collect();
+        }
         let last = |a: Array| -> R<Array> {
             if last_rows.len() as i32 == t {
                 Ok(a)
@@ -455,6 +479,17 @@ impl Network {
             logits.as_dtype(mlx_rs::Dtype::Float32).map(Some)
         }
     }
+}
+
+/// Which positions' logits a pass returns.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Rows {
+    /// None: prefill fills the caches.
+    None,
+    /// Each segment's last: its next token.
+    Last,
+    /// Every position's: scoring.
+    Every,
 }
 
 #[cfg(test)]

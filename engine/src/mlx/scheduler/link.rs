@@ -42,6 +42,8 @@ pub(crate) enum Inbox {
     Reply(SeqId, Reply),
     /// The engine is dropped: finish what runs, then exit.
     Close,
+    /// Score a prompt's tokens (`score.rs`).
+    Score(super::score::ScoreJob),
 }
 
 /// A request waiting for a place in the batch.

@@ -28,6 +28,7 @@ mod pass;
 mod picked;
 mod pool;
 mod sampler;
+mod score;
 mod sequence;
 mod settle;
 mod shared;
@@ -209,6 +210,24 @@ impl Scheduler {
             .send(Inbox::Submit(submission))
             .map_err(|_| EngineError::Backend("the scheduler is gone".into()))?;
         link::serve_sink(id, &from_scheduler, &to_scheduler, sink)
+    }
+
+    /// [`crate::Engine::score_prompt`]: run between steps on the
+    /// scheduler's thread (`score.rs`), the caller waiting.
+    pub fn score(
+        &self,
+        ids: Vec<u32>,
+        top: usize,
+    ) -> Result<Vec<crate::TokenLogprobs>, EngineError> {
+        let (reply, answer) = mpsc::channel();
+        self.inbox
+            .lock()
+            .map_err(|_| EngineError::Backend("the scheduler is gone".into()))?
+            .send(Inbox::Score(score::ScoreJob { ids, top, reply }))
+            .map_err(|_| EngineError::Backend("the scheduler is gone".into()))?;
+        answer
+            .recv()
+            .map_err(|_| EngineError::Backend("the scheduler is gone".into()))?
     }
 
     /// How long a prompt of `tokens` submitted now would wait for the

@@ -131,6 +131,7 @@ impl Worker {
         match msg {
             Inbox::Submit(sub) => self.waiting.push_back(sub),
             Inbox::Close => self.closing = true,
+            Inbox::Score(job) => self.score(job),
             Inbox::Reply(id, Reply::Mask(mask)) => {
                 if let Some(seq) = self.active.iter_mut().find(|s| s.id == id) {
                     seq.masked(mask);

@@ -49,6 +49,7 @@ pub(in crate::server) async fn create(
                 .unwrap_or_else(|| state.agent.model_id().to_owned()),
             created: unix_now(),
             logprobs: request.logprobs,
+            scored: request.scored,
         };
         Ok(Start {
             inputs: request.inputs,
@@ -56,7 +57,9 @@ pub(in crate::server) async fn create(
             stops: request.stop,
             stream: request.stream,
             surface: Completions {
-                streams: echoes.iter().map(|echo| Stream::new(echo)).collect(),
+                streams: (echoes.iter())
+                    .map(|echo| Stream::new(echo, reply.text_start(echo)))
+                    .collect(),
                 usages: vec![Usage::default(); echoes.len()],
                 echoes,
                 per_prompt: choices,
@@ -149,9 +152,22 @@ struct Reply {
     created: u64,
     /// Whether the tokens' log-probabilities were asked for.
     logprobs: bool,
+    /// Whether the prompt's tokens are listed first (`echo` with
+    /// `logprobs`).
+    scored: bool,
 }
 
 impl Reply {
+    /// Where the first listed token starts in the text: the prompt's
+    /// first where its tokens are listed, else the completion's, after
+    /// the echo.
+    fn text_start(&self, echo: &str) -> TextOffset {
+        match self.scored {
+            true => TextOffset::default(),
+            false => TextOffset::at(echo.chars().count()),
+        }
+    }
+
     fn chunk(&self, choice: usize, text: &str, logprobs: Value, finish: Option<&str>) -> Value {
         json!({
             "id": self.id,
@@ -168,7 +184,7 @@ impl Reply {
         let choices: Vec<Value> = (choices.iter().zip(echoes).enumerate())
             .map(|(index, (all, echo))| {
                 let logprobs = match self.logprobs {
-                    true => legacy(&all.logprobs, &mut TextOffset::at(echo.chars().count())),
+                    true => legacy(&all.logprobs, &mut self.text_start(echo)),
                     false => Value::Null,
                 };
                 json!({"index": index, "text": format!("{echo}{}", all.text),
@@ -195,11 +211,11 @@ struct Stream {
 }
 
 impl Stream {
-    fn new(echo: &str) -> Self {
+    fn new(echo: &str, offset: TextOffset) -> Self {
         Self {
             echo: Some(echo.to_owned()).filter(|e| !e.is_empty()),
             entries: Vec::new(),
-            offset: TextOffset::at(echo.chars().count()),
+            offset,
         }
     }
 
@@ -237,21 +253,33 @@ fn legacy(entries: &[Value], offset: &mut TextOffset) -> Value {
         let token = entry["token"].as_str().unwrap_or_default();
         tokens.push(json!(token));
         token_logprobs.push(entry["logprob"].clone());
+        // A prompt's first token follows nothing: `null`, as OpenAI's.
+        let Some(alternatives) = entry["top_logprobs"].as_array() else {
+            top_logprobs.push(Value::Null);
+            text_offset.push(json!(offset.chars));
+            push_bytes(offset, entry, token);
+            continue;
+        };
         let mut top = Map::new();
-        for alternative in entry["top_logprobs"].as_array().into_iter().flatten() {
+        for alternative in alternatives {
             let key = alternative["token"].as_str().unwrap_or_default().to_owned();
             top.entry(key)
                 .or_insert_with(|| alternative["logprob"].clone());
         }
         top_logprobs.push(Value::Object(top));
         text_offset.push(json!(offset.chars));
-        match entry["bytes"].as_array() {
-            Some(bytes) => offset.push(bytes.iter().filter_map(|b| b.as_u64()).map(|b| b as u8)),
-            None => offset.push(token.bytes()),
-        }
+        push_bytes(offset, entry, token);
     }
     json!({"tokens": tokens, "token_logprobs": token_logprobs,
            "top_logprobs": top_logprobs, "text_offset": text_offset})
+}
+
+/// Counts `entry`'s bytes (its `token`'s where it lists none).
+fn push_bytes(offset: &mut TextOffset, entry: &Value, token: &str) {
+    match entry["bytes"].as_array() {
+        Some(bytes) => offset.push(bytes.iter().filter_map(|b| b.as_u64()).map(|b| b as u8)),
+        None => offset.push(token.bytes()),
+    }
 }
 
 /// Where in the completion's text the next token starts, in characters

@@ -34,6 +34,9 @@ pub struct CompletionRequest {
     pub echoes: Vec<String>,
     /// Whether the tokens' log-probabilities were asked for.
     pub logprobs: bool,
+    /// Whether the prompt's tokens are scored and listed first (`echo`
+    /// with `logprobs`).
+    pub scored: bool,
 }
 
 /// Decodes `body`; `agent` writes back a prompt of token ids as text for
@@ -57,16 +60,18 @@ pub fn decode(body: &Value, agent: &Agent) -> Result<CompletionRequest, ApiError
         input.logprobs(k, "logprobs");
     }
     let echo = root.get("echo");
+    let echoed_logprobs = echo.bool()?.unwrap_or(false) && input.asks_logprobs();
+    if echoed_logprobs {
+        // The prompt's own tokens are scored and listed ahead of the
+        // completion's (the run refuses it where the backend cannot).
+        input.prompt_logprobs("echo");
+    }
     let echoes = match echo.bool()?.unwrap_or(false) {
         false => vec![String::new(); prompts.len()],
-        true if input.asks_logprobs() => {
-            return Err(echo.invalid(
-                "echo with logprobs is not supported: the prompt's own log-probabilities are not computed",
-            ));
-        }
         // Ids are written back as text by the model's tokenizer, which an
         // upstream keeps to itself.
         true if agent.model().is_none()
+            && agent.backend().runs_raw_completions()
             && prompts.iter().any(|(p, _)| matches!(p, RawPrompt::Ids(_))) =>
         {
             return Err(echo.invalid(
@@ -107,6 +112,7 @@ pub fn decode(body: &Value, agent: &Agent) -> Result<CompletionRequest, ApiError
         })
         .collect();
     Ok(CompletionRequest {
+        scored: echoed_logprobs,
         inputs,
         model: root.get("model").str()?.map(str::to_owned),
         stream,
