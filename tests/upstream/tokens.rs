@@ -124,6 +124,153 @@ async fn prompt_counts_are_asked_of_an_upstream_that_counts() {
     upstream.shutdown().await;
 }
 
+/// What reaches a counting endpoint is the prompt's fields only (the real
+/// endpoints refuse `max_tokens`, `stream` and the sampling fields), the
+/// system prompt and tools among them; a server without the endpoint
+/// (404) is a count the wire cannot give.
+#[tokio::test]
+async fn a_count_sends_the_prompts_fields_only() {
+    use std::sync::Mutex;
+    let seen: Arc<Mutex<Vec<(String, Value)>>> = Arc::default();
+    let counted = |path: &'static str, fields: &'static [&'static str], tokens: u64| {
+        let seen = Arc::clone(&seen);
+        axum::routing::post(
+            move |headers: axum::http::HeaderMap, axum::Json(body): axum::Json<Value>| {
+                let seen = Arc::clone(&seen);
+                async move {
+                    seen.lock().unwrap().push((path.to_owned(), body.clone()));
+                    let extra =
+                        (body.as_object().unwrap().keys()).find(|k| !fields.contains(&k.as_str()));
+                    let versioned =
+                        path.contains("messages") == headers.contains_key("anthropic-version");
+                    match (extra, versioned) {
+                        (None, true) => (
+                            axum::http::StatusCode::OK,
+                            axum::Json(json!({"input_tokens": tokens})),
+                        ),
+                        _ => (
+                            axum::http::StatusCode::BAD_REQUEST,
+                            axum::Json(json!({"error": {"type": "invalid_request_error",
+                            "message": "Extra inputs are not permitted"}})),
+                        ),
+                    }
+                }
+            },
+        )
+    };
+    let mock = axum::Router::new()
+        .route(
+            "/v1/messages/count_tokens",
+            counted(
+                "messages",
+                &[
+                    "model",
+                    "messages",
+                    "system",
+                    "tools",
+                    "tool_choice",
+                    "thinking",
+                    "output_config",
+                ],
+                42,
+            ),
+        )
+        .route(
+            "/v1/responses/input_tokens",
+            counted(
+                "responses",
+                &[
+                    "model",
+                    "input",
+                    "instructions",
+                    "tools",
+                    "tool_choice",
+                    "parallel_tool_calls",
+                    "reasoning",
+                    "text",
+                    "truncation",
+                ],
+                43,
+            ),
+        );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, mock).await;
+    });
+    let tools = json!([{"name": "weather", "description": "Weather",
+        "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}}}]);
+    let user = json!([{"role": "user", "content": "Weather?"}]);
+    for (kind, path, body, tokens) in [
+        (
+            UpstreamKind::Anthropic,
+            "/v1/messages/count_tokens",
+            json!({"system": "Be brief.", "messages": user, "tools": tools}),
+            42,
+        ),
+        (
+            UpstreamKind::OpenAiResponses,
+            "/v1/responses/input_tokens",
+            json!({"instructions": "Be brief.", "input": "Weather?", "tools": [{"type": "function",
+                "name": "weather", "parameters": {"type": "object"}}]}),
+            43,
+        ),
+    ] {
+        let front = front(UpstreamConfig {
+            kind,
+            ..upstream_config(url.clone())
+        })
+        .await;
+        let response = reqwest::Client::new()
+            .post(front.url(path))
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        let status = response.status();
+        let counted: Value = response.json().await.unwrap();
+        assert_eq!(status, 200, "{path}: {counted}");
+        assert_eq!(counted["input_tokens"], tokens, "{path}: {counted}");
+        front.shutdown().await;
+    }
+    {
+        let seen = seen.lock().unwrap();
+        let (_, anthropic) = &seen[0];
+        assert_eq!(anthropic["system"], "Be brief.", "{anthropic}");
+        assert_eq!(anthropic["tools"][0]["name"], "weather", "{anthropic}");
+        let (_, responses) = &seen[1];
+        assert_eq!(responses["tools"][0]["name"], "weather", "{responses}");
+        let developer = responses["input"][0].to_string();
+        assert!(developer.contains("Be brief."), "{responses}");
+    }
+
+    // A server that speaks the wire but has no counting endpoint.
+    let bare = axum::Router::new();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let bare_url = format!("http://{}/v1", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, bare).await;
+    });
+    let front = front(UpstreamConfig {
+        kind: UpstreamKind::Anthropic,
+        ..upstream_config(bare_url)
+    })
+    .await;
+    let response = reqwest::Client::new()
+        .post(front.url("/v1/messages/count_tokens"))
+        .json(&json!({"messages": user}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 400);
+    let refused: Value = response.json().await.unwrap();
+    assert!(
+        refused.to_string().contains("counts no prompt tokens"),
+        "{refused}"
+    );
+    front.shutdown().await;
+}
+
 /// What the upstream's API cannot do is refused: prompt counts on the
 /// chat wire, raw completions on Anthropic's, and tokenizing anywhere
 /// (the upstream keeps its tokenizer).
