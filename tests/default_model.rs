@@ -368,13 +368,16 @@ async fn a_raw_completion_is_the_engines_continuation_on_the_default_model() {
 /// `echo` with `logprobs` scores the prompt on the default model: each of
 /// its tokens after the first (`null`) has the log-probability the engine
 /// gave it when it generated that token, and greedy tokens are the most
-/// likely of their alternatives.
+/// likely of their alternatives. The prompt is long enough that the
+/// continuation is scored in a later pass than its start.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_echoed_prompt_is_scored_as_the_engine_generated_it() {
     let server = server(false).await;
     let agent = agent();
     let model = agent.model().unwrap();
-    let ids = model.encode_raw("The capital of France is").unwrap();
+    let text = "Paris is in France. Rome is in Italy. ".repeat(16) + "Madrid is in";
+    let ids = model.encode_raw(&text).unwrap();
+    assert!(ids.len() > 130, "{} tokens", ids.len());
     struct Logged(Vec<u32>, Vec<thinkwire_engine::TokenLogprobs>);
     impl thinkwire_engine::TokenSink for Logged {
         fn on_token(&mut self, id: u32) -> thinkwire_engine::Directive {

@@ -251,6 +251,12 @@ pub trait Engine: Send + Sync {
         None
     }
 
+    /// Whether [`score_prompt`](Self::score_prompt) is served: a run
+    /// asking for it is refused before it starts where it is not.
+    fn scores_prompts(&self) -> bool {
+        false
+    }
+
     /// How likely the model finds each token of `prompt` after those
     /// before it: one [`TokenLogprobs`] per token from the second on
     /// (the first follows nothing), `top` alternatives each (at most

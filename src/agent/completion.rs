@@ -85,6 +85,14 @@ fn local_plan(
 ) -> Result<Plan, RunRejected> {
     let vocab = model.engine().info().vocab_size;
     sampling::check_vocabulary(sampling, vocab)?;
+    if score && !model.engine().scores_prompts() {
+        return Err(RunRejected::new(
+            RejectKind::Unprocessable,
+            "UNSUPPORTED_LOGPROBS",
+            "this engine does not score a prompt's own tokens",
+        )
+        .at("forwardedProps.promptLogprobs"));
+    }
     let ids = match prompt {
         // Refused though the tokenizer would add a beginning token to it:
         // nothing asked is nothing to continue.

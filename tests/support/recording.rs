@@ -80,6 +80,10 @@ impl Engine for Recording {
         self.inner.load()
     }
 
+    fn scores_prompts(&self) -> bool {
+        self.inner.scores_prompts()
+    }
+
     fn score_prompt(
         &self,
         prompt: &[u32],

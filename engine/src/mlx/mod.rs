@@ -335,6 +335,10 @@ impl Engine for MlxEngine {
         self.scheduler.expected_wait(prompt_tokens)
     }
 
+    fn scores_prompts(&self) -> bool {
+        true
+    }
+
     fn score_prompt(
         &self,
         prompt: &[u32],

@@ -2,8 +2,10 @@
 //! log-probability after those before it, and its position's most likely
 //! tokens, as OpenAI's `echo` with `logprobs` reports them. It runs on
 //! the scheduler's thread between steps, on caches of its own (no prefix
-//! pool, no batch slot: every position is computed), a chunk of
-//! positions per pass; only the picked values cross to the host.
+//! pool, no batch slot: every position is computed, the cache counted
+//! against the KV budget), a chunk of positions per pass; only the picked
+//! values cross to the host. The batch waits meanwhile, as it waits for a
+//! chunk of a long prompt.
 
 use std::sync::mpsc::Sender;
 
@@ -11,14 +13,15 @@ use mlx_rs::Array;
 use mlx_rs::ops::argpartition_axis;
 use mlx_rs::ops::indexing::TryIndexOp;
 
-use super::Worker;
+use super::{CACHE_BLOCK, Worker, settle};
 use crate::mlx::error::mlx_err;
 use crate::mlx::model::Segment;
 use crate::{EngineError, TokenLogprobs};
 
-/// Positions per scoring pass: its logits are this many rows of the
-/// vocabulary in f32 (39 MB at Qwen3's 151,936).
-const SCORE_CHUNK: usize = 64;
+/// Positions per scoring pass at most: its logits are this many rows of
+/// the vocabulary in f32 (78 MB at Qwen3's 151,936); fewer where the
+/// engine prefills in smaller chunks.
+const SCORE_CHUNK: usize = 128;
 
 /// A prompt to score and where its answer goes.
 pub(crate) struct ScoreJob {
@@ -30,7 +33,13 @@ pub(crate) struct ScoreJob {
 impl Worker {
     /// Scores `job`'s prompt and answers it.
     pub(super) fn score(&mut self, job: ScoreJob) {
+        // MLX work on this thread's stream: an exit waits for it.
+        self.settle.queued();
         let scored = self.score_ids(&job.ids, job.top);
+        self.settle.settle();
+        // Its caches and logits are freed: hand MLX's buffers back.
+        self.buffers
+            .after_step(job.ids.len(), &self.gauges.buffer_cache_bytes);
         if let Err(e) = &scored {
             tracing::error!(error = %e, "scoring a prompt failed");
         }
@@ -39,17 +48,29 @@ impl Worker {
 
     fn score_ids(&mut self, ids: &[u32], top: usize) -> Result<Vec<TokenLogprobs>, EngineError> {
         let mut out = Vec::with_capacity(ids.len().saturating_sub(1));
-        // Each position predicts the next: the last token's prediction
-        // follows the prompt and is no part of it.
-        let Some((_, inputs)) = ids.split_last() else {
+        if ids.len() < 2 {
             return Ok(out);
-        };
+        }
+        // Its cache counts against the budget the batch's reservations
+        // share, as a sequence's would.
+        let positions = ids.len().div_ceil(CACHE_BLOCK) * CACHE_BLOCK;
+        let held = self.active.iter().map(|s| s.reserved);
+        if self.footprint(held.chain([positions])) > self.options.kv_budget {
+            return Err(EngineError::InvalidRequest(
+                "the attention cache has no room to score this prompt now".into(),
+            ));
+        }
         let mut caches = self.model.new_cache();
-        for (chunk, inputs) in inputs.chunks(SCORE_CHUNK).enumerate() {
-            let start = chunk * SCORE_CHUNK;
-            let next = &ids[start + 1..start + 1 + inputs.len()];
-            let len = inputs.len() as i32;
-            let input: Vec<i32> = inputs.iter().map(|&id| id as i32).collect();
+        let size = self.options.prefill_chunk.clamp(2, SCORE_CHUNK);
+        for range in chunks(ids.len(), size) {
+            if settle::exiting() {
+                return Err(EngineError::Backend("the process is exiting".into()));
+            }
+            // Position i's logits score token i + 1; the last position's
+            // (past the prompt) is computed with its chunk and not read.
+            let next = &ids[range.start + 1..(range.end + 1).min(ids.len())];
+            let len = range.len() as i32;
+            let input: Vec<i32> = ids[range].iter().map(|&id| id as i32).collect();
             let input = Array::from_slice(&input, &[1, len]);
             let mut segments = [Segment {
                 len,
@@ -66,12 +87,32 @@ impl Worker {
     }
 }
 
+/// The passes over `n` positions, `size` at most each and never one alone
+/// (a one-position pass would be taken for a decode step and its cache
+/// put into the batch's slots): a last one left over joins the pass
+/// before it.
+fn chunks(n: usize, size: usize) -> Vec<std::ops::Range<usize>> {
+    let mut all = Vec::new();
+    let mut start = 0;
+    while start < n {
+        let mut end = (start + size).min(n);
+        if n - end == 1 {
+            end = n;
+        }
+        all.push(start..end);
+        start = end;
+    }
+    all
+}
+
 /// Each row's log-probability of its `next` token and its `top` most
 /// likely tokens, most likely first (ties: the lower id), from `[n,
 /// vocab]` f32 logits.
 fn picked(logits: &Array, next: &[u32], top: usize) -> mlx_rs::error::Result<Vec<TokenLogprobs>> {
     let n = next.len() as i32;
     let vocab = logits.shape()[1];
+    // The last chunk's last row is past the prompt: not read.
+    let logits = &logits.try_index((..n, ..))?;
     let total = logits.logsumexp_axis(-1, true)?;
     let next: Vec<i32> = next.iter().map(|&id| id as i32).collect();
     let chosen = logits
@@ -115,4 +156,43 @@ fn picked(logits: &Array, next: &[u32], top: usize) -> mlx_rs::error::Result<Vec
 /// NaN counts as impossible, as the generated tokens' reports count it.
 fn finite(x: f32) -> f32 {
     if x.is_nan() { f32::NEG_INFINITY } else { x }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::chunks;
+
+    #[test]
+    fn picks_are_the_chosen_token_and_the_best_of_each_row() {
+        use super::{Array, picked};
+        let logits = Array::from_slice(&[0.0f32, 1.0, 2.0, 0.5, 3.0, 0.0], &[2, 3]);
+        let got = picked(&logits, &[1, 0], 5).unwrap();
+        let total = |row: [f32; 3]| row.iter().map(|x| x.exp()).sum::<f32>().ln();
+        assert!((got[0].logprob - (1.0 - total([0.0, 1.0, 2.0]))).abs() < 1e-5);
+        let best: Vec<u32> = got[0].top.iter().map(|t| t.0).collect();
+        assert_eq!(best, [2, 1, 0], "k past the vocabulary: all of it");
+        assert!((got[1].logprob - (0.5 - total([0.5, 3.0, 0.0]))).abs() < 1e-5);
+        assert_eq!(got[1].top[0].0, 1);
+        // No alternatives asked: none; a row past `next` is not read.
+        let none = picked(&logits, &[2], 0).unwrap();
+        assert_eq!(none.len(), 1);
+        assert!(none[0].top.is_empty());
+    }
+
+    #[test]
+    fn no_pass_holds_one_position_alone() {
+        let one = |n: usize| vec![std::ops::Range { start: 0, end: n }];
+        assert_eq!(chunks(2, 128), one(2));
+        assert_eq!(chunks(129, 128), one(129));
+        assert_eq!(chunks(130, 128), [0..128, 128..130]);
+        assert_eq!(chunks(256, 128), [0..128, 128..256]);
+        assert_eq!(chunks(5, 2), [0..2, 2..5]);
+        for n in 2..300 {
+            for size in [2, 3, 64, 128] {
+                let all = chunks(n, size);
+                assert!(all.iter().all(|r| r.len() >= 2), "{n} {size}: {all:?}");
+                assert_eq!(all.last().map(|r| r.end), Some(n));
+            }
+        }
+    }
 }

@@ -166,7 +166,7 @@ impl Worker {
     /// at the longest one's length, and for the slots they keep past the
     /// batch's (where the next sequences join). One long sequence among
     /// many short ones then counts for what it makes the buffers hold.
-    fn footprint(&self, reserved: impl Iterator<Item = usize>) -> usize {
+    pub(super) fn footprint(&self, reserved: impl Iterator<Item = usize>) -> usize {
         let (mut sum, mut longest, mut n) = (0usize, 0usize, 0usize);
         for positions in reserved {
             sum += positions;
