@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use thinkwire_engine::SamplingParams;
 use thinkwire_reasoning::Chunk;
 
-use super::openai_chat::{read_usage, refused_in_stream, sampling_extras, upstream_logprobs};
+use super::openai_chat::{read_usage, refused_in_stream, streamed_body, upstream_logprobs};
 use super::{UpstreamError, UpstreamOutput, UpstreamUsage};
 use crate::logprob_entries::token;
 
@@ -27,26 +27,12 @@ pub struct RawRequest<'a> {
 
 /// The request body for `model`.
 pub fn request_body(model: &str, request: &RawRequest<'_>) -> Value {
-    let mut body = json!({
-        "model": model,
-        "prompt": request.prompt,
-        "stream": true,
-        "stream_options": {"include_usage": true},
-        "max_tokens": request.max_tokens,
-        "temperature": request.sampling.temperature,
-        "top_p": request.sampling.top_p,
-    });
-    let Some(fields) = body.as_object_mut() else {
-        return body;
-    };
-    if let Some(seed) = request.sampling.seed {
-        fields.insert("seed".into(), json!(seed));
-    }
-    sampling_extras(fields, request.sampling);
+    let mut body = streamed_body(model, request.sampling, request.max_tokens);
+    body.insert("prompt".into(), request.prompt.clone());
     if let Some(top) = request.logprobs {
-        fields.insert("logprobs".into(), json!(top));
+        body.insert("logprobs".into(), json!(top));
     }
-    body
+    Value::Object(body)
 }
 
 /// Turns the stream's `data:` payloads into text.

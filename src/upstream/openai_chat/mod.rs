@@ -29,7 +29,7 @@ use super::UpstreamError;
 use crate::conversation::ReplayedBlock;
 
 pub use request::request_body;
-pub(super) use request::sampling_extras;
+pub(super) use request::streamed_body;
 pub use stream::StreamParser;
 pub(super) use stream::read_usage;
 

@@ -12,22 +12,9 @@ use super::UpstreamRequest;
 /// The request body for `model`.
 pub fn request_body(model: &str, request: &UpstreamRequest<'_>) -> Value {
     let messages: Vec<Value> = request.turns.iter().map(message).collect();
-    let mut body = json!({
-        "model": model,
-        "messages": messages,
-        "stream": true,
-        "stream_options": {"include_usage": true},
-        "max_tokens": request.max_tokens,
-        "temperature": request.sampling.temperature,
-        "top_p": request.sampling.top_p,
-    });
-    let Some(fields) = body.as_object_mut() else {
-        return body;
-    };
-    if let Some(seed) = request.sampling.seed {
-        fields.insert("seed".into(), json!(seed));
-    }
-    sampling_extras(fields, request.sampling);
+    let mut body = streamed_body(model, request.sampling, request.max_tokens);
+    body.insert("messages".into(), Value::Array(messages));
+    let fields = &mut body;
     if let Some(top) = request.logprobs {
         fields.insert("logprobs".into(), json!(true));
         fields.insert("top_logprobs".into(), json!(top));
@@ -72,17 +59,36 @@ pub fn request_body(model: &str, request: &UpstreamRequest<'_>) -> Value {
         };
         fields.insert("reasoning_effort".into(), json!(effort));
     }
-    body
+    Value::Object(body)
+}
+
+/// What chat and legacy completions requests share: the model, a stream
+/// that ends with its usage, the token limit and the sampling (the seed,
+/// the penalties and the extras only where asked).
+pub(in crate::upstream) fn streamed_body(
+    model: &str,
+    sampling: &SamplingParams,
+    max_tokens: usize,
+) -> Map<String, Value> {
+    let mut fields = Map::new();
+    fields.insert("model".into(), json!(model));
+    fields.insert("stream".into(), json!(true));
+    fields.insert("stream_options".into(), json!({"include_usage": true}));
+    fields.insert("max_tokens".into(), json!(max_tokens));
+    fields.insert("temperature".into(), json!(sampling.temperature));
+    fields.insert("top_p".into(), json!(sampling.top_p));
+    if let Some(seed) = sampling.seed {
+        fields.insert("seed".into(), json!(seed));
+    }
+    sampling_extras(&mut fields, sampling);
+    fields
 }
 
 /// The parameters beyond temperature and top-p, only when the run asks
 /// for them: the penalties and `logit_bias` are OpenAI's own; `top_k`, `min_p` and
 /// `repetition_penalty` are vLLM's, SGLang's and mlx-lm's extras, which
 /// OpenAI itself refuses, so a run that never asks never trips it.
-pub(in crate::upstream) fn sampling_extras(
-    fields: &mut Map<String, Value>,
-    sampling: &SamplingParams,
-) {
+fn sampling_extras(fields: &mut Map<String, Value>, sampling: &SamplingParams) {
     let numbers = [
         ("frequency_penalty", sampling.frequency_penalty, 0.0),
         ("presence_penalty", sampling.presence_penalty, 0.0),
