@@ -166,6 +166,23 @@ pub fn input(
     })
 }
 
+/// Posts JSON `body` to `path`; its status and JSON answer (the `/v1`
+/// APIs', whole).
+pub async fn post_json(
+    server: &TestServer,
+    path: &str,
+    body: &serde_json::Value,
+) -> (u16, serde_json::Value) {
+    let response = reqwest::Client::new()
+        .post(server.url(path))
+        .json(body)
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap())
+}
+
 /// Posts `body` to `/agent` and reads the whole SSE stream; every event is
 /// decoded and checked against the AG-UI sequence rules.
 pub async fn post_run(server: &TestServer, body: &serde_json::Value) -> Vec<Event> {

@@ -81,10 +81,6 @@ async fn an_upstreams_logprobs_reach_the_client_on_every_surface() {
 async fn prompt_counts_are_asked_of_an_upstream_that_counts() {
     let (upstream, observed) = upstream_thinkwire(&[]).await;
     let user = json!([{"role": "user", "content": "Weather?"}]);
-    let direct = |path: &'static str, body: Value| {
-        let request = reqwest::Client::new().post(upstream.url(path)).json(&body);
-        async move { request.send().await.unwrap().json::<Value>().await.unwrap() }
-    };
     for (kind, path, body) in [
         (
             UpstreamKind::Anthropic,
@@ -102,17 +98,11 @@ async fn prompt_counts_are_asked_of_an_upstream_that_counts() {
             ..upstream_config(upstream.url("/v1"))
         })
         .await;
-        let response = reqwest::Client::new()
-            .post(front.url(path))
-            .json(&body)
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(response.status(), 200, "{path}");
-        let counted: Value = response.json().await.unwrap();
+        let (status, counted) = post_json(&front, path, &body).await;
+        assert_eq!(status, 200, "{path}: {counted}");
         let tokens = counted["input_tokens"].as_u64().unwrap();
         // The upstream's own count of the same conversation.
-        let own = direct(path, body).await;
+        let (_, own) = post_json(&upstream, path, &body).await;
         assert_eq!(
             Some(tokens),
             own["input_tokens"].as_u64(),
@@ -221,14 +211,7 @@ async fn a_count_sends_the_prompts_fields_only() {
             ..upstream_config(url.clone())
         })
         .await;
-        let response = reqwest::Client::new()
-            .post(front.url(path))
-            .json(&body)
-            .send()
-            .await
-            .unwrap();
-        let status = response.status();
-        let counted: Value = response.json().await.unwrap();
+        let (status, counted) = post_json(&front, path, &body).await;
         assert_eq!(status, 200, "{path}: {counted}");
         assert_eq!(counted["input_tokens"], tokens, "{path}: {counted}");
         front.shutdown().await;
@@ -256,14 +239,9 @@ async fn a_count_sends_the_prompts_fields_only() {
         ..upstream_config(bare_url)
     })
     .await;
-    let response = reqwest::Client::new()
-        .post(front.url("/v1/messages/count_tokens"))
-        .json(&json!({"messages": user}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 400);
-    let refused: Value = response.json().await.unwrap();
+    let body = json!({"messages": user});
+    let (status, refused) = post_json(&front, "/v1/messages/count_tokens", &body).await;
+    assert_eq!(status, 400, "{refused}");
     assert!(
         refused.to_string().contains("counts no prompt tokens"),
         "{refused}"
@@ -283,14 +261,8 @@ async fn counts_raw_completions_and_tokenizing_are_refused_on_an_upstream() {
         ("/v1/messages/count_tokens", json!({"messages": user})),
         ("/v1/responses/input_tokens", json!({"input": "Weather?"})),
     ] {
-        let response = reqwest::Client::new()
-            .post(front.url(path))
-            .json(&body)
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(response.status(), 400, "{path}");
-        let body: Value = response.json().await.unwrap();
+        let (status, body) = post_json(&front, path, &body).await;
+        assert_eq!(status, 400, "{path}: {body}");
         // Anthropic's error shape has no code: the message says why.
         let error = &body["error"];
         let message = error["message"].as_str().unwrap();
@@ -310,26 +282,14 @@ async fn counts_raw_completions_and_tokenizing_are_refused_on_an_upstream() {
         json!({"prompt": "Once upon a time"}),
         json!({"prompt": ["Once", "upon"]}),
     ] {
-        let response = reqwest::Client::new()
-            .post(anthropic.url("/v1/completions"))
-            .json(&raw)
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(response.status(), 400);
-        let body: Value = response.json().await.unwrap();
+        let (status, body) = post_json(&anthropic, "/v1/completions", &raw).await;
+        assert_eq!(status, 400, "{body}");
         assert_eq!(body["error"]["code"], "UNSUPPORTED_COMPLETION", "{body}");
         assert_eq!(body["error"]["param"], "prompt", "{body}");
     }
     anthropic.shutdown().await;
-    let response = reqwest::Client::new()
-        .post(front.url("/tokenize"))
-        .json(&json!({"content": "Once"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 400);
-    let body: Value = response.json().await.unwrap();
+    let (status, body) = post_json(&front, "/tokenize", &json!({"content": "Once"})).await;
+    assert_eq!(status, 400, "{body}");
     assert_eq!(body["error"]["code"], "UNSUPPORTED_TOKENIZE", "{body}");
     assert!(
         observed.prompts.lock().unwrap().is_empty(),
@@ -350,18 +310,8 @@ async fn raw_completions_go_up_to_an_openai_compatible_upstream() {
     let scripts: Vec<String> = (0..8).map(|_| format!("{goes_on}<|im_end|>")).collect();
     let (upstream, observed) = upstream_thinkwire(&scripts).await;
     let front = front(upstream_config(upstream.url("/v1"))).await;
-    let post = |body: Value| {
-        let request = reqwest::Client::new()
-            .post(front.url("/v1/completions"))
-            .json(&body);
-        async move {
-            let response = request.send().await.unwrap();
-            (
-                response.status().as_u16(),
-                response.json::<Value>().await.unwrap(),
-            )
-        }
-    };
+    let at = &front;
+    let post = |body: Value| async move { post_json(at, "/v1/completions", &body).await };
     let (status, whole) = post(json!({"prompt": "Once upon a time", "logprobs": 1})).await;
     assert_eq!(status, 200, "{whole}");
     let choice = &whole["choices"][0];

@@ -58,16 +58,7 @@ fn weather_tool() -> Value {
     }})
 }
 
-async fn post(server: &TestServer, path: &str, body: &Value) -> (u16, Value) {
-    let response = reqwest::Client::new()
-        .post(server.url(path))
-        .json(body)
-        .send()
-        .await
-        .unwrap();
-    let status = response.status().as_u16();
-    (status, response.json().await.unwrap())
-}
+pub(crate) use support::post_json as post;
 
 #[tokio::test]
 async fn models_and_unknown_v1_paths_answer_json() {
