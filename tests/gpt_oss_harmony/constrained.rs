@@ -5,7 +5,7 @@
 use serde_json::json;
 
 use super::support;
-use super::{ANALYSIS, gpt_oss_chat, scripted, serve, tools_again, trained};
+use super::{ANALYSIS, gpt_oss_chat, greedy, scripted, serve, tools_again, trained};
 
 /// A response format on gpt-oss: the analysis is free, the `final`
 /// channel's message is masked to the schema, and a reasoning budget's
@@ -94,7 +94,7 @@ async fn a_trained_tiny_gpt_oss_answers_under_a_response_format_in_final() {
         "properties": {"capital": {"enum": ["Paris", "Lyon", "Nice"]}},
         "required": ["capital"], "additionalProperties": false});
     let forwarded = json!({"reasoning": {"visibility": "full", "effort": "high"},
-        "responseFormat": {"type": "json_schema", "schema": schema}});
+        "responseFormat": {"type": "json_schema", "schema": schema}, "sampling": greedy()});
     let out = tokio::task::spawn_blocking(move || {
         support::run_official_client(
             &url,
@@ -247,7 +247,7 @@ async fn a_trained_tiny_gpt_oss_calls_the_offered_tool_it_is_required_to() {
         "parameters": {"type": "object", "properties": {"zone": {"enum": ["UTC", "CET"]}},
             "required": ["zone"], "additionalProperties": false}}]);
     let ask = |choice: Option<&str>| {
-        let mut forwarded = json!({"reasoning": {"visibility": "full"}});
+        let mut forwarded = json!({"reasoning": {"visibility": "full"}, "sampling": greedy()});
         if let Some(c) = choice {
             forwarded["toolChoice"] = json!(c);
         }

@@ -290,7 +290,8 @@ struct Worker {
     context: usize,
     closing: bool,
     pace: pace::Pace,
-    /// Whether MLX work it queued is still unwaited for (`settle.rs`).
+    /// Its claim on MLX, which an exit waits for (`settle.rs`); declared
+    /// after the model and caches, so it is let go after they are dropped.
     settle: settle::Settle,
     /// Passes queued so far: names each pass's picks (`picked.rs`).
     passes: u64,

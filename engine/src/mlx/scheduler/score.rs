@@ -33,10 +33,9 @@ pub(crate) struct ScoreJob {
 impl Worker {
     /// Scores `job`'s prompt and answers it.
     pub(super) fn score(&mut self, job: ScoreJob) {
-        // MLX work on this thread's stream: an exit waits for it.
-        self.settle.queued();
+        // Run while the worker holds its claim (`settle.rs`): an exit
+        // waits for it.
         let scored = self.score_ids(&job.ids, job.top);
-        self.settle.settle();
         // Its caches and logits are freed: hand MLX's buffers back.
         self.buffers
             .after_step(job.ids.len(), &self.gauges.buffer_cache_bytes);

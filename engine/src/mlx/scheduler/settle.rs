@@ -1,66 +1,102 @@
-//! The process's exit waits for the MLX work every scheduler has queued.
+//! The process's exit waits for every scheduler to stop touching MLX.
 //!
 //! A scheduler queues its next step before it hands out a token (pipelined
 //! decode), so a process can exit while MLX's stream thread still runs a
 //! step nobody will read, and C++'s static destructors would free MLX's
 //! memory under it (a test process aborted so: "malloc_consolidate():
 //! unaligned fastbin chunk detected", with a quantized product still
-//! running on the scheduler's stream). MLX's default streams are per
-//! thread, and on CUDA only a stream's own thread can wait for it, so each
-//! scheduler waits for its own work: before it blocks for new requests,
-//! and, once the process is exiting, instead of queuing another step.
-//! `exit` waits (a bounded time) until every scheduler has.
+//! running on the scheduler's stream). Queued work is not the only hazard:
+//! a scheduler that had just waited for its work and then handed MLX's
+//! buffer cache back crashed a test process's exit (SIGSEGV after the test
+//! passed), the allocator gone under the call. So a scheduler holds a
+//! claim whenever it is awake, from the moment a message wakes it until
+//! it has waited for its work and is about to block again, and each MLX
+//! call it makes falls inside one. MLX's default streams are per thread,
+//! and on CUDA only a stream's own thread can wait for it, so each
+//! scheduler waits for its own work before it lets its claim go. `exit`
+//! waits (a bounded time) until no scheduler holds one, and a scheduler
+//! that wakes while the process exits takes none and touches nothing.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use crate::mlx::kernels;
 
-/// Set by the exit handler: schedulers stop queuing steps.
-static EXITING: AtomicBool = AtomicBool::new(false);
-/// Schedulers with queued work they have not waited for.
-static UNSETTLED: Mutex<usize> = Mutex::new(0);
-static SETTLED: Condvar = Condvar::new();
+/// The schedulers holding a claim, and whether the process is exiting
+/// (set under the same lock, so a claim is either counted before the exit
+/// waits or refused).
+static CLAIMS: Mutex<Claims> = Mutex::new(Claims {
+    held: 0,
+    exiting: false,
+});
+static RELEASED: Condvar = Condvar::new();
+
+#[derive(Debug)]
+struct Claims {
+    held: usize,
+    exiting: bool,
+}
 
 /// The longest exit waits for the schedulers: a step is milliseconds to a
 /// second, so this only bounds a scheduler that cannot finish one.
 const EXIT_WAIT: Duration = Duration::from_secs(10);
 
-fn unsettled() -> MutexGuard<'static, usize> {
-    UNSETTLED.lock().unwrap_or_else(PoisonError::into_inner)
+fn claims() -> MutexGuard<'static, Claims> {
+    CLAIMS.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// One scheduler's part, used on its thread only.
+/// One scheduler's claim, used on its thread only. Dropped with the
+/// scheduler's state (after its model and caches, declared before it), it
+/// waits for the work left and lets the claim go.
 #[derive(Debug, Default)]
 pub(super) struct Settle {
-    queued: bool,
+    claimed: bool,
 }
 
 impl Settle {
-    /// Notes that MLX work may be queued on this thread's stream.
-    pub fn queued(&mut self) {
-        if !self.queued {
-            *unsettled() += 1;
-            self.queued = true;
+    /// Claims MLX for this thread (a second claim is the first): false
+    /// once the process is exiting, when the thread must not touch MLX.
+    pub fn claim(&mut self) -> bool {
+        let mut claims = claims();
+        if claims.exiting {
+            return false;
+        }
+        if !self.claimed {
+            claims.held += 1;
+            self.claimed = true;
+        }
+        true
+    }
+
+    /// Waits for the work queued on this thread's stream.
+    pub fn wait(&self) {
+        if self.claimed {
+            kernels::synchronize_this_thread();
         }
     }
 
-    /// Waits for the work queued on this thread's stream, and tells an
-    /// exit that waits.
-    pub fn settle(&mut self) {
-        if self.queued {
+    /// Waits for the work queued on this thread's stream and lets the
+    /// claim go: the thread touches MLX again only after a new claim.
+    pub fn release(&mut self) {
+        if self.claimed {
             kernels::synchronize_this_thread();
-            self.queued = false;
-            *unsettled() -= 1;
-            SETTLED.notify_all();
+            self.claimed = false;
+            claims().held -= 1;
+            RELEASED.notify_all();
         }
     }
 }
 
-/// Whether the process is exiting (the scheduler then settles and stops).
+impl Drop for Settle {
+    fn drop(&mut self) {
+        self.release();
+    }
+}
+
+/// Whether the process is exiting (a scheduler then lets its claim go
+/// and stops).
 pub(super) fn exiting() -> bool {
-    EXITING.load(Ordering::Acquire)
+    claims().exiting
 }
 
 /// Makes the process's exit wait for the schedulers (registered once,
@@ -70,18 +106,17 @@ pub(super) fn wait_for_schedulers_at_exit() {
 }
 
 fn wait() {
-    EXITING.store(true, Ordering::Release);
+    let mut claims = claims();
+    claims.exiting = true;
+    drop(claims);
     // Work the exiting thread queued itself.
     kernels::synchronize_this_thread();
-    let pending = SETTLED
-        .wait_timeout_while(unsettled(), EXIT_WAIT, |n| *n > 0)
-        .map(|(n, _)| *n)
-        .unwrap_or_else(|e| *e.into_inner().0);
-    if pending > 0 {
-        tracing::warn!(
-            pending,
-            "exiting before MLX finished the schedulers' queued work"
-        );
+    let held = RELEASED
+        .wait_timeout_while(self::claims(), EXIT_WAIT, |c| c.held > 0)
+        .map(|(c, _)| c.held)
+        .unwrap_or_else(|e| e.into_inner().0.held);
+    if held > 0 {
+        tracing::warn!(held, "exiting before the schedulers stopped using MLX");
     }
 }
 
@@ -90,16 +125,20 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_scheduler_counts_as_unsettled_from_its_first_queued_work_until_it_settles() {
-        let before = *unsettled();
+    fn a_scheduler_holds_one_claim_from_its_first_until_it_lets_go() {
+        let before = claims().held;
         let mut s = Settle::default();
-        s.queued();
-        s.queued();
-        assert_eq!(*unsettled(), before + 1);
-        s.settle();
-        assert_eq!(*unsettled(), before);
-        // Settling with nothing queued changes nothing.
-        s.settle();
-        assert_eq!(*unsettled(), before);
+        assert!(s.claim());
+        assert!(s.claim());
+        assert_eq!(claims().held, before + 1);
+        s.release();
+        assert_eq!(claims().held, before);
+        // Letting go of nothing changes nothing; a dropped claim is let go.
+        s.release();
+        assert_eq!(claims().held, before);
+        let mut t = Settle::default();
+        assert!(t.claim());
+        drop(t);
+        assert_eq!(claims().held, before);
     }
 }

@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use super::link::{Inbox, Reply, Submission};
 use super::sequence::{Next, Sequence};
-use super::{CACHE_BLOCK, Worker, settle, shared};
+use super::{CACHE_BLOCK, Worker, shared};
 use crate::mlx::model::KvCache;
 
 /// How often a scheduler waiting on its runs looks whether the process is
@@ -19,26 +19,31 @@ const EXIT_CHECK: std::time::Duration = std::time::Duration::from_millis(50);
 impl Worker {
     pub(super) fn run(mut self) {
         loop {
-            if settle::exiting() {
+            if !self.settle.claim() {
                 // The process is exiting: no further step; its exit
                 // handler waits for this one's queued work.
-                self.settle.settle();
-                loop {
-                    std::thread::park();
-                }
+                self.stop_for_exit();
             }
             if !self.has_work() {
                 if self.active.is_empty() {
-                    // Idle: nothing it queued is left unwaited for.
-                    self.settle.settle();
+                    // Idle: what it queued is done, its buffers go back,
+                    // and an exit need not wait for it while it blocks.
+                    self.settle.wait();
                     self.buffers.idle(&self.gauges.buffer_cache_bytes);
                     if self.closing {
                         break;
                     }
+                    self.settle.release();
                 }
                 self.pace.idle();
-                if !self.wait_for_message() {
-                    continue;
+                let got = self.wait_for_message();
+                if !self.settle.claim() {
+                    self.stop_for_exit();
+                }
+                match got {
+                    Ok(msg) => self.handle(msg),
+                    Err(RecvTimeoutError::Timeout) => continue,
+                    Err(RecvTimeoutError::Disconnected) => self.closing = true,
                 }
                 if self.active.is_empty() {
                     self.gather();
@@ -56,7 +61,6 @@ impl Worker {
             }
             self.reap();
             self.admit();
-            self.settle.queued();
             self.step();
             self.reap();
             self.await_answers();
@@ -65,25 +69,27 @@ impl Worker {
         }
     }
 
-    /// Blocks for the next message and handles it; false when it stopped
-    /// waiting without one. Sequences still running (their runs owe an
-    /// answer or a mask) may keep a step queued (overlapped, so that the
-    /// next one is built while it runs); the wait then wakes now and then to see
-    /// whether the process is exiting (`settle.rs`).
-    fn wait_for_message(&mut self) -> bool {
-        let got = match self.active.is_empty() {
+    /// Lets the claim go and never touches MLX again: the process exits.
+    fn stop_for_exit(&mut self) -> ! {
+        self.settle.release();
+        loop {
+            std::thread::park();
+        }
+    }
+
+    /// Blocks for the next message. Sequences still running (their runs
+    /// owe an answer or a mask) may keep a step queued (overlapped, so
+    /// that the next one is built while it runs) and the claim with it;
+    /// the wait then wakes now and then to see whether the process is
+    /// exiting (`settle.rs`).
+    fn wait_for_message(&mut self) -> Result<Inbox, RecvTimeoutError> {
+        match self.active.is_empty() {
             true => self
                 .inbox
                 .recv()
                 .map_err(|_| RecvTimeoutError::Disconnected),
             false => self.inbox.recv_timeout(EXIT_CHECK),
-        };
-        match got {
-            Ok(msg) => self.handle(msg),
-            Err(RecvTimeoutError::Timeout) => return false,
-            Err(RecvTimeoutError::Disconnected) => self.closing = true,
         }
-        true
     }
 
     /// Waits for requests arriving together with the first one into an
@@ -319,7 +325,6 @@ impl Worker {
             // A kept cache leaves its batch slot: the slot is for the next
             // sequence, the pool holds rows of its own.
             if self.options.prefix_pool > 0 && !failed && KvCache::detach_all(&mut caches).is_ok() {
-                self.settle.queued();
                 let bytes = tokens.len().div_ceil(CACHE_BLOCK) * CACHE_BLOCK * self.kv_per_token;
                 self.pool.put(tokens, caches, bytes);
             }
