@@ -149,6 +149,8 @@ impl Scheduler {
             context,
             closing: false,
             pace: pace::Pace::default(),
+            scoring: None,
+            scores_waiting: VecDeque::new(),
             settle: settle::Settle::default(),
             passes: 0,
             buffers: buffers::BufferCache::default(),
@@ -212,7 +214,7 @@ impl Scheduler {
         link::serve_sink(id, &from_scheduler, &to_scheduler, sink)
     }
 
-    /// [`crate::Engine::score_prompt`]: run between steps on the
+    /// [`crate::Engine::score_prompt`]: a pass after each step on the
     /// scheduler's thread (`score.rs`), the caller waiting.
     pub fn score(
         &self,
@@ -290,6 +292,10 @@ struct Worker {
     context: usize,
     closing: bool,
     pace: pace::Pace,
+    /// The prompt being scored a pass at a time, and those asked after it
+    /// (`score.rs`).
+    scoring: Option<score::Scoring>,
+    scores_waiting: VecDeque<score::ScoreJob>,
     /// Its claim on MLX, which an exit waits for (`settle.rs`); declared
     /// after the model and caches, so it is let go after they are dropped.
     settle: settle::Settle,

@@ -1,21 +1,24 @@
 //! Scoring a prompt ([`crate::Engine::score_prompt`]): each token's
 //! log-probability after those before it, and its position's most likely
 //! tokens, as OpenAI's `echo` with `logprobs` reports them. It runs on
-//! the scheduler's thread between steps, on caches of its own (no prefix
-//! pool, no batch slot: every position is computed, the cache counted
-//! against the KV budget), a chunk of positions per pass; only the picked
-//! values cross to the host. The batch waits meanwhile, as it waits for a
-//! chunk of a long prompt.
+//! the scheduler's thread, on caches of its own (no prefix pool, no batch
+//! slot: every position is computed, the cache counted against the KV
+//! budget while it is held), a chunk of positions per pass, one pass
+//! after each step: the batch keeps decoding meanwhile, as it does beside
+//! a long prompt's chunks. Only the picked values cross to the host.
+//! Prompts asked together are scored one after another.
 
+use std::collections::VecDeque;
+use std::ops::Range;
 use std::sync::mpsc::Sender;
 
 use mlx_rs::Array;
 use mlx_rs::ops::argpartition_axis;
 use mlx_rs::ops::indexing::TryIndexOp;
 
-use super::{CACHE_BLOCK, Worker, settle};
+use super::{CACHE_BLOCK, Worker};
 use crate::mlx::error::mlx_err;
-use crate::mlx::model::Segment;
+use crate::mlx::model::{KvCache, Segment};
 use crate::{EngineError, TokenLogprobs};
 
 /// Positions per scoring pass at most: its logits are this many rows of
@@ -30,59 +33,105 @@ pub(crate) struct ScoreJob {
     pub reply: Sender<Result<Vec<TokenLogprobs>, EngineError>>,
 }
 
+/// A prompt being scored: the passes left, and what those done found.
+pub(super) struct Scoring {
+    job: ScoreJob,
+    caches: Vec<KvCache>,
+    passes: VecDeque<Range<usize>>,
+    out: Vec<TokenLogprobs>,
+    /// Cache positions it holds (in the cache's blocks).
+    pub positions: usize,
+}
+
 impl Worker {
-    /// Scores `job`'s prompt and answers it.
-    pub(super) fn score(&mut self, job: ScoreJob) {
-        // Run while the worker holds its claim (`settle.rs`): an exit
-        // waits for it.
-        let scored = self.score_ids(&job.ids, job.top);
-        // Its caches and logits are freed: hand MLX's buffers back.
-        self.buffers
-            .after_step(job.ids.len(), &self.gauges.buffer_cache_bytes);
-        if let Err(e) = &scored {
-            tracing::error!(error = %e, "scoring a prompt failed");
+    /// Takes `job`: answered at once when there is nothing to score or
+    /// the cache has no room for it beside the batch; otherwise scored a
+    /// pass after each step, once those asked before it are done.
+    pub(super) fn take_score(&mut self, job: ScoreJob) {
+        if job.ids.len() < 2 {
+            let _ = job.reply.send(Ok(Vec::new()));
+            return;
         }
-        let _ = job.reply.send(scored);
+        self.scores_waiting.push_back(job);
     }
 
-    fn score_ids(&mut self, ids: &[u32], top: usize) -> Result<Vec<TokenLogprobs>, EngineError> {
-        let mut out = Vec::with_capacity(ids.len().saturating_sub(1));
-        if ids.len() < 2 {
-            return Ok(out);
-        }
-        // Its cache counts against the budget the batch's reservations
-        // share, as a sequence's would.
-        let positions = ids.len().div_ceil(CACHE_BLOCK) * CACHE_BLOCK;
-        let held = self.active.iter().map(|s| s.reserved);
-        if self.footprint(held.chain([positions])) > self.options.kv_budget {
-            return Err(EngineError::InvalidRequest(
-                "the attention cache has no room to score this prompt now".into(),
-            ));
-        }
-        let mut caches = self.model.new_cache();
-        let size = self.options.prefill_chunk.clamp(2, SCORE_CHUNK);
-        for range in chunks(ids.len(), size) {
-            if settle::exiting() {
-                return Err(EngineError::Backend("the process is exiting".into()));
+    /// Prompt positions the scoring jobs have yet to compute.
+    pub(super) fn score_backlog(&self) -> usize {
+        let started = (self.scoring.iter()).map(|s| s.passes.iter().map(Range::len).sum::<usize>());
+        let waiting = self.scores_waiting.iter().map(|j| j.ids.len());
+        started.chain(waiting).sum()
+    }
+
+    /// One pass of the prompt being scored, started if none is; a prompt
+    /// scored to its end is answered.
+    pub(super) fn score_pass(&mut self) {
+        if self.scoring.is_none() {
+            let Some(job) = self.scores_waiting.pop_front() else {
+                return;
+            };
+            // Its cache counts against the budget the batch's
+            // reservations share, as a sequence's would.
+            let positions = job.ids.len().div_ceil(CACHE_BLOCK) * CACHE_BLOCK;
+            let held = self.active.iter().map(|s| s.reserved);
+            if self.footprint(held.chain([positions])) > self.options.kv_budget {
+                let _ = job.reply.send(Err(EngineError::InvalidRequest(
+                    "the attention cache has no room to score this prompt now".into(),
+                )));
+                return;
             }
-            // Position i's logits score token i + 1; the last position's
-            // (past the prompt) is computed with its chunk and not read.
-            let next = &ids[range.start + 1..(range.end + 1).min(ids.len())];
-            let len = range.len() as i32;
-            let input: Vec<i32> = ids[range].iter().map(|&id| id as i32).collect();
-            let input = Array::from_slice(&input, &[1, len]);
-            let mut segments = [Segment {
-                len,
-                caches: caches.as_mut_slice(),
-                fork: None,
-            }];
-            let logits = self
-                .model
-                .forward_every_row(&input, &mut segments)
-                .map_err(mlx_err("scoring a prompt"))?;
-            out.extend(picked(&logits, next, top).map_err(mlx_err("scoring a prompt"))?);
+            let size = self.options.prefill_chunk.clamp(2, SCORE_CHUNK);
+            self.scoring = Some(Scoring {
+                passes: chunks(job.ids.len(), size).into(),
+                out: Vec::with_capacity(job.ids.len() - 1),
+                caches: self.model.new_cache(),
+                positions,
+                job,
+            });
+            self.reserved = self.footprint(self.held());
         }
-        Ok(out)
+        let Some(mut scoring) = self.scoring.take() else {
+            return;
+        };
+        if let Err(e) = self.score_next(&mut scoring) {
+            tracing::error!(error = %e, "scoring a prompt failed");
+            let _ = scoring.job.reply.send(Err(e));
+        } else if scoring.passes.is_empty() {
+            let _ = scoring.job.reply.send(Ok(std::mem::take(&mut scoring.out)));
+        } else {
+            self.scoring = Some(scoring);
+            return;
+        }
+        // Ended: its caches and logits are freed; MLX's buffers go back.
+        let len = scoring.job.ids.len();
+        drop(scoring);
+        self.reserved = self.footprint(self.held());
+        (self.buffers).after_step(len, &self.gauges.buffer_cache_bytes);
+    }
+
+    /// The next pass of `scoring`.
+    fn score_next(&mut self, scoring: &mut Scoring) -> Result<(), EngineError> {
+        let Some(range) = scoring.passes.pop_front() else {
+            return Ok(());
+        };
+        let ids = &scoring.job.ids;
+        // Position i's logits score token i + 1; the last position's (past
+        // the prompt) is computed with its chunk and not read.
+        let next = &ids[range.start + 1..(range.end + 1).min(ids.len())];
+        let len = range.len() as i32;
+        let input: Vec<i32> = ids[range].iter().map(|&id| id as i32).collect();
+        let input = Array::from_slice(&input, &[1, len]);
+        let mut segments = [Segment {
+            len,
+            caches: scoring.caches.as_mut_slice(),
+            fork: None,
+        }];
+        let logits = self
+            .model
+            .forward_every_row(&input, &mut segments)
+            .map_err(mlx_err("scoring a prompt"))?;
+        let top = scoring.job.top;
+        (scoring.out).extend(picked(&logits, next, top).map_err(mlx_err("scoring a prompt"))?);
+        Ok(())
     }
 }
 

@@ -93,12 +93,6 @@ impl Drop for Settle {
     }
 }
 
-/// Whether the process is exiting (a scheduler then lets its claim go
-/// and stops).
-pub(super) fn exiting() -> bool {
-    claims().exiting
-}
-
 /// Makes the process's exit wait for the schedulers (registered once,
 /// after MLX's statics exist, so it runs before they are destroyed).
 pub(super) fn wait_for_schedulers_at_exit() {

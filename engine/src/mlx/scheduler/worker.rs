@@ -62,6 +62,7 @@ impl Worker {
             self.reap();
             self.admit();
             self.step();
+            self.score_pass();
             self.reap();
             self.await_answers();
             self.reap();
@@ -126,7 +127,8 @@ impl Worker {
             .active
             .iter()
             .any(|s| !matches!(s.next, Next::Awaiting { .. }) && !s.awaits_mask());
-        busy || (self.can_admit() && !self.waiting.is_empty())
+        let scoring = self.scoring.is_some() || !self.scores_waiting.is_empty();
+        busy || scoring || (self.can_admit() && !self.waiting.is_empty())
     }
 
     fn can_admit(&self) -> bool {
@@ -137,7 +139,7 @@ impl Worker {
         match msg {
             Inbox::Submit(sub) => self.waiting.push_back(sub),
             Inbox::Close => self.closing = true,
-            Inbox::Score(job) => self.score(job),
+            Inbox::Score(job) => self.take_score(job),
             Inbox::Reply(id, Reply::Mask(mask)) => {
                 if let Some(seq) = self.active.iter_mut().find(|s| s.id == id) {
                     seq.masked(mask);
@@ -164,6 +166,13 @@ impl Worker {
     fn reservation(&self, sub: &Submission) -> usize {
         let positions = (sub.request.prompt.len() + sub.request.max_tokens).min(self.context);
         positions.div_ceil(CACHE_BLOCK) * CACHE_BLOCK
+    }
+
+    /// Cache positions held now: each sequence's reservation, and the
+    /// caches of a prompt being scored.
+    pub(super) fn held(&self) -> impl Iterator<Item = usize> + '_ {
+        let scoring = self.scoring.as_ref().map(|s| s.positions);
+        self.active.iter().map(|s| s.reserved).chain(scoring)
     }
 
     /// Cache bytes sequences holding `reserved` positions each take at
@@ -196,10 +205,7 @@ impl Worker {
                 break;
             };
             let need = self.reservation(front);
-            let after = |w: &Self| {
-                let held = w.active.iter().map(|s| s.reserved);
-                w.footprint(held.chain([need]))
-            };
+            let after = |w: &Self| w.footprint(w.held().chain([need]));
             let budget = self.options.kv_budget;
             // Slots the batch buffers keep for newcomers go first.
             if after(self) > budget
@@ -317,7 +323,7 @@ impl Worker {
             .into_iter()
             .partition(Sequence::is_done);
         self.active = active;
-        self.reserved = self.footprint(self.active.iter().map(|s| s.reserved));
+        self.reserved = self.footprint(self.held());
         self.publish();
         for seq in done {
             let failed = seq.failed();
@@ -350,6 +356,9 @@ impl Worker {
                 short += rest as u64;
             }
         }
+        // A prompt being scored is computed in passes of its own, between
+        // the steps: it delays every prompt as a long one would.
+        all += self.score_backlog() as u64;
         g.prompt_backlog.store(all, Ordering::Relaxed);
         g.short_backlog.store(short, Ordering::Relaxed);
     }

@@ -5,6 +5,7 @@
 mod logprobs;
 mod reading;
 mod sampling;
+mod scoring;
 
 use std::ops::ControlFlow;
 use std::path::Path;

@@ -1,0 +1,81 @@
+//! Scoring a prompt beside a decoding batch: a pass of it after each step,
+//! so the batch keeps streaming, and neither changes the other's numbers.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use super::*;
+
+/// A long prompt: 47 passes of 8 positions on the tiny engine.
+fn long_prompt() -> Vec<u32> {
+    (0..376).map(|i| 3 + (i * 7) % 250).collect()
+}
+
+/// Greedy tokens, counting those that arrive while a prompt is scored;
+/// at its first token it starts the scoring on another thread.
+struct DuringScore<'a> {
+    tokens: Vec<u32>,
+    start: Option<Box<dyn FnOnce() + Send + 'a>>,
+    scoring: &'a AtomicBool,
+    during: &'a AtomicUsize,
+}
+
+impl TokenSink for DuringScore<'_> {
+    fn on_token(&mut self, id: u32) -> Directive {
+        self.tokens.push(id);
+        if self.scoring.load(Ordering::SeqCst) {
+            self.during.fetch_add(1, Ordering::SeqCst);
+        }
+        if let Some(start) = self.start.take() {
+            start();
+        }
+        Directive::Continue
+    }
+}
+
+#[test]
+fn a_prompt_is_scored_between_the_steps_of_a_decoding_batch() {
+    let engine = tiny_engine(Duration::ZERO);
+    let prompt = long_prompt();
+    let alone = engine.score_prompt(&prompt, 3).unwrap();
+    assert_eq!(alone.len(), prompt.len() - 1);
+    let generation = GenerationRequest {
+        max_tokens: 80,
+        ..request(vec![5, 6, 7, 8])
+    };
+    let mut by_itself = Tokens(Vec::new());
+    engine.generate(&generation, &mut by_itself).unwrap();
+
+    let (scoring, during) = (AtomicBool::new(false), AtomicUsize::new(0));
+    let scored = std::thread::scope(|scope| {
+        let (engine, prompt, scoring) = (&engine, &prompt, &scoring);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let start = move || {
+            scoring.store(true, Ordering::SeqCst);
+            let handle = scope.spawn(move || {
+                let scored = engine.score_prompt(prompt, 3);
+                scoring.store(false, Ordering::SeqCst);
+                scored
+            });
+            tx.send(handle).unwrap();
+        };
+        let mut sink = DuringScore {
+            tokens: Vec::new(),
+            start: Some(Box::new(start)),
+            scoring,
+            during: &during,
+        };
+        engine.generate(&generation, &mut sink).unwrap();
+        assert_eq!(sink.tokens, by_itself.0, "the batch's tokens are its own");
+        rx.recv().unwrap().join().unwrap().unwrap()
+    });
+    // Scored all at once between two steps, the prompt's 47 passes would
+    // let through only the token or two already in flight.
+    let during = during.load(Ordering::SeqCst);
+    assert!(during >= 20, "{during} tokens while the prompt was scored");
+    assert_eq!(scored.len(), alone.len());
+    for (i, (a, b)) in scored.iter().zip(&alone).enumerate() {
+        assert!((a.logprob - b.logprob).abs() < 1e-5, "position {i}");
+        let ids = |t: &crate::TokenLogprobs| t.top.iter().map(|x| x.0).collect::<Vec<_>>();
+        assert_eq!(ids(a), ids(b), "position {i}");
+    }
+}
