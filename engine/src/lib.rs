@@ -243,11 +243,13 @@ pub trait Engine: Send + Sync {
     }
 
     /// How long a prompt of `prompt_tokens` submitted now would wait for
-    /// the work queued ahead of it, by the engine's recent pace; `None`
-    /// where it cannot tell (no pace measured yet, or no queue of its own,
-    /// as with upstream engines).
-    fn expected_wait(&self, prompt_tokens: usize) -> Option<Duration> {
-        let _ = prompt_tokens;
+    /// the work queued ahead of it, and for the prompts `ahead` (the
+    /// lengths of those a request submits just before it: its other
+    /// choices or prompts), by the engine's recent pace; `None` where it
+    /// cannot tell (no pace measured yet, or no queue of its own, as with
+    /// upstream engines).
+    fn expected_wait(&self, prompt_tokens: usize, ahead: &[usize]) -> Option<Duration> {
+        let _ = (prompt_tokens, ahead);
         None
     }
 

@@ -61,7 +61,8 @@ pub struct ServeArgs {
     max_queued: usize,
     /// Refuse a run (HTTP 429 / `SERVER_BUSY`, `Retry-After` the expected
     /// wait) whose prompt would wait longer than this many seconds for the
-    /// prompts queued ahead of it, at the engine's recent pace; 0: never.
+    /// prompts queued ahead of it (its request's other choices and prompts
+    /// included), at the engine's recent pace; 0: never.
     #[arg(long, default_value_t = 30.0)]
     max_queue_wait: f64,
     /// The built web demo to serve at `/`.

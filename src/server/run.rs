@@ -78,37 +78,48 @@ async fn start_with(
     client: Client,
     prepare: impl FnOnce(&Agent) -> Result<PreparedRun, RunRejected> + Send + 'static,
 ) -> Result<ActiveRun, RunRejected> {
-    Ok(admit_with(state, client, prepare).await?.launch(state))
+    Ok(admit_with(state, client, prepare, &[]).await?.launch(state))
 }
 
 /// [`admit_with`] for a `/v1` input: a raw completion of `prompt`, or a
-/// chat run.
+/// chat run; `ahead` the prompt lengths of its request's runs admitted
+/// before it.
 pub(crate) async fn admit_input(
     state: &AppState,
     client: Client,
     input: RunAgentInput,
     prompt: Option<RawPrompt>,
+    ahead: &[usize],
 ) -> Result<Admitted, RunRejected> {
     match prompt {
         Some(prompt) => {
-            admit_with(state, client, move |agent| {
-                agent.prepare_completion(input, prompt)
-            })
+            let prepare = move |agent: &Agent| agent.prepare_completion(input, prompt);
+            admit_with(state, client, prepare, ahead).await
+        }
+        None => {
+            admit_with(
+                state,
+                client,
+                move |agent| agent.prepare_input(input),
+                ahead,
+            )
             .await
         }
-        None => admit_with(state, client, move |agent| agent.prepare_input(input)).await,
     }
 }
 
 /// Takes a place for the run and prepares it, counting a refusal; the
 /// run starts at [`Admitted::launch`], so a request of several runs can
-/// have all of them admitted before any starts.
+/// have all of them admitted before any starts, each one's expected wait
+/// counting the prompts of those before it (`ahead`), which will be queued
+/// ahead of it.
 async fn admit_with(
     state: &AppState,
     client: Client,
     prepare: impl FnOnce(&Agent) -> Result<PreparedRun, RunRejected> + Send + 'static,
+    ahead: &[usize],
 ) -> Result<Admitted, RunRejected> {
-    let result = admit(state, client, prepare).await;
+    let result = admit(state, client, prepare, ahead).await;
     if let Err(rejected) = &result {
         state.agent.metrics().run_refused(rejected.code);
     }
@@ -116,16 +127,22 @@ async fn admit_with(
 }
 
 /// How long the engine expects the run's first prompt to wait for those
-/// queued ahead of it; a prompt of unknown length counts as a long one.
-fn expected_wait(agent: &Agent, prepared: &PreparedRun) -> Option<std::time::Duration> {
+/// queued ahead of it and those of `ahead`; a prompt of unknown length
+/// counts as a long one.
+fn expected_wait(
+    agent: &Agent,
+    prepared: &PreparedRun,
+    ahead: &[usize],
+) -> Option<std::time::Duration> {
     let tokens = prepared.first_prompt_tokens().unwrap_or(usize::MAX);
-    agent.model()?.engine().expected_wait(tokens)
+    agent.model()?.engine().expected_wait(tokens, ahead)
 }
 
 async fn admit(
     state: &AppState,
     client: Client,
     prepare: impl FnOnce(&Agent) -> Result<PreparedRun, RunRejected> + Send + 'static,
+    ahead: &[usize],
 ) -> Result<Admitted, RunRejected> {
     if state.shutdown.is_draining() {
         return Err(RunRejected::shutting_down());
@@ -159,7 +176,7 @@ async fn admit(
             );
         })?;
     if let Some(limit) = state.config.max_queue_wait
-        && let Some(wait) = expected_wait(&state.agent, &prepared)
+        && let Some(wait) = expected_wait(&state.agent, &prepared, ahead)
         && wait > limit
     {
         tracing::info!(
@@ -184,6 +201,12 @@ pub(crate) struct Admitted {
 }
 
 impl Admitted {
+    /// The length of the prompt the run starts from, where it is known
+    /// before it runs (a local model's).
+    pub(crate) fn prompt_tokens(&self) -> Option<usize> {
+        self.prepared.first_prompt_tokens()
+    }
+
     /// Starts the run on a blocking thread.
     pub(crate) fn launch(self, state: &AppState) -> ActiveRun {
         let Admitted { prepared, permits } = self;

@@ -210,3 +210,42 @@ async fn a_queue_that_would_hold_a_run_past_the_limit_refuses_it_with_the_wait()
     assert_eq!(answer_text(&events), "fine");
     calm.shutdown().await;
 }
+
+/// The choices of one request are admitted together, so each one's wait
+/// counts the prompts of those admitted before it: two choices that would
+/// each go ahead alone are refused together when the second would wait
+/// past the limit behind the first, before either starts.
+#[tokio::test]
+async fn a_requests_own_choices_count_in_the_wait_of_each_one() {
+    let config = ServerConfig {
+        max_queue_wait: Some(Duration::from_secs(2)),
+        ..ServerConfig::default()
+    };
+    let script = [qwen3_turn("x", "fine"), qwen3_turn("x", "fine")];
+    // 1.5 s alone; behind a prompt of a few tokens, past 2 s.
+    let (model, seen) = scripted_qwen3_with(&script, |engine| {
+        engine.with_expected_wait_behind(Duration::from_millis(1_500), Duration::from_millis(100))
+    });
+    let keys = KeyRing::new(Key::generate().unwrap());
+    let server = TestServer::start(Agent::new(model, keys, AgentConfig::default()), config).await;
+    let chat = |n: u64| {
+        json!({"model": "any", "messages": [{"role": "user", "content": "go"}],
+               "reasoning_effort": "none", "n": n})
+    };
+    let client = reqwest::Client::new();
+    let two = client
+        .post(server.url("/v1/chat/completions"))
+        .json(&chat(2))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(two.status(), 429);
+    let retry: u64 = two.headers()["retry-after"].to_str().unwrap().parse().unwrap();
+    assert!(retry > 2, "{retry}");
+    assert_eq!(seen.prompts.lock().unwrap().len(), 0, "nothing ran");
+
+    let (status, one) = post_json(&server, "/v1/chat/completions", &chat(1)).await;
+    assert_eq!(status, 200, "{one}");
+    assert_eq!(one["choices"][0]["message"]["content"], "fine");
+    server.shutdown().await;
+}

@@ -72,8 +72,9 @@ pub struct ScriptedEngine {
     /// Panic once, after this many tokens of a generation, with this
     /// message (`with_panic`).
     panic: Mutex<Option<(usize, String)>>,
-    /// What `expected_wait` reports, for every prompt length.
-    expected_wait: Option<Duration>,
+    /// What `expected_wait` reports, for every prompt length, and what
+    /// it adds for each token of the prompts ahead of it in its request.
+    expected_wait: Option<(Duration, Duration)>,
     /// What the engine saw.
     pub observed: Arc<Observed>,
 }
@@ -124,8 +125,15 @@ impl ScriptedEngine {
     /// Reports `wait` as the time a new prompt would wait for the work
     /// queued ahead of it, as a busy scheduler does.
     #[must_use]
-    pub fn with_expected_wait(mut self, wait: Duration) -> Self {
-        self.expected_wait = Some(wait);
+    pub fn with_expected_wait(self, wait: Duration) -> Self {
+        self.with_expected_wait_behind(wait, Duration::ZERO)
+    }
+
+    /// [`Self::with_expected_wait`], adding `per_token` for each prompt
+    /// token its request submits ahead of a prompt.
+    #[must_use]
+    pub fn with_expected_wait_behind(mut self, wait: Duration, per_token: Duration) -> Self {
+        self.expected_wait = Some((wait, per_token));
         self
     }
 
@@ -144,8 +152,9 @@ impl Engine for ScriptedEngine {
         &self.info
     }
 
-    fn expected_wait(&self, _prompt_tokens: usize) -> Option<Duration> {
-        self.expected_wait
+    fn expected_wait(&self, _prompt_tokens: usize, ahead: &[usize]) -> Option<Duration> {
+        let (wait, per_token) = self.expected_wait?;
+        Some(wait + per_token * ahead.iter().sum::<usize>() as u32)
     }
 
     fn generate(

@@ -331,8 +331,8 @@ impl Engine for MlxEngine {
         self.scheduler.load()
     }
 
-    fn expected_wait(&self, prompt_tokens: usize) -> Option<std::time::Duration> {
-        self.scheduler.expected_wait(prompt_tokens)
+    fn expected_wait(&self, prompt_tokens: usize, ahead: &[usize]) -> Option<std::time::Duration> {
+        self.scheduler.expected_wait(prompt_tokens, ahead)
     }
 
     fn scores_prompts(&self) -> bool {

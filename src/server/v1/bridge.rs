@@ -325,17 +325,19 @@ impl RunInput {
 
     /// Admits and prepares a run of this input, drawing from `seed` when
     /// one is given (each of several choices draws from a seed of its
-    /// own); a refusal names the wire parameter at fault. The run starts
-    /// at [`Admitted::launch`].
+    /// own), behind the prompts `ahead` its request admitted before it; a
+    /// refusal names the wire parameter at fault. The run starts at
+    /// [`Admitted::launch`].
     pub async fn admit(
         &self,
         state: &AppState,
         client: Client,
         seed: Option<u64>,
+        ahead: &[usize],
     ) -> Result<Admitted, ApiError> {
         let run_id = format!("run-{}", uuid::Uuid::new_v4().simple());
         let input = self.to_input(&run_id, seed);
-        run::admit_input(state, client, input, self.raw.clone())
+        run::admit_input(state, client, input, self.raw.clone(), ahead)
             .await
             .map_err(|rejected| self.refusal(rejected))
     }

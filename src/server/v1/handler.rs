@@ -106,6 +106,8 @@ async fn run<S: Surface>(
         mut surface,
     } = decode(&body, &state)?;
     let mut admitted = Vec::with_capacity(inputs.len() * choices);
+    // The prompts of the runs admitted so far, queued ahead of the next.
+    let mut ahead = Vec::with_capacity(inputs.len() * choices);
     for input in &inputs {
         // Several choices draw from seeds of their own: the client's, or
         // one picked here, counted up from it (each input's the same).
@@ -114,7 +116,9 @@ async fn run<S: Surface>(
             let seed = base.map(|base| base.wrapping_add(choice));
             // A refusal of any choice refuses the request before any run
             // starts: the places already taken are given back as dropped.
-            admitted.push(input.admit(&state, client, seed).await?);
+            let run = input.admit(&state, client, seed, &ahead).await?;
+            ahead.extend(run.prompt_tokens());
+            admitted.push(run);
         }
     }
     let mut runs: Vec<_> = (admitted.into_iter())

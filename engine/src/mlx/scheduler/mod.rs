@@ -233,16 +233,23 @@ impl Scheduler {
     }
 
     /// How long a prompt of `tokens` submitted now would wait for the
-    /// prompts ahead of it (`pace::expected_wait`).
-    pub fn expected_wait(&self, tokens: usize) -> Option<Duration> {
+    /// prompts ahead of it, those queued and those of `ahead`, about to be
+    /// (`pace::expected_wait`).
+    pub fn expected_wait(&self, tokens: usize, ahead: &[usize]) -> Option<Duration> {
         let g = &self.gauges;
+        let lane = self.options.short_prompt_tokens;
+        let sum = |short: bool| -> u64 {
+            let counted = ahead.iter().filter(|&&t| !short || (lane > 0 && t <= lane));
+            counted.map(|&t| t as u64).fold(0, u64::saturating_add)
+        };
         let backlog = pace::Backlog {
-            prompt_tokens: g.prompt_backlog.load(Ordering::Relaxed),
-            short_prompt_tokens: g.short_backlog.load(Ordering::Relaxed),
+            prompt_tokens: (g.prompt_backlog.load(Ordering::Relaxed)).saturating_add(sum(false)),
+            short_prompt_tokens: (g.short_backlog.load(Ordering::Relaxed))
+                .saturating_add(sum(true)),
             step_us: g.step_us.load(Ordering::Relaxed),
             prompt_per_sec: g.prompt_per_sec.load(Ordering::Relaxed),
         };
-        pace::expected_wait(backlog, tokens, self.options.short_prompt_tokens)
+        pace::expected_wait(backlog, tokens, lane)
     }
 
     /// What the scheduler holds now.

@@ -113,13 +113,16 @@ fn a_short_prompt_is_not_held_behind_a_long_prompts_chunks() {
 /// Reads what the engine expects a new prompt to wait, at its first token.
 struct WaitProbe<'a> {
     engine: &'a MlxEngine,
-    seen: Option<(Option<Duration>, Option<Duration>)>,
+    /// A long prompt's wait, a short one's, and a long one's behind two
+    /// more of its request's.
+    seen: Option<[Option<Duration>; 3]>,
 }
 
 impl TokenSink for WaitProbe<'_> {
     fn on_token(&mut self, _id: u32) -> Directive {
         if self.seen.is_none() {
-            self.seen = Some((self.engine.expected_wait(64), self.engine.expected_wait(2)));
+            let wait = |tokens, ahead: &[usize]| self.engine.expected_wait(tokens, ahead);
+            self.seen = Some([wait(64, &[]), wait(2, &[]), wait(64, &[256, 256])]);
         }
         Directive::Continue
     }
@@ -130,7 +133,11 @@ fn a_new_prompt_is_told_the_wait_for_the_prompts_ahead_of_it() {
     // No batch window: the long prompt starts at once, and the short one
     // arrives while it is being fed, a chunk of 8 a step (32 steps).
     let engine = tiny_engine(Duration::ZERO);
-    assert_eq!(engine.expected_wait(64), None, "no pace before any step");
+    assert_eq!(
+        engine.expected_wait(64, &[]),
+        None,
+        "no pace before any step"
+    );
     let mut probe = WaitProbe {
         engine: &engine,
         seen: None,
@@ -150,7 +157,7 @@ fn a_new_prompt_is_told_the_wait_for_the_prompts_ahead_of_it() {
             .generate(&request(vec![5, 6, 7]), &mut probe)
             .unwrap();
     });
-    let (long, short) = probe.seen.unwrap();
+    let [long, short, behind] = probe.seen.unwrap();
     let long = long.expect("a pace once steps ran");
     assert!(
         long > Duration::ZERO,
@@ -158,6 +165,9 @@ fn a_new_prompt_is_told_the_wait_for_the_prompts_ahead_of_it() {
     );
     let short = short.expect("a pace once steps ran");
     assert!(short <= long, "{short:?} {long:?}");
+    // Its request's prompts submitted before it count as queued ahead.
+    let behind = behind.expect("a pace once steps ran");
+    assert!(behind > long, "{behind:?} {long:?}");
 }
 
 /// Says when its prompt's first chunk is in the cache.
