@@ -42,7 +42,7 @@ pub(super) fn prepare(
     let config = &shared.config;
     let forwarded = input.forwarded_props.as_ref();
     let (sampling, max_new_tokens) =
-        sampling::from_forwarded(forwarded, &config.sampling, config.max_new_tokens)?;
+        sampling::from_forwarded_raw(forwarded, &config.sampling, config.max_new_tokens)?;
     let logprobs = logprobs::from_forwarded(forwarded)?;
     let score = prompt_logprobs(forwarded, logprobs)?;
     // Reasoning controls mean nothing here: the run shows what the model
@@ -57,6 +57,14 @@ pub(super) fn prepare(
                 "a prompt's own log-probabilities are scored by a local model; an upstream's stream carries none",
             )
             .at("forwardedProps.promptLogprobs"));
+        }
+        Backend::Upstream(_) if max_new_tokens == 0 => {
+            return Err(RunRejected::new(
+                RejectKind::Unprocessable,
+                "INVALID_SAMPLING",
+                "maxTokens must be a positive integer: an upstream completes at least one token",
+            )
+            .at("forwardedProps.sampling.maxTokens"));
         }
         Backend::Upstream(up) => upstream_plan(up.upstream.config().kind, prompt)?,
     };

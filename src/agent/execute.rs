@@ -122,6 +122,12 @@ impl Execution<'_, '_> {
                 if *score {
                     self.score_prompt(model, prompt)?;
                 }
+                if run.max_new_tokens == 0 {
+                    // No tokens asked (`max_tokens: 0` with `echo`): the
+                    // prompt alone, at its limit before any token.
+                    self.usage.input += prompt.len();
+                    return Ok(self.events.incomplete(incomplete::LENGTH)?);
+                }
                 let pass = Generation::raw(model).reporting_logprobs(run.logprobs);
                 self.one_pass(pass, prompt)
             }

@@ -40,6 +40,26 @@ pub(crate) fn from_forwarded(
     defaults: &SamplingParams,
     max_new_tokens: usize,
 ) -> Result<(SamplingParams, usize), RunRejected> {
+    parse(forwarded, defaults, max_new_tokens, false)
+}
+
+/// [`from_forwarded`] for a raw completion, which may ask for no tokens
+/// at all (`max_tokens: 0` with `echo`: the prompt alone, scored where
+/// asked, as evaluation scripts ask for it).
+pub(crate) fn from_forwarded_raw(
+    forwarded: Option<&Value>,
+    defaults: &SamplingParams,
+    max_new_tokens: usize,
+) -> Result<(SamplingParams, usize), RunRejected> {
+    parse(forwarded, defaults, max_new_tokens, true)
+}
+
+fn parse(
+    forwarded: Option<&Value>,
+    defaults: &SamplingParams,
+    max_new_tokens: usize,
+    none_allowed: bool,
+) -> Result<(SamplingParams, usize), RunRejected> {
     let mut params = defaults.clone();
     let mut max_tokens = max_new_tokens;
     let Some(sampling) = forwarded.and_then(|f| f.get("sampling")) else {
@@ -94,7 +114,7 @@ pub(crate) fn from_forwarded(
         params.seed = Some(seed);
     }
     if let Some(n) = count("maxTokens")? {
-        if n == 0 {
+        if n == 0 && !none_allowed {
             return Err(bad("maxTokens", "a positive integer"));
         }
         max_tokens = usize::try_from(n).unwrap_or(usize::MAX).min(max_new_tokens);

@@ -1,6 +1,7 @@
 //! Raw completions on the default model: the engine's own greedy
 //! continuation, and an echoed prompt scored as the engine generated it.
 
+use super::support;
 use super::{agent, server};
 
 /// A raw completion on the default model is the engine's own greedy
@@ -140,5 +141,18 @@ async fn an_echoed_prompt_is_scored_as_the_engine_generated_it() {
             "token {at}: {scored} vs {top:?}"
         );
     }
+
+    // With no tokens asked (`max_tokens: 0`), the prompt alone, scored
+    // the same.
+    let body = serde_json::json!({"prompt": whole, "echo": true, "logprobs": 2,
+        "max_tokens": 0});
+    let (status, alone) = support::post_json(&server, "/v1/completions", &body).await;
+    assert_eq!(status, 200, "{alone}");
+    let choice = &alone["choices"][0];
+    assert_eq!(choice["finish_reason"], "length", "{alone}");
+    assert_eq!(choice["text"], model.decode(&whole).unwrap(), "{alone}");
+    let only = choice["logprobs"]["token_logprobs"].as_array().unwrap();
+    assert_eq!(only[..], listed[..whole.len()], "{alone}");
+    assert_eq!(alone["usage"]["completion_tokens"], 0, "{alone}");
     server.shutdown().await;
 }

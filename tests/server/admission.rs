@@ -240,7 +240,11 @@ async fn a_requests_own_choices_count_in_the_wait_of_each_one() {
         .await
         .unwrap();
     assert_eq!(two.status(), 429);
-    let retry: u64 = two.headers()["retry-after"].to_str().unwrap().parse().unwrap();
+    let retry: u64 = two.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
     assert!(retry > 2, "{retry}");
     assert_eq!(seen.prompts.lock().unwrap().len(), 0, "nothing ran");
 

@@ -204,3 +204,48 @@ async fn several_prompts_are_each_completed() {
     assert_eq!(prompts, want);
     server.shutdown().await;
 }
+
+/// `max_tokens: 0` with `echo` is the prompt alone, as evaluation
+/// scripts ask for it: its text, cut off at its limit before any token,
+/// the prompt counted and nothing generated (the engine is never asked).
+#[tokio::test]
+async fn no_tokens_with_echo_is_the_prompt_alone() {
+    let (server, observed) = TestServer::qwen3(&[script()]).await;
+    let body = json!({"prompt": PROMPT, "max_tokens": 0, "echo": true});
+    let (status, whole) = post(&server, "/v1/completions", &body).await;
+    assert_eq!(status, 200, "{whole}");
+    let choice = &whole["choices"][0];
+    assert_eq!(choice["text"], PROMPT, "{whole}");
+    assert_eq!(choice["finish_reason"], "length", "{whole}");
+    let ids = support::qwen3_chat().tokenizer.encode(PROMPT, true).unwrap();
+    assert_eq!(whole["usage"]["prompt_tokens"], ids.len(), "{whole}");
+    assert_eq!(whole["usage"]["completion_tokens"], 0, "{whole}");
+
+    // Streamed: the echo, then the end.
+    let body = json!({"prompt": PROMPT, "max_tokens": 0, "echo": true, "stream": true});
+    let response = reqwest::Client::new()
+        .post(server.url("/v1/completions"))
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    let text = response.text().await.unwrap();
+    let data: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .collect();
+    assert_eq!(data.last(), Some(&"[DONE]"), "{text}");
+    let (mut streamed, mut finish) = (String::new(), Value::Null);
+    for chunk in &data[..data.len() - 1] {
+        let chunk: Value = serde_json::from_str(chunk).unwrap();
+        let choice = &chunk["choices"][0];
+        streamed += choice["text"].as_str().unwrap_or_default();
+        if !choice["finish_reason"].is_null() {
+            finish = choice["finish_reason"].clone();
+        }
+    }
+    assert_eq!(streamed, PROMPT, "{text}");
+    assert_eq!(finish, "length", "{text}");
+    assert!(observed.prompts.lock().unwrap().is_empty());
+    server.shutdown().await;
+}

@@ -47,8 +47,13 @@ pub fn decode(body: &Value, agent: &Agent) -> Result<CompletionRequest, ApiError
     let prompts = prompts(&root.get("prompt"))?;
     draws(&mut input, &root)?;
     let max = root.get("max_tokens");
+    let echo = root.get("echo");
     match max.u64()? {
-        Some(0) => return Err(max.invalid("must be a positive integer")),
+        // The prompt alone: echoed, and scored where logprobs are asked.
+        Some(0) if echo.bool()? == Some(true) => {
+            input.sampling("maxTokens", json!(0), "max_tokens")
+        }
+        Some(0) => return Err(max.invalid("must be a positive integer (0 only with echo)")),
         Some(n) => input.sampling("maxTokens", json!(n), "max_tokens"),
         None if max.value.is_some_and(|v| !v.is_null()) => {
             return Err(max.invalid("must be a positive integer"));
@@ -59,7 +64,6 @@ pub fn decode(body: &Value, agent: &Agent) -> Result<CompletionRequest, ApiError
     if let Some(k) = top_logprobs(&logprobs)? {
         input.logprobs(k, "logprobs");
     }
-    let echo = root.get("echo");
     let echoed_logprobs = echo.bool()?.unwrap_or(false) && input.asks_logprobs();
     if echoed_logprobs {
         // The prompt's own tokens are scored and listed ahead of the
