@@ -88,6 +88,11 @@ pub trait TokenSink {
     /// over was, when the request asked ([`GenerationRequest::logprobs`]).
     fn on_logprobs(&mut self, _logprobs: TokenLogprobs) {}
 
+    /// The prompt's own tokens' log-probabilities, from the second token
+    /// on, when the generation was asked to score them
+    /// ([`Engine::generate_scored`]): once, before any token.
+    fn on_prompt_logprobs(&mut self, _scored: Vec<TokenLogprobs>) {}
+
     /// Prefill progress after each chunk of the prompt. Long prompts take
     /// seconds on a CPU; this lets a run be cancelled and transports keep
     /// the connection alive meanwhile.
@@ -270,6 +275,22 @@ pub trait Engine: Send + Sync {
         Err(EngineError::InvalidRequest(
             "this engine does not score prompts".into(),
         ))
+    }
+
+    /// [`generate`](Self::generate), the prompt scored first as
+    /// [`score_prompt`](Self::score_prompt) scores it and handed to the
+    /// sink before any token ([`TokenSink::on_prompt_logprobs`]). Here the
+    /// two one after the other; an engine that can continue from the
+    /// scoring's caches computes the prompt once.
+    fn generate_scored(
+        &self,
+        request: &GenerationRequest,
+        top: usize,
+        sink: &mut dyn TokenSink,
+    ) -> Result<GenerationStats, EngineError> {
+        let scored = self.score_prompt(&request.prompt, top)?;
+        sink.on_prompt_logprobs(scored);
+        self.generate(request, sink)
     }
 }
 

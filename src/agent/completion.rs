@@ -12,8 +12,9 @@ use thinkwire_protocol::RunAgentInput;
 
 use super::backend::Backend;
 use super::controls::ReasoningControls;
+use super::events::incomplete;
 use super::execute::Execution;
-use super::generation::Stopped;
+use super::generation::{Generation, Stopped};
 use super::model::LocalModel;
 use super::prepare::{Plan, PreparedRun, Shared, prepared};
 use super::rejection::{RejectKind, RunRejected};
@@ -167,30 +168,34 @@ fn prompt_logprobs(
 }
 
 impl Execution<'_, '_> {
-    /// The prompt's own tokens' log-probabilities (`promptLogprobs`), as
-    /// the engine scores them, ahead of the answer's: the first follows
-    /// nothing, so its log-probability is `null`.
-    pub(super) fn score_prompt(
+    /// A raw completion: `prompt` continued as it is, its own tokens
+    /// scored first where `score` (`promptLogprobs`) asks, on the caches
+    /// the generation then continues from, and listed ahead of the
+    /// answer's; with no tokens asked (`max_tokens: 0` with `echo`), the
+    /// prompt alone, at its limit before any token.
+    pub(super) fn raw(
         &mut self,
         model: &LocalModel,
         prompt: &[u32],
+        score: bool,
     ) -> Result<(), Stopped> {
-        let Some(top) = self.run.logprobs else {
-            return Ok(());
-        };
-        let scored = model
-            .engine()
-            .score_prompt(prompt, top)
-            .map_err(Stopped::Engine)?;
-        let mut entries = Vec::with_capacity(prompt.len());
-        if let Some(&first) = prompt.first() {
-            let (text, bytes) = model.token_piece(first);
-            entries.push(serde_json::json!({"token": text, "logprob": null, "bytes": bytes, "top_logprobs": null}));
+        let run = self.run;
+        let top = run.logprobs.filter(|_| score);
+        if run.max_new_tokens > 0 {
+            let pass = Generation::raw(model)
+                .reporting_logprobs(run.logprobs)
+                .scoring_prompt(top);
+            return self.one_pass(pass, prompt);
         }
-        for (&id, logprobs) in prompt.iter().skip(1).zip(&scored) {
-            entries.push(super::logprobs::entry(model, id, logprobs));
+        if let Some(top) = top {
+            let scored = model
+                .engine()
+                .score_prompt(prompt, top)
+                .map_err(Stopped::Engine)?;
+            (self.events).prompt_logprobs(logprobs::prompt_entries(model, prompt, &scored))?;
         }
-        Ok(self.events.prompt_logprobs(entries)?)
+        self.usage.input += prompt.len();
+        Ok(self.events.incomplete(incomplete::LENGTH)?)
     }
 }
 

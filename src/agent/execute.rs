@@ -118,19 +118,7 @@ impl Execution<'_, '_> {
         let run = self.run;
         match &run.plan {
             Plan::Upstream { .. } | Plan::UpstreamRaw { .. } => Ok(()),
-            Plan::Raw { prompt, score } => {
-                if *score {
-                    self.score_prompt(model, prompt)?;
-                }
-                if run.max_new_tokens == 0 {
-                    // No tokens asked (`max_tokens: 0` with `echo`): the
-                    // prompt alone, at its limit before any token.
-                    self.usage.input += prompt.len();
-                    return Ok(self.events.incomplete(incomplete::LENGTH)?);
-                }
-                let pass = Generation::raw(model).reporting_logprobs(run.logprobs);
-                self.one_pass(pass, prompt)
-            }
+            Plan::Raw { prompt, score } => self.raw(model, prompt, *score),
             Plan::Inline {
                 prompt,
                 starts_in_reasoning,
@@ -251,7 +239,11 @@ impl Execution<'_, '_> {
 
     /// Runs a one-pass generation to its end, closing held reasoning with
     /// its summary and resuming.
-    fn one_pass(&mut self, mut pass: Generation<'_>, prompt: &[u32]) -> Result<(), Stopped> {
+    pub(super) fn one_pass(
+        &mut self,
+        mut pass: Generation<'_>,
+        prompt: &[u32],
+    ) -> Result<(), Stopped> {
         let run = self.run;
         let mut consumed: Vec<u32> = Vec::new();
         let mut remaining = run.max_new_tokens;

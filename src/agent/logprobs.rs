@@ -111,6 +111,28 @@ pub(super) fn entry(pieces: &impl Pieces, id: u32, logprobs: &TokenLogprobs) -> 
     entry
 }
 
+/// A prompt's own tokens as OpenAI lists them after an `echo`: the first
+/// with a `null` log-probability (it follows nothing), each next with the
+/// engine's score of it (`scored`: one per token from the second on).
+pub(super) fn prompt_entries(
+    pieces: &impl Pieces,
+    prompt: &[u32],
+    scored: &[TokenLogprobs],
+) -> Vec<Value> {
+    let mut entries = Vec::with_capacity(prompt.len());
+    if let Some(&first) = prompt.first() {
+        let (text, bytes) = pieces.token_piece(first);
+        entries.push(
+            serde_json::json!({"token": text, "logprob": null, "bytes": bytes,
+            "top_logprobs": null}),
+        );
+    }
+    for (&id, logprobs) in prompt.iter().skip(1).zip(scored) {
+        entries.push(entry(pieces, id, logprobs));
+    }
+    entries
+}
+
 /// `{token, logprob, bytes}`.
 fn token(pieces: &impl Pieces, id: u32, logprob: f32) -> Value {
     let (text, bytes) = pieces.token_piece(id);

@@ -217,7 +217,10 @@ async fn no_tokens_with_echo_is_the_prompt_alone() {
     let choice = &whole["choices"][0];
     assert_eq!(choice["text"], PROMPT, "{whole}");
     assert_eq!(choice["finish_reason"], "length", "{whole}");
-    let ids = support::qwen3_chat().tokenizer.encode(PROMPT, true).unwrap();
+    let ids = support::qwen3_chat()
+        .tokenizer
+        .encode(PROMPT, true)
+        .unwrap();
     assert_eq!(whole["usage"]["prompt_tokens"], ids.len(), "{whole}");
     assert_eq!(whole["usage"]["completion_tokens"], 0, "{whole}");
 

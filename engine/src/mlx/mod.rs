@@ -359,4 +359,17 @@ impl Engine for MlxEngine {
         self.scheduler
             .score(prompt.to_vec(), top.min(crate::MAX_TOP_LOGPROBS))
     }
+
+    /// The prompt is scored on the caches its generation then continues
+    /// from: computed once.
+    fn generate_scored(
+        &self,
+        request: &GenerationRequest,
+        top: usize,
+        sink: &mut dyn TokenSink,
+    ) -> Result<GenerationStats, EngineError> {
+        check_request(&self.info, request)?;
+        let top = top.min(crate::MAX_TOP_LOGPROBS);
+        self.scheduler.submit(request, sink, Some(top))
+    }
 }

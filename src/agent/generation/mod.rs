@@ -107,6 +107,9 @@ pub(super) struct Generation<'m> {
     /// The last engine call ended at its token limit (`max_tokens`, or
     /// the context's room).
     cut_off: bool,
+    /// The next engine call scores its prompt first, with this many
+    /// alternatives a token (`promptLogprobs`).
+    scores_prompt: Option<usize>,
 }
 
 impl<'m> Generation<'m> {
@@ -147,7 +150,16 @@ impl<'m> Generation<'m> {
             close_with: None,
             logprobs: Reporter::default(),
             cut_off: false,
+            scores_prompt: None,
         }
+    }
+
+    /// Scores the prompt of the first engine call with `top` alternatives
+    /// a token, listed ahead of the answer's (`None`: not).
+    #[must_use]
+    pub fn scoring_prompt(mut self, top: Option<usize>) -> Self {
+        self.scores_prompt = top;
+        self
     }
 
     /// Reports the answer tokens' log-probabilities with `k` alternatives
@@ -242,11 +254,16 @@ impl<'m> Generation<'m> {
             logprobs: self.logprobs.asked(),
         };
         usage.input += request.prompt.len();
+        let scores = self.scores_prompt.take();
         let mut sink = PassSink::new(self, events, usage.metrics.clone());
-        let stats = model
-            .engine()
-            .generate(&request, &mut sink)
-            .map_err(Stopped::Engine)?;
+        let stats = match scores {
+            Some(top) => {
+                sink.scoring(&request.prompt);
+                model.engine().generate_scored(&request, top, &mut sink)
+            }
+            None => model.engine().generate(&request, &mut sink),
+        }
+        .map_err(Stopped::Engine)?;
         usage.output += stats.generated_tokens;
         usage.cached += stats.cached_prompt_tokens;
         let step = sink.step();

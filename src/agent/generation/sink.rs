@@ -12,7 +12,7 @@ use thinkwire_reasoning::Chunk;
 
 use super::{Forwarded, Generation, Route, Step, Stopped, report_before};
 use crate::agent::events::RunEvents;
-use crate::agent::logprobs::Seen;
+use crate::agent::logprobs::{Seen, prompt_entries};
 use crate::agent::output::Disconnected;
 use crate::agent::tool_grammar::ToolCalls;
 use crate::metrics::Metrics;
@@ -27,6 +27,8 @@ pub(super) struct PassSink<'p, 'm, 'e, 'a> {
     /// The grammar refused a token: no more masks.
     lifted: bool,
     timing: TokenTiming,
+    /// The prompt whose scores the engine hands over first, when asked.
+    scored_prompt: Option<Vec<u32>>,
 }
 
 /// When a generation's tokens arrive, for the metrics: the first after the
@@ -69,7 +71,14 @@ impl<'p, 'm, 'e, 'a> PassSink<'p, 'm, 'e, 'a> {
                 requested: Instant::now(),
                 last: None,
             },
+            scored_prompt: None,
         }
+    }
+
+    /// The engine scores `prompt` first: its entries go out ahead of the
+    /// answer's.
+    pub fn scoring(&mut self, prompt: &[u32]) {
+        self.scored_prompt = Some(prompt.to_vec());
     }
 
     /// How the call ended: what it consumed and whether a reasoning end is
@@ -125,6 +134,16 @@ impl<'p, 'm, 'e, 'a> PassSink<'p, 'm, 'e, 'a> {
 impl TokenSink for PassSink<'_, '_, '_, '_> {
     fn on_logprobs(&mut self, logprobs: TokenLogprobs) {
         self.pass.logprobs.report(logprobs);
+    }
+
+    fn on_prompt_logprobs(&mut self, scored: Vec<TokenLogprobs>) {
+        let Some(prompt) = self.scored_prompt.take() else {
+            return;
+        };
+        let entries = prompt_entries(self.pass.model, &prompt, &scored);
+        if self.events.prompt_logprobs(entries).is_err() {
+            self.gone = true;
+        }
     }
 
     fn on_token(&mut self, id: u32) -> Directive {

@@ -8,6 +8,7 @@ use std::sync::mpsc::{Receiver, Sender};
 use std::time::Instant;
 
 use super::logprobs::Reported;
+use crate::mlx::model::KvCache;
 use crate::{Directive, EngineError, GenerationRequest, GenerationStats, TokenMask, TokenSink};
 
 /// A sequence's id, unique for the scheduler's lifetime.
@@ -23,6 +24,9 @@ pub(crate) enum ToRun {
     Token(u32, Option<Reported>),
     /// Generation ended; nothing follows.
     Done(Result<GenerationStats, EngineError>),
+    /// The prompt's scores, when the request asked (`Submission::score`),
+    /// before any token; not answered.
+    PromptLogprobs(Vec<crate::TokenLogprobs>),
 }
 
 /// What a run answers.
@@ -38,7 +42,7 @@ pub(crate) enum Reply {
 
 /// What reaches the scheduler thread.
 pub(crate) enum Inbox {
-    Submit(Submission),
+    Submit(Box<Submission>),
     Reply(SeqId, Reply),
     /// The engine is dropped: finish what runs, then exit.
     Close,
@@ -57,6 +61,11 @@ pub(crate) struct Submission {
     pub constrained: bool,
     /// Its mask, when it arrived while the request waited.
     pub mask: Option<Option<TokenMask>>,
+    /// Alternatives a position to score its prompt with first, if asked.
+    pub score: Option<usize>,
+    /// Caches its prompt's scoring left, holding that many of its tokens:
+    /// its sequence starts from them.
+    pub cached: Option<(Vec<KvCache>, usize)>,
 }
 
 /// Serves `sink` from the scheduler's messages until the generation ends.
@@ -80,6 +89,10 @@ pub(crate) fn serve_sink(
     loop {
         let reply = match from_scheduler.recv() {
             Ok(ToRun::Done(result)) => return result,
+            Ok(ToRun::PromptLogprobs(scored)) => {
+                sink.on_prompt_logprobs(scored);
+                continue;
+            }
             Ok(ToRun::Prefill { done, total }) => {
                 let flow = if stopped {
                     ControlFlow::Break(())

@@ -185,6 +185,18 @@ impl Scheduler {
         request: &GenerationRequest,
         sink: &mut dyn TokenSink,
     ) -> Result<GenerationStats, EngineError> {
+        self.submit(request, sink, None)
+    }
+
+    /// [`Self::generate`]; with `score`, the prompt is scored first with
+    /// that many alternatives a position (`score.rs`), handed to the sink,
+    /// and the generation continues from the scoring's caches.
+    pub fn submit(
+        &self,
+        request: &GenerationRequest,
+        sink: &mut dyn TokenSink,
+        score: Option<usize>,
+    ) -> Result<GenerationStats, EngineError> {
         let need = self.reservation(request);
         if need > self.options.kv_budget {
             return Err(EngineError::InvalidRequest(format!(
@@ -207,9 +219,11 @@ impl Scheduler {
             submitted: Instant::now(),
             constrained: sink.constrains_next(),
             mask: None,
+            score,
+            cached: None,
         };
         to_scheduler
-            .send(Inbox::Submit(submission))
+            .send(Inbox::Submit(Box::new(submission)))
             .map_err(|_| EngineError::Backend("the scheduler is gone".into()))?;
         link::serve_sink(id, &from_scheduler, &to_scheduler, sink)
     }
@@ -225,7 +239,11 @@ impl Scheduler {
         self.inbox
             .lock()
             .map_err(|_| EngineError::Backend("the scheduler is gone".into()))?
-            .send(Inbox::Score(score::ScoreJob { ids, top, reply }))
+            .send(Inbox::Score(score::ScoreJob {
+                ids,
+                top,
+                reply: score::Answer::Alone(reply),
+            }))
             .map_err(|_| EngineError::Backend("the scheduler is gone".into()))?;
         answer
             .recv()

@@ -6,7 +6,9 @@
 //! budget while it is held), a chunk of positions per pass, one pass
 //! after each step: the batch keeps decoding meanwhile, as it does beside
 //! a long prompt's chunks. Only the picked values cross to the host.
-//! Prompts asked together are scored one after another.
+//! Prompts asked together are scored one after another. A generation
+//! asked to score its prompt first (`Engine::generate_scored`) then starts
+//! from the scoring's caches, so its prompt is computed once.
 
 use std::collections::VecDeque;
 use std::ops::Range;
@@ -16,6 +18,7 @@ use mlx_rs::Array;
 use mlx_rs::ops::argpartition_axis;
 use mlx_rs::ops::indexing::TryIndexOp;
 
+use super::link::{Submission, ToRun};
 use super::{CACHE_BLOCK, Worker};
 use crate::mlx::error::mlx_err;
 use crate::mlx::model::{KvCache, Segment};
@@ -30,7 +33,27 @@ const SCORE_CHUNK: usize = 128;
 pub(crate) struct ScoreJob {
     pub ids: Vec<u32>,
     pub top: usize,
-    pub reply: Sender<Result<Vec<TokenLogprobs>, EngineError>>,
+    pub reply: Answer,
+}
+
+/// Where a prompt's scores go.
+pub(crate) enum Answer {
+    /// To [`super::Scheduler::score`]'s caller.
+    Alone(Sender<Result<Vec<TokenLogprobs>, EngineError>>),
+    /// To the run of a generation of the same prompt, which then starts
+    /// from the scoring's caches (its last token left to run, for the
+    /// logits its first token is picked from).
+    Then(Box<Submission>),
+}
+
+impl Answer {
+    fn fail(self, e: EngineError) {
+        // A caller gone has nothing to be told.
+        let _ = match self {
+            Answer::Alone(reply) => reply.send(Err(e)).is_ok(),
+            Answer::Then(sub) => sub.to_run.send(ToRun::Done(Err(e))).is_ok(),
+        };
+    }
 }
 
 /// A prompt being scored: the passes left, and what those done found.
@@ -48,11 +71,16 @@ impl Worker {
     /// the cache has no room for it beside the batch; otherwise scored a
     /// pass after each step, once those asked before it are done.
     pub(super) fn take_score(&mut self, job: ScoreJob) {
-        if job.ids.len() < 2 {
-            let _ = job.reply.send(Ok(Vec::new()));
-            return;
+        match job.reply {
+            _ if job.ids.len() >= 2 => self.scores_waiting.push_back(job),
+            Answer::Alone(reply) => {
+                let _ = reply.send(Ok(Vec::new()));
+            }
+            Answer::Then(sub) => {
+                let _ = sub.to_run.send(ToRun::PromptLogprobs(Vec::new()));
+                self.waiting.push_back(*sub);
+            }
         }
-        self.scores_waiting.push_back(job);
     }
 
     /// Prompt positions the scoring jobs have yet to compute.
@@ -74,9 +102,9 @@ impl Worker {
             let positions = job.ids.len().div_ceil(CACHE_BLOCK) * CACHE_BLOCK;
             let held = self.active.iter().map(|s| s.reserved);
             if self.footprint(held.chain([positions])) > self.options.kv_budget {
-                let _ = job.reply.send(Err(EngineError::InvalidRequest(
+                job.reply.fail(EngineError::InvalidRequest(
                     "the attention cache has no room to score this prompt now".into(),
-                )));
+                ));
                 return;
             }
             let size = self.options.prefill_chunk.clamp(2, SCORE_CHUNK);
@@ -94,18 +122,42 @@ impl Worker {
         };
         if let Err(e) = self.score_next(&mut scoring) {
             tracing::error!(error = %e, "scoring a prompt failed");
-            let _ = scoring.job.reply.send(Err(e));
+            scoring.job.reply.fail(e);
         } else if scoring.passes.is_empty() {
-            let _ = scoring.job.reply.send(Ok(std::mem::take(&mut scoring.out)));
+            self.scored(scoring.job.reply, scoring.out, &scoring.caches);
         } else {
             self.scoring = Some(scoring);
             return;
         }
-        // Ended: its caches and logits are freed; MLX's buffers go back.
+        // Ended: its logits are freed, and its caches but for the views a
+        // generation took; MLX's buffers go back.
         let len = scoring.job.ids.len();
-        drop(scoring);
+        drop(scoring.caches);
         self.reserved = self.footprint(self.held());
         (self.buffers).after_step(len, &self.gauges.buffer_cache_bytes);
+    }
+
+    /// Answers a prompt scored to its end; a generation of it joins the
+    /// front of the queue, from views of `caches` holding all but its last
+    /// token.
+    fn scored(&mut self, reply: Answer, out: Vec<TokenLogprobs>, caches: &[KvCache]) {
+        let mut sub = match reply {
+            Answer::Alone(reply) => {
+                let _ = reply.send(Ok(out));
+                return;
+            }
+            Answer::Then(sub) => sub,
+        };
+        let held = sub.request.prompt.len() - 1;
+        let views = caches.iter().map(|c| c.fork(held as i32));
+        match views.collect::<Result<Vec<_>, _>>() {
+            Ok(views) => {
+                let _ = sub.to_run.send(ToRun::PromptLogprobs(out));
+                sub.cached = Some((views, held));
+                self.waiting.push_front(*sub);
+            }
+            Err(e) => Answer::Then(sub).fail(mlx_err("starting from a scored prompt")(e)),
+        }
     }
 
     /// The next pass of `scoring`.

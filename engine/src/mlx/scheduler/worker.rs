@@ -8,6 +8,7 @@ use std::sync::mpsc::{RecvTimeoutError, TryRecvError};
 use std::time::Instant;
 
 use super::link::{Inbox, Reply, Submission};
+use super::score::{Answer, ScoreJob};
 use super::sequence::{Next, Sequence};
 use super::{CACHE_BLOCK, Worker, shared};
 use crate::mlx::model::KvCache;
@@ -137,7 +138,14 @@ impl Worker {
 
     fn handle(&mut self, msg: Inbox) {
         match msg {
-            Inbox::Submit(sub) => self.waiting.push_back(sub),
+            Inbox::Submit(sub) => match sub.score {
+                Some(top) => self.take_score(ScoreJob {
+                    ids: sub.request.prompt.clone(),
+                    top,
+                    reply: Answer::Then(sub),
+                }),
+                None => self.waiting.push_back(*sub),
+            },
             Inbox::Close => self.closing = true,
             Inbox::Score(job) => self.take_score(job),
             Inbox::Reply(id, Reply::Mask(mask)) => {
@@ -218,12 +226,14 @@ impl Worker {
             if after > budget && !self.active.is_empty() {
                 break; // waits for room
             }
-            let Some(sub) = self.waiting.pop_front() else {
+            let Some(mut sub) = self.waiting.pop_front() else {
                 break;
             };
-            let (caches, reused) = match self.pool.prefix(&sub.request.prompt) {
+            let scored = sub.cached.take();
+            let computed_here = scored.is_some();
+            let (caches, reused) = match scored.or_else(|| self.pool.prefix(&sub.request.prompt)) {
                 Some((caches, reused)) => {
-                    tracing::debug!(reused, "prefix cache hit");
+                    tracing::debug!(reused, computed_here, "starts from a cache");
                     (caches, reused)
                 }
                 None => (self.model.new_cache(), 0),
@@ -248,6 +258,10 @@ impl Worker {
                 self.options.draws_on_device,
             );
             seq.follows = follows;
+            if computed_here {
+                // Its scoring computed them for it: none came from a cache.
+                seq.computed_its_prompt();
+            }
             self.active.push(seq);
         }
     }

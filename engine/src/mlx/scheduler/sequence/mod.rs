@@ -189,6 +189,12 @@ impl Sequence {
         }
     }
 
+    /// The tokens its cache held at the start were computed for it (its
+    /// prompt scored first), not reused from a cache.
+    pub fn computed_its_prompt(&mut self) {
+        self.stats.cached_prompt_tokens = 0;
+    }
+
     /// Cache length: the position the next fed token takes.
     pub fn offset(&self) -> usize {
         self.caches.first().map_or(0, |c| c.offset() as usize)

@@ -79,3 +79,53 @@ fn a_prompt_is_scored_between_the_steps_of_a_decoding_batch() {
         assert_eq!(ids(a), ids(b), "position {i}");
     }
 }
+
+/// Scores handed over before any token.
+struct Scored {
+    prompt: Option<Vec<crate::TokenLogprobs>>,
+    tokens: Vec<u32>,
+}
+
+impl TokenSink for Scored {
+    fn on_prompt_logprobs(&mut self, scored: Vec<crate::TokenLogprobs>) {
+        assert!(self.tokens.is_empty(), "the scores come before any token");
+        self.prompt = Some(scored);
+    }
+
+    fn on_token(&mut self, id: u32) -> Directive {
+        self.tokens.push(id);
+        Directive::Continue
+    }
+}
+
+#[test]
+fn a_generation_that_scores_its_prompt_computes_it_once() {
+    let engine = tiny_engine(Duration::ZERO);
+    let prompt = long_prompt();
+    let alone = engine.score_prompt(&prompt, 2).unwrap();
+    let generation = GenerationRequest {
+        max_tokens: 4,
+        ..request(prompt.clone())
+    };
+    let mut plain = Tokens(Vec::new());
+    engine.generate(&generation, &mut plain).unwrap();
+
+    let steps = engine.load().steps;
+    let mut sink = Scored {
+        prompt: None,
+        tokens: Vec::new(),
+    };
+    let stats = engine.generate_scored(&generation, 2, &mut sink).unwrap();
+    // Its prompt's 47 passes of 8 were the scoring's: the generation ran
+    // its last token and its 4 tokens, no prefill chunk of its own.
+    let ran = engine.load().steps - steps;
+    assert!(ran <= 6, "{ran} steps");
+    assert_eq!(sink.tokens, plain.0, "the tokens of the prompt computed anew");
+    assert_eq!(stats.cached_prompt_tokens, 0, "computed for it, not cached");
+    assert_eq!(stats.prompt_tokens, prompt.len());
+    let scored = sink.prompt.expect("the prompt's scores");
+    assert_eq!(scored.len(), alone.len());
+    for (i, (a, b)) in scored.iter().zip(&alone).enumerate() {
+        assert!((a.logprob - b.logprob).abs() < 1e-5, "position {i}");
+    }
+}
