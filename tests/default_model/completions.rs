@@ -14,14 +14,8 @@ async fn a_raw_completion_is_the_engines_continuation_on_the_default_model() {
     let prompt = "The capital of France is";
     let body =
         serde_json::json!({"prompt": prompt, "max_tokens": 8, "temperature": 0, "logprobs": 3});
-    let response = reqwest::Client::new()
-        .post(server.url("/v1/completions"))
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 200);
-    let whole: serde_json::Value = response.json().await.unwrap();
+    let (status, whole) = support::post_json(&server, "/v1/completions", &body).await;
+    assert_eq!(status, 200, "{whole}");
     let choice = &whole["choices"][0];
 
     let model = agent();
@@ -103,14 +97,8 @@ async fn an_echoed_prompt_is_scored_as_the_engine_generated_it() {
 
     let body = serde_json::json!({"prompt": whole, "echo": true, "logprobs": 2,
         "max_tokens": 1, "temperature": 0});
-    let response = reqwest::Client::new()
-        .post(server.url("/v1/completions"))
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 200);
-    let answer: serde_json::Value = response.json().await.unwrap();
+    let (status, answer) = support::post_json(&server, "/v1/completions", &body).await;
+    assert_eq!(status, 200, "{answer}");
     let choice = &answer["choices"][0];
     let logprobs = &choice["logprobs"];
     let listed = logprobs["token_logprobs"].as_array().unwrap();

@@ -14,6 +14,26 @@ fn script() -> String {
     format!("{GOES_ON}<|im_end|>")
 }
 
+/// The chunks of a streamed completion of `body`, after checking that
+/// the stream ends with `[DONE]`.
+async fn streamed(server: &TestServer, body: &Value) -> Vec<Value> {
+    let response = reqwest::Client::new()
+        .post(server.url("/v1/completions"))
+        .json(body)
+        .send()
+        .await
+        .unwrap();
+    let text = response.text().await.unwrap();
+    let data: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .collect();
+    assert_eq!(data.last(), Some(&"[DONE]"), "{text}");
+    (data[..data.len() - 1].iter())
+        .map(|chunk| serde_json::from_str(chunk).unwrap())
+        .collect()
+}
+
 #[tokio::test]
 async fn a_raw_prompt_is_continued_as_written() {
     let scripts: Vec<String> = (0..10).map(|_| script()).collect();
@@ -87,22 +107,9 @@ async fn a_raw_prompt_is_continued_as_written() {
     // Streamed, two choices and the usage: the same text per choice.
     let body = json!({"prompt": PROMPT, "n": 2, "stream": true, "logprobs": 0,
         "stream_options": {"include_usage": true}});
-    let response = reqwest::Client::new()
-        .post(server.url("/v1/completions"))
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    let text = response.text().await.unwrap();
-    let data: Vec<&str> = text
-        .lines()
-        .filter_map(|l| l.strip_prefix("data: "))
-        .collect();
-    assert_eq!(data.last(), Some(&"[DONE]"));
     let mut texts = [String::new(), String::new()];
     let mut usage = Value::Null;
-    for chunk in &data[..data.len() - 1] {
-        let chunk: Value = serde_json::from_str(chunk).unwrap();
+    for chunk in streamed(&server, &body).await {
         assert_eq!(chunk["object"], "text_completion", "{chunk}");
         match chunk["choices"].as_array().unwrap().first() {
             Some(c) => texts[c["index"].as_u64().unwrap() as usize] += c["text"].as_str().unwrap(),
@@ -226,29 +233,16 @@ async fn no_tokens_with_echo_is_the_prompt_alone() {
 
     // Streamed: the echo, then the end.
     let body = json!({"prompt": PROMPT, "max_tokens": 0, "echo": true, "stream": true});
-    let response = reqwest::Client::new()
-        .post(server.url("/v1/completions"))
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    let text = response.text().await.unwrap();
-    let data: Vec<&str> = text
-        .lines()
-        .filter_map(|l| l.strip_prefix("data: "))
-        .collect();
-    assert_eq!(data.last(), Some(&"[DONE]"), "{text}");
-    let (mut streamed, mut finish) = (String::new(), Value::Null);
-    for chunk in &data[..data.len() - 1] {
-        let chunk: Value = serde_json::from_str(chunk).unwrap();
+    let (mut text, mut finish) = (String::new(), Value::Null);
+    for chunk in streamed(&server, &body).await {
         let choice = &chunk["choices"][0];
-        streamed += choice["text"].as_str().unwrap_or_default();
+        text += choice["text"].as_str().unwrap_or_default();
         if !choice["finish_reason"].is_null() {
             finish = choice["finish_reason"].clone();
         }
     }
-    assert_eq!(streamed, PROMPT, "{text}");
-    assert_eq!(finish, "length", "{text}");
+    assert_eq!(text, PROMPT);
+    assert_eq!(finish, "length");
     assert!(observed.prompts.lock().unwrap().is_empty());
     server.shutdown().await;
 }

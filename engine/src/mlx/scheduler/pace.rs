@@ -42,6 +42,15 @@ impl Pace {
         self.last = Some((now, fed));
     }
 
+    /// `fed` prompt tokens computed after the last step was queued and
+    /// before the next (a pass scoring a prompt): they count in that
+    /// step's interval, whose time they took.
+    pub fn fed_beside(&mut self, fed: usize) {
+        if let Some((_, step_fed)) = &mut self.last {
+            *step_fed += fed;
+        }
+    }
+
     /// The scheduler waits for work: the time until its next step is no
     /// step's.
     pub fn idle(&mut self) {

@@ -90,6 +90,29 @@ impl Worker {
         started.chain(waiting).sum()
     }
 
+    /// The submission of a generation whose prompt is being scored or
+    /// waits to be (a mask its run sends meanwhile is kept with it).
+    pub(super) fn scored_submission(&mut self, id: u64) -> Option<&mut Submission> {
+        let jobs = self.scoring.iter_mut().map(|s| &mut s.job);
+        let mut all = jobs.chain(self.scores_waiting.iter_mut());
+        all.find_map(|job| match &mut job.reply {
+            Answer::Then(sub) if sub.id == id => Some(&mut **sub),
+            _ => None,
+        })
+    }
+
+    /// Whether the next prompt to score can start now: the cache has room
+    /// for it, or nothing holds any (it is then refused). One waiting for
+    /// room is no work: the worker blocks until a message comes.
+    pub(super) fn score_can_start(&self) -> bool {
+        let Some(job) = self.scores_waiting.front() else {
+            return false;
+        };
+        let positions = job.ids.len().div_ceil(CACHE_BLOCK) * CACHE_BLOCK;
+        self.held().next().is_none()
+            || self.footprint(self.held().chain([positions])) <= self.options.kv_budget
+    }
+
     /// One pass of the prompt being scored, started if none is; a prompt
     /// scored to its end is answered.
     pub(super) fn score_pass(&mut self) {
@@ -98,13 +121,26 @@ impl Worker {
                 return;
             };
             // Its cache counts against the budget the batch's
-            // reservations share, as a sequence's would.
+            // reservations share, as a sequence's would: spare batch
+            // slots go first, and it waits for the batch to make room, as
+            // a new sequence does. Only a prompt the budget cannot hold
+            // beside nothing else is refused.
             let positions = job.ids.len().div_ceil(CACHE_BLOCK) * CACHE_BLOCK;
-            let held = self.active.iter().map(|s| s.reserved);
-            if self.footprint(held.chain([positions])) > self.options.kv_budget {
-                job.reply.fail(EngineError::InvalidRequest(
-                    "the attention cache has no room to score this prompt now".into(),
-                ));
+            let over = |w: &Self| w.footprint(w.held().chain([positions])) > w.options.kv_budget;
+            if over(self)
+                && self.model.batch_slots_held() > self.active.len()
+                && let Err(e) = self.model.drop_spare_batch_slots()
+            {
+                tracing::warn!(error = %e, "giving up spare batch slots failed");
+            }
+            if over(self) {
+                if self.held().next().is_some() {
+                    self.scores_waiting.push_front(job);
+                } else {
+                    job.reply.fail(EngineError::InvalidRequest(
+                        "the attention cache has no room to score this prompt".into(),
+                    ));
+                }
                 return;
             }
             let size = self.options.prefill_chunk.clamp(2, SCORE_CHUNK);
@@ -154,7 +190,11 @@ impl Worker {
             Ok(views) => {
                 let _ = sub.to_run.send(ToRun::PromptLogprobs(out));
                 sub.cached = Some((views, held));
-                self.waiting.push_front(*sub);
+                // First in line, behind any scored before it.
+                let at = (self.waiting.iter())
+                    .take_while(|s| s.cached.is_some())
+                    .count();
+                self.waiting.insert(at, *sub);
             }
             Err(e) => Answer::Then(sub).fail(mlx_err("starting from a scored prompt")(e)),
         }
@@ -183,6 +223,8 @@ impl Worker {
             .map_err(mlx_err("scoring a prompt"))?;
         let top = scoring.job.top;
         (scoring.out).extend(picked(&logits, next, top).map_err(mlx_err("scoring a prompt"))?);
+        // Computed between two steps: the pace counts it in their interval.
+        self.pace.fed_beside(len as usize);
         Ok(())
     }
 }

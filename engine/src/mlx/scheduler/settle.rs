@@ -25,11 +25,11 @@ use crate::mlx::kernels;
 /// The schedulers holding a claim, and whether the process is exiting
 /// (set under the same lock, so a claim is either counted before the exit
 /// waits or refused).
-static CLAIMS: Mutex<Claims> = Mutex::new(Claims {
-    held: 0,
-    exiting: false,
-});
-static RELEASED: Condvar = Condvar::new();
+#[derive(Debug)]
+pub(super) struct Ledger {
+    claims: Mutex<Claims>,
+    released: Condvar,
+}
 
 #[derive(Debug)]
 struct Claims {
@@ -37,27 +37,62 @@ struct Claims {
     exiting: bool,
 }
 
+/// The process's: every scheduler's claims, which its exit waits for.
+static LEDGER: Ledger = Ledger::new();
+
 /// The longest exit waits for the schedulers: a step is milliseconds to a
 /// second, so this only bounds a scheduler that cannot finish one.
 const EXIT_WAIT: Duration = Duration::from_secs(10);
 
-fn claims() -> MutexGuard<'static, Claims> {
-    CLAIMS.lock().unwrap_or_else(PoisonError::into_inner)
+impl Ledger {
+    const fn new() -> Self {
+        Self {
+            claims: Mutex::new(Claims {
+                held: 0,
+                exiting: false,
+            }),
+            released: Condvar::new(),
+        }
+    }
+
+    fn claims(&self) -> MutexGuard<'_, Claims> {
+        self.claims.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Marks the process exiting, then waits (a bounded time) until no
+    /// claim is held; the claims still held.
+    fn close(&self, timeout: Duration) -> usize {
+        self.claims().exiting = true;
+        self.released
+            .wait_timeout_while(self.claims(), timeout, |c| c.held > 0)
+            .map(|(c, _)| c.held)
+            .unwrap_or_else(|e| e.into_inner().0.held)
+    }
 }
 
 /// One scheduler's claim, used on its thread only. Dropped with the
 /// scheduler's state (after its model and caches, declared before it), it
 /// waits for the work left and lets the claim go.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(super) struct Settle {
+    ledger: &'static Ledger,
     claimed: bool,
+}
+
+impl Default for Settle {
+    fn default() -> Self {
+        Self {
+            ledger: &LEDGER,
+            claimed: false,
+        }
+    }
 }
 
 impl Settle {
     /// Claims MLX for this thread (a second claim is the first): false
     /// once the process is exiting, when the thread must not touch MLX.
     pub fn claim(&mut self) -> bool {
-        let mut claims = claims();
+        let mut claims = self.ledger.claims();
         if claims.exiting {
             return false;
         }
@@ -81,8 +116,8 @@ impl Settle {
         if self.claimed {
             kernels::synchronize_this_thread();
             self.claimed = false;
-            claims().held -= 1;
-            RELEASED.notify_all();
+            self.ledger.claims().held -= 1;
+            self.ledger.released.notify_all();
         }
     }
 }
@@ -100,15 +135,9 @@ pub(super) fn wait_for_schedulers_at_exit() {
 }
 
 fn wait() {
-    let mut claims = claims();
-    claims.exiting = true;
-    drop(claims);
     // Work the exiting thread queued itself.
     kernels::synchronize_this_thread();
-    let held = RELEASED
-        .wait_timeout_while(self::claims(), EXIT_WAIT, |c| c.held > 0)
-        .map(|(c, _)| c.held)
-        .unwrap_or_else(|e| e.into_inner().0.held);
+    let held = LEDGER.close(EXIT_WAIT);
     if held > 0 {
         tracing::warn!(held, "exiting before the schedulers stopped using MLX");
     }
@@ -118,21 +147,57 @@ fn wait() {
 mod tests {
     use super::*;
 
+    /// A ledger of the test's own (the process's is shared by every
+    /// scheduler the tests start).
+    fn ledger() -> &'static Ledger {
+        Box::leak(Box::new(Ledger::new()))
+    }
+
     #[test]
     fn a_scheduler_holds_one_claim_from_its_first_until_it_lets_go() {
-        let before = claims().held;
-        let mut s = Settle::default();
+        let ledger = ledger();
+        let settle = || Settle {
+            ledger,
+            claimed: false,
+        };
+        let mut s = settle();
         assert!(s.claim());
         assert!(s.claim());
-        assert_eq!(claims().held, before + 1);
+        assert_eq!(ledger.claims().held, 1);
         s.release();
-        assert_eq!(claims().held, before);
+        assert_eq!(ledger.claims().held, 0);
         // Letting go of nothing changes nothing; a dropped claim is let go.
         s.release();
-        assert_eq!(claims().held, before);
-        let mut t = Settle::default();
+        assert_eq!(ledger.claims().held, 0);
+        let mut t = settle();
         assert!(t.claim());
         drop(t);
-        assert_eq!(claims().held, before);
+        assert_eq!(ledger.claims().held, 0);
+    }
+
+    #[test]
+    fn an_exit_waits_for_a_claim_and_then_none_is_taken() {
+        let ledger = ledger();
+        let mut s = Settle {
+            ledger,
+            claimed: false,
+        };
+        assert!(s.claim());
+        std::thread::scope(|scope| {
+            let exit = scope.spawn(|| ledger.close(Duration::from_secs(30)));
+            // The exit waits while the claim is held.
+            while !ledger.claims().exiting {
+                std::thread::yield_now();
+            }
+            assert!(!exit.is_finished());
+            assert!(!s.claim(), "no claim once the process exits");
+            s.release();
+            assert_eq!(exit.join().unwrap(), 0);
+        });
+        let mut late = Settle {
+            ledger,
+            claimed: false,
+        };
+        assert!(!late.claim());
     }
 }

@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 use std::sync::mpsc::{RecvTimeoutError, TryRecvError};
 use std::time::Instant;
 
-use super::link::{Inbox, Reply, Submission};
+use super::link::{Inbox, Reply, SeqId, Submission};
 use super::score::{Answer, ScoreJob};
 use super::sequence::{Next, Sequence};
 use super::{CACHE_BLOCK, Worker, shared};
@@ -128,7 +128,7 @@ impl Worker {
             .active
             .iter()
             .any(|s| !matches!(s.next, Next::Awaiting { .. }) && !s.awaits_mask());
-        let scoring = self.scoring.is_some() || !self.scores_waiting.is_empty();
+        let scoring = self.scoring.is_some() || self.score_can_start();
         busy || scoring || (self.can_admit() && !self.waiting.is_empty())
     }
 
@@ -153,6 +153,8 @@ impl Worker {
                     seq.masked(mask);
                 } else if let Some(sub) = self.waiting.iter_mut().find(|s| s.id == id) {
                     sub.mask = Some(mask);
+                } else if let Some(sub) = self.scored_submission(id) {
+                    sub.mask = Some(mask);
                 }
             }
             Inbox::Reply(id, reply) => {
@@ -176,11 +178,24 @@ impl Worker {
         positions.div_ceil(CACHE_BLOCK) * CACHE_BLOCK
     }
 
-    /// Cache positions held now: each sequence's reservation, and the
-    /// caches of a prompt being scored.
+    /// Cache positions held now: each sequence's reservation, the caches
+    /// of a prompt being scored, and those a scored prompt's generation
+    /// holds while it waits to be admitted.
     pub(super) fn held(&self) -> impl Iterator<Item = usize> + '_ {
+        self.held_but(None)
+    }
+
+    /// [`Self::held`], leaving out the waiting submission `but` (about to
+    /// be admitted with a reservation of its own).
+    fn held_but(&self, but: Option<SeqId>) -> impl Iterator<Item = usize> + '_ {
         let scoring = self.scoring.as_ref().map(|s| s.positions);
-        self.active.iter().map(|s| s.reserved).chain(scoring)
+        let scored = (self.waiting.iter())
+            .filter(move |s| Some(s.id) != but)
+            .filter_map(|s| s.cached.as_ref())
+            .map(|c| (c.1 + 1).div_ceil(CACHE_BLOCK) * CACHE_BLOCK);
+        (self.active.iter().map(|s| s.reserved))
+            .chain(scoring)
+            .chain(scored)
     }
 
     /// Cache bytes sequences holding `reserved` positions each take at
@@ -212,8 +227,9 @@ impl Worker {
             let Some(front) = self.waiting.front() else {
                 break;
             };
-            let need = self.reservation(front);
-            let after = |w: &Self| w.footprint(w.held().chain([need]));
+            let (need, id) = (self.reservation(front), front.id);
+            // Its own scored caches are in its reservation.
+            let after = |w: &Self| w.footprint(w.held_but(Some(id)).chain([need]));
             let budget = self.options.kv_budget;
             // Slots the batch buffers keep for newcomers go first.
             if after(self) > budget
@@ -362,8 +378,10 @@ impl Worker {
         g.pool_bytes.store(self.pool.bytes(), Ordering::Relaxed);
         let lane = self.options.short_prompt_tokens;
         let (mut all, mut short) = (0, 0);
-        let rests = (self.waiting.iter().map(|sub| sub.request.prompt.len()))
-            .chain(self.active.iter().map(Sequence::prompt_left));
+        let left =
+            |sub: &Submission| sub.request.prompt.len() - sub.cached.as_ref().map_or(0, |c| c.1);
+        let rests =
+            (self.waiting.iter().map(left)).chain(self.active.iter().map(Sequence::prompt_left));
         for rest in rests {
             all += rest as u64;
             if rest <= lane {

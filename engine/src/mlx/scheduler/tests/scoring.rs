@@ -80,10 +80,13 @@ fn a_prompt_is_scored_between_the_steps_of_a_decoding_batch() {
     }
 }
 
-/// Scores handed over before any token.
+/// Scores handed over before any token; its first tokens constrained to
+/// one id each (`forced`), when it has any.
+#[derive(Default)]
 struct Scored {
     prompt: Option<Vec<crate::TokenLogprobs>>,
     tokens: Vec<u32>,
+    forced: Vec<u32>,
 }
 
 impl TokenSink for Scored {
@@ -95,6 +98,16 @@ impl TokenSink for Scored {
     fn on_token(&mut self, id: u32) -> Directive {
         self.tokens.push(id);
         Directive::Continue
+    }
+
+    fn constrains_next(&self) -> bool {
+        self.tokens.len() < self.forced.len()
+    }
+
+    fn next_mask(&mut self) -> Option<crate::TokenMask> {
+        let mut mask = crate::TokenMask::none(256);
+        mask.allow(*self.forced.get(self.tokens.len())?);
+        Some(mask)
     }
 }
 
@@ -111,16 +124,16 @@ fn a_generation_that_scores_its_prompt_computes_it_once() {
     engine.generate(&generation, &mut plain).unwrap();
 
     let steps = engine.load().steps;
-    let mut sink = Scored {
-        prompt: None,
-        tokens: Vec::new(),
-    };
+    let mut sink = Scored::default();
     let stats = engine.generate_scored(&generation, 2, &mut sink).unwrap();
     // Its prompt's 47 passes of 8 were the scoring's: the generation ran
     // its last token and its 4 tokens, no prefill chunk of its own.
     let ran = engine.load().steps - steps;
     assert!(ran <= 6, "{ran} steps");
-    assert_eq!(sink.tokens, plain.0, "the tokens of the prompt computed anew");
+    assert_eq!(
+        sink.tokens, plain.0,
+        "the tokens of the prompt computed anew"
+    );
     assert_eq!(stats.cached_prompt_tokens, 0, "computed for it, not cached");
     assert_eq!(stats.prompt_tokens, prompt.len());
     let scored = sink.prompt.expect("the prompt's scores");
@@ -128,4 +141,23 @@ fn a_generation_that_scores_its_prompt_computes_it_once() {
     for (i, (a, b)) in scored.iter().zip(&alone).enumerate() {
         assert!((a.logprob - b.logprob).abs() < 1e-5, "position {i}");
     }
+}
+
+/// A constrained generation's first mask, sent while its prompt is being
+/// scored, is kept for it: its first tokens are those its masks allow.
+#[test]
+fn a_constrained_generation_keeps_its_mask_while_its_prompt_is_scored() {
+    let engine = tiny_engine(Duration::ZERO);
+    let generation = GenerationRequest {
+        max_tokens: 5,
+        ..request(long_prompt())
+    };
+    let mut sink = Scored {
+        forced: vec![7, 9, 11],
+        ..Scored::default()
+    };
+    engine.generate_scored(&generation, 1, &mut sink).unwrap();
+    assert!(sink.prompt.is_some());
+    assert_eq!(sink.tokens[..3], [7, 9, 11], "{:?}", sink.tokens);
+    assert_eq!(sink.tokens.len(), 5);
 }
