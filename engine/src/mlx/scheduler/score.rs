@@ -13,6 +13,7 @@
 use std::collections::VecDeque;
 use std::ops::Range;
 use std::sync::mpsc::Sender;
+use std::time::Duration;
 
 use mlx_rs::Array;
 use mlx_rs::ops::argpartition_axis;
@@ -22,7 +23,7 @@ use super::link::{Submission, ToRun};
 use super::{CACHE_BLOCK, Worker};
 use crate::mlx::error::mlx_err;
 use crate::mlx::model::{KvCache, Segment};
-use crate::{EngineError, TokenLogprobs};
+use crate::{EngineError, Finish, GenerationStats, TokenLogprobs};
 
 /// Positions per scoring pass at most: its logits are this many rows of
 /// the vocabulary in f32 (78 MB at Qwen3's 151,936); fewer where the
@@ -47,6 +48,22 @@ pub(crate) enum Answer {
 }
 
 impl Answer {
+    /// A generation stopped while its prompt was scored ends cancelled,
+    /// as one stopped in its prefill does.
+    fn cancelled(self, prompt_tokens: usize) {
+        if let Answer::Then(sub) = self {
+            let stats = GenerationStats {
+                finish: Finish::Cancelled,
+                prompt_tokens,
+                cached_prompt_tokens: 0,
+                generated_tokens: 0,
+                prefill_time: sub.submitted.elapsed(),
+                decode_time: Duration::ZERO,
+            };
+            let _ = sub.to_run.send(ToRun::Done(Ok(stats)));
+        }
+    }
+
     fn fail(self, e: EngineError) {
         // A caller gone has nothing to be told.
         let _ = match self {
@@ -64,6 +81,8 @@ pub(super) struct Scoring {
     out: Vec<TokenLogprobs>,
     /// Cache positions it holds (in the cache's blocks).
     pub positions: usize,
+    /// The generation that asked for it was stopped (its run went away).
+    stopped: bool,
 }
 
 impl Worker {
@@ -99,6 +118,17 @@ impl Worker {
             Answer::Then(sub) if sub.id == id => Some(&mut **sub),
             _ => None,
         })
+    }
+
+    /// The run of the generation whose prompt is being scored stopped it
+    /// (its answer to a progress report): the scoring ends at its next
+    /// pass.
+    pub(super) fn score_stopped(&mut self, id: u64) {
+        if let Some(scoring) = &mut self.scoring
+            && matches!(&scoring.job.reply, Answer::Then(sub) if sub.id == id)
+        {
+            scoring.stopped = true;
+        }
     }
 
     /// Whether the next prompt to score can start now: the cache has room
@@ -150,15 +180,23 @@ impl Worker {
                 caches: self.model.new_cache(),
                 positions,
                 job,
+                stopped: false,
             });
             self.reserved = self.footprint(self.held());
         }
         let Some(mut scoring) = self.scoring.take() else {
             return;
         };
-        if let Err(e) = self.score_next(&mut scoring) {
+        let len = scoring.job.ids.len();
+        let ran = match scoring.stopped {
+            true => Ok(()),
+            false => self.score_next(&mut scoring),
+        };
+        if let Err(e) = ran {
             tracing::error!(error = %e, "scoring a prompt failed");
             scoring.job.reply.fail(e);
+        } else if scoring.stopped {
+            scoring.job.reply.cancelled(len);
         } else if scoring.passes.is_empty() {
             self.scored(scoring.job.reply, scoring.out, &scoring.caches);
         } else {
@@ -167,7 +205,6 @@ impl Worker {
         }
         // Ended: its logits are freed, and its caches but for the views a
         // generation took; MLX's buffers go back.
-        let len = scoring.job.ids.len();
         drop(scoring.caches);
         self.reserved = self.footprint(self.held());
         (self.buffers).after_step(len, &self.gauges.buffer_cache_bytes);
@@ -225,6 +262,14 @@ impl Worker {
         (scoring.out).extend(picked(&logits, next, top).map_err(mlx_err("scoring a prompt"))?);
         // Computed between two steps: the pace counts it in their interval.
         self.pace.fed_beside(len as usize);
+        // A generation waiting on it hears of its progress, as of its own
+        // prefill's, and can stop it (`Worker::score_stopped`).
+        if let Answer::Then(sub) = &scoring.job.reply {
+            let (done, total) = (scoring.out.len() + 1, ids.len());
+            if (sub.to_run.send(ToRun::Prefill { done, total })).is_err() {
+                scoring.stopped = true;
+            }
+        }
         Ok(())
     }
 }

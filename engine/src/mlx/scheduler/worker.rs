@@ -159,7 +159,11 @@ impl Worker {
             }
             Inbox::Reply(id, reply) => {
                 let Some(seq) = self.active.iter_mut().find(|s| s.id == id) else {
-                    return; // it already ended
+                    // Stopped while its prompt is scored, or it already ended.
+                    if matches!(reply, Reply::Prefill(flow) if flow.is_break()) {
+                        self.score_stopped(id);
+                    }
+                    return;
                 };
                 match reply {
                     Reply::Token(directive, constrained) => seq.directed(directive, constrained),

@@ -161,3 +161,48 @@ fn a_constrained_generation_keeps_its_mask_while_its_prompt_is_scored() {
     assert_eq!(sink.tokens[..3], [7, 9, 11], "{:?}", sink.tokens);
     assert_eq!(sink.tokens.len(), 5);
 }
+
+/// Stops at the first progress report.
+#[derive(Default)]
+struct LeavesAtOnce {
+    reports: usize,
+    scored: bool,
+}
+
+impl TokenSink for LeavesAtOnce {
+    fn on_prompt_logprobs(&mut self, _scored: Vec<crate::TokenLogprobs>) {
+        self.scored = true;
+    }
+
+    fn on_token(&mut self, _id: u32) -> Directive {
+        Directive::Stop
+    }
+
+    fn on_prefill(&mut self, _done: usize, _total: usize) -> ControlFlow<()> {
+        self.reports += 1;
+        ControlFlow::Break(())
+    }
+}
+
+/// A generation whose run stops it while its prompt is scored ends
+/// cancelled, as in its prefill: the scoring's progress is reported a pass
+/// at a time, and it ends within a pass or two of the answer, not at the
+/// 47th.
+#[test]
+fn a_generation_stopped_while_its_prompt_is_scored_ends_there() {
+    let engine = tiny_engine(Duration::ZERO);
+    let generation = GenerationRequest {
+        max_tokens: 4,
+        ..request(long_prompt())
+    };
+    let mut sink = LeavesAtOnce::default();
+    let stats = engine.generate_scored(&generation, 1, &mut sink).unwrap();
+    assert_eq!(stats.finish, crate::Finish::Cancelled);
+    assert_eq!(stats.generated_tokens, 0);
+    assert!(!sink.scored, "no scores for a stopped generation");
+    assert!(
+        (1..10).contains(&sink.reports),
+        "{} progress reports",
+        sink.reports
+    );
+}
