@@ -51,6 +51,11 @@ use crate::{EngineError, EngineLoad, GenerationRequest, GenerationStats, TokenSi
 /// Cache positions are allocated in blocks of this many (see `model/cache.rs`).
 const CACHE_BLOCK: usize = 256;
 
+/// `positions` rounded up to the blocks the cache allocates.
+fn in_blocks(positions: usize) -> usize {
+    positions.div_ceil(CACHE_BLOCK) * CACHE_BLOCK
+}
+
 /// How the scheduler shares the model.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SchedulerOptions {
@@ -176,7 +181,7 @@ impl Scheduler {
     /// tokens, in the blocks the cache allocates.
     fn reservation(&self, request: &GenerationRequest) -> usize {
         let positions = (request.prompt.len() + request.max_tokens).min(self.context);
-        positions.div_ceil(CACHE_BLOCK) * CACHE_BLOCK * self.kv_per_token
+        in_blocks(positions) * self.kv_per_token
     }
 
     /// Generates `request` in the batch, serving `sink` on this thread.

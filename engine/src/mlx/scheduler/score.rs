@@ -20,7 +20,7 @@ use mlx_rs::ops::argpartition_axis;
 use mlx_rs::ops::indexing::TryIndexOp;
 
 use super::link::{Submission, ToRun};
-use super::{CACHE_BLOCK, Worker};
+use super::{Worker, in_blocks};
 use crate::mlx::error::mlx_err;
 use crate::mlx::model::{KvCache, Segment};
 use crate::{EngineError, Finish, GenerationStats, TokenLogprobs};
@@ -138,9 +138,13 @@ impl Worker {
         let Some(job) = self.scores_waiting.front() else {
             return false;
         };
-        let positions = job.ids.len().div_ceil(CACHE_BLOCK) * CACHE_BLOCK;
-        self.held().next().is_none()
-            || self.footprint(self.held().chain([positions])) <= self.options.kv_budget
+        self.held().next().is_none() || !self.no_room_to_score(job)
+    }
+
+    /// Whether the cache has no room for `job`'s beside what is held.
+    fn no_room_to_score(&self, job: &ScoreJob) -> bool {
+        let positions = in_blocks(job.ids.len());
+        self.footprint(self.held().chain([positions])) > self.options.kv_budget
     }
 
     /// One pass of the prompt being scored, started if none is; a prompt
@@ -155,15 +159,8 @@ impl Worker {
             // slots go first, and it waits for the batch to make room, as
             // a new sequence does. Only a prompt the budget cannot hold
             // beside nothing else is refused.
-            let positions = job.ids.len().div_ceil(CACHE_BLOCK) * CACHE_BLOCK;
-            let over = |w: &Self| w.footprint(w.held().chain([positions])) > w.options.kv_budget;
-            if over(self)
-                && self.model.batch_slots_held() > self.active.len()
-                && let Err(e) = self.model.drop_spare_batch_slots()
-            {
-                tracing::warn!(error = %e, "giving up spare batch slots failed");
-            }
-            if over(self) {
+            self.give_up_spare_slots_if(|w| w.no_room_to_score(&job));
+            if self.no_room_to_score(&job) {
                 if self.held().next().is_some() {
                     self.scores_waiting.push_front(job);
                 } else {
@@ -178,7 +175,7 @@ impl Worker {
                 passes: chunks(job.ids.len(), size).into(),
                 out: Vec::with_capacity(job.ids.len() - 1),
                 caches: self.model.new_cache(),
-                positions,
+                positions: in_blocks(job.ids.len()),
                 job,
                 stopped: false,
             });

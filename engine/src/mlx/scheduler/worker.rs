@@ -10,7 +10,7 @@ use std::time::Instant;
 use super::link::{Inbox, Reply, SeqId, Submission};
 use super::score::{Answer, ScoreJob};
 use super::sequence::{Next, Sequence};
-use super::{CACHE_BLOCK, Worker, shared};
+use super::{Worker, in_blocks, shared};
 use crate::mlx::model::KvCache;
 
 /// How often a scheduler waiting on its runs looks whether the process is
@@ -178,8 +178,19 @@ impl Worker {
     /// Cache positions a request reserves: its prompt and all its tokens,
     /// in the blocks the cache allocates.
     fn reservation(&self, sub: &Submission) -> usize {
-        let positions = (sub.request.prompt.len() + sub.request.max_tokens).min(self.context);
-        positions.div_ceil(CACHE_BLOCK) * CACHE_BLOCK
+        in_blocks((sub.request.prompt.len() + sub.request.max_tokens).min(self.context))
+    }
+
+    /// Gives up the batch slots kept for newcomers when `over` says the
+    /// cache has no room otherwise (before a sequence or a scoring waits
+    /// for room).
+    pub(super) fn give_up_spare_slots_if(&mut self, over: impl Fn(&Self) -> bool) {
+        if over(self)
+            && self.model.batch_slots_held() > self.active.len()
+            && let Err(e) = self.model.drop_spare_batch_slots()
+        {
+            tracing::warn!(error = %e, "giving up spare batch slots failed");
+        }
     }
 
     /// Cache positions held now: each sequence's reservation, the caches
@@ -196,7 +207,7 @@ impl Worker {
         let scored = (self.waiting.iter())
             .filter(move |s| Some(s.id) != but)
             .filter_map(|s| s.cached.as_ref())
-            .map(|c| (c.1 + 1).div_ceil(CACHE_BLOCK) * CACHE_BLOCK);
+            .map(|c| in_blocks(c.1 + 1));
         (self.active.iter().map(|s| s.reserved))
             .chain(scoring)
             .chain(scored)
@@ -236,12 +247,7 @@ impl Worker {
             let after = |w: &Self| w.footprint(w.held_but(Some(id)).chain([need]));
             let budget = self.options.kv_budget;
             // Slots the batch buffers keep for newcomers go first.
-            if after(self) > budget
-                && self.model.batch_slots_held() > self.active.len()
-                && let Err(e) = self.model.drop_spare_batch_slots()
-            {
-                tracing::warn!(error = %e, "giving up spare batch slots failed");
-            }
+            self.give_up_spare_slots_if(|w| after(w) > budget);
             let after = after(self);
             if after > budget && !self.active.is_empty() {
                 break; // waits for room
@@ -365,7 +371,7 @@ impl Worker {
             // A kept cache leaves its batch slot: the slot is for the next
             // sequence, the pool holds rows of its own.
             if self.options.prefix_pool > 0 && !failed && KvCache::detach_all(&mut caches).is_ok() {
-                let bytes = tokens.len().div_ceil(CACHE_BLOCK) * CACHE_BLOCK * self.kv_per_token;
+                let bytes = in_blocks(tokens.len()) * self.kv_per_token;
                 self.pool.put(tokens, caches, bytes);
             }
         }
