@@ -50,7 +50,7 @@ pub(super) fn prepare(
     // writes, and these are the policy's defaults, which it allows.
     let controls = ReasoningControls::from_forwarded(None, &config.policy)?;
     let plan = match &shared.backend {
-        Backend::Local(model) => local_plan(model, &sampling, prompt, score)?,
+        Backend::Local(model) => local_plan(model, &sampling, prompt, score, max_new_tokens)?,
         Backend::Upstream(_) if score => {
             return Err(RunRejected::new(
                 RejectKind::Unprocessable,
@@ -85,12 +85,14 @@ pub(super) fn prepare(
 
 /// The plan of a raw completion the local model runs: the prompt
 /// encoded (or its ids checked against the vocabulary) and fitting the
-/// context.
+/// context: with room for a token, or the whole context where none is
+/// asked (`max_tokens: 0` with `echo` scores or returns the prompt alone).
 fn local_plan(
     model: &LocalModel,
     sampling: &SamplingParams,
     prompt: RawPrompt,
     score: bool,
+    max_new_tokens: usize,
 ) -> Result<Plan, RunRejected> {
     let vocab = model.engine().info().vocab_size;
     sampling::check_vocabulary(sampling, vocab)?;
@@ -133,7 +135,7 @@ fn local_plan(
         .at("prompt"));
     }
     let context = model.context_length();
-    if ids.len() >= context {
+    if ids.len() + max_new_tokens.min(1) > context {
         return Err(RunRejected::new(
             RejectKind::Unprocessable,
             "CONTEXT_OVERFLOW",
@@ -171,8 +173,10 @@ impl Execution<'_, '_> {
     /// A raw completion: `prompt` continued as it is, its own tokens
     /// scored first where `score` (`promptLogprobs`) asks, on the caches
     /// the generation then continues from, and listed ahead of the
-    /// answer's; with no tokens asked (`max_tokens: 0` with `echo`), the
-    /// prompt alone, at its limit before any token.
+    /// answer's. With no tokens asked (`max_tokens: 0` with `echo`) the
+    /// run is the prompt alone, at its limit before any token: scored as
+    /// a generation of nothing (so a client gone stops it between its
+    /// passes), or, unscored, not run at all.
     pub(super) fn raw(
         &mut self,
         model: &LocalModel,
@@ -181,21 +185,14 @@ impl Execution<'_, '_> {
     ) -> Result<(), Stopped> {
         let run = self.run;
         let top = run.logprobs.filter(|_| score);
-        if run.max_new_tokens > 0 {
-            let pass = Generation::raw(model)
-                .reporting_logprobs(run.logprobs)
-                .scoring_prompt(top);
-            return self.one_pass(pass, prompt);
+        if run.max_new_tokens == 0 && top.is_none() {
+            self.usage.input += prompt.len();
+            return Ok(self.events.incomplete(incomplete::LENGTH)?);
         }
-        if let Some(top) = top {
-            let scored = model
-                .engine()
-                .score_prompt(prompt, top)
-                .map_err(Stopped::Engine)?;
-            (self.events).prompt_logprobs(logprobs::prompt_entries(model, prompt, &scored))?;
-        }
-        self.usage.input += prompt.len();
-        Ok(self.events.incomplete(incomplete::LENGTH)?)
+        let pass = Generation::raw(model)
+            .reporting_logprobs(run.logprobs)
+            .scoring_prompt(top);
+        self.one_pass(pass, prompt)
     }
 }
 

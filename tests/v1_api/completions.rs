@@ -246,3 +246,24 @@ async fn no_tokens_with_echo_is_the_prompt_alone() {
     assert!(observed.prompts.lock().unwrap().is_empty());
     server.shutdown().await;
 }
+
+/// A prompt that fills the model's whole context has no room for a token
+/// but can be echoed with none asked: only a request for tokens is refused
+/// for its length, naming the prompt.
+#[tokio::test]
+async fn a_prompt_of_the_whole_context_is_echoed_with_no_tokens_asked() {
+    let (server, observed) = TestServer::qwen3(&[script()]).await;
+    let ids: Vec<u32> = (0..4096).map(|i| 100 + i % 1000).collect();
+    let body = json!({"prompt": ids, "max_tokens": 0, "echo": true});
+    let (status, whole) = post(&server, "/v1/completions", &body).await;
+    assert_eq!(status, 200, "{whole}");
+    assert_eq!(whole["choices"][0]["finish_reason"], "length", "{whole}");
+    assert_eq!(whole["usage"]["prompt_tokens"], 4096, "{whole}");
+
+    let body = json!({"prompt": ids, "max_tokens": 1});
+    let (status, refused) = post(&server, "/v1/completions", &body).await;
+    assert_eq!(status, 400, "{refused}");
+    assert_eq!(refused["error"]["param"], "prompt", "{refused}");
+    assert!(observed.prompts.lock().unwrap().is_empty(), "nothing ran");
+    server.shutdown().await;
+}

@@ -52,15 +52,11 @@ impl Answer {
     /// as one stopped in its prefill does.
     fn cancelled(self, prompt_tokens: usize) {
         if let Answer::Then(sub) = self {
-            let stats = GenerationStats {
-                finish: Finish::Cancelled,
+            let _ = (sub.to_run).send(ToRun::Done(Ok(ended(
+                &sub,
                 prompt_tokens,
-                cached_prompt_tokens: 0,
-                generated_tokens: 0,
-                prefill_time: sub.submitted.elapsed(),
-                decode_time: Duration::ZERO,
-            };
-            let _ = sub.to_run.send(ToRun::Done(Ok(stats)));
+                Finish::Cancelled,
+            ))));
         }
     }
 
@@ -70,6 +66,19 @@ impl Answer {
             Answer::Alone(reply) => reply.send(Err(e)).is_ok(),
             Answer::Then(sub) => sub.to_run.send(ToRun::Done(Err(e))).is_ok(),
         };
+    }
+}
+
+/// The figures of a generation that ended with its prompt scored and no
+/// token generated.
+fn ended(sub: &Submission, prompt_tokens: usize, finish: Finish) -> GenerationStats {
+    GenerationStats {
+        finish,
+        prompt_tokens,
+        cached_prompt_tokens: 0,
+        generated_tokens: 0,
+        prefill_time: sub.submitted.elapsed(),
+        decode_time: Duration::ZERO,
     }
 }
 
@@ -218,6 +227,14 @@ impl Worker {
             }
             Answer::Then(sub) => sub,
         };
+        if sub.request.max_tokens == 0 {
+            // Nothing to generate: the scores are the whole answer, and
+            // the last position needs no pass of its own.
+            let stats = ended(&sub, sub.request.prompt.len(), Finish::Length);
+            let _ = sub.to_run.send(ToRun::PromptLogprobs(out));
+            let _ = sub.to_run.send(ToRun::Done(Ok(stats)));
+            return;
+        }
         let held = sub.request.prompt.len() - 1;
         let views = caches.iter().map(|c| c.fork(held as i32));
         match views.collect::<Result<Vec<_>, _>>() {

@@ -206,3 +206,35 @@ fn a_generation_stopped_while_its_prompt_is_scored_ends_there() {
         sink.reports
     );
 }
+
+/// A generation of no tokens that scores its prompt (`max_tokens: 0` with
+/// `echo` and `logprobs`) is its scores: they come, it ends at its limit
+/// with nothing generated and no step run for it, and a prompt that fills
+/// the whole context is scored too (no room is needed for a token).
+#[test]
+fn a_scored_generation_of_no_tokens_is_its_prompts_scores() {
+    let engine = tiny_engine(Duration::ZERO);
+    let context = engine.info().context_length;
+    let prompt: Vec<u32> = (0..context as u32).map(|i| 3 + (i * 11) % 250).collect();
+    let alone = engine.score_prompt(&prompt, 2).unwrap();
+    let generation = GenerationRequest {
+        max_tokens: 0,
+        ..request(prompt.clone())
+    };
+    let steps = engine.load().steps;
+    let mut sink = Scored::default();
+    let stats = engine.generate_scored(&generation, 2, &mut sink).unwrap();
+    assert_eq!(
+        engine.load().steps,
+        steps,
+        "no step for nothing to generate"
+    );
+    assert_eq!(stats.finish, crate::Finish::Length);
+    assert_eq!((stats.prompt_tokens, stats.generated_tokens), (context, 0));
+    assert!(sink.tokens.is_empty());
+    let scored = sink.prompt.expect("the prompt's scores");
+    assert_eq!(scored.len(), alone.len());
+    for (i, (a, b)) in scored.iter().zip(&alone).enumerate() {
+        assert!((a.logprob - b.logprob).abs() < 1e-5, "position {i}");
+    }
+}
