@@ -5,7 +5,9 @@
 //! slot: every position is computed, the cache counted against the KV
 //! budget while it is held), a chunk of positions per pass, one pass
 //! after each step: the batch keeps decoding meanwhile, as it does beside
-//! a long prompt's chunks. Only the picked values cross to the host.
+//! a long prompt's chunks. Only the picked values cross to the host, a
+//! pass's read at the next pass, so the host builds that one (and a step)
+//! while the device runs it, as it does a step's.
 //! Prompts asked together are scored one after another. A generation
 //! asked to score its prompt first (`Engine::generate_scored`) then starts
 //! from the scoring's caches, so its prompt is computed once.
@@ -88,6 +90,9 @@ pub(super) struct Scoring {
     caches: Vec<KvCache>,
     passes: VecDeque<Range<usize>>,
     out: Vec<TokenLogprobs>,
+    /// The last pass's picks, queued with it and read at the next pass:
+    /// the host builds that one (and a step) while the device runs this.
+    queued: Option<Queued>,
     /// Cache positions it holds (in the cache's blocks).
     pub positions: usize,
     /// The generation that asked for it was stopped (its run went away).
@@ -183,6 +188,7 @@ impl Worker {
             self.scoring = Some(Scoring {
                 passes: chunks(job.ids.len(), size).into(),
                 out: Vec::with_capacity(job.ids.len() - 1),
+                queued: None,
                 caches: self.model.new_cache(),
                 positions: in_blocks(job.ids.len()),
                 job,
@@ -203,7 +209,7 @@ impl Worker {
             scoring.job.reply.fail(e);
         } else if scoring.stopped {
             scoring.job.reply.cancelled(len);
-        } else if scoring.passes.is_empty() {
+        } else if scoring.passes.is_empty() && scoring.queued.is_none() {
             self.scored(scoring.job.reply, scoring.out, &scoring.caches);
         } else {
             self.scoring = Some(scoring);
@@ -251,12 +257,25 @@ impl Worker {
         }
     }
 
-    /// The next pass of `scoring`.
+    /// Reads the pass `scoring` queued last (it ran beside the step since)
+    /// and queues its next.
     fn score_next(&mut self, scoring: &mut Scoring) -> Result<(), EngineError> {
+        let ids = &scoring.job.ids;
+        if let Some(queued) = scoring.queued.take() {
+            scoring.out.extend(queued.read()?);
+            // A generation waiting on it hears of its progress, as of its
+            // own prefill's, and can stop it (`Worker::score_stopped`).
+            if let Answer::Then(sub) = &scoring.job.reply {
+                let (done, total) = (scoring.out.len() + 1, ids.len());
+                if (sub.to_run.send(ToRun::Prefill { done, total })).is_err() {
+                    scoring.stopped = true;
+                    return Ok(());
+                }
+            }
+        }
         let Some(range) = scoring.passes.pop_front() else {
             return Ok(());
         };
-        let ids = &scoring.job.ids;
         // Position i's logits score token i + 1; the last position's (past
         // the prompt) is computed with its chunk and not read.
         let next = &ids[range.start + 1..(range.end + 1).min(ids.len())];
@@ -273,17 +292,10 @@ impl Worker {
             .forward_every_row(&input, &mut segments)
             .map_err(mlx_err("scoring a prompt"))?;
         let top = scoring.job.top;
-        (scoring.out).extend(picked(&logits, next, top).map_err(mlx_err("scoring a prompt"))?);
+        let queued = Queued::new(&logits, next, top).map_err(mlx_err("scoring a prompt"))?;
+        scoring.queued = Some(queued);
         // Computed between two steps: the pace counts it in their interval.
         self.pace.fed_beside(len as usize);
-        // A generation waiting on it hears of its progress, as of its own
-        // prefill's, and can stop it (`Worker::score_stopped`).
-        if let Answer::Then(sub) = &scoring.job.reply {
-            let (done, total) = (scoring.out.len() + 1, ids.len());
-            if (sub.to_run.send(ToRun::Prefill { done, total })).is_err() {
-                scoring.stopped = true;
-            }
-        }
         Ok(())
     }
 }
@@ -306,52 +318,85 @@ fn chunks(n: usize, size: usize) -> Vec<std::ops::Range<usize>> {
     all
 }
 
-/// Each row's log-probability of its `next` token and its `top` most
-/// likely tokens, most likely first (ties: the lower id), from `[n,
-/// vocab]` f32 logits.
-fn picked(logits: &Array, next: &[u32], top: usize) -> mlx_rs::error::Result<Vec<TokenLogprobs>> {
-    let n = next.len() as i32;
-    let vocab = logits.shape()[1];
-    // The last chunk's last row is past the prompt: not read.
-    let logits = &logits.try_index((..n, ..))?;
-    let total = logits.logsumexp_axis(-1, true)?;
-    let next: Vec<i32> = next.iter().map(|&id| id as i32).collect();
-    let chosen = logits
-        .take_along_axis(Array::from_slice(&next, &[n, 1]), -1)?
-        .subtract(&total)?;
-    let k = (top as i32).min(vocab);
-    let best = match k {
-        0 => None,
-        _ => {
-            let ids = argpartition_axis(logits, -k, -1)?.try_index((.., vocab - k..))?;
-            let values = logits.take_along_axis(&ids, -1)?.subtract(&total)?;
-            Some((ids.as_dtype(mlx_rs::Dtype::Int32)?, values))
-        }
-    };
-    let mut all = vec![&chosen];
-    if let Some((ids, values)) = &best {
-        all.extend([ids, values]);
-    }
-    mlx_rs::transforms::eval(all)?;
-    let chosen = chosen.as_slice::<f32>();
-    let best =
-        (best.as_ref()).map(|(ids, values)| (ids.as_slice::<i32>(), values.as_slice::<f32>()));
-    let k = k as usize;
-    Ok((0..next.len())
-        .map(|row| {
-            let mut top: Vec<(u32, f32)> = match best {
-                Some((ids, values)) => (row * k..(row + 1) * k)
-                    .map(|i| (ids[i] as u32, finite(values[i])))
-                    .collect(),
-                None => Vec::new(),
-            };
-            top.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-            TokenLogprobs {
-                logprob: finite(chosen[row]),
-                top,
+/// A pass's picks, queued for the device: each row's log-probability of
+/// its next token and its most likely tokens, read (waited for) later.
+struct Queued {
+    chosen: Array,
+    /// The best `k` ids of each row and their log-probabilities.
+    best: Option<(Array, Array)>,
+    rows: usize,
+    k: usize,
+}
+
+impl Queued {
+    /// Builds and queues the picks of `[n, vocab]` f32 `logits`: row i's
+    /// log-probability of `next[i]` and its `top` most likely tokens.
+    fn new(logits: &Array, next: &[u32], top: usize) -> mlx_rs::error::Result<Self> {
+        let n = next.len() as i32;
+        let vocab = logits.shape()[1];
+        // The last chunk's last row is past the prompt: not read.
+        let logits = &logits.try_index((..n, ..))?;
+        let total = logits.logsumexp_axis(-1, true)?;
+        let ids: Vec<i32> = next.iter().map(|&id| id as i32).collect();
+        let chosen = logits
+            .take_along_axis(Array::from_slice(&ids, &[n, 1]), -1)?
+            .subtract(&total)?;
+        let k = (top as i32).min(vocab);
+        let best = match k {
+            0 => None,
+            _ => {
+                let ids = argpartition_axis(logits, -k, -1)?.try_index((.., vocab - k..))?;
+                let values = logits.take_along_axis(&ids, -1)?.subtract(&total)?;
+                Some((ids.as_dtype(mlx_rs::Dtype::Int32)?, values))
             }
-        })
-        .collect())
+        };
+        let queued = Queued {
+            chosen,
+            best,
+            rows: next.len(),
+            k: k as usize,
+        };
+        mlx_rs::transforms::async_eval(queued.arrays())?;
+        Ok(queued)
+    }
+
+    fn arrays(&self) -> Vec<&Array> {
+        let mut all = vec![&self.chosen];
+        if let Some((ids, values)) = &self.best {
+            all.extend([ids, values]);
+        }
+        all
+    }
+
+    /// The picks, most likely first in each row (ties: the lower id).
+    fn read(self) -> Result<Vec<TokenLogprobs>, EngineError> {
+        mlx_rs::transforms::eval(self.arrays()).map_err(mlx_err("scoring a prompt"))?;
+        let unread = |e| EngineError::Backend(format!("reading a prompt's scores: {e}"));
+        let chosen = self.chosen.try_as_slice::<f32>().map_err(unread)?;
+        let best = match &self.best {
+            Some((ids, values)) => Some((
+                ids.try_as_slice::<i32>().map_err(unread)?,
+                values.try_as_slice::<f32>().map_err(unread)?,
+            )),
+            None => None,
+        };
+        let k = self.k;
+        Ok((0..self.rows)
+            .map(|row| {
+                let mut top: Vec<(u32, f32)> = match best {
+                    Some((ids, values)) => (row * k..(row + 1) * k)
+                        .map(|i| (ids[i] as u32, finite(values[i])))
+                        .collect(),
+                    None => Vec::new(),
+                };
+                top.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+                TokenLogprobs {
+                    logprob: finite(chosen[row]),
+                    top,
+                }
+            })
+            .collect())
+    }
 }
 
 /// NaN counts as impossible, as the generated tokens' reports count it.
@@ -365,7 +410,10 @@ mod tests {
 
     #[test]
     fn picks_are_the_chosen_token_and_the_best_of_each_row() {
-        use super::{Array, picked};
+        use super::{Array, Queued};
+        let picked = |logits: &Array, next: &[u32], top: usize| {
+            Queued::new(logits, next, top).unwrap().read()
+        };
         let logits = Array::from_slice(&[0.0f32, 1.0, 2.0, 0.5, 3.0, 0.0], &[2, 3]);
         let got = picked(&logits, &[1, 0], 5).unwrap();
         let total = |row: [f32; 3]| row.iter().map(|x| x.exp()).sum::<f32>().ln();
