@@ -191,6 +191,10 @@ pub struct EngineLoad {
     /// Prompt tokens taken from a concurrent sequence's cache instead of
     /// computed (`--share-prefixes`).
     pub shared_prompt_tokens: u64,
+    /// Prompt positions scored for their own tokens' log-probabilities
+    /// (`score_prompt`, `generate_scored`): once for all who asked for the
+    /// same scores together.
+    pub scored_prompt_tokens: u64,
     /// Microseconds the scheduler spent blocked on the device, reading a
     /// step's tokens or logits. The rest of its time builds and queues
     /// the next steps: where this stays near zero, decoding is bound by
@@ -204,7 +208,7 @@ pub struct EngineLoad {
 
 /// Errors an engine reports. Messages name the file, tensor or limit at
 /// fault and never contain prompt or generated text.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum EngineError {
     /// The prompt plus `max_tokens` does not fit the model's context.
     #[error("prompt of {prompt} tokens does not fit the context of {context} tokens")]

@@ -175,8 +175,8 @@ impl Execution<'_, '_> {
     /// the generation then continues from, and listed ahead of the
     /// answer's. With no tokens asked (`max_tokens: 0` with `echo`) the
     /// run is the prompt alone, at its limit before any token: scored as
-    /// a generation of nothing (so a client gone stops it between its
-    /// passes), or, unscored, not run at all.
+    /// a generation of nothing (so, on an engine that scores in passes, a
+    /// client gone stops it between them), or, unscored, not run at all.
     pub(super) fn raw(
         &mut self,
         model: &LocalModel,

@@ -108,6 +108,7 @@ struct Gauges {
     steps: AtomicU64,
     batched_tokens: AtomicU64,
     shared_prompt_tokens: AtomicU64,
+    scored_prompt_tokens: AtomicU64,
     /// Nanoseconds spent waiting for steps to finish (`EngineLoad::device_wait_us`).
     device_wait_ns: AtomicU64,
     /// Nanoseconds spent handing steps to MLX (`EngineLoad::queue_us`).
@@ -244,11 +245,11 @@ impl Scheduler {
         self.inbox
             .lock()
             .map_err(|_| EngineError::Backend("the scheduler is gone".into()))?
-            .send(Inbox::Score(score::ScoreJob {
+            .send(Inbox::Score(score::ScoreJob::new(
                 ids,
                 top,
-                reply: score::Answer::Alone(reply),
-            }))
+                score::Answer::Alone(reply),
+            )))
             .map_err(|_| EngineError::Backend("the scheduler is gone".into()))?;
         answer
             .recv()
@@ -288,6 +289,7 @@ impl Scheduler {
             steps: g.steps.load(Ordering::Relaxed),
             batched_tokens: g.batched_tokens.load(Ordering::Relaxed),
             shared_prompt_tokens: g.shared_prompt_tokens.load(Ordering::Relaxed),
+            scored_prompt_tokens: g.scored_prompt_tokens.load(Ordering::Relaxed),
             device_wait_us: g.device_wait_ns.load(Ordering::Relaxed) / 1_000,
             queue_us: g.queue_ns.load(Ordering::Relaxed) / 1_000,
         }

@@ -139,11 +139,10 @@ impl Worker {
     fn handle(&mut self, msg: Inbox) {
         match msg {
             Inbox::Submit(sub) => match sub.score {
-                Some(top) => self.take_score(ScoreJob {
-                    ids: sub.request.prompt.clone(),
-                    top,
-                    reply: Answer::Then(sub),
-                }),
+                Some(top) => {
+                    let ids = sub.request.prompt.clone();
+                    self.take_score(ScoreJob::new(ids, top, Answer::Then(sub)));
+                }
                 None => self.waiting.push_back(*sub),
             },
             Inbox::Close => self.closing = true,

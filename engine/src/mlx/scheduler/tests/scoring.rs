@@ -238,3 +238,112 @@ fn a_scored_generation_of_no_tokens_is_its_prompts_scores() {
         assert!((a.logprob - b.logprob).abs() < 1e-5, "position {i}");
     }
 }
+
+/// A generation of no tokens stopped while its prompt is scored ends
+/// cancelled within a pass or two, with no scores; one of a one-token
+/// prompt (nothing to score) ends at once at its limit, with no step.
+#[test]
+fn a_scored_generation_of_no_tokens_can_be_stopped() {
+    let engine = tiny_engine(Duration::ZERO);
+    let generation = GenerationRequest {
+        max_tokens: 0,
+        ..request(long_prompt())
+    };
+    let mut sink = LeavesAtOnce::default();
+    let stats = engine.generate_scored(&generation, 1, &mut sink).unwrap();
+    assert_eq!(stats.finish, crate::Finish::Cancelled);
+    assert!(!sink.scored, "no scores for a stopped generation");
+    assert!((1..10).contains(&sink.reports), "{}", sink.reports);
+
+    let steps = engine.load().steps;
+    let one = GenerationRequest {
+        max_tokens: 0,
+        ..request(vec![5])
+    };
+    let mut sink = Scored::default();
+    let stats = engine.generate_scored(&one, 1, &mut sink).unwrap();
+    assert_eq!(stats.finish, crate::Finish::Length);
+    assert_eq!(sink.prompt.map(|p| p.len()), Some(0));
+    assert_eq!(
+        engine.load().steps,
+        steps,
+        "no step for nothing to generate"
+    );
+}
+
+/// Scores handed over, and at the first progress report `start` run
+/// (once).
+struct StartsAnother<'a> {
+    scored: Scored,
+    start: Option<Box<dyn FnOnce() + Send + 'a>>,
+}
+
+impl TokenSink for StartsAnother<'_> {
+    fn on_prompt_logprobs(&mut self, scored: Vec<crate::TokenLogprobs>) {
+        self.scored.on_prompt_logprobs(scored);
+    }
+
+    fn on_token(&mut self, id: u32) -> Directive {
+        self.scored.on_token(id)
+    }
+
+    fn on_prefill(&mut self, _done: usize, _total: usize) -> ControlFlow<()> {
+        if let Some(start) = self.start.take() {
+            start();
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+/// Two generations asking for the same prompt's scores (a request's `n`
+/// choices), the second while the first's are under way, share one
+/// scoring: the prompt's positions are computed once, and each gets
+/// every score and its own tokens.
+#[test]
+fn generations_asking_for_the_same_scores_share_one_scoring() {
+    let engine = tiny_engine(Duration::ZERO);
+    let prompt: Vec<u32> = (0..500).map(|i| 3 + (i * 13) % 250).collect();
+    let alone = engine.score_prompt(&prompt, 2).unwrap();
+    let first = GenerationRequest {
+        max_tokens: 3,
+        ..request(prompt.clone())
+    };
+    let mut plain = Tokens(Vec::new());
+    engine.generate(&first, &mut plain).unwrap();
+    let second = GenerationRequest {
+        max_tokens: 0,
+        ..request(prompt.clone())
+    };
+
+    let before = engine.load().scored_prompt_tokens;
+    let (first_sink, second_sink) = std::thread::scope(|scope| {
+        let (engine, second) = (&engine, &second);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let start = move || {
+            let handle = scope.spawn(move || {
+                let mut sink = Scored::default();
+                let stats = engine.generate_scored(second, 2, &mut sink).unwrap();
+                assert_eq!(stats.finish, crate::Finish::Length);
+                sink
+            });
+            tx.send(handle).unwrap();
+        };
+        let mut sink = StartsAnother {
+            scored: Scored::default(),
+            start: Some(Box::new(start)),
+        };
+        engine.generate_scored(&first, 2, &mut sink).unwrap();
+        (sink.scored, rx.recv().unwrap().join().unwrap())
+    });
+    let scored = engine.load().scored_prompt_tokens - before;
+    assert_eq!(scored, prompt.len() as u64, "the prompt scored once");
+    assert_eq!(first_sink.tokens, plain.0);
+    assert!(second_sink.tokens.is_empty());
+    for sink in [&first_sink, &second_sink] {
+        let got = sink.prompt.as_ref().expect("the prompt's scores");
+        assert_eq!(got.len(), alone.len());
+        for (i, (a, b)) in got.iter().zip(&alone).enumerate() {
+            assert!((a.logprob - b.logprob).abs() < 1e-5, "position {i}");
+        }
+    }
+}
