@@ -10,6 +10,14 @@ fn long_prompt() -> Vec<u32> {
     (0..376).map(|i| 3 + (i * 7) % 250).collect()
 }
 
+/// `got` scores every position as `want` does (within f32 rounding).
+fn assert_same_scores(got: &[crate::TokenLogprobs], want: &[crate::TokenLogprobs]) {
+    assert_eq!(got.len(), want.len());
+    for (i, (a, b)) in got.iter().zip(want).enumerate() {
+        assert!((a.logprob - b.logprob).abs() < 1e-5, "position {i}");
+    }
+}
+
 /// Greedy tokens, counting those that arrive while a prompt is scored;
 /// at its first token it starts the scoring on another thread.
 struct DuringScore<'a> {
@@ -137,10 +145,7 @@ fn a_generation_that_scores_its_prompt_computes_it_once() {
     assert_eq!(stats.cached_prompt_tokens, 0, "computed for it, not cached");
     assert_eq!(stats.prompt_tokens, prompt.len());
     let scored = sink.prompt.expect("the prompt's scores");
-    assert_eq!(scored.len(), alone.len());
-    for (i, (a, b)) in scored.iter().zip(&alone).enumerate() {
-        assert!((a.logprob - b.logprob).abs() < 1e-5, "position {i}");
-    }
+    assert_same_scores(&scored, &alone);
 }
 
 /// A constrained generation's first mask, sent while its prompt is being
@@ -233,10 +238,7 @@ fn a_scored_generation_of_no_tokens_is_its_prompts_scores() {
     assert_eq!((stats.prompt_tokens, stats.generated_tokens), (context, 0));
     assert!(sink.tokens.is_empty());
     let scored = sink.prompt.expect("the prompt's scores");
-    assert_eq!(scored.len(), alone.len());
-    for (i, (a, b)) in scored.iter().zip(&alone).enumerate() {
-        assert!((a.logprob - b.logprob).abs() < 1e-5, "position {i}");
-    }
+    assert_same_scores(&scored, &alone);
 }
 
 /// A generation of no tokens stopped while its prompt is scored ends
@@ -341,9 +343,6 @@ fn generations_asking_for_the_same_scores_share_one_scoring() {
     assert!(second_sink.tokens.is_empty());
     for sink in [&first_sink, &second_sink] {
         let got = sink.prompt.as_ref().expect("the prompt's scores");
-        assert_eq!(got.len(), alone.len());
-        for (i, (a, b)) in got.iter().zip(&alone).enumerate() {
-            assert!((a.logprob - b.logprob).abs() < 1e-5, "position {i}");
-        }
+        assert_same_scores(got, &alone);
     }
 }
