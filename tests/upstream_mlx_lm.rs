@@ -88,16 +88,13 @@ async fn start_mlx_lm(model: &Path) -> (Server, String) {
     (server, base)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn mlx_lm_server_answers_through_thinkwire_as_mlx_lm_does() {
-    let dir = std::env::temp_dir().join(format!("thinkwire-mlx-lm-{}", std::process::id()));
-    convert_default_model(&dir);
-    let (_mlx_lm, base) = start_mlx_lm(&dir).await;
-
+/// thinkwire serving `/agent` and `/v1` in front of the mlx-lm server at
+/// `base`.
+async fn front_of(base: &str) -> TestServer {
     let registry = Registry::builtin();
     let config = UpstreamConfig {
         kind: UpstreamKind::OpenAiChat,
-        url: base,
+        url: base.to_owned(),
         // mlx-lm's name for the model it was started with.
         model: "default_model".into(),
         key: None,
@@ -109,11 +106,19 @@ async fn mlx_lm_server_answers_through_thinkwire_as_mlx_lm_does() {
     let upstream = Upstream::new(config, tokio::runtime::Handle::current()).unwrap();
     let backend = Backend::Upstream(Box::new(UpstreamBackend::new(upstream, &registry)));
     let keys = KeyRing::new(Key::generate().unwrap());
-    let front = TestServer::start(
+    TestServer::start(
         Agent::with_backend(backend, keys, AgentConfig::default()),
         ServerConfig::default(),
     )
-    .await;
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mlx_lm_server_answers_through_thinkwire_as_mlx_lm_does() {
+    let dir = std::env::temp_dir().join(format!("thinkwire-mlx-lm-{}", std::process::id()));
+    convert_default_model(&dir);
+    let (_mlx_lm, base) = start_mlx_lm(&dir).await;
+    let front = front_of(&base).await;
 
     let reference: Value = serde_json::from_str(
         &std::fs::read_to_string(root().join("tests/parity/smollm2-135m.json")).unwrap(),
@@ -156,6 +161,70 @@ async fn mlx_lm_server_answers_through_thinkwire_as_mlx_lm_does() {
             "question {i} through thinkwire differs from mlx-lm's answer"
         );
     }
+    front.shutdown().await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A legacy completion posted to `url`, greedy; its `choices[0]` and
+/// `usage`.
+async fn complete(url: &str, prompt: &str, stop: Option<&str>) -> (Value, Value) {
+    let mut body = json!({"model": "default_model", "prompt": prompt, "max_tokens": 48,
+        "temperature": 0});
+    if let Some(stop) = stop {
+        body["stop"] = json!([stop]);
+    }
+    let response = reqwest::Client::new()
+        .post(url)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        response.status().is_success(),
+        "{url}: {}",
+        response.status()
+    );
+    let reply: Value = response.json().await.unwrap();
+    (reply["choices"][0].clone(), reply["usage"].clone())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_raw_completion_stops_where_mlx_lm_stops_and_says_what_it_counted() {
+    let dir = std::env::temp_dir().join(format!("thinkwire-mlx-lm-stop-{}", std::process::id()));
+    convert_default_model(&dir);
+    let (_mlx_lm, base) = start_mlx_lm(&dir).await;
+    let front = front_of(&base).await;
+
+    // A stop sequence from the middle of mlx-lm's own greedy answer.
+    let prompt = "The three primary colours are";
+    let (whole, _) = complete(&format!("{base}/completions"), prompt, None).await;
+    let whole = whole["text"].as_str().unwrap().to_owned();
+    let words: Vec<&str> = whole.split_whitespace().collect();
+    assert!(words.len() > 8, "too short an answer to cut: {whole:?}");
+    let stop = format!(" {}", words[words.len() / 2]);
+    let at = whole.find(&stop).unwrap();
+    assert!(at > 0, "{whole:?} starts with {stop:?}");
+
+    let (direct, direct_usage) =
+        complete(&format!("{base}/completions"), prompt, Some(&stop)).await;
+    let (through, usage) = complete(&front.url("/v1/completions"), prompt, Some(&stop)).await;
+    assert_eq!(
+        direct["text"],
+        json!(&whole[..at]),
+        "mlx-lm did not stop at {stop:?}"
+    );
+    assert_eq!(through["text"], direct["text"], "stop {stop:?}");
+    assert_eq!(through["finish_reason"], "stop");
+    // What the upstream counted for the generation it stopped, not a
+    // count of nothing: the upstream was told of the stop sequence.
+    for field in ["prompt_tokens", "completion_tokens"] {
+        assert_eq!(
+            usage[field], direct_usage[field],
+            "{field}: {usage} against {direct_usage}"
+        );
+    }
+    assert!(usage["completion_tokens"].as_u64().unwrap() > 0, "{usage}");
+
     front.shutdown().await;
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -33,13 +33,28 @@ pub enum RawPrompt {
     Ids(Vec<u32>),
 }
 
+/// A raw completion asked for: its prompt and the stop sequences the
+/// client named.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawCompletion {
+    /// What the model continues.
+    pub prompt: RawPrompt,
+    /// The client's stop sequences. The front that started the run
+    /// watches the answer for them on every backend; an upstream is told
+    /// of them too, so that it stops itself and reports the usage of what
+    /// it generated (a stream the front cuts off has none).
+    pub stop: Vec<String>,
+}
+
 /// Validates `input`'s `forwardedProps` (sampling, `maxTokens`,
-/// log-probabilities) and `prompt`; the run generates from `prompt` alone.
+/// log-probabilities) and `raw`'s prompt; the run generates from the
+/// prompt alone.
 pub(super) fn prepare(
     shared: Arc<Shared>,
     input: RunAgentInput,
-    prompt: RawPrompt,
+    raw: RawCompletion,
 ) -> Result<PreparedRun, RunRejected> {
+    let RawCompletion { prompt, stop } = raw;
     let config = &shared.config;
     let forwarded = input.forwarded_props.as_ref();
     let (sampling, max_new_tokens) =
@@ -67,7 +82,7 @@ pub(super) fn prepare(
             )
             .at("forwardedProps.sampling.maxTokens"));
         }
-        Backend::Upstream(up) => upstream_plan(up.upstream.config().kind, prompt)?,
+        Backend::Upstream(up) => upstream_plan(up.upstream.config().kind, prompt, stop)?,
     };
     Ok(prepared(
         shared.clone(),
@@ -200,7 +215,11 @@ impl Execution<'_, '_> {
 /// completions (OpenAI-compatible servers' `/completions`, which carry
 /// every sampling parameter); the prompt goes up as written (the
 /// upstream's tokenizer encodes it and checks its ids and its context).
-fn upstream_plan(kind: UpstreamKind, prompt: RawPrompt) -> Result<Plan, RunRejected> {
+fn upstream_plan(
+    kind: UpstreamKind,
+    prompt: RawPrompt,
+    stop: Vec<String>,
+) -> Result<Plan, RunRejected> {
     if !kind.has_raw_completions() {
         return Err(RunRejected::new(
             RejectKind::Unprocessable,
@@ -224,5 +243,7 @@ fn upstream_plan(kind: UpstreamKind, prompt: RawPrompt) -> Result<Plan, RunRejec
             .at("prompt"));
         }
     };
-    Ok(Plan::UpstreamRaw { prompt })
+    // An empty stop sequence stops nothing; some servers refuse one.
+    let stop = stop.into_iter().filter(|s| !s.is_empty()).collect();
+    Ok(Plan::UpstreamRaw { prompt, stop })
 }

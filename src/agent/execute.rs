@@ -93,7 +93,7 @@ impl Execution<'_, '_> {
                         thinking,
                         answer,
                     } => self.upstream(up, turns, blocks, *thinking, answer.as_ref()),
-                    Plan::UpstreamRaw { prompt } => self.upstream_raw(up, prompt),
+                    Plan::UpstreamRaw { prompt, stop } => self.upstream_raw(up, prompt, stop),
                     _ => Ok(()),
                 };
             }

@@ -47,7 +47,7 @@ use thinkwire_seal::KeyRing;
 use crate::metrics::Metrics;
 
 pub use backend::{Backend, UpstreamBackend};
-pub use completion::RawPrompt;
+pub use completion::{RawCompletion, RawPrompt};
 pub use config::AgentConfig;
 pub use controls::{Effort, ReasoningControls, ReasoningPolicy, Visibility};
 pub use events::{custom, incomplete};
@@ -186,9 +186,9 @@ impl Agent {
     pub fn prepare_completion(
         &self,
         input: RunAgentInput,
-        prompt: RawPrompt,
+        raw: RawCompletion,
     ) -> Result<PreparedRun, RunRejected> {
-        completion::prepare(Arc::clone(&self.shared), input, prompt)
+        completion::prepare(Arc::clone(&self.shared), input, raw)
     }
 
     /// The operator's reasoning policy (what clients may ask for).

@@ -126,8 +126,9 @@ pub(super) enum Plan {
     /// writes it (`completion`).
     Raw { prompt: Vec<u32>, score: bool },
     /// A raw completion an upstream runs: the prompt as the client wrote
-    /// it (a string or ids), for the upstream's `/completions`.
-    UpstreamRaw { prompt: Value },
+    /// it (a string or ids), for the upstream's `/completions`, and the
+    /// stop sequences it is told of.
+    UpstreamRaw { prompt: Value, stop: Vec<String> },
 }
 
 /// The separate pass's answer turns: this pass's reasoning and the earlier

@@ -146,15 +146,17 @@ impl Execution<'_, '_> {
 
     /// A raw completion on the upstream (its `/completions`): the text as
     /// it streams, its log-probabilities just ahead of it; no splitter,
-    /// as on the local model.
+    /// as on the local model. The upstream stops at `stop` itself.
     pub(super) fn upstream_raw(
         &mut self,
         up: &UpstreamBackend,
         prompt: &serde_json::Value,
+        stop: &[String],
     ) -> Result<(), Stopped> {
         let run = self.run;
         let request = RawRequest {
             prompt: prompt.clone(),
+            stop,
             sampling: &run.sampling,
             max_tokens: run.max_new_tokens,
             logprobs: run.logprobs,

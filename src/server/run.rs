@@ -17,7 +17,7 @@ use super::admission::Permit;
 use super::limits::{Client, ClientPermit};
 use thinkwire_protocol::RunAgentInput;
 
-use crate::agent::{Agent, CancelRun, Frame, PreparedRun, RawPrompt, RunOutput, RunRejected};
+use crate::agent::{Agent, CancelRun, Frame, PreparedRun, RawCompletion, RunOutput, RunRejected};
 
 /// Frames buffered between the engine thread and a slow client. When full,
 /// the engine waits for the client rather than queueing without bound.
@@ -81,19 +81,19 @@ async fn start_with(
     Ok(admit_with(state, client, prepare, &[]).await?.launch(state))
 }
 
-/// [`admit_with`] for a `/v1` input: a raw completion of `prompt`, or a
-/// chat run; `ahead` the prompt lengths of its request's runs admitted
-/// before it.
+/// [`admit_with`] for a `/v1` input: a raw completion (`raw`), or a chat
+/// run; `ahead` the prompt lengths of its request's runs admitted before
+/// it.
 pub(crate) async fn admit_input(
     state: &AppState,
     client: Client,
     input: RunAgentInput,
-    prompt: Option<RawPrompt>,
+    raw: Option<RawCompletion>,
     ahead: &[usize],
 ) -> Result<Admitted, RunRejected> {
-    match prompt {
-        Some(prompt) => {
-            let prepare = move |agent: &Agent| agent.prepare_completion(input, prompt);
+    match raw {
+        Some(raw) => {
+            let prepare = move |agent: &Agent| agent.prepare_completion(input, raw);
             admit_with(state, client, prepare, ahead).await
         }
         None => {

@@ -23,6 +23,8 @@ pub struct RawRequest<'a> {
     pub max_tokens: usize,
     /// Alternatives per token, where log-probabilities were asked for.
     pub logprobs: Option<usize>,
+    /// Stop sequences (none empty), passed on as `stop`.
+    pub stop: &'a [String],
 }
 
 /// The request body for `model`.
@@ -31,6 +33,9 @@ pub fn request_body(model: &str, request: &RawRequest<'_>) -> Value {
     body.insert("prompt".into(), request.prompt.clone());
     if let Some(top) = request.logprobs {
         body.insert("logprobs".into(), json!(top));
+    }
+    if !request.stop.is_empty() {
+        body.insert("stop".into(), json!(request.stop));
     }
     Value::Object(body)
 }
@@ -148,6 +153,23 @@ fn legacy_entries(logprobs: &Value, top: usize) -> Result<Vec<Value>, UpstreamEr
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_stop_sequences_go_up_where_there_are_any() {
+        let sampling = SamplingParams::greedy();
+        let stop = vec!["\n\n".to_owned(), "END".to_owned()];
+        let request = |stop| RawRequest {
+            prompt: json!("Once"),
+            sampling: &sampling,
+            max_tokens: 8,
+            logprobs: None,
+            stop,
+        };
+        let body = request_body("m", &request(&stop));
+        assert_eq!(body["stop"], json!(["\n\n", "END"]));
+        assert_eq!(body["prompt"], "Once");
+        assert!(request_body("m", &request(&[])).get("stop").is_none());
+    }
 
     #[test]
     fn chunks_become_text_entries_usage_and_a_finish() {

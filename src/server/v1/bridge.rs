@@ -17,7 +17,7 @@ use thinkwire_protocol::{
 
 use super::carrier::THREAD_ID;
 use super::error::ApiError;
-use crate::agent::{RawPrompt, RunRejected};
+use crate::agent::{RawCompletion, RawPrompt, RunRejected};
 use crate::server::AppState;
 use crate::server::limits::Client;
 use crate::server::run::{self, Admitted};
@@ -68,9 +68,9 @@ pub struct RunInput {
     /// `forwardedProps.promptLogprobs`: a raw completion's prompt tokens
     /// are scored too (legacy `echo` with `logprobs`).
     prompt_logprobs: bool,
-    /// A raw completion's prompt: the run continues it as it is, and
-    /// reads no messages.
-    raw: Option<RawPrompt>,
+    /// A raw completion's prompt and stop sequences: the run continues
+    /// the prompt as it is, and reads no messages.
+    raw: Option<RawCompletion>,
     /// AG-UI forwarded-prop names → wire parameter names.
     params: BTreeMap<String, String>,
 }
@@ -227,9 +227,10 @@ impl RunInput {
     }
 
     /// Makes this a raw completion of `prompt` (legacy completions), read
-    /// from wire path `param` (`prompt`, or `prompt[i]` of several).
-    pub fn raw_prompt(&mut self, prompt: RawPrompt, param: String) {
-        self.raw = Some(prompt);
+    /// from wire path `param` (`prompt`, or `prompt[i]` of several), that
+    /// ends at any of `stop`.
+    pub fn raw_prompt(&mut self, prompt: RawPrompt, stop: Vec<String>, param: String) {
+        self.raw = Some(RawCompletion { prompt, stop });
         self.params.insert("prompt".into(), param);
     }
 

@@ -111,7 +111,8 @@ pub fn decode(body: &Value, agent: &Agent) -> Result<CompletionRequest, ApiError
     let inputs = (prompts.into_iter())
         .map(|(prompt, path)| {
             let mut input = input.clone();
-            input.raw_prompt(prompt, if runs { path } else { "prompt".into() });
+            let param = if runs { path } else { "prompt".into() };
+            input.raw_prompt(prompt, stop.clone(), param);
             input
         })
         .collect();
