@@ -49,8 +49,10 @@ pub struct Metrics {
     steps: Counter<u64, AtomicU64>,
     batched: Counter<u64, AtomicU64>,
     shared: Counter<u64, AtomicU64>,
-    /// The engine's steps, batched and shared tokens as last rendered.
-    steps_seen: std::sync::Mutex<(u64, u64, u64)>,
+    scored: Counter<u64, AtomicU64>,
+    /// The engine's own counts (steps, batched, shared and scored tokens)
+    /// as last rendered.
+    steps_seen: std::sync::Mutex<[u64; 4]>,
     connections: Family<Labels, Gauge<i64>>,
     runs_in_flight: Gauge<i64>,
     resumable_runs: Gauge<i64>,
@@ -211,6 +213,12 @@ impl Metrics {
             "Prompt tokens taken from a concurrent generation's cache instead of computed",
             shared.clone(),
         );
+        let scored = Counter::<u64, AtomicU64>::default();
+        registry.register(
+            "engine_scored_prompt_tokens",
+            "Prompt positions scored for their own log-probabilities (echo with logprobs), once for all who asked together",
+            scored.clone(),
+        );
         let connections = Family::<Labels, Gauge<i64>>::default();
         registry.register(
             "open_connections",
@@ -277,7 +285,8 @@ impl Metrics {
             steps,
             batched,
             shared,
-            steps_seen: std::sync::Mutex::new((0, 0, 0)),
+            scored,
+            steps_seen: std::sync::Mutex::new([0; 4]),
             connections,
             runs_in_flight,
             resumable_runs,
@@ -359,18 +368,18 @@ impl Metrics {
         gauge(&self.kv_budget, load.kv_budget_bytes);
         gauge(&self.prefix_cache, load.prefix_cache_bytes);
         gauge(&self.buffer_cache, load.buffer_cache_bytes);
-        // The engine counts steps itself; carry its progress over.
+        // The engine counts these itself; carry its progress over.
         if let Ok(mut seen) = self.steps_seen.lock() {
-            self.steps.inc_by(load.steps.saturating_sub(seen.0));
-            self.batched
-                .inc_by(load.batched_tokens.saturating_sub(seen.1));
-            self.shared
-                .inc_by(load.shared_prompt_tokens.saturating_sub(seen.2));
-            *seen = (
-                seen.0.max(load.steps),
-                seen.1.max(load.batched_tokens),
-                seen.2.max(load.shared_prompt_tokens),
-            );
+            let counts = [
+                (&self.steps, load.steps),
+                (&self.batched, load.batched_tokens),
+                (&self.shared, load.shared_prompt_tokens),
+                (&self.scored, load.scored_prompt_tokens),
+            ];
+            for ((counter, now), seen) in counts.into_iter().zip(seen.iter_mut()) {
+                counter.inc_by(now.saturating_sub(*seen));
+                *seen = (*seen).max(now);
+            }
         }
         let mut text = String::new();
         // Writing into a String cannot fail.
@@ -397,6 +406,7 @@ mod tests {
             steps: 10,
             batched_tokens: 25,
             shared_prompt_tokens: 48,
+            scored_prompt_tokens: 7,
             buffer_cache_bytes: 4096,
             ..EngineLoad::default()
         });
@@ -412,6 +422,7 @@ mod tests {
             "thinkwire_engine_steps_total 10",
             "thinkwire_engine_batched_tokens_total 25",
             "thinkwire_engine_shared_prompt_tokens_total 48",
+            "thinkwire_engine_scored_prompt_tokens_total 7",
             "thinkwire_mlx_buffer_cache_bytes 4096",
             "thinkwire_runs_in_flight 0",
             "thinkwire_process_resident_memory_bytes ",

@@ -142,5 +142,22 @@ async fn an_echoed_prompt_is_scored_as_the_engine_generated_it() {
     let only = choice["logprobs"]["token_logprobs"].as_array().unwrap();
     assert_eq!(only[..], listed[..whole.len()], "{alone}");
     assert_eq!(alone["usage"]["completion_tokens"], 0, "{alone}");
+
+    // Both scorings are counted where an operator looks.
+    let metrics = reqwest::get(server.url("/metrics"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let scored: usize = (metrics.lines())
+        .find_map(|l| l.strip_prefix("thinkwire_engine_scored_prompt_tokens_total "))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no scored prompt tokens in\n{metrics}"));
+    assert!(
+        scored >= 2 * (whole.len() - 1),
+        "{scored} of {}",
+        whole.len()
+    );
     server.shutdown().await;
 }
