@@ -34,6 +34,7 @@ mod rejection;
 mod sampling;
 mod tool_grammar;
 mod upstream_generation;
+mod warmup;
 
 use std::sync::Arc;
 

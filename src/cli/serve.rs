@@ -24,6 +24,12 @@ pub struct ServeArgs {
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1:8080", env = "THINKWIRE_LISTEN")]
     listen: SocketAddr,
+    /// Listen as soon as the model is loaded, without the few warm-up
+    /// generations that otherwise run first (so that what MLX does on
+    /// first use, on a GPU compiling kernels, is not what the first
+    /// requests wait for).
+    #[arg(long)]
+    no_warmup: bool,
     /// Key file for sealing reasoning: one `tw-key-v1:…` key per line, the
     /// first one active. Must not be readable by group or others.
     #[arg(long, env = "THINKWIRE_KEY_FILE")]
@@ -293,6 +299,10 @@ pub fn serve(args: ServeArgs) -> Result<()> {
     } else {
         let model = args.model.load()?;
         tracing::info!(model = model.id(), format = %model.format().family, "model loaded");
+        if !args.no_warmup {
+            let took = model.warm_up().context("warming the model up")?;
+            tracing::info!(elapsed_ms = took.as_millis() as u64, "warmed up");
+        }
         Backend::Local(model)
     };
     let agent = Arc::new(Agent::with_backend(backend, keys, config));

@@ -1,6 +1,6 @@
 //! The product path end to end on the real default model (SmolLM2-135M on
 //! the MLX engine, separate-pass reasoning): the `thinkwire` binary's
-//! `chat`, `bench` and `inspect` here; the official `@ag-ui/client`, the
+//! `chat`, `bench`, `inspect` and `serve`'s warm-up here; the official `@ag-ui/client`, the
 //! web demo in headless Chromium, every `/v1` surface and the Python SDKs
 //! (`surfaces`); raw completions and prompt scoring against the engine's
 //! own continuation (`completions`).
@@ -102,6 +102,44 @@ fn chat_answers_the_capital_of_france() {
         stdout.contains("Paris"),
         "the answer does not mention Paris: {stdout:?}"
     );
+}
+
+/// `thinkwire serve` with `flags`: whether it logged its warm-up before it
+/// said it was listening (and that it said so within two minutes).
+fn warmed_before_listening(flags: &[&str]) -> bool {
+    use std::io::{BufRead, BufReader};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_thinkwire"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--ephemeral-key"])
+        .args(flags)
+        .env("NO_COLOR", "1")
+        .env("RUST_LOG", "info")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let started = std::time::Instant::now();
+    let (mut warmed, mut listening) = (false, false);
+    for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+        warmed |= line.contains("warmed up") && line.contains("elapsed_ms=");
+        if line.contains("serving AG-UI on http://") {
+            listening = true;
+            break;
+        }
+        if started.elapsed() > std::time::Duration::from_secs(120) {
+            break;
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(listening, "serve {flags:?} did not start listening");
+    warmed
+}
+
+#[test]
+fn serve_warms_the_model_up_before_it_listens_unless_told_not_to() {
+    assert!(warmed_before_listening(&[]), "no warm-up before listening");
+    assert!(!warmed_before_listening(&["--no-warmup"]));
 }
 
 /// `thinkwire bench --json` with `args`: its report, or its error output.
