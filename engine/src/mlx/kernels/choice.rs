@@ -76,20 +76,6 @@ pub(crate) fn default_device_is_cpu() -> bool {
     matches!(Device::default().get_type(), Ok(DeviceType::Cpu))
 }
 
-/// Whether quantized weights of `rows` rows each, over `cols` columns,
-/// are stacked into one matrix (one product for all: fewer operations,
-/// what the CPU kernels and Metal want), or kept apart: apart where the
-/// stack would pass `limit` (`device::single_row_quantized_limit`) and
-/// no part alone does, so that a single row is still multiplied by
-/// MLX's matrix-vector kernel, as mlx-lm's unstacked layers are.
-pub(crate) fn stacks(rows: &[usize], cols: usize, limit: Option<usize>) -> bool {
-    let Some(limit) = limit else {
-        return true;
-    };
-    let stacked: usize = rows.iter().sum();
-    stacked <= limit || cols > limit || rows.iter().any(|&r| r > limit)
-}
-
 /// Affine quantization parameters of one tensor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Quant {
@@ -129,23 +115,4 @@ pub enum Activations {
     /// whose rounding differs from the tiles' in the last bits; 8-bit
     /// weights in panels (a Q8_0 output layer) run on those FMAs always.
     F32Tiles = 3,
-}
-
-#[cfg(test)]
-mod tests {
-    use super::stacks;
-
-    #[test]
-    fn parts_stay_apart_only_where_their_stack_passes_the_limit() {
-        let limit = Some(16_384);
-        // Anywhere without a limit, and under it, they stack.
-        assert!(stacks(&[9_728, 9_728], 2_560, None));
-        assert!(stacks(&[3_072, 3_072], 1_024, limit));
-        assert!(stacks(&[4_096, 1_024, 1_024], 2_560, limit));
-        // Qwen3-4B's gate and up: 19,456 stacked rows, 9,728 each.
-        assert!(!stacks(&[9_728, 9_728], 2_560, limit));
-        // Where one part or the columns pass it alone, apart gains nothing.
-        assert!(stacks(&[17_408, 17_408], 5_120, limit));
-        assert!(stacks(&[9_728, 9_728], 20_480, limit));
-    }
 }

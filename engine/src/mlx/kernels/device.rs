@@ -127,21 +127,6 @@ pub(crate) fn at_exit(wait: fn()) {
     }
 }
 
-/// The most rows and columns a quantized matrix may have for MLX to
-/// multiply a single row by it with its matrix-vector kernel, where MLX
-/// has such a limit: on CUDA GPUs of compute capability 9 (Hopper). Past
-/// it MLX takes a tiled GEMM made for many rows, compiled on first use,
-/// with the scales and biases transposed on every call
-/// (`QuantizedMatmul::eval_gpu`, MLX 0.32). `None` elsewhere.
-pub(crate) fn single_row_quantized_limit() -> Option<usize> {
-    static LIMIT: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
-    *LIMIT.get_or_init(|| {
-        let cuda = !super::default_device_is_cpu() && gpu_backend() == Some("cuda");
-        let hopper = || device_info_size(&[c"compute_capability_major"]) == Some(9);
-        (cuda && hopper()).then_some(16_384)
-    })
-}
-
 /// The GPU backend MLX was built with, if it says.
 fn gpu_backend() -> Option<&'static str> {
     let (mut cuda, mut metal) = (false, false);
@@ -173,9 +158,6 @@ mod tests {
         // Only Metal reports a recommended working set to wire up to.
         let wired = super::wire_for_generation(1 << 30);
         assert_eq!(wired.is_some(), name == "gpu (metal)", "{wired:?}");
-        // Only CUDA limits the matrices a single row is multiplied by.
-        let limit = super::single_row_quantized_limit();
-        assert!(limit.is_none() || name == "gpu (cuda)", "{limit:?}");
     }
 
     #[test]

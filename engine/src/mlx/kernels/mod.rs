@@ -51,12 +51,6 @@ pub(crate) use self::device::{
     at_exit, device_memory, synchronize_this_thread, wire_for_generation,
 };
 pub(crate) use self::panels::repack as repack_in_panels;
-
-/// Whether quantized weights of `rows` rows each over `cols` columns go
-/// stacked into one matrix on this process's device (`choice::stacks`).
-pub(crate) fn stack_quantized(rows: &[usize], cols: usize) -> bool {
-    choice::stacks(rows, cols, device::single_row_quantized_limit())
-}
 pub(crate) use self::quantized::supported;
 pub use self::quantized::{int8_isa, kernel_threads, kernel_time, tiles_available};
 

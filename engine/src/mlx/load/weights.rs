@@ -370,22 +370,4 @@ impl Weight {
             Weight::Dense(_) | Weight::Mxfp4 { .. } => None,
         }
     }
-
-    /// Rows and columns of an affine-quantized weight MLX multiplies;
-    /// `None` for any other.
-    pub(crate) fn mlx_quantized_shape(&self) -> Option<(usize, usize)> {
-        let Weight::Quantized {
-            w,
-            scales,
-            q,
-            kernel: Kernel::Mlx,
-            ..
-        } = self
-        else {
-            return None;
-        };
-        let rows = usize::try_from(*w.shape().first()?).ok()?;
-        let groups = usize::try_from(*scales.shape().last()?).ok()?;
-        Some((rows, groups * usize::try_from(q.group_size).ok()?))
-    }
 }

@@ -5,7 +5,7 @@ use mlx_rs::{Array, Dtype};
 
 use super::attention::Attention;
 use super::linear::{Embedding, Linear};
-use super::mlp::{FeedForward, GateUp, Mlp};
+use super::mlp::{FeedForward, Mlp};
 use super::moe::{Activation, Moe, Routing};
 use super::rope::Rope;
 use super::{Block, Network};
@@ -143,7 +143,22 @@ impl Network {
                     precision,
                 )?)
             } else {
-                let gate_up = GateUp::load(&mut w, &format!("{p}.mlp"), precision)?;
+                let gate_up = if w.has(&format!("{p}.mlp.gate_up_proj")) {
+                    // Stored fused (Phi-3), [gate | up] rows.
+                    Linear::new(
+                        w.take_weight(&format!("{p}.mlp.gate_up_proj"))?
+                            .with_policy(precision)?,
+                        None,
+                    )?
+                } else {
+                    let gate = w
+                        .take_weight(&format!("{p}.mlp.gate_proj"))?
+                        .with_policy(precision)?;
+                    let up = w
+                        .take_weight(&format!("{p}.mlp.up_proj"))?
+                        .with_policy(precision)?;
+                    Linear::fused(vec![gate, up], None)?
+                };
                 let down = w
                     .take_weight(&format!("{p}.mlp.down_proj"))?
                     .with_policy(precision)?;
