@@ -262,6 +262,12 @@ pub trait Engine: Send + Sync {
         None
     }
 
+    /// Forgets the pace measured so far, so that [`expected_wait`]
+    /// (Self::expected_wait) knows none until steps run again: after a
+    /// server's warm-up, whose steps paid for what a device does on first
+    /// use and say nothing of the pace it will serve at.
+    fn forget_pace(&self) {}
+
     /// Whether [`score_prompt`](Self::score_prompt) is served: a run
     /// asking for it is refused before it starts where it is not.
     fn scores_prompts(&self) -> bool {

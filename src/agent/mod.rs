@@ -58,6 +58,7 @@ pub use output::{CancelRun, Disconnected, Frame, RunOutput};
 pub use prepare::PreparedRun;
 use prepare::Shared;
 pub use rejection::{RejectKind, RunRejected};
+pub use warmup::WarmUp;
 
 /// A loaded model with its keys and policy, shared by every run.
 pub struct Agent {

@@ -28,7 +28,7 @@ pub struct ServeArgs {
     /// generations that otherwise run first (so that what MLX does on
     /// first use, on a GPU compiling kernels, is not what the first
     /// requests wait for).
-    #[arg(long)]
+    #[arg(long, env = "THINKWIRE_NO_WARMUP")]
     no_warmup: bool,
     /// Key file for sealing reasoning: one `tw-key-v1:…` key per line, the
     /// first one active. Must not be readable by group or others.
@@ -300,7 +300,8 @@ pub fn serve(args: ServeArgs) -> Result<()> {
         let model = args.model.load()?;
         tracing::info!(model = model.id(), format = %model.format().family, "model loaded");
         if !args.no_warmup {
-            let took = model.warm_up().context("warming the model up")?;
+            let took = (model.warm_up(crate::agent::WarmUp::for_this_device()))
+                .context("warming the model up")?;
             tracing::info!(elapsed_ms = took.as_millis() as u64, "warmed up");
         }
         Backend::Local(model)

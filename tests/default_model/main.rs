@@ -108,25 +108,37 @@ fn chat_answers_the_capital_of_france() {
 /// said it was listening (and that it said so within two minutes).
 fn warmed_before_listening(flags: &[&str]) -> bool {
     use std::io::{BufRead, BufReader};
+    use std::time::{Duration, Instant};
     let mut child = Command::new(env!("CARGO_BIN_EXE_thinkwire"))
         .args(["serve", "--listen", "127.0.0.1:0", "--ephemeral-key"])
         .args(flags)
         .env("NO_COLOR", "1")
         .env("RUST_LOG", "info")
+        .env_remove("THINKWIRE_NO_WARMUP")
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
+    // Read on a thread of its own, so that a server that hangs without a
+    // word fails the test at the deadline instead of holding it.
     let stderr = child.stderr.take().unwrap();
-    let started = std::time::Instant::now();
+    let (tx, lines) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let deadline = Instant::now() + Duration::from_secs(120);
     let (mut warmed, mut listening) = (false, false);
-    for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+    while let Some(left) = deadline.checked_duration_since(Instant::now()) {
+        let Ok(line) = lines.recv_timeout(left) else {
+            break;
+        };
         warmed |= line.contains("warmed up") && line.contains("elapsed_ms=");
         if line.contains("serving AG-UI on http://") {
             listening = true;
-            break;
-        }
-        if started.elapsed() > std::time::Duration::from_secs(120) {
             break;
         }
     }
@@ -134,6 +146,22 @@ fn warmed_before_listening(flags: &[&str]) -> bool {
     let _ = child.wait();
     assert!(listening, "serve {flags:?} did not start listening");
     warmed
+}
+
+#[test]
+fn a_gpus_warm_up_runs_anywhere_and_forgets_its_pace() {
+    let agent = agent();
+    let model = agent.model().unwrap();
+    let engine = model.engine();
+    let before = engine.load().steps;
+    model.warm_up(thinkwire::agent::WarmUp::Gpu).unwrap();
+    // A prompt pass and a step alone, a pass of two prompts and three
+    // steps, then the three prompts of a GPU's row tiles (more where the
+    // two prompts of the pair arrived apart).
+    let steps = engine.load().steps - before;
+    assert!(steps >= 9, "{steps} steps");
+    assert_eq!(engine.expected_wait(64, &[]), None, "the pace is forgotten");
+    assert_eq!(engine.expected_wait(2, &[]), None, "the pace is forgotten");
 }
 
 #[test]

@@ -335,6 +335,10 @@ impl Engine for MlxEngine {
         self.scheduler.expected_wait(prompt_tokens, ahead)
     }
 
+    fn forget_pace(&self) {
+        self.scheduler.forget_pace();
+    }
+
     fn scores_prompts(&self) -> bool {
         true
     }

@@ -48,6 +48,8 @@ pub(crate) enum Inbox {
     Close,
     /// Score a prompt's tokens (`score.rs`).
     Score(super::score::ScoreJob),
+    /// Forget the pace measured so far (`Scheduler::forget_pace`).
+    ForgetPace,
 }
 
 /// A request waiting for a place in the batch.

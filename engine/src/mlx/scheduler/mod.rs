@@ -276,6 +276,18 @@ impl Scheduler {
         pace::expected_wait(backlog, tokens, lane)
     }
 
+    /// Forgets the pace measured so far: its figures are unknown at once,
+    /// for [`Self::expected_wait`] on any thread, and the scheduler starts
+    /// its means again at its next steps.
+    pub fn forget_pace(&self) {
+        let g = &self.gauges;
+        g.step_us.store(0, Ordering::Relaxed);
+        g.prompt_per_sec.store(0, Ordering::Relaxed);
+        if let Ok(tx) = self.inbox.lock() {
+            let _ = tx.send(Inbox::ForgetPace);
+        }
+    }
+
     /// What the scheduler holds now.
     pub fn load(&self) -> EngineLoad {
         let g = &self.gauges;

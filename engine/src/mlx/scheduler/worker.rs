@@ -147,6 +147,10 @@ impl Worker {
             },
             Inbox::Close => self.closing = true,
             Inbox::Score(job) => self.take_score(job),
+            Inbox::ForgetPace => {
+                self.pace = super::pace::Pace::default();
+                self.publish_pace();
+            }
             Inbox::Reply(id, Reply::Mask(mask)) => {
                 if let Some(seq) = self.active.iter_mut().find(|s| s.id == id) {
                     seq.masked(mask);

@@ -32,6 +32,15 @@ impl TokenSink for FirstToken {
     }
 }
 
+/// Takes every token.
+struct Taking;
+
+impl TokenSink for Taking {
+    fn on_token(&mut self, _id: u32) -> Directive {
+        Directive::Continue
+    }
+}
+
 /// The tiny Qwen3 in prompt chunks of 8 (a short lane of 4), requests
 /// arriving into an idle batch waiting `batch_window` for others.
 fn tiny_engine(batch_window: Duration) -> MlxEngine {
@@ -168,6 +177,25 @@ fn a_new_prompt_is_told_the_wait_for_the_prompts_ahead_of_it() {
     // Its request's prompts submitted before it count as queued ahead.
     let behind = behind.expect("a pace once steps ran");
     assert!(behind > long, "{behind:?} {long:?}");
+}
+
+#[test]
+fn a_forgotten_pace_is_unknown_until_steps_run_again() {
+    let engine = tiny_engine(Duration::ZERO);
+    let prompt: Vec<u32> = (0..40).map(|i| 3 + i % 200).collect();
+    engine
+        .generate(&request(prompt.clone()), &mut Taking)
+        .unwrap();
+    assert!(
+        engine.expected_wait(64, &[]).is_some(),
+        "a pace once steps ran"
+    );
+    engine.forget_pace();
+    assert_eq!(engine.expected_wait(64, &[]), None);
+    assert_eq!(engine.expected_wait(2, &[]), None);
+    // Measured again from the next steps.
+    engine.generate(&request(prompt), &mut Taking).unwrap();
+    assert!(engine.expected_wait(64, &[]).is_some());
 }
 
 /// Says when its prompt's first chunk is in the cache.
