@@ -199,10 +199,16 @@ async fn a_raw_completion_stops_where_mlx_lm_stops_and_says_what_it_counted() {
     let prompt = "The three primary colours are";
     let (whole, _) = complete(&format!("{base}/completions"), prompt, None).await;
     let whole = whole["text"].as_str().unwrap().to_owned();
+    // A whole word with the space before it: a stop that ends inside a
+    // token is the upstream's to handle, and mlx-lm's server drops such a
+    // match from the text and goes on.
     let words: Vec<&str> = whole.split_whitespace().collect();
     assert!(words.len() > 8, "too short an answer to cut: {whole:?}");
-    let stop = format!(" {}", words[words.len() / 2]);
-    let at = whole.find(&stop).unwrap();
+    let stop = (words[words.len() / 2..].iter())
+        .map(|w| format!(" {w}"))
+        .find(|stop| whole.contains(stop.as_str()))
+        .expect("a word after a space in the second half");
+    let at = whole.find(&stop).unwrap_or_default();
     assert!(at > 0, "{whole:?} starts with {stop:?}");
 
     let (direct, direct_usage) =

@@ -211,6 +211,25 @@ impl Execution<'_, '_> {
     }
 }
 
+/// The stop sequences an upstream is told of: the first
+/// [`UPSTREAM_STOPS`] distinct ones that are not empty (an empty one stops
+/// nothing, and some servers refuse it). The front watches for all of
+/// them.
+fn upstream_stops(stop: Vec<String>) -> Vec<String> {
+    let mut told: Vec<String> = Vec::new();
+    for s in stop {
+        if !s.is_empty() && !told.contains(&s) && told.len() < UPSTREAM_STOPS {
+            told.push(s);
+        }
+    }
+    told
+}
+
+/// The most stop sequences OpenAI's own `/completions` takes; vLLM and
+/// llama.cpp take more, but an upstream refusing more would fail a
+/// request the front alone could serve.
+const UPSTREAM_STOPS: usize = 4;
+
 /// The plan of a raw completion an upstream runs: its wire must have raw
 /// completions (OpenAI-compatible servers' `/completions`, which carry
 /// every sampling parameter); the prompt goes up as written (the
@@ -243,7 +262,23 @@ fn upstream_plan(
             .at("prompt"));
         }
     };
-    // An empty stop sequence stops nothing; some servers refuse one.
-    let stop = stop.into_iter().filter(|s| !s.is_empty()).collect();
-    Ok(Plan::UpstreamRaw { prompt, stop })
+    Ok(Plan::UpstreamRaw {
+        prompt,
+        stop: upstream_stops(stop),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::upstream_stops;
+
+    #[test]
+    fn an_upstream_is_told_the_first_four_distinct_stops_that_stop_something() {
+        let stops = |s: &[&str]| s.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        assert_eq!(
+            upstream_stops(stops(&["", "\n", "\n", "END", "a", "b", "c"])),
+            stops(&["\n", "END", "a", "b"])
+        );
+        assert!(upstream_stops(stops(&["", ""])).is_empty());
+    }
 }

@@ -52,7 +52,7 @@ pub struct Metrics {
     scored: Counter<u64, AtomicU64>,
     /// The engine's own counts (steps, batched, shared and scored tokens)
     /// as last rendered.
-    steps_seen: std::sync::Mutex<[u64; 4]>,
+    engine_seen: std::sync::Mutex<[u64; 4]>,
     connections: Family<Labels, Gauge<i64>>,
     runs_in_flight: Gauge<i64>,
     resumable_runs: Gauge<i64>,
@@ -216,7 +216,7 @@ impl Metrics {
         let scored = Counter::<u64, AtomicU64>::default();
         registry.register(
             "engine_scored_prompt_tokens",
-            "Prompt positions scored for their own log-probabilities (echo with logprobs), once for all who asked together",
+            "Prompt positions computed for their tokens' log-probabilities (echo with logprobs), once for all who asked together",
             scored.clone(),
         );
         let connections = Family::<Labels, Gauge<i64>>::default();
@@ -286,7 +286,7 @@ impl Metrics {
             batched,
             shared,
             scored,
-            steps_seen: std::sync::Mutex::new([0; 4]),
+            engine_seen: std::sync::Mutex::new([0; 4]),
             connections,
             runs_in_flight,
             resumable_runs,
@@ -369,7 +369,7 @@ impl Metrics {
         gauge(&self.prefix_cache, load.prefix_cache_bytes);
         gauge(&self.buffer_cache, load.buffer_cache_bytes);
         // The engine counts these itself; carry its progress over.
-        if let Ok(mut seen) = self.steps_seen.lock() {
+        if let Ok(mut seen) = self.engine_seen.lock() {
             let counts = [
                 (&self.steps, load.steps),
                 (&self.batched, load.batched_tokens),
