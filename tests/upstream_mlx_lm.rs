@@ -2,7 +2,8 @@
 //! venv setup makes) on the default model: the answers that reach an AG-UI
 //! client through the upstream backend are mlx-lm's greedy answers, as the
 //! parity reference recorded them (`tests/parity/smollm2-135m.json`, made
-//! with mlx-lm on the same f32 conversion).
+//! with mlx-lm on the same f32 conversion); a raw completion with a stop
+//! sequence ends where mlx-lm's own does, with mlx-lm's usage.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 #[path = "support/mod.rs"]
@@ -113,13 +114,22 @@ async fn front_of(base: &str) -> TestServer {
     .await
 }
 
+/// One mlx-lm server for both checks (its start and the conversion are
+/// most of the test's time).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn mlx_lm_server_answers_through_thinkwire_as_mlx_lm_does() {
+async fn mlx_lm_server_answers_and_stops_through_thinkwire_as_mlx_lm_does() {
     let dir = std::env::temp_dir().join(format!("thinkwire-mlx-lm-{}", std::process::id()));
     convert_default_model(&dir);
     let (_mlx_lm, base) = start_mlx_lm(&dir).await;
     let front = front_of(&base).await;
+    answers_as_mlx_lm_does(&front).await;
+    a_raw_completion_stops_where_mlx_lm_stops(&base, &front).await;
+    front.shutdown().await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
 
+/// The agent's answers through the upstream are mlx-lm's recorded ones.
+async fn answers_as_mlx_lm_does(front: &TestServer) {
     let reference: Value = serde_json::from_str(
         &std::fs::read_to_string(root().join("tests/parity/smollm2-135m.json")).unwrap(),
     )
@@ -146,7 +156,7 @@ async fn mlx_lm_server_answers_through_thinkwire_as_mlx_lm_does() {
             .chain(case["tail"].as_str())
             .collect();
         let events = post_run(
-            &front,
+            front,
             &input(
                 "mlx-lm",
                 &format!("run-{i}"),
@@ -161,8 +171,6 @@ async fn mlx_lm_server_answers_through_thinkwire_as_mlx_lm_does() {
             "question {i} through thinkwire differs from mlx-lm's answer"
         );
     }
-    front.shutdown().await;
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// A legacy completion posted to `url`, greedy; its `choices[0]` and
@@ -188,13 +196,9 @@ async fn complete(url: &str, prompt: &str, stop: Option<&str>) -> (Value, Value)
     (reply["choices"][0].clone(), reply["usage"].clone())
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_raw_completion_stops_where_mlx_lm_stops_and_says_what_it_counted() {
-    let dir = std::env::temp_dir().join(format!("thinkwire-mlx-lm-stop-{}", std::process::id()));
-    convert_default_model(&dir);
-    let (_mlx_lm, base) = start_mlx_lm(&dir).await;
-    let front = front_of(&base).await;
-
+/// A raw completion with a stop sequence ends where mlx-lm's own ends,
+/// with the usage mlx-lm counted.
+async fn a_raw_completion_stops_where_mlx_lm_stops(base: &str, front: &TestServer) {
     // A stop sequence from the middle of mlx-lm's own greedy answer.
     let prompt = "The three primary colours are";
     let (whole, _) = complete(&format!("{base}/completions"), prompt, None).await;
@@ -230,7 +234,4 @@ async fn a_raw_completion_stops_where_mlx_lm_stops_and_says_what_it_counted() {
         );
     }
     assert!(usage["completion_tokens"].as_u64().unwrap() > 0, "{usage}");
-
-    front.shutdown().await;
-    let _ = std::fs::remove_dir_all(&dir);
 }
