@@ -10,7 +10,7 @@
 #![cfg(feature = "mlx")]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use std::collections::HashMap;
 use std::path::Path;

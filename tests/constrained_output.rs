@@ -10,8 +10,7 @@
 #![cfg(feature = "mlx")]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "support/mod.rs"]
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 

@@ -6,7 +6,7 @@
 //! and sockets it had before.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

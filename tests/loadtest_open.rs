@@ -5,7 +5,7 @@
 //! over both AG-UI SSE and `/v1/chat/completions`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

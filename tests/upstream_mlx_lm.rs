@@ -6,8 +6,7 @@
 //! sequence ends where mlx-lm's own does, with mlx-lm's usage.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "support/mod.rs"]
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

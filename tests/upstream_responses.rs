@@ -8,8 +8,7 @@
 //! reasoning, which still reaches the upstream again next turn.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "support/mod.rs"]
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

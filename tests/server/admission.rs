@@ -14,8 +14,8 @@ use thinkwire_protocol::{EventKind, SseDecoder};
 use thinkwire_seal::{Key, KeyRing};
 use tokio_tungstenite::tungstenite::Message;
 
+use super::ws::read_run;
 use crate::support::*;
-use crate::ws::read_run;
 
 #[tokio::test]
 async fn a_full_server_refuses_with_server_busy_and_loses_nothing_admitted() {

@@ -10,7 +10,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use thinkwire::server::ServerConfig;
 
-use crate::resume_client::*;
+use super::resume_client::*;
 use crate::support::*;
 
 /// The seed of the cut points: a failure names its cut, and reruns it.

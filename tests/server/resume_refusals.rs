@@ -14,7 +14,7 @@ use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 
-use crate::resume_client::*;
+use super::resume_client::*;
 use crate::support::*;
 
 const ALICE: &str = "alice-token-0123456789";

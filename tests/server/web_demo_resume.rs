@@ -15,7 +15,7 @@ use thinkwire::server::ServerConfig;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-use crate::resume_client::resumable_server;
+use super::resume_client::resumable_server;
 use crate::support::*;
 
 /// Bytes from the server after which the first WebSocket is cut: past the

@@ -27,8 +27,7 @@
 #![cfg(feature = "mlx")]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "../support/mod.rs"]
-mod support;
+use crate::support;
 
 mod compare;
 mod input;

@@ -14,8 +14,7 @@
 //! free and the message after it is masked.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "../support/mod.rs"]
-mod support;
+use crate::support;
 
 mod constrained;
 

@@ -8,8 +8,7 @@
 //! assertion is about what the server actually did with a model.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "../support/mod.rs"]
-mod support;
+use crate::support;
 
 mod budget;
 mod effort;

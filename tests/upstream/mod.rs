@@ -12,8 +12,7 @@
 //! `upstream_responses_fixtures`'s recorded streams.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "../support/mod.rs"]
-mod support;
+use crate::support;
 
 mod constrained;
 mod faults;

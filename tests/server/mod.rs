@@ -3,9 +3,6 @@
 //! sealed reasoning across turns, and what the server retains.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "../support/mod.rs"]
-mod support;
-
 mod access;
 mod admission;
 mod agui_client;
@@ -13,7 +10,8 @@ mod capabilities;
 mod limits;
 mod proto;
 mod resume;
-mod resume_client;
+/// The resumable-run client, also what `privacy` cuts runs with.
+pub(crate) mod resume_client;
 mod resume_refusals;
 mod shutdown;
 mod sse;

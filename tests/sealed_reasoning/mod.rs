@@ -19,8 +19,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 // Shared support; not every helper it exports is used here.
-#[path = "../support/mod.rs"]
-mod support;
+use crate::support;
 
 mod client;
 mod continuity;

@@ -20,11 +20,8 @@
 //! AG-UI harness that `agui` (SSE and WebSocket) and `panic_and_auth` use.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-// Shared support; not every helper it exports is used here.
-#[path = "../server/resume_client.rs"]
-mod resume_client;
-#[path = "../support/mod.rs"]
-mod support;
+use crate::server::resume_client;
+use crate::support;
 
 mod agui;
 mod client;

@@ -8,8 +8,7 @@
 //! 404s, the Node SDK and the four-surface agreement live here.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "../support/mod.rs"]
-mod support;
+use crate::support;
 
 mod chat;
 mod completions;

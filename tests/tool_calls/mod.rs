@@ -10,8 +10,7 @@
 //! `official_client` hold the tests.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "../support/mod.rs"]
-mod support;
+use crate::support;
 
 mod must_not_run;
 mod official_client;
