@@ -64,20 +64,24 @@ impl Tokenizer {
     /// The text is read as JSON first: the `tokenizers` crate's own parser
     /// panics on some malformed documents (its decoder and normalizer
     /// helpers `expect` a syntax error away), which fuzzing found (issue
-    /// #13); from a parsed value those helpers cannot fail that way.
+    /// #13); a document that parses as a value cannot fail that way. The
+    /// value is only that check: `tokenizers` then reads the text itself,
+    /// in its own compiled parser, rather than converting the value.
     pub fn from_json_str(json: &str) -> Result<Self> {
-        let value: Value = serde_json::from_str(json)
+        json.parse::<Value>()
             .map_err(|e| ChatError::tokenizer("parsing tokenizer.json", e))?;
-        Self::from_value(value)
+        let tk: tokenizers::Tokenizer = json
+            .parse()
+            .map_err(|e| ChatError::tokenizer("parsing tokenizer.json", e))?;
+        Self::from_tokenizers(tk)
     }
 
-    /// Builds from a parsed `tokenizer.json` document.
+    /// Builds from a parsed `tokenizer.json` document (written out and read
+    /// back by `tokenizers`' own parser, as [`Tokenizer::from_json_str`]).
     pub fn from_json(json: &Value) -> Result<Self> {
-        Self::from_value(json.clone())
-    }
-
-    fn from_value(json: Value) -> Result<Self> {
-        let tk: tokenizers::Tokenizer = serde_json::from_value(json)
+        let tk: tokenizers::Tokenizer = json
+            .to_string()
+            .parse()
             .map_err(|e| ChatError::tokenizer("parsing tokenizer.json", e))?;
         Self::from_tokenizers(tk)
     }
@@ -312,6 +316,10 @@ mod tests {
         let json = r#"{"version":"1.0","added_tokens":[],"normalizer":{"type":"NFKC"},"pre_tokenizer":null,"post_processor":null,"decoder":{"typ:M""eetaspace","replacement":"x"},"model":{"type":"Unigram","unk_id":0,"vocab":[["<unk>",0.0],["a",-1.0]]}}"#;
         assert!(Tokenizer::from_json_str(json).is_err());
         let json = r#"{"version":"1.0","normalizer":{"type""NFKC"},"model":{"type":"WordLevel","vocab":{},"unk_token":"x"}}"#;
+        assert!(Tokenizer::from_json_str(json).is_err());
+        // Valid syntax with a number no f64 holds: the decoder's helper
+        // would fail on it as on a syntax error.
+        let json = r#"{"version":"1.0","added_tokens":[],"normalizer":null,"pre_tokenizer":null,"post_processor":null,"decoder":{"type":"ByteLevel","n":1e400},"model":{"type":"WordLevel","vocab":{"[UNK]":0},"unk_token":"[UNK]"}}"#;
         assert!(Tokenizer::from_json_str(json).is_err());
         let good = r#"{"version":"1.0","added_tokens":[],"normalizer":null,"pre_tokenizer":{"type":"Whitespace"},"post_processor":null,"decoder":null,"model":{"type":"WordLevel","vocab":{"[UNK]":0,"hello":1},"unk_token":"[UNK]"}}"#;
         let tk = Tokenizer::from_json_str(good).unwrap();
