@@ -18,15 +18,14 @@ mod user_formats;
 mod visibility;
 
 use std::sync::Arc;
-use std::time::Duration;
 
-use futures_util::{SinkExt, StreamExt};
+use futures_util::SinkExt;
 use serde_json::{Value, json};
 use thinkwire::agent::{Agent, AgentConfig, LocalModel, ReasoningPolicy, Visibility};
 use thinkwire::server::ServerConfig;
 use thinkwire_chat::ChatModel;
 use thinkwire_engine::ModelInfo;
-use thinkwire_protocol::{Event, EventKind, EventType as T, TokenUsage, decode_event};
+use thinkwire_protocol::{Event, EventKind, EventType as T, TokenUsage};
 use thinkwire_reasoning::{Effort, Registry};
 use thinkwire_seal::{Binding, Key, KeyRing, SealedReasoning};
 use tokio_tungstenite::tungstenite::Message;
@@ -240,23 +239,7 @@ async fn post_refused(server: &TestServer, body: &Value) -> (u16, Value) {
 /// Sends one input over the socket and reads its events to the terminal one.
 async fn ws_run(socket: &mut Socket, body: &Value) -> Vec<Event> {
     socket.send(Message::text(body.to_string())).await.unwrap();
-    let mut events = Vec::new();
-    loop {
-        let message = tokio::time::timeout(Duration::from_secs(30), socket.next())
-            .await
-            .expect("an event within 30 s")
-            .expect("the socket stays open")
-            .unwrap();
-        let Message::Text(text) = message else {
-            continue;
-        };
-        let event = decode_event(&text).unwrap().expect("a known event type");
-        let terminal = event.event_type().is_terminal();
-        events.push(event);
-        if terminal {
-            return events;
-        }
-    }
+    read_run(socket).await
 }
 
 /// A think block of `words` words whose tail (past any small budget) holds

@@ -17,7 +17,6 @@ use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::http::HeaderValue;
 
-use super::ws::read_run;
 use crate::support::*;
 
 const TOKEN: &str = "tw-test-token-5f0e3c9a1b7d";

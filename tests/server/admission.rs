@@ -14,7 +14,6 @@ use thinkwire_protocol::{EventKind, SseDecoder};
 use thinkwire_seal::{Key, KeyRing};
 use tokio_tungstenite::tungstenite::Message;
 
-use super::ws::read_run;
 use crate::support::*;
 
 #[tokio::test]

@@ -14,27 +14,6 @@ use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 
 use crate::support::*;
 
-/// Reads events until a terminal one.
-pub async fn read_run(socket: &mut Socket) -> Vec<Event> {
-    let mut events = Vec::new();
-    loop {
-        let message = tokio::time::timeout(Duration::from_secs(20), socket.next())
-            .await
-            .expect("an event within 20 s")
-            .expect("the socket stays open")
-            .unwrap();
-        let Message::Text(text) = message else {
-            continue;
-        };
-        let event = decode_event(&text).unwrap().expect("a known event type");
-        let terminal = event.event_type().is_terminal();
-        events.push(event);
-        if terminal {
-            return events;
-        }
-    }
-}
-
 fn run_error_code(events: &[Event]) -> String {
     assert_eq!(
         events.len(),

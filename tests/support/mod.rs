@@ -279,6 +279,31 @@ pub fn reasoning_text(events: &[Event]) -> String {
 pub type Socket =
     tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
+/// Reads a socket's events until a terminal one (each within 30 s).
+pub async fn read_run(socket: &mut Socket) -> Vec<Event> {
+    use futures_util::StreamExt;
+    use tokio_tungstenite::tungstenite::Message;
+    let mut events = Vec::new();
+    loop {
+        let message = tokio::time::timeout(Duration::from_secs(30), socket.next())
+            .await
+            .expect("an event within 30 s")
+            .expect("the socket stays open")
+            .unwrap();
+        let Message::Text(text) = message else {
+            continue;
+        };
+        let event = thinkwire_protocol::decode_event(&text)
+            .unwrap()
+            .expect("a known event type");
+        let terminal = event.event_type().is_terminal();
+        events.push(event);
+        if terminal {
+            return events;
+        }
+    }
+}
+
 /// Opens a WebSocket to the server's `/agent/ws`.
 pub async fn connect(server: &TestServer) -> Socket {
     let (socket, _) = tokio_tungstenite::connect_async(server.ws_url())
