@@ -65,9 +65,18 @@ pub(crate) struct Submission {
     pub mask: Option<Option<TokenMask>>,
     /// Alternatives a position to score its prompt with first, if asked.
     pub score: Option<usize>,
-    /// Caches its prompt's scoring left, holding that many of its tokens:
-    /// its sequence starts from them.
-    pub cached: Option<(Vec<KvCache>, usize)>,
+    /// Caches its prompt's scoring left: its sequence starts from them.
+    pub cached: Option<Scored>,
+}
+
+/// Views of the caches a prompt's scoring left, for one generation of it.
+pub(crate) struct Scored {
+    pub caches: Vec<KvCache>,
+    /// Tokens of the prompt they hold (all but its last).
+    pub held: usize,
+    /// Which scoring left them (`Worker::scorings`): the views of one
+    /// scoring share its buffers, so those waiting count them once.
+    pub scoring: u64,
 }
 
 /// Serves `sink` from the scheduler's messages until the generation ends.

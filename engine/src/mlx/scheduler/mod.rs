@@ -157,6 +157,7 @@ impl Scheduler {
             pace: pace::Pace::default(),
             scoring: None,
             scores_waiting: VecDeque::new(),
+            scorings: 0,
             settle: settle::Settle::default(),
             passes: 0,
             buffers: buffers::BufferCache::default(),
@@ -340,6 +341,9 @@ struct Worker {
     /// (`score.rs`).
     scoring: Option<score::Scoring>,
     scores_waiting: VecDeque<score::ScoreJob>,
+    /// Scorings ended with generations to start: names the views each
+    /// leaves them (`link::Scored`).
+    scorings: u64,
     /// Its claim on MLX, which an exit waits for (`settle.rs`); declared
     /// after the model and caches, so it is let go after they are dropped.
     settle: settle::Settle,

@@ -197,8 +197,9 @@ impl Worker {
     }
 
     /// Cache positions held now: each sequence's reservation, the caches
-    /// of a prompt being scored, and those a scored prompt's generation
-    /// holds while it waits to be admitted.
+    /// of a prompt being scored, and those a scored prompt's generations
+    /// hold while they wait to be admitted (once for all of one scoring:
+    /// their views share its buffers).
     pub(super) fn held(&self) -> impl Iterator<Item = usize> + '_ {
         self.held_but(None)
     }
@@ -207,13 +208,17 @@ impl Worker {
     /// be admitted with a reservation of its own).
     fn held_but(&self, but: Option<SeqId>) -> impl Iterator<Item = usize> + '_ {
         let scoring = self.scoring.as_ref().map(|s| s.positions);
-        let scored = (self.waiting.iter())
-            .filter(move |s| Some(s.id) != but)
+        let mut scored: Vec<(u64, usize)> = (self.waiting.iter())
+            .filter(|s| Some(s.id) != but)
             .filter_map(|s| s.cached.as_ref())
-            .map(|c| in_blocks(c.1 + 1));
+            .map(|c| (c.scoring, in_blocks(c.held + 1)))
+            .collect();
+        // One scoring's views hold one prompt: the same positions each.
+        scored.sort_unstable();
+        scored.dedup_by_key(|&mut (scoring, _)| scoring);
         (self.active.iter().map(|s| s.reserved))
             .chain(scoring)
-            .chain(scored)
+            .chain(scored.into_iter().map(|(_, positions)| positions))
     }
 
     /// Cache bytes sequences holding `reserved` positions each take at
@@ -258,7 +263,7 @@ impl Worker {
             let Some(mut sub) = self.waiting.pop_front() else {
                 break;
             };
-            let scored = sub.cached.take();
+            let scored = sub.cached.take().map(|c| (c.caches, c.held));
             let computed_here = scored.is_some();
             let (caches, reused) = match scored.or_else(|| self.pool.prefix(&sub.request.prompt)) {
                 Some((caches, reused)) => {
@@ -392,7 +397,7 @@ impl Worker {
         let lane = self.options.short_prompt_tokens;
         let (mut all, mut short) = (0, 0);
         let left =
-            |sub: &Submission| sub.request.prompt.len() - sub.cached.as_ref().map_or(0, |c| c.1);
+            |sub: &Submission| sub.request.prompt.len() - sub.cached.as_ref().map_or(0, |c| c.held);
         let rests =
             (self.waiting.iter().map(left)).chain(self.active.iter().map(Sequence::prompt_left));
         for rest in rests {

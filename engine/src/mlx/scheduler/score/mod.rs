@@ -27,7 +27,7 @@ use mlx_rs::Array;
 pub(crate) use self::answer::Answer;
 use self::answer::{fail_all, only_scores};
 use self::picks::Queued;
-use super::link::{Submission, ToRun};
+use super::link::{Scored, Submission, ToRun};
 use super::{Worker, in_blocks};
 use crate::mlx::error::mlx_err;
 use crate::mlx::model::{KvCache, Segment};
@@ -228,6 +228,8 @@ impl Worker {
     /// generation of it joins the front of the queue, from views of
     /// `caches` holding all but its last token.
     fn scored(&mut self, answers: Vec<Answer>, out: Vec<TokenLogprobs>, caches: &[KvCache]) {
+        self.scorings += 1;
+        let scoring = self.scorings;
         for answer in answers {
             let mut sub = match answer {
                 Answer::Alone(reply) => {
@@ -245,7 +247,11 @@ impl Worker {
             match views.collect::<Result<Vec<_>, _>>() {
                 Ok(views) => {
                     let _ = sub.to_run.send(ToRun::PromptLogprobs(out.clone()));
-                    sub.cached = Some((views, held));
+                    sub.cached = Some(Scored {
+                        caches: views,
+                        held,
+                        scoring,
+                    });
                     // First in line, behind any scored before it.
                     let at = (self.waiting.iter())
                         .take_while(|s| s.cached.is_some())

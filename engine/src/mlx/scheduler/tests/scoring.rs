@@ -273,11 +273,12 @@ fn a_scored_generation_of_no_tokens_can_be_stopped() {
     );
 }
 
-/// Scores handed over, and at the first progress report `start` run
-/// (once).
+/// Scores handed over, at the first progress report `start` run (once),
+/// and at each token `at_token`.
 struct StartsAnother<'a> {
     scored: Scored,
     start: Option<Box<dyn FnOnce() + Send + 'a>>,
+    at_token: Option<Box<dyn FnMut() + Send + 'a>>,
 }
 
 impl TokenSink for StartsAnother<'_> {
@@ -286,6 +287,9 @@ impl TokenSink for StartsAnother<'_> {
     }
 
     fn on_token(&mut self, id: u32) -> Directive {
+        if let Some(at_token) = &mut self.at_token {
+            at_token();
+        }
         self.scored.on_token(id)
     }
 
@@ -333,6 +337,7 @@ fn generations_asking_for_the_same_scores_share_one_scoring() {
         let mut sink = StartsAnother {
             scored: Scored::default(),
             start: Some(Box::new(start)),
+            at_token: None,
         };
         engine.generate_scored(&first, 2, &mut sink).unwrap();
         (sink.scored, rx.recv().unwrap().join().unwrap())
@@ -345,4 +350,52 @@ fn generations_asking_for_the_same_scores_share_one_scoring() {
         let got = sink.prompt.as_ref().expect("the prompt's scores");
         assert_same_scores(got, &alone);
     }
+}
+
+/// Generations that one scoring leaves waiting for the batch (of one
+/// here) start from views of its caches, one set of buffers: the cache
+/// reservation counts it once, however many wait.
+#[test]
+fn the_views_one_scoring_leaves_waiting_count_once() {
+    let prompt: Vec<u32> = (0..200).map(|i| 3 + (i * 11) % 250).collect();
+    let reserved_with = |askers: usize| {
+        let engine = tiny_engine_with(LoadOptions {
+            max_batch: 1,
+            ..LoadOptions::default()
+        });
+        // The first decodes long enough to be read while the rest wait.
+        let first = GenerationRequest {
+            max_tokens: 64,
+            ..request(prompt.clone())
+        };
+        let rest = request(prompt.clone());
+        let most = AtomicUsize::new(0);
+        std::thread::scope(|scope| {
+            let (engine, rest, most) = (&engine, &rest, &most);
+            let start = move || {
+                for _ in 1..askers {
+                    scope.spawn(move || {
+                        let mut sink = Scored::default();
+                        engine.generate_scored(rest, 1, &mut sink).unwrap();
+                        assert!(sink.prompt.is_some());
+                    });
+                }
+            };
+            let at_token = move || {
+                most.fetch_max(engine.load().kv_reserved_bytes, Ordering::SeqCst);
+            };
+            let mut sink = StartsAnother {
+                scored: Scored::default(),
+                start: Some(Box::new(start)),
+                at_token: Some(Box::new(at_token)),
+            };
+            engine.generate_scored(&first, 1, &mut sink).unwrap();
+        });
+        let scored = engine.load().scored_prompt_tokens;
+        assert_eq!(scored, prompt.len() as u64, "one scoring for all");
+        most.into_inner()
+    };
+    let (two, three) = (reserved_with(2), reserved_with(3));
+    assert!(two > 0);
+    assert_eq!(two, three, "a second waiting view adds nothing");
 }
