@@ -150,6 +150,12 @@ def collect(raw: Path):
             theirs = (ref.get(n) or {}).get("generation_tps")
             decode[n] = {"thinkwire": ours, "mlx_lm": theirs, "ratio": ratio(ours, theirs)}
         entry["decode"] = decode
+        one_call = (read_json(d / "thinkwire-bench-one-call.json") or {}).get("thinkwire")
+        if one_call and "bench" in tw:
+            entry["one_row"] = {
+                "blocks": tw["bench"]["decode_tok_s"],
+                "one_call": one_call["decode_tok_s"],
+            }
         ms = lambda row, key: row[key] * 1000 if row and row.get(key) is not None else None
         entry["ttft"] = {
             n: {
@@ -331,6 +337,19 @@ def markdown(report):
         for name, d in diffs:
             out.append(f"- {name}: " + ", ".join(f"{k} {v:+d}" for k, v in d))
         out.append("")
+    one_row = {name: m["one_row"] for name, m in report["models"].items() if m.get("one_row")}
+    if one_row:
+        rows = []
+        for name, r in one_row.items():
+            q = ratio(r["blocks"], r["one_call"])
+            rows.append([name, fmt(r["blocks"]), fmt(r["one_call"]), "-" if q is None else f"{q:.2f}x"])
+        append_table(
+            out,
+            "One stream, the wide quantized layers' one row in blocks of 16,384 rows (`--split-one-row "
+            "auto`: on on an H100/H200) or in one call (`off`: MLX's tiled GEMM), decode tok/s:",
+            ["model", "auto", "off", "auto / off"],
+            rows,
+        )
     sampled = {name: m["sampled"] for name, m in report["models"].items() if m.get("sampled")}
     if sampled:
         rows = []

@@ -89,6 +89,14 @@ pub struct ModelArgs {
     /// the step).
     #[arg(long, default_value = "auto")]
     pub overlap_steps: String,
+    /// Whether one sequence's decode step multiplies a quantized layer
+    /// wider than 16,384 outputs (a 152k vocabulary's output layer) in
+    /// blocks of at most that many rows (`on`), which MLX's CUDA backend
+    /// runs as matrix-vector products, or in one call (`off`), which it
+    /// runs as its tiled GEMM on an H100/H200; `auto`: on there, off
+    /// elsewhere.
+    #[arg(long, default_value = "auto")]
+    pub split_one_row: String,
 }
 
 impl ModelArgs {
@@ -188,6 +196,12 @@ pub(super) fn parse_overlap_steps(name: &str) -> Result<Option<bool>> {
     auto_or("--overlap-steps", name, ("on", "off"))
 }
 
+/// A `--split-one-row` value (`None`: auto).
+#[cfg(feature = "mlx")]
+pub(super) fn parse_split_one_row(name: &str) -> Result<Option<bool>> {
+    auto_or("--split-one-row", name, ("on", "off"))
+}
+
 /// A flag of three values: `auto` (`None`), `yes` and `no`'s words.
 #[cfg(feature = "mlx")]
 fn auto_or(flag: &str, name: &str, (yes, no): (&str, &str)) -> Result<Option<bool>> {
@@ -225,6 +239,7 @@ pub(super) fn load_options(
         kv_cache_dtype: parse_kv_cache_dtype(&args.kv_cache_dtype)?,
         draws_on_device: parse_sample_on(&args.sample_on)?,
         overlap_steps: parse_overlap_steps(&args.overlap_steps)?,
+        split_one_row: parse_split_one_row(&args.split_one_row)?,
     })
 }
 

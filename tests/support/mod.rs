@@ -385,5 +385,6 @@ pub fn default_model_args() -> thinkwire::cli::ModelArgs {
         kv_cache_dtype: "auto".into(),
         sample_on: "auto".into(),
         overlap_steps: "auto".into(),
+        split_one_row: "auto".into(),
     }
 }

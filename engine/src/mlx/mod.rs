@@ -103,6 +103,13 @@ pub struct LoadOptions {
     /// computes on, and waiting hands each token out a step sooner
     /// (docs/benchmarks.md).
     pub overlap_steps: Option<bool>,
+    /// Whether a one-row input (a decode step of one sequence) is
+    /// multiplied by a quantized layer wider than 16,384 outputs in blocks
+    /// of at most that many rows, their outputs joined: MLX's CUDA backend
+    /// runs one row as a matrix-vector product only up to that width on an
+    /// H100/H200, a wider one (a 152k vocabulary's output layer) as its
+    /// tiled GEMM. `None`: where that GPU is MLX's device.
+    pub split_one_row: Option<bool>,
 }
 
 /// What the attention caches hold (`--kv-cache-dtype`). A decode step reads
@@ -151,6 +158,7 @@ impl Default for LoadOptions {
             kv_cache_dtype: KvCacheDtype::Auto,
             draws_on_device: None,
             overlap_steps: None,
+            split_one_row: None,
         }
     }
 }
@@ -305,6 +313,14 @@ pub(crate) fn load_network(
     };
     let config = loaded.config;
     let mut model = Network::build(&config, loaded.weights, options.precision)?;
+    let one_row = match options.split_one_row {
+        None => kernels::one_row_gemv_outputs(),
+        Some(true) => Some(kernels::ONE_ROW_GEMV_OUTPUTS),
+        Some(false) => None,
+    };
+    if let Some(limit) = one_row {
+        model.split_one_row(limit)?;
+    }
     match options.kv_cache_dtype {
         KvCacheDtype::Auto => {}
         KvCacheDtype::F32 => model.set_cache_dtype(Some(mlx_rs::Dtype::Float32)),

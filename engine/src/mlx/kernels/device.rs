@@ -26,6 +26,22 @@ pub(crate) fn device_memory() -> Option<usize> {
     device_info_size(&[c"total_memory", c"memory_size"])
 }
 
+/// Outputs a one-row quantized matmul may have for MLX to run it as a
+/// matrix-vector product, where the default device limits them: 16,384
+/// on its CUDA backend on compute capability 9 (H100, H200), which runs
+/// a wider one (and every one of more rows) as its tiled GEMM
+/// (`quantized.cpp`, MLX 0.32). Other GPUs and the CPU take the vector
+/// path for one row at any width.
+pub(crate) fn one_row_gemv_outputs() -> Option<usize> {
+    let gpu = matches!(Device::default().get_type(), Ok(DeviceType::Gpu));
+    let hopper = device_info_size(&[c"compute_capability_major"]) == Some(9);
+    (gpu && gpu_backend() == Some("cuda") && hopper).then_some(ONE_ROW_GEMV_OUTPUTS)
+}
+
+/// The widest one-row quantized matmul MLX's CUDA backend runs as a
+/// matrix-vector product on compute capability 9.
+pub(crate) const ONE_ROW_GEMV_OUTPUTS: usize = 16_384;
+
 /// The first of `keys` MLX's default device reports, as a size above 0.
 fn device_info_size(keys: &[&std::ffi::CStr]) -> Option<usize> {
     // SAFETY: the device and the info are created here, written by MLX

@@ -48,7 +48,8 @@ pub use self::choice::Precision;
 pub(crate) use self::choice::{Activations, Kernel, Quant, default_device_is_cpu};
 pub use self::device::device_name;
 pub(crate) use self::device::{
-    at_exit, device_memory, synchronize_this_thread, wire_for_generation,
+    ONE_ROW_GEMV_OUTPUTS, at_exit, device_memory, one_row_gemv_outputs, synchronize_this_thread,
+    wire_for_generation,
 };
 pub(crate) use self::panels::repack as repack_in_panels;
 pub(crate) use self::quantized::supported;

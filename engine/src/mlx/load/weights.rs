@@ -362,6 +362,12 @@ impl Weight {
         })
     }
 
+    /// Its output rows (the first axis: weights are `[out, in]`).
+    pub(crate) fn rows(&self) -> i32 {
+        let (Weight::Dense(w) | Weight::Quantized { w, .. } | Weight::Mxfp4 { w, .. }) = self;
+        w.shape().first().copied().unwrap_or(0)
+    }
+
     /// Its packing and kernel, when affine-quantized (weights fused into
     /// one layer must share them).
     pub(crate) fn packing(&self) -> Option<(Quant, Kernel)> {

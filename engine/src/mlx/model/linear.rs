@@ -12,6 +12,21 @@ use crate::mlx::load::Weight;
 pub(crate) struct Linear {
     weight: LinearWeight,
     bias: Option<Array>,
+    /// Rows of each weight fused into this one, in order.
+    parts: Vec<i32>,
+    /// Views of a quantized weight on MLX's matmul, a few rows each, that
+    /// a one-row input is multiplied by in turn (`split_one_row`); empty:
+    /// one call.
+    one_row: Vec<RowBlock>,
+}
+
+/// Rows of a quantized weight: views of its arrays.
+struct RowBlock {
+    w: Array,
+    scales: Array,
+    biases: Array,
+    /// Its first row in the whole weight.
+    start: i32,
 }
 
 enum LinearWeight {
@@ -37,6 +52,7 @@ impl Linear {
     /// matmul computes them all (q/k/v, gate/up).
     pub fn fused(parts: Vec<Weight>, bias: Option<Vec<Array>>) -> Result<Self, EngineError> {
         let err = mlx_err("building a linear layer");
+        let part_rows = parts.iter().map(Weight::rows).collect();
         let packings: Vec<Option<(Quant, Kernel)>> = parts.iter().map(Weight::packing).collect();
         let common = match packings.first() {
             Some(Some(first)) if packings.iter().all(|p| *p == Some(*first)) => Some(*first),
@@ -129,7 +145,72 @@ impl Linear {
             Some(b) => Some(concat_rows(b).map_err(&err)?),
             None => None,
         };
-        Ok(Self { weight, bias })
+        Ok(Self {
+            weight,
+            bias,
+            parts: part_rows,
+            one_row: Vec::new(),
+        })
+    }
+
+    /// Where this layer's weight is quantized on MLX's matmul with more
+    /// than `limit` rows, a one-row input (a decode step of one sequence)
+    /// is multiplied by blocks of at most `limit` rows in turn, each
+    /// fused part's rows apart, and the outputs joined. MLX's CUDA backend
+    /// runs a one-row quantized matmul as a matrix-vector product only up
+    /// to 16,384 outputs; past that (a 152k vocabulary's output layer,
+    /// Qwen3-4B's gate and up together) it takes its tiled GEMM, whose
+    /// tile spans 256 input rows for the one, and copies the scales and
+    /// biases on every call. Inputs of more rows still take one call.
+    pub fn split_one_row(&mut self, limit: usize) -> Result<(), EngineError> {
+        let LinearWeight::Quantized {
+            w,
+            scales,
+            biases,
+            q,
+            kernel: Kernel::Mlx,
+        } = &self.weight
+        else {
+            return Ok(());
+        };
+        let (rows, inputs) = match w.shape() {
+            [rows, packed] => (*rows, *packed as usize * 32 / q.bits as usize),
+            _ => return Ok(()),
+        };
+        let (rows, limit) = (rows.max(0) as usize, limit.max(1));
+        if rows <= limit || inputs > limit {
+            return Ok(());
+        }
+        // Block boundaries: each part's rows in equal blocks, rounded up to
+        // 64 rows so that every view starts aligned.
+        let mut starts: Vec<i32> = Vec::new();
+        let mut start = 0usize;
+        for &part in &self.parts {
+            let part = part.max(0) as usize;
+            let blocks = part.div_ceil(limit).max(1);
+            let size = (part.div_ceil(blocks).div_ceil(64) * 64).min(limit).max(1);
+            starts.extend((0..part).step_by(size).map(|at| (start + at) as i32));
+            start += part;
+        }
+        if start != rows || starts.len() < 2 {
+            return Ok(());
+        }
+        let err = mlx_err("splitting a layer's rows");
+        let cuts = &starts[1..];
+        let split = |a: &Array| a.split_at_indices(cuts, 0).map_err(&err);
+        let (ws, ss, bs) = (split(w)?, split(scales)?, split(biases)?);
+        let blocks: Vec<RowBlock> = (ws.into_iter().zip(ss).zip(bs).zip(starts))
+            .map(|(((w, scales), biases), start)| RowBlock {
+                w,
+                scales,
+                biases,
+                start,
+            })
+            .collect();
+        let views = blocks.iter().flat_map(|b| [&b.w, &b.scales, &b.biases]);
+        mlx_rs::transforms::eval(views).map_err(&err)?;
+        self.one_row = blocks;
+        Ok(())
     }
 
     /// A single weight.
@@ -157,7 +238,11 @@ impl Linear {
                         "thinkwire's kernels, 16-row panels on FMAs"
                     }
                 };
-                format!("{}-bit/{} on {who}", q.bits, q.group_size)
+                let blocks = match self.one_row.len() {
+                    0 => String::new(),
+                    n => format!(", one row in {n} blocks"),
+                };
+                format!("{}-bit/{} on {who}{blocks}", q.bits, q.group_size)
             }
             LinearWeight::Mxfp4 { kernel, .. } => match kernel {
                 Kernel::Mlx => "mxfp4 on MLX's quantized matmul".into(),
@@ -180,6 +265,10 @@ impl Linear {
     }
 
     pub fn forward(&self, x: &Array) -> mlx_rs::error::Result<Array> {
+        if let Some(blocks) = self.one_row_blocks(x) {
+            let ys = self.by_blocks(x, blocks)?;
+            return concat_last(ys);
+        }
         let y = match &self.weight {
             LinearWeight::Dense(wt) => x.matmul(wt)?,
             LinearWeight::Quantized {
@@ -208,6 +297,80 @@ impl Linear {
             None => Ok(y),
         }
     }
+
+    /// The output in two at column `at` (gate and up): where `x` is one
+    /// row multiplied by blocks meeting at `at`, each half joins only its
+    /// own blocks' outputs.
+    pub fn forward_halves(&self, x: &Array, at: i32) -> mlx_rs::error::Result<(Array, Array)> {
+        if let Some(blocks) = self.one_row_blocks(x)
+            && blocks.iter().any(|b| b.start == at)
+        {
+            let mut ys = self.by_blocks(x, blocks)?;
+            let second = ys.split_off(blocks.iter().take_while(|b| b.start < at).count());
+            return Ok((concat_last(ys)?, concat_last(second)?));
+        }
+        halves(&self.forward(x)?, at)
+    }
+
+    /// The blocks `x` is multiplied by, where it is one row and there are.
+    fn one_row_blocks(&self, x: &Array) -> Option<&[RowBlock]> {
+        let rows: i32 = x.shape().iter().rev().skip(1).product();
+        (rows == 1 && !self.one_row.is_empty()).then_some(self.one_row.as_slice())
+    }
+
+    /// `x` times each block of rows, the bias's columns added to each.
+    fn by_blocks(&self, x: &Array, blocks: &[RowBlock]) -> mlx_rs::error::Result<Vec<Array>> {
+        let LinearWeight::Quantized { q, .. } = &self.weight else {
+            return Err(mlx_rs::error::Exception::custom(
+                "row blocks of a dense layer",
+            ));
+        };
+        let biases = match &self.bias {
+            Some(b) => {
+                let cuts: Vec<i32> = blocks.iter().skip(1).map(|b| b.start).collect();
+                b.split_at_indices(&cuts, -1)?
+                    .into_iter()
+                    .map(Some)
+                    .collect()
+            }
+            None => vec![None; blocks.len()],
+        };
+        (blocks.iter().zip(biases))
+            .map(|(b, bias)| {
+                let y = mlx_rs::ops::quantized_matmul(
+                    x,
+                    &b.w,
+                    &b.scales,
+                    &b.biases,
+                    true,
+                    q.group_size,
+                    q.bits,
+                )?;
+                match bias {
+                    Some(bias) => y.add(&bias),
+                    None => Ok(y),
+                }
+            })
+            .collect()
+    }
+}
+
+/// `y` in two at column `at`, as views (one operation).
+pub(super) fn halves(y: &Array, at: i32) -> mlx_rs::error::Result<(Array, Array)> {
+    match <[Array; 2]>::try_from(y.split_at_indices(&[at], -1)?) {
+        Ok([a, b]) => Ok((a, b)),
+        Err(_) => Err(mlx_rs::error::Exception::custom("an output in two")),
+    }
+}
+
+/// `parts` side by side along the last axis (one part: itself).
+fn concat_last(mut parts: Vec<Array>) -> mlx_rs::error::Result<Array> {
+    if parts.len() == 1
+        && let Some(p) = parts.pop()
+    {
+        return Ok(p);
+    }
+    mlx_rs::ops::concatenate(&parts, -1)
 }
 
 fn concat_rows(mut parts: Vec<Array>) -> mlx_rs::error::Result<Array> {

@@ -3,7 +3,7 @@
 use mlx_rs::Array;
 
 use super::R;
-use super::linear::Linear;
+use super::linear::{Linear, halves};
 use super::moe::Moe;
 use crate::mlx::kernels::{compiled, fused};
 
@@ -19,13 +19,17 @@ pub(super) struct Mlp {
 
 impl Mlp {
     pub(super) fn forward(&self, x: &Array) -> R<Array> {
-        let gu = self.gate_up.forward(x)?;
-        if self.fused && !self.gelu && gu.dtype() == mlx_rs::Dtype::Float32 {
-            return self.down.forward(&fused::swiglu(&gu)?);
-        }
-        // One split operation for both halves (a GPU pays per operation).
-        let Ok([g, u]) = <[Array; 2]>::try_from(gu.split_at_indices(&[self.ffn], -1)?) else {
-            return Err(mlx_rs::error::Exception::custom("gate and up in two"));
+        // One split operation for both halves (a GPU pays per operation),
+        // or none where one row is multiplied by each half's rows apart.
+        let (g, u) = match self.fused && !self.gelu {
+            true => {
+                let gu = self.gate_up.forward(x)?;
+                if gu.dtype() == mlx_rs::Dtype::Float32 {
+                    return self.down.forward(&fused::swiglu(&gu)?);
+                }
+                halves(&gu, self.ffn)?
+            }
+            false => self.gate_up.forward_halves(x, self.ffn)?,
         };
         if self.gelu {
             // MLX's `nn.gelu_approx` (tanh form), as mlx-lm's Gemma 3 uses.

@@ -231,6 +231,22 @@ impl Network {
             .try_for_each(BatchCache::drop_spare_slots)
     }
 
+    /// Makes every quantized layer on MLX's matmul wider than `limit` rows
+    /// multiply a one-row input by blocks of at most `limit` rows
+    /// (`Linear::split_one_row`: what MLX's CUDA backend runs as a
+    /// matrix-vector product).
+    pub fn split_one_row(&mut self, limit: usize) -> Result<(), EngineError> {
+        for block in &mut self.blocks {
+            block.attn.qkv.split_one_row(limit)?;
+            block.attn.o.split_one_row(limit)?;
+            if let FeedForward::Dense(mlp) = &mut block.mlp {
+                mlp.gate_up.split_one_row(limit)?;
+                mlp.down.split_one_row(limit)?;
+            }
+        }
+        self.lm_head.split_one_row(limit)
+    }
+
     /// Makes the caches hold `dtype` (`None`: the rows' own type).
     pub fn set_cache_dtype(&mut self, dtype: Option<mlx_rs::Dtype>) {
         self.cache_dtype = dtype;

@@ -2,10 +2,12 @@
 //! each sequence from its own position) computes what the tables do, a
 //! bf16 step stays bf16 end to end. `burst`: prompts in one padded batch
 //! compute what each prompt alone does; `in_place`: the batch buffers are
-//! written in place; `split`: decode rows and prompts in one pass.
+//! written in place; `split`: decode rows and prompts in one pass;
+//! `one_row`: one row multiplied by a wide layer's rows in blocks.
 
 mod burst;
 mod in_place;
+mod one_row;
 mod split;
 
 use std::path::{Path, PathBuf};
