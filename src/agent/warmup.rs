@@ -14,8 +14,10 @@ use thinkwire_engine::{Directive, Engine, GenerationRequest, SamplingParams, Tok
 use super::model::{LocalModel, ModelError};
 
 /// Prompt lengths, on a GPU, in each of the row tiles MLX compiles its
-/// quantized GEMM for (16, 32, 64 rows: 8 rows or more, fewer take its
-/// matrix-vector kernel), one kernel each per weight type.
+/// quantized GEMM for on an A100-class GPU (16, 32, 64 rows: 8 rows or
+/// more, fewer take its matrix-vector kernel), one kernel each per weight
+/// type. On an H100/H200 its GEMM takes every product of 2 rows or more,
+/// one kernel per weight type whatever the rows: the first covers it.
 const GPU_PROMPT_ROWS: [usize; 3] = [12, 24, 48];
 
 /// Which warm-up a model gets.
