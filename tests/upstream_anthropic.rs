@@ -9,13 +9,10 @@
 
 use crate::support;
 
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use axum::http::HeaderMap;
-use axum::response::IntoResponse;
-use axum::routing::post;
 use serde_json::{Value, json};
+use support::provider::{fixture, provider};
 use support::*;
 use thinkwire::agent::{Agent, AgentConfig, Backend, UpstreamBackend};
 use thinkwire::server::ServerConfig;
@@ -26,48 +23,6 @@ use thinkwire_seal::{Key, KeyRing};
 
 const SIGNATURE: &str = "EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds/dGzQ==";
 const REDACTED: &str = "EmwKAhgBEgy3va3pzix/LafPsn4aDFIT2Xlxh0L5L8rLVyIwxtE3rAFBa8cr3qpP";
-
-fn fixture(name: &str) -> String {
-    std::fs::read_to_string(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/upstream")
-            .join(name),
-    )
-    .unwrap()
-}
-
-/// What the fake provider saw: each request's headers and body.
-type Seen = Arc<Mutex<Vec<(HeaderMap, Value)>>>;
-
-/// A provider that answers request N with `streams[N]`.
-async fn provider(streams: Vec<String>) -> (String, Seen) {
-    let seen: Seen = Arc::default();
-    let log = Arc::clone(&seen);
-    let router = axum::Router::new().route(
-        "/v1/messages",
-        post(
-            move |headers: HeaderMap, axum::Json(body): axum::Json<Value>| {
-                let log = Arc::clone(&log);
-                let streams = streams.clone();
-                async move {
-                    let n = {
-                        let mut log = log.lock().unwrap();
-                        log.push((headers, body));
-                        log.len() - 1
-                    };
-                    let stream = streams.get(n).cloned().unwrap_or_default();
-                    ([("content-type", "text/event-stream")], stream).into_response()
-                }
-            },
-        ),
-    );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, router).await;
-    });
-    (format!("http://{addr}/v1"), seen)
-}
 
 async fn front(url: String) -> TestServer {
     let registry = Registry::builtin();
@@ -101,11 +56,14 @@ fn weather_tool() -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn thinking_signatures_and_redacted_blocks_round_trip_through_the_seal() {
-    let (url, seen) = provider(vec![
-        fixture("anthropic-thinking-tool-use.sse"),
-        fixture("anthropic-redacted-thinking-text.sse"),
-        fixture("anthropic-overloaded.sse"),
-    ])
+    let (url, seen) = provider(
+        "/v1/messages",
+        vec![
+            fixture("anthropic-thinking-tool-use.sse"),
+            fixture("anthropic-redacted-thinking-text.sse"),
+            fixture("anthropic-overloaded.sse"),
+        ],
+    )
     .await;
     let front = front(url).await;
     let full = json!({"reasoning": {"visibility": "full"}});
@@ -250,7 +208,11 @@ async fn thinking_signatures_and_redacted_blocks_round_trip_through_the_seal() {
 /// goes up when thinking is off, and a neutral penalty asks for nothing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sampling_the_api_cannot_take_is_refused_by_name() {
-    let (url, seen) = provider(vec![fixture("anthropic-redacted-thinking-text.sse")]).await;
+    let (url, seen) = provider(
+        "/v1/messages",
+        vec![fixture("anthropic-redacted-thinking-text.sse")],
+    )
+    .await;
     let front = front(url).await;
     let off = json!({"visibility": "off"});
     let cases = [

@@ -6,13 +6,10 @@
 
 use crate::support;
 
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use axum::http::HeaderMap;
-use axum::response::IntoResponse;
-use axum::routing::post;
-use serde_json::{Value, json};
+use serde_json::json;
+use support::provider::{fixture, provider};
 use support::*;
 use thinkwire::agent::{Agent, AgentConfig, Backend, UpstreamBackend};
 use thinkwire::server::ServerConfig;
@@ -23,52 +20,15 @@ use thinkwire_seal::{Key, KeyRing};
 
 const ENCRYPTED: &str = "gAAAAABor1xWq3L1Zx2kM8rT0bYc9vQ==";
 
-fn fixture(name: &str) -> String {
-    std::fs::read_to_string(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/upstream")
-            .join(name),
-    )
-    .unwrap()
-}
-
-type Seen = Arc<Mutex<Vec<(HeaderMap, Value)>>>;
-
-async fn provider(streams: Vec<String>) -> (String, Seen) {
-    let seen: Seen = Arc::default();
-    let log = Arc::clone(&seen);
-    let router = axum::Router::new().route(
-        "/v1/responses",
-        post(
-            move |headers: HeaderMap, axum::Json(body): axum::Json<Value>| {
-                let log = Arc::clone(&log);
-                let streams = streams.clone();
-                async move {
-                    let n = {
-                        let mut log = log.lock().unwrap();
-                        log.push((headers, body));
-                        log.len() - 1
-                    };
-                    let stream = streams.get(n).cloned().unwrap_or_default();
-                    ([("content-type", "text/event-stream")], stream).into_response()
-                }
-            },
-        ),
-    );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, router).await;
-    });
-    (format!("http://{addr}/v1"), seen)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn summaries_stream_and_encrypted_content_goes_back_verbatim() {
-    let (url, seen) = provider(vec![
-        fixture("openai-responses-reasoning-tool-call.sse"),
-        fixture("openai-responses-failed.sse"),
-    ])
+    let (url, seen) = provider(
+        "/v1/responses",
+        vec![
+            fixture("openai-responses-reasoning-tool-call.sse"),
+            fixture("openai-responses-failed.sse"),
+        ],
+    )
     .await;
     let registry = Registry::builtin();
     let config = UpstreamConfig {

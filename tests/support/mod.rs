@@ -3,6 +3,7 @@
 #![allow(dead_code, unused_imports)]
 
 pub mod logprobs;
+pub mod provider;
 pub mod recording;
 pub mod scripted_engine;
 pub mod v1;
