@@ -160,8 +160,9 @@ impl Linear {
     /// runs a one-row quantized matmul as a matrix-vector product only up
     /// to 16,384 outputs; past that (a 152k vocabulary's output layer,
     /// Qwen3-4B's gate and up together) it takes its tiled GEMM, whose
-    /// tile spans 256 input rows for the one, and copies the scales and
-    /// biases on every call. Inputs of more rows still take one call.
+    /// tile has room for 256 input rows and gets one, and which copies the
+    /// scales and biases on every call. Inputs of more rows still take one
+    /// call.
     pub fn split_one_row(&mut self, limit: usize) -> Result<(), EngineError> {
         let LinearWeight::Quantized {
             w,
