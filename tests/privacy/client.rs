@@ -5,11 +5,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures_util::{SinkExt, StreamExt};
+use futures_util::SinkExt;
 use serde_json::{Value, json};
 use thinkwire::agent::{Agent, AgentConfig, ReplayFailure};
 use thinkwire::server::ServerConfig;
-use thinkwire_protocol::{Event, EventKind, SseDecoder, decode_event};
+use thinkwire_protocol::{Event, EventKind, SseDecoder};
 use thinkwire_seal::KeyRing;
 use tokio_tungstenite::tungstenite::Message;
 
@@ -85,26 +85,12 @@ pub async fn sse_run(server: &TestServer, input: &Value) -> (Vec<Event>, Vec<u8>
 /// and the raw frames.
 pub async fn ws_send(socket: &mut Socket, text: String) -> (Vec<Event>, Vec<u8>) {
     socket.send(Message::text(text)).await.unwrap();
-    let mut events = Vec::new();
-    let mut raw = Vec::new();
-    loop {
-        let message = tokio::time::timeout(Duration::from_secs(20), socket.next())
-            .await
-            .expect("an event within 20 s")
-            .expect("the socket stays open")
-            .unwrap();
-        let Message::Text(text) = message else {
-            continue;
-        };
-        raw.extend_from_slice(text.as_bytes());
-        raw.push(b'\n');
-        let event = decode_event(&text).unwrap().unwrap();
-        let terminal = event.event_type().is_terminal();
-        events.push(event);
-        if terminal {
-            return (events, raw);
-        }
-    }
+    let (events, frames) = read_run_frames(socket).await;
+    let raw = frames
+        .iter()
+        .flat_map(|f| f.bytes().chain([b'\n']))
+        .collect();
+    (events, raw)
 }
 
 pub fn run_error_code(events: &[Event]) -> String {

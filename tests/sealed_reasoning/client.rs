@@ -3,8 +3,7 @@
 //! call the tool; the client sees only a sealed value) and turn 2 (the
 //! tool's result; the run must answer).
 
-use futures_util::{SinkExt, StreamExt};
-use thinkwire_protocol::decode_event;
+use futures_util::SinkExt;
 use tokio_tungstenite::tungstenite::Message;
 
 use super::*;
@@ -18,27 +17,8 @@ pub struct RunResult {
 /// Sends `input` on `socket` and reads events until a terminal one.
 pub async fn ws_run(socket: &mut Socket, input: &Value) -> RunResult {
     socket.send(Message::text(input.to_string())).await.unwrap();
-    let mut result = RunResult {
-        events: Vec::new(),
-        frames: Vec::new(),
-    };
-    loop {
-        let message = tokio::time::timeout(Duration::from_secs(20), socket.next())
-            .await
-            .expect("an event within 20 s")
-            .expect("the socket stays open")
-            .unwrap();
-        let Message::Text(text) = message else {
-            continue;
-        };
-        let event = decode_event(&text).unwrap().expect("a known event type");
-        let terminal = event.event_type().is_terminal();
-        result.frames.push(text.to_string());
-        result.events.push(event);
-        if terminal {
-            return result;
-        }
-    }
+    let (events, frames) = read_run_frames(socket).await;
+    RunResult { events, frames }
 }
 
 pub fn run_input(thread: &str, run: &str, messages: &[Value], forwarded: Value) -> Value {

@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use futures_util::{SinkExt, StreamExt};
+use futures_util::SinkExt;
 use serde_json::{Value, json};
 use thinkwire::agent::{Agent, AgentConfig};
 use thinkwire::server::{ResumeConfig, ServerConfig};
@@ -223,14 +223,7 @@ pub async fn http_resume(
 pub async fn ws_read(socket: &mut Socket, cut: Option<usize>) -> Leg {
     let mut leg = Leg::default();
     loop {
-        let message = tokio::time::timeout(Duration::from_secs(20), socket.next())
-            .await
-            .expect("a frame within 20 s")
-            .expect("the socket stays open")
-            .unwrap();
-        let Message::Text(text) = message else {
-            continue;
-        };
+        let text = next_text(socket).await;
         let event = decode_event(&text).unwrap().expect("a known event");
         let seq = ws_frame_seq(&text).unwrap_or(0);
         if let Some(grant) = ws_frame_resume(&text) {

@@ -280,29 +280,43 @@ pub fn reasoning_text(events: &[Event]) -> String {
 pub type Socket =
     tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
-/// Reads a socket's events until a terminal one (each within 30 s).
-pub async fn read_run(socket: &mut Socket) -> Vec<Event> {
+/// The socket's next text frame (within 30 s; other frames skipped).
+pub async fn next_text(socket: &mut Socket) -> String {
     use futures_util::StreamExt;
     use tokio_tungstenite::tungstenite::Message;
-    let mut events = Vec::new();
     loop {
         let message = tokio::time::timeout(Duration::from_secs(30), socket.next())
             .await
-            .expect("an event within 30 s")
+            .expect("a frame within 30 s")
             .expect("the socket stays open")
             .unwrap();
-        let Message::Text(text) = message else {
-            continue;
-        };
+        if let Message::Text(text) = message {
+            return text.to_string();
+        }
+    }
+}
+
+/// Reads a socket's events until a terminal one: the events and the text
+/// frames they came in.
+pub async fn read_run_frames(socket: &mut Socket) -> (Vec<Event>, Vec<String>) {
+    let (mut events, mut frames) = (Vec::new(), Vec::new());
+    loop {
+        let text = next_text(socket).await;
         let event = thinkwire_protocol::decode_event(&text)
             .unwrap()
             .expect("a known event type");
         let terminal = event.event_type().is_terminal();
         events.push(event);
+        frames.push(text);
         if terminal {
-            return events;
+            return (events, frames);
         }
     }
+}
+
+/// Reads a socket's events until a terminal one.
+pub async fn read_run(socket: &mut Socket) -> Vec<Event> {
+    read_run_frames(socket).await.0
 }
 
 /// Opens a WebSocket to the server's `/agent/ws`.
