@@ -25,6 +25,8 @@ struct RowBlock {
     w: Array,
     scales: Array,
     biases: Array,
+    /// Its columns of the layer's bias.
+    bias: Option<Array>,
     /// Its first row in the whole weight.
     start: i32,
 }
@@ -200,15 +202,21 @@ impl Linear {
         let cuts = &starts[1..];
         let split = |a: &Array| a.split_at_indices(cuts, 0).map_err(&err);
         let (ws, ss, bs) = (split(w)?, split(scales)?, split(biases)?);
-        let blocks: Vec<RowBlock> = (ws.into_iter().zip(ss).zip(bs).zip(starts))
-            .map(|(((w, scales), biases), start)| RowBlock {
+        let bias: Vec<Option<Array>> = match &self.bias {
+            Some(b) => split(b)?.into_iter().map(Some).collect(),
+            None => vec![None; starts.len()],
+        };
+        let blocks: Vec<RowBlock> = (ws.into_iter().zip(ss).zip(bs).zip(bias).zip(starts))
+            .map(|((((w, scales), biases), bias), start)| RowBlock {
                 w,
                 scales,
                 biases,
+                bias,
                 start,
             })
             .collect();
-        let views = blocks.iter().flat_map(|b| [&b.w, &b.scales, &b.biases]);
+        let views =
+            (blocks.iter()).flat_map(|b| [&b.w, &b.scales, &b.biases].into_iter().chain(&b.bias));
         mlx_rs::transforms::eval(views).map_err(&err)?;
         self.one_row = blocks;
         Ok(())
@@ -266,9 +274,8 @@ impl Linear {
     }
 
     pub fn forward(&self, x: &Array) -> mlx_rs::error::Result<Array> {
-        if let Some(blocks) = self.one_row_blocks(x) {
-            let ys = self.by_blocks(x, blocks)?;
-            return concat_last(ys);
+        if self.by_row_blocks(x) {
+            return concat_last(self.times_blocks(x)?);
         }
         let y = match &self.weight {
             LinearWeight::Dense(wt) => x.matmul(wt)?,
@@ -303,41 +310,29 @@ impl Linear {
     /// row multiplied by blocks meeting at `at`, each half joins only its
     /// own blocks' outputs.
     pub fn forward_halves(&self, x: &Array, at: i32) -> mlx_rs::error::Result<(Array, Array)> {
-        if let Some(blocks) = self.one_row_blocks(x)
-            && blocks.iter().any(|b| b.start == at)
-        {
-            let mut ys = self.by_blocks(x, blocks)?;
-            let second = ys.split_off(blocks.iter().take_while(|b| b.start < at).count());
+        if self.by_row_blocks(x) && self.one_row.iter().any(|b| b.start == at) {
+            let mut ys = self.times_blocks(x)?;
+            let second = ys.split_off(self.one_row.iter().take_while(|b| b.start < at).count());
             return Ok((concat_last(ys)?, concat_last(second)?));
         }
         halves(&self.forward(x)?, at)
     }
 
-    /// The blocks `x` is multiplied by, where it is one row and there are.
-    fn one_row_blocks(&self, x: &Array) -> Option<&[RowBlock]> {
+    /// Whether `x` is one row and this layer has row blocks for it.
+    fn by_row_blocks(&self, x: &Array) -> bool {
         let rows: i32 = x.shape().iter().rev().skip(1).product();
-        (rows == 1 && !self.one_row.is_empty()).then_some(self.one_row.as_slice())
+        rows == 1 && !self.one_row.is_empty()
     }
 
-    /// `x` times each block of rows, the bias's columns added to each.
-    fn by_blocks(&self, x: &Array, blocks: &[RowBlock]) -> mlx_rs::error::Result<Vec<Array>> {
+    /// `x` times each block of rows, with its columns of the bias.
+    fn times_blocks(&self, x: &Array) -> mlx_rs::error::Result<Vec<Array>> {
         let LinearWeight::Quantized { q, .. } = &self.weight else {
             return Err(mlx_rs::error::Exception::custom(
                 "row blocks of a dense layer",
             ));
         };
-        let biases = match &self.bias {
-            Some(b) => {
-                let cuts: Vec<i32> = blocks.iter().skip(1).map(|b| b.start).collect();
-                b.split_at_indices(&cuts, -1)?
-                    .into_iter()
-                    .map(Some)
-                    .collect()
-            }
-            None => vec![None; blocks.len()],
-        };
-        (blocks.iter().zip(biases))
-            .map(|(b, bias)| {
+        (self.one_row.iter())
+            .map(|b| {
                 let y = mlx_rs::ops::quantized_matmul(
                     x,
                     &b.w,
@@ -347,8 +342,8 @@ impl Linear {
                     q.group_size,
                     q.bits,
                 )?;
-                match bias {
-                    Some(bias) => y.add(&bias),
+                match &b.bias {
+                    Some(bias) => y.add(bias),
                     None => Ok(y),
                 }
             })

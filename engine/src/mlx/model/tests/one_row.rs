@@ -39,6 +39,24 @@ fn one_sequence_decodes_through_row_blocks_as_through_one_call() {
     assert_eq!(want, got);
 }
 
+/// The tiny 4-bit gpt-oss: its attention's biased q/k/v and output
+/// projections split with their biases' columns (the experts take their
+/// own gathered product, not split).
+#[test]
+fn biased_layers_split_with_their_biases() {
+    let whole = network("tiny-gpt-oss-4bit", Precision::Keep);
+    let mut split = network("tiny-gpt-oss-4bit", Precision::Keep);
+    split.split_one_row(64).unwrap();
+    let summary = split.weight_summary();
+    assert!(summary.contains("blocks"), "{summary}");
+    let (want, mut want_caches) = decode_after_prompts(&whole, &[5]);
+    let (got, mut got_caches) = decode_after_prompts(&split, &[5]);
+    assert_close("gpt-oss logits", &want, &got);
+    let want = decode_step(&whole, &mut want_caches);
+    let got = decode_step(&split, &mut got_caches);
+    assert_close("gpt-oss logits, a step on", &want, &got);
+}
+
 /// Only layers wider than the limit are split, and only those on MLX's
 /// quantized matmul.
 #[test]
