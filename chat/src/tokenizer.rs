@@ -65,11 +65,15 @@ impl Tokenizer {
     /// panics on some malformed documents (its decoder and normalizer
     /// helpers `expect` a syntax error away), which fuzzing found (issue
     /// #13); a document that parses as a value cannot fail that way. The
-    /// value is only that check: `tokenizers` then reads the text itself,
-    /// in its own compiled parser, rather than converting the value.
+    /// value is only checked (there and for BPE merges its builder would
+    /// panic on, `check_merges`): `tokenizers` then reads the text
+    /// itself, in its own compiled parser, rather than converting the
+    /// value.
     pub fn from_json_str(json: &str) -> Result<Self> {
-        json.parse::<Value>()
+        let value = json
+            .parse::<Value>()
             .map_err(|e| ChatError::tokenizer("parsing tokenizer.json", e))?;
+        check_merges(&value)?;
         let tk: tokenizers::Tokenizer = json
             .parse()
             .map_err(|e| ChatError::tokenizer("parsing tokenizer.json", e))?;
@@ -79,6 +83,7 @@ impl Tokenizer {
     /// Builds from a parsed `tokenizer.json` document (written out and read
     /// back by `tokenizers`' own parser, as [`Tokenizer::from_json_str`]).
     pub fn from_json(json: &Value) -> Result<Self> {
+        check_merges(json)?;
         let tk: tokenizers::Tokenizer = json
             .to_string()
             .parse()
@@ -305,6 +310,38 @@ fn is_byte_level(tk: &tokenizers::Tokenizer) -> bool {
     check(&json)
 }
 
+/// `tokenizers` names a BPE merge's token by cutting the model's
+/// `continuing_subword_prefix` off the merge's right part, and panics where
+/// that part is shorter than the prefix (or the cut falls inside a
+/// character): such a merge is refused here first, by its index.
+fn check_merges(json: &Value) -> Result<()> {
+    let model = &json["model"];
+    let (Some(prefix), Some(merges)) = (
+        model["continuing_subword_prefix"].as_str(),
+        model["merges"].as_array(),
+    ) else {
+        return Ok(());
+    };
+    for (i, merge) in merges.iter().enumerate() {
+        // Either `"a b"` or `["a", "b"]`.
+        let right = match merge {
+            Value::String(s) => s.split_once(' ').map(|(_, b)| b),
+            Value::Array(pair) => pair.get(1).and_then(Value::as_str),
+            _ => None,
+        };
+        if right.is_some_and(|b| b.get(prefix.len()..).is_none()) {
+            return Err(ChatError::tokenizer(
+                "parsing tokenizer.json",
+                format!(
+                    "merge {i}: its right part is shorter than the model's \
+                     continuing_subword_prefix, which it must start with"
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -321,6 +358,15 @@ mod tests {
         // would fail on it as on a syntax error.
         let json = r#"{"version":"1.0","added_tokens":[],"normalizer":null,"pre_tokenizer":null,"post_processor":null,"decoder":{"type":"ByteLevel","n":1e400},"model":{"type":"WordLevel","vocab":{"[UNK]":0},"unk_token":"[UNK]"}}"#;
         assert!(Tokenizer::from_json_str(json).is_err());
+        // A merge's right part shorter than the subword prefix it must
+        // start with: `tokenizers`' BPE builder would slice past its end.
+        for merges in [r#"[["h","e"],["l","d"]]"#, r#"["h e","l d"]"#] {
+            let json = format!(
+                r###"{{"version":"1.0","model":{{"type":"BPE","continuing_subword_prefix":"##","vocab":{{"h":0,"e":1,"l":2,"d":3,"he":4,"ld":5}},"merges":{merges}}}}}"###
+            );
+            let err = Tokenizer::from_json_str(&json).unwrap_err().to_string();
+            assert!(err.contains("merge 0"), "{err}");
+        }
         let good = r#"{"version":"1.0","added_tokens":[],"normalizer":null,"pre_tokenizer":{"type":"Whitespace"},"post_processor":null,"decoder":null,"model":{"type":"WordLevel","vocab":{"[UNK]":0,"hello":1},"unk_token":"[UNK]"}}"#;
         let tk = Tokenizer::from_json_str(good).unwrap();
         assert_eq!(tk.encode("hello", false).unwrap(), vec![1]);
