@@ -6,8 +6,9 @@
 //! message role and reasoning sealed with the fuzz key ring, a run's SSE
 //! stream with every event family, sealed values, a small GGUF model with a
 //! tokenizer and chat template in its metadata, tokenizer.json files of
-//! each model type, the built-in formats.toml, hostile conversations, and
-//! requests for each `/v1` API.
+//! each model type, the built-in formats.toml, hostile conversations,
+//! requests for each `/v1` API, the same run's events as protobuf messages
+//! and frames, and `RESUME_RUN` frames.
 
 use std::path::{Path, PathBuf};
 
@@ -17,7 +18,8 @@ use thinkwire_gguf::{MetadataValue as V, ValueType, write};
 use thinkwire_protocol::{
     Event, ReasoningEncryptedValue, ReasoningEnd, ReasoningMessageContent, ReasoningMessageEnd,
     ReasoningMessageStart, ReasoningStart, RunError, RunFinished, RunStarted, TextMessageContent,
-    TextMessageEnd, TextMessageStart, ToolCallArgs, ToolCallEnd, ToolCallStart, sse_frame,
+    TextMessageEnd, TextMessageStart, ToolCallArgs, ToolCallEnd, ToolCallStart, decode_event,
+    proto_encode, proto_frame, sse_frame,
 };
 use thinkwire_seal::{Binding, Key, KeyRing, SealedReasoning};
 
@@ -91,6 +93,18 @@ fn run_inputs(c: &Corpus, ring: &KeyRing) -> Result<()> {
         "ws_frame",
         "cancel",
         &json!({"type": "CANCEL_RUN", "runId": "r"}),
+    )?;
+    // A resume frame names a run this server never granted: a refusal
+    // with a code; the others break a field each.
+    c.put_json(
+        "ws_frame",
+        "resume",
+        &json!({"type": "RESUME_RUN", "resumeId": "run-1", "token": "tok", "lastSeq": 3}),
+    )?;
+    c.put_json(
+        "ws_frame",
+        "resume-bad",
+        &json!({"type": "RESUME_RUN", "resumeId": "", "token": 7, "lastSeq": -1}),
     )?;
     c.put("run_agent_input", "nulls", br#"{"threadId":"t","runId":"r","messages":[],"state":null,"forwardedProps":null,"tools":[],"context":[]}"#)?;
     Ok(())
@@ -169,6 +183,39 @@ fn sse(c: &Corpus, ring: &KeyRing) -> Result<()> {
         "fields",
         b"\x03event: x\nid: 7\nretry: 10\ndata: {\"type\":\"RAW\",\ndata: \"event\":{}}\n\ndata\n\n",
     )?;
+    Ok(())
+}
+
+/// Events with the fields the run's own stream leaves out: usage and an
+/// outcome, a state delta, a messages snapshot, a custom and a raw event.
+const RICH_EVENTS: &[&str] = &[
+    r#"{"type":"RUN_FINISHED","threadId":"t","runId":"r","result":{"a":[1,2.5,null]},"outcome":{"type":"success","pendingToolCallIds":["c1"]},"usage":[{"provider":"thinkwire","model":"m","inputTokens":3,"outputTokens":5,"reasoningTokens":2,"cachedInputTokens":1}],"timestamp":1700000000123}"#,
+    r#"{"type":"STATE_DELTA","delta":[{"op":"add","path":"/a","value":{"b":[true]}},{"op":"move","from":"/a","path":"/c"}]}"#,
+    r#"{"type":"MESSAGES_SNAPSHOT","messages":[{"id":"u","role":"user","content":[{"type":"text","text":"hi"}]},{"id":"a","role":"assistant","content":"x","toolCalls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{}"}}]},{"id":"r","role":"reasoning","content":"","encryptedValue":"e"}]}"#,
+    r#"{"type":"CUSTOM","name":"thinkwire.output_incomplete","value":{"reason":"length"},"metadata":{"k":"v"}}"#,
+    r#"{"type":"RAW","event":{"id":1},"source":"openai","rawEvent":[1,"x"]}"#,
+    r#"{"type":"RUN_ERROR","message":"failed","code":"ENGINE_ERROR"}"#,
+];
+
+/// The run's events and [`RICH_EVENTS`] as protobuf: each message alone
+/// and the run as one stream of frames. The first byte of an input picks
+/// where the target splits the rest.
+fn protobuf(c: &Corpus, ring: &KeyRing) -> Result<()> {
+    let mut all = events(ring)?;
+    for json in RICH_EVENTS {
+        all.push(decode_event(json)?.context("a known event type")?);
+    }
+    let mut stream = vec![41u8];
+    for (i, event) in all.iter().enumerate() {
+        let message = proto_encode(event)?;
+        c.put(
+            "proto_event",
+            &format!("message-{i}"),
+            [&[7u8][..], &message].concat(),
+        )?;
+        stream.extend_from_slice(&proto_frame(event)?);
+    }
+    c.put("proto_event", "stream", &stream)?;
     Ok(())
 }
 
@@ -402,6 +449,7 @@ fn main() -> Result<()> {
         .map_err(|id| anyhow::anyhow!("duplicate key {id}"))?;
     run_inputs(&c, &ring)?;
     sse(&c, &ring)?;
+    protobuf(&c, &ring)?;
     seals(&c, &ring)?;
     gguf_and_tokenizers(&c)?;
     formats(&c)?;

@@ -9,7 +9,7 @@
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use thinkwire::agent::{Agent, AgentConfig, Model};
+use thinkwire::agent::{Agent, AgentConfig, LocalModel};
 use thinkwire_chat::ChatModel;
 use thinkwire_engine::{
     Directive, Engine, EngineError, Finish, GenerationRequest, GenerationStats, ModelInfo,
@@ -113,7 +113,7 @@ pub fn agent() -> &'static Arc<Agent> {
             },
             script,
         };
-        let model = Model::new(Arc::new(engine), chat, &Registry::builtin())
+        let model = LocalModel::new(Arc::new(engine), chat, &Registry::builtin())
             .unwrap_or_else(|e| panic!("assembling the model: {e}"));
         Arc::new(Agent::new(model, key_ring(), AgentConfig::default()))
     })

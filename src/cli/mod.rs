@@ -8,6 +8,7 @@ mod chat;
 mod convert;
 mod inspect;
 mod keygen;
+#[cfg(feature = "mlx")]
 mod llama_cpp;
 pub mod loadtest;
 mod rng;

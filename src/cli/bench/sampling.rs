@@ -3,6 +3,7 @@
 //! reference runs take too (`make_sampler`); and penalties on seen tokens,
 //! the repetition penalty in mlx-lm's runs too (`make_logits_processors`).
 
+#[cfg(feature = "mlx")]
 use anyhow::Result;
 
 /// How `thinkwire bench` picks tokens.
@@ -38,6 +39,7 @@ pub struct SamplingArgs {
     presence_penalty: f32,
 }
 
+#[cfg(feature = "mlx")]
 impl SamplingArgs {
     /// The sampling the flags ask for, validated.
     pub fn params(&self) -> Result<thinkwire_engine::SamplingParams> {
@@ -101,7 +103,7 @@ impl SamplingArgs {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "mlx"))]
 mod tests {
     use super::SamplingArgs;
 
