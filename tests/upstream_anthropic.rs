@@ -9,40 +9,21 @@
 
 use crate::support;
 
-use std::time::Duration;
-
 use serde_json::{Value, json};
+use support::front::upstream_config;
 use support::provider::{fixture, provider};
 use support::*;
-use thinkwire::agent::{Agent, AgentConfig, Backend, UpstreamBackend};
-use thinkwire::server::ServerConfig;
-use thinkwire::upstream::{ApiKey, Upstream, UpstreamConfig, UpstreamKind};
+use thinkwire::upstream::{ApiKey, UpstreamConfig, UpstreamKind};
 use thinkwire_protocol::{EventKind, EventType};
-use thinkwire_reasoning::Registry;
-use thinkwire_seal::{Key, KeyRing};
 
 const SIGNATURE: &str = "EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds/dGzQ==";
 const REDACTED: &str = "EmwKAhgBEgy3va3pzix/LafPsn4aDFIT2Xlxh0L5L8rLVyIwxtE3rAFBa8cr3qpP";
 
 async fn front(url: String) -> TestServer {
-    let registry = Registry::builtin();
-    let config = UpstreamConfig {
-        kind: UpstreamKind::Anthropic,
-        url,
-        model: "claude-sonnet-4-5".into(),
+    support::front::front(UpstreamConfig {
         key: Some(ApiKey::new("sk-ant-test-key".into())),
-        connect_timeout: Duration::from_secs(2),
-        idle_timeout: Duration::from_secs(5),
-        retries: 0,
-        format: registry.family("qwen3").unwrap().clone(),
-    };
-    let upstream = Upstream::new(config, tokio::runtime::Handle::current()).unwrap();
-    let backend = Backend::Upstream(Box::new(UpstreamBackend::new(upstream, &registry)));
-    let keys = KeyRing::new(Key::generate().unwrap());
-    TestServer::start(
-        Agent::with_backend(backend, keys, AgentConfig::default()),
-        ServerConfig::default(),
-    )
+        ..upstream_config(UpstreamKind::Anthropic, url, "claude-sonnet-4-5")
+    })
     .await
 }
 

@@ -13,12 +13,9 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use support::front::{front, upstream_config};
 use support::*;
-use thinkwire::agent::{Agent, AgentConfig, Backend, UpstreamBackend};
-use thinkwire::server::ServerConfig;
-use thinkwire::upstream::{Upstream, UpstreamConfig, UpstreamKind};
-use thinkwire_reasoning::Registry;
-use thinkwire_seal::{Key, KeyRing};
+use thinkwire::upstream::UpstreamKind;
 
 /// Kills the server when the test ends, however it ends.
 struct Server(Child);
@@ -91,26 +88,11 @@ async fn start_mlx_lm(model: &Path) -> (Server, String) {
 /// thinkwire serving `/agent` and `/v1` in front of the mlx-lm server at
 /// `base`.
 async fn front_of(base: &str) -> TestServer {
-    let registry = Registry::builtin();
-    let config = UpstreamConfig {
-        kind: UpstreamKind::OpenAiChat,
-        url: base.to_owned(),
-        // mlx-lm's name for the model it was started with.
-        model: "default_model".into(),
-        key: None,
-        connect_timeout: Duration::from_secs(5),
-        idle_timeout: Duration::from_secs(60),
-        retries: 0,
-        format: registry.family("qwen3").unwrap().clone(),
-    };
-    let upstream = Upstream::new(config, tokio::runtime::Handle::current()).unwrap();
-    let backend = Backend::Upstream(Box::new(UpstreamBackend::new(upstream, &registry)));
-    let keys = KeyRing::new(Key::generate().unwrap());
-    TestServer::start(
-        Agent::with_backend(backend, keys, AgentConfig::default()),
-        ServerConfig::default(),
-    )
-    .await
+    // mlx-lm's name for the model it was started with.
+    let mut config = upstream_config(UpstreamKind::OpenAiChat, base.to_owned(), "default_model");
+    config.connect_timeout = Duration::from_secs(5);
+    config.idle_timeout = Duration::from_secs(60);
+    front(config).await
 }
 
 /// One mlx-lm server for both checks (its start and the conversion are

@@ -13,41 +13,23 @@ use crate::support;
 use std::time::Duration;
 
 use serde_json::json;
+use support::front::{front, upstream_config};
 use support::*;
-use thinkwire::agent::{Agent, AgentConfig, Backend, UpstreamBackend, Visibility};
+use thinkwire::agent::{Agent, AgentConfig, Visibility};
 use thinkwire::server::ServerConfig;
-use thinkwire::upstream::{Upstream, UpstreamConfig, UpstreamKind};
+use thinkwire::upstream::UpstreamKind;
 use thinkwire_protocol::{EventKind, EventType};
-use thinkwire_reasoning::Registry;
 use thinkwire_seal::{Key, KeyRing};
 
 const REASONING: &str = "Need the weather tool for Rome.";
 
 /// A thinkwire whose backend is the Responses API at `url`.
 async fn responses_front(url: String) -> TestServer {
-    let registry = Registry::builtin();
-    let front_config = UpstreamConfig {
-        kind: UpstreamKind::OpenAiResponses,
+    front(upstream_config(
+        UpstreamKind::OpenAiResponses,
         url,
-        model: "Qwen3-0.6B".into(),
-        key: None,
-        connect_timeout: Duration::from_secs(2),
-        idle_timeout: Duration::from_secs(5),
-        retries: 0,
-        format: registry.family("qwen3").unwrap().clone(),
-    };
-    let backend = Backend::Upstream(Box::new(UpstreamBackend::new(
-        Upstream::new(front_config, tokio::runtime::Handle::current()).unwrap(),
-        &registry,
-    )));
-    TestServer::start(
-        Agent::with_backend(
-            backend,
-            KeyRing::new(Key::generate().unwrap()),
-            AgentConfig::default(),
-        ),
-        ServerConfig::default(),
-    )
+        "Qwen3-0.6B",
+    ))
     .await
 }
 

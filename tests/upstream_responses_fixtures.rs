@@ -6,17 +6,12 @@
 
 use crate::support;
 
-use std::time::Duration;
-
 use serde_json::json;
+use support::front::upstream_config;
 use support::provider::{fixture, provider};
 use support::*;
-use thinkwire::agent::{Agent, AgentConfig, Backend, UpstreamBackend};
-use thinkwire::server::ServerConfig;
-use thinkwire::upstream::{ApiKey, Upstream, UpstreamConfig, UpstreamKind};
+use thinkwire::upstream::{ApiKey, UpstreamConfig, UpstreamKind};
 use thinkwire_protocol::{EventKind, EventType};
-use thinkwire_reasoning::Registry;
-use thinkwire_seal::{Key, KeyRing};
 
 const ENCRYPTED: &str = "gAAAAABor1xWq3L1Zx2kM8rT0bYc9vQ==";
 
@@ -30,29 +25,10 @@ async fn summaries_stream_and_encrypted_content_goes_back_verbatim() {
         ],
     )
     .await;
-    let registry = Registry::builtin();
-    let config = UpstreamConfig {
-        kind: UpstreamKind::OpenAiResponses,
-        url,
-        model: "o4-mini".into(),
+    let front = support::front::front(UpstreamConfig {
         key: Some(ApiKey::new("sk-test-key".into())),
-        connect_timeout: Duration::from_secs(2),
-        idle_timeout: Duration::from_secs(5),
-        retries: 0,
-        format: registry.family("qwen3").unwrap().clone(),
-    };
-    let backend = Backend::Upstream(Box::new(UpstreamBackend::new(
-        Upstream::new(config, tokio::runtime::Handle::current()).unwrap(),
-        &registry,
-    )));
-    let front = TestServer::start(
-        Agent::with_backend(
-            backend,
-            KeyRing::new(Key::generate().unwrap()),
-            AgentConfig::default(),
-        ),
-        ServerConfig::default(),
-    )
+        ..upstream_config(UpstreamKind::OpenAiResponses, url, "o4-mini")
+    })
     .await;
 
     let mut first = input(

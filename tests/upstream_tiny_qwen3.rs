@@ -12,10 +12,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use support::front::upstream_config;
 use support::*;
-use thinkwire::agent::{Agent, AgentConfig, Backend, LocalModel, UpstreamBackend, Visibility};
+use thinkwire::agent::{Agent, AgentConfig, LocalModel, Visibility};
 use thinkwire::server::ServerConfig;
-use thinkwire::upstream::{Upstream, UpstreamConfig, UpstreamKind};
+use thinkwire::upstream::UpstreamKind;
 use thinkwire_engine::mlx::{LoadOptions, MlxEngine};
 use thinkwire_protocol::EventType;
 use thinkwire_reasoning::Registry;
@@ -68,30 +69,9 @@ async fn a_real_reasoning_model_upstream_answers_the_same_through_thinkwire() {
     );
 
     // Through a front thinkwire whose backend is that endpoint.
-    let registry = Registry::builtin();
-    let front_config = UpstreamConfig {
-        kind: UpstreamKind::OpenAiChat,
-        url: upstream.url("/v1"),
-        model: "tiny".into(),
-        key: None,
-        connect_timeout: Duration::from_secs(2),
-        idle_timeout: Duration::from_secs(30),
-        retries: 0,
-        format: registry.family("qwen3").unwrap().clone(),
-    };
-    let backend = Backend::Upstream(Box::new(UpstreamBackend::new(
-        Upstream::new(front_config, tokio::runtime::Handle::current()).unwrap(),
-        &registry,
-    )));
-    let front = TestServer::start(
-        Agent::with_backend(
-            backend,
-            KeyRing::new(Key::generate().unwrap()),
-            AgentConfig::default(),
-        ),
-        ServerConfig::default(),
-    )
-    .await;
+    let mut front_config = upstream_config(UpstreamKind::OpenAiChat, upstream.url("/v1"), "tiny");
+    front_config.idle_timeout = Duration::from_secs(30);
+    let front = support::front::front(front_config).await;
     let events = post_run(
         &front,
         &input(

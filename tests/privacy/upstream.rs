@@ -6,14 +6,14 @@
 use std::time::Duration;
 
 use serde_json::json;
-use thinkwire::agent::{Agent, AgentConfig, Backend, UpstreamBackend, Visibility};
+use thinkwire::agent::{Agent, AgentConfig, Visibility};
 use thinkwire::server::ServerConfig;
-use thinkwire::upstream::{ApiKey, Upstream, UpstreamConfig, UpstreamKind};
-use thinkwire_reasoning::Registry;
+use thinkwire::upstream::{ApiKey, UpstreamConfig, UpstreamKind};
 use thinkwire_seal::{Key, KeyRing};
 
 use super::client::{run_error_code, run_input, sse_run, tool_result};
 use super::secrets::{Canaries, Secrets, contains};
+use super::support::front::{front_serving, upstream_config};
 use super::support::{
     Observed, TestServer, answer_text, apply_events, reasoning_text, scripted_qwen3,
 };
@@ -23,22 +23,12 @@ async fn front(url: String, key: &str, sealing_key: &str) -> TestServer {
 }
 
 async fn front_of(kind: UpstreamKind, url: String, key: &str, sealing_key: &str) -> TestServer {
-    let registry = Registry::builtin();
     let config = UpstreamConfig {
-        kind,
-        url,
-        model: "Qwen3-0.6B".into(),
         key: Some(ApiKey::new(key.to_owned())),
-        connect_timeout: Duration::from_secs(2),
-        idle_timeout: Duration::from_secs(5),
-        retries: 0,
-        format: registry.family("qwen3").unwrap().clone(),
+        ..upstream_config(kind, url, "Qwen3-0.6B")
     };
-    let upstream = Upstream::new(config, tokio::runtime::Handle::current()).unwrap();
-    let backend = Backend::Upstream(Box::new(UpstreamBackend::new(upstream, &registry)));
     let keys = KeyRing::from_key_list(sealing_key).unwrap();
-    let agent = Agent::with_backend(backend, keys, AgentConfig::default());
-    TestServer::start(agent, ServerConfig::default()).await
+    front_serving(config, keys, ServerConfig::default()).await
 }
 
 async fn upstream(scripts: &[String]) -> (TestServer, std::sync::Arc<Observed>) {

@@ -182,14 +182,6 @@ fn reasoning_message_id(events: &[Event]) -> String {
         .expect("a reasoning message")
 }
 
-/// Event types with the per-token content events left out.
-fn kinds(events: &[Event]) -> Vec<T> {
-    types(events)
-        .into_iter()
-        .filter(|t| *t != T::TextMessageContent && *t != T::ReasoningMessageContent)
-        .collect()
-}
-
 fn count(events: &[Event], ty: T) -> usize {
     types(events).into_iter().filter(|t| *t == ty).count()
 }
@@ -205,19 +197,6 @@ fn usage(events: &[Event]) -> TokenUsage {
 fn wire(events: &[Event]) -> String {
     events.iter().map(Event::to_json).collect()
 }
-
-/// The reasoning block every shown visibility produces, content aside.
-const REASONING_THEN_ANSWER: [T; 9] = [
-    T::RunStarted,
-    T::ReasoningStart,
-    T::ReasoningMessageStart,
-    T::ReasoningMessageEnd,
-    T::ReasoningEncryptedValue,
-    T::ReasoningEnd,
-    T::TextMessageStart,
-    T::TextMessageEnd,
-    T::RunFinished,
-];
 
 fn reasoning(visibility: &str) -> Value {
     json!({"reasoning": {"visibility": visibility}})

@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde_json::json;
 use thinkwire::agent::{Agent, AgentConfig};
 use thinkwire::server::ServerConfig;
-use thinkwire_protocol::{EventKind, EventType as T, Outcome};
+use thinkwire_protocol::{EventKind, Outcome};
 use thinkwire_seal::{Key, KeyRing};
 
 use crate::support::*;
@@ -27,17 +27,7 @@ async fn a_thinking_run_streams_reasoning_then_text_and_finishes_with_usage() {
     .await;
     assert_eq!(
         kinds(&events),
-        vec![
-            T::RunStarted,
-            T::ReasoningStart,
-            T::ReasoningMessageStart,
-            T::ReasoningMessageEnd,
-            T::ReasoningEncryptedValue,
-            T::ReasoningEnd,
-            T::TextMessageStart,
-            T::TextMessageEnd,
-            T::RunFinished,
-        ],
+        REASONING_THEN_ANSWER,
         "content events aside"
     );
     assert_eq!(reasoning_text(&events), "The user wants a greeting.");
@@ -62,33 +52,12 @@ async fn a_thinking_run_streams_reasoning_then_text_and_finishes_with_usage() {
     server.shutdown().await;
 }
 
-/// Event types with the per-token content events left out.
-fn kinds(events: &[thinkwire_protocol::Event]) -> Vec<T> {
-    types(events)
-        .into_iter()
-        .filter(|t| *t != T::TextMessageContent && *t != T::ReasoningMessageContent)
-        .collect()
-}
-
 #[tokio::test]
 async fn hidden_reasoning_sends_an_empty_message_and_the_sealed_value_only() {
     let script = qwen3_turn("SECRET-PLAN-42 is my plan.", "Done.");
     let (server, _) = TestServer::qwen3(&[script]).await;
     let events = post_run(&server, &input("t1", "r1", "Hi", json!({}))).await;
-    assert_eq!(
-        kinds(&events),
-        vec![
-            T::RunStarted,
-            T::ReasoningStart,
-            T::ReasoningMessageStart,
-            T::ReasoningMessageEnd,
-            T::ReasoningEncryptedValue,
-            T::ReasoningEnd,
-            T::TextMessageStart,
-            T::TextMessageEnd,
-            T::RunFinished,
-        ]
-    );
+    assert_eq!(kinds(&events), REASONING_THEN_ANSWER);
     assert_eq!(reasoning_text(&events), "");
     let wire: String = events.iter().map(|e| e.to_json()).collect();
     assert!(!wire.contains("SECRET-PLAN-42"), "hidden reasoning leaked");

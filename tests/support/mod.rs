@@ -2,6 +2,7 @@
 //! live server on `127.0.0.1:0`, and small clients.
 #![allow(dead_code, unused_imports)]
 
+pub mod front;
 pub mod logprobs;
 pub mod provider;
 pub mod recording;
@@ -253,6 +254,28 @@ pub fn roles(messages: &[serde_json::Value]) -> Vec<&str> {
 pub fn types(events: &[Event]) -> Vec<EventType> {
     events.iter().map(Event::event_type).collect()
 }
+
+/// Event types with the per-token content events left out.
+pub fn kinds(events: &[Event]) -> Vec<EventType> {
+    types(events)
+        .into_iter()
+        .filter(|t| *t != EventType::TextMessageContent && *t != EventType::ReasoningMessageContent)
+        .collect()
+}
+
+/// A run that reasons, its reasoning sealed, then answers: [`kinds`] of
+/// every shown visibility's events, content aside.
+pub const REASONING_THEN_ANSWER: [EventType; 9] = [
+    EventType::RunStarted,
+    EventType::ReasoningStart,
+    EventType::ReasoningMessageStart,
+    EventType::ReasoningMessageEnd,
+    EventType::ReasoningEncryptedValue,
+    EventType::ReasoningEnd,
+    EventType::TextMessageStart,
+    EventType::TextMessageEnd,
+    EventType::RunFinished,
+];
 
 /// The answer text of `events`.
 pub fn answer_text(events: &[Event]) -> String {

@@ -23,11 +23,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use support::front::{front, front_serving};
 use support::*;
-use thinkwire::agent::{Agent, AgentConfig, Backend, UpstreamBackend, Visibility};
+use thinkwire::agent::{Agent, AgentConfig, Visibility};
 use thinkwire::server::ServerConfig;
-use thinkwire::upstream::{Upstream, UpstreamConfig, UpstreamKind};
-use thinkwire_reasoning::Registry;
+use thinkwire::upstream::{UpstreamConfig, UpstreamKind};
 use thinkwire_seal::{Key, KeyRing};
 
 const END: &str = "<|im_end|>";
@@ -55,35 +55,11 @@ async fn upstream_thinkwire(scripts: &[String]) -> (TestServer, Arc<Observed>) {
 }
 
 fn upstream_config(url: String) -> UpstreamConfig {
-    let registry = Registry::builtin();
-    UpstreamConfig {
-        kind: UpstreamKind::OpenAiChat,
-        url,
-        model: "Qwen3-0.6B".into(),
-        key: None,
-        connect_timeout: Duration::from_secs(2),
-        idle_timeout: Duration::from_secs(5),
-        retries: 0,
-        format: registry.family("qwen3").unwrap().clone(),
-    }
+    support::front::upstream_config(UpstreamKind::OpenAiChat, url, "Qwen3-0.6B")
 }
 
-/// A thinkwire whose backend is the upstream `config` names.
-async fn front(config: UpstreamConfig) -> TestServer {
-    front_with_keys(config, KeyRing::new(Key::generate().unwrap())).await
-}
-
-/// The same, sealing with `keys` (replicas share a key ring).
+/// A thinkwire in front of the upstream `config` names, sealing with
+/// `keys` (replicas share a key ring).
 async fn front_with_keys(config: UpstreamConfig, keys: KeyRing) -> TestServer {
     front_serving(config, keys, ServerConfig::default()).await
-}
-
-async fn front_serving(config: UpstreamConfig, keys: KeyRing, server: ServerConfig) -> TestServer {
-    let upstream = Upstream::new(config, tokio::runtime::Handle::current()).unwrap();
-    let backend = Backend::Upstream(Box::new(UpstreamBackend::new(
-        upstream,
-        &Registry::builtin(),
-    )));
-    let agent = Agent::with_backend(backend, keys, AgentConfig::default());
-    TestServer::start(agent, server).await
 }
