@@ -322,6 +322,9 @@ fn check_merges(json: &Value) -> Result<()> {
     ) else {
         return Ok(());
     };
+    if prefix.is_empty() {
+        return Ok(());
+    }
     for (i, merge) in merges.iter().enumerate() {
         // Either `"a b"` or `["a", "b"]`.
         let right = match merge {
