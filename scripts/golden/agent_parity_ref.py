@@ -11,7 +11,8 @@ mlx-lm and transformers on the same MLX and BLAS as thinkwire). Two modes:
       Byte-identical on every run; scripts/setup-models calls this.
 
   reference MODEL_DIR --set tests/parity/conversations.json --out FILE.json
-            [--thinking on|off | --separate-pass] [--max-tokens 48] [--label TEXT]
+            [--thinking on|off | --separate-pass [--reasoning-budget N]]
+            [--max-tokens 48] [--label TEXT]
       For every question (as one user message) and every conversation of
       the set: the prompt ids of transformers'
       `apply_chat_template(messages, tools=..., add_generation_prompt=True)`
@@ -24,7 +25,10 @@ mlx-lm and transformers on the same MLX and BLAS as thinkwire). Two modes:
       `reasoning_system` prompt from reasoning/formats.toml put first in the
       system message), then the answer pass whose system message carries
       that reasoning (`answer_system`); the case's `reasoning` holds the
-      first pass. Replayed reasoning moves from the messages to the end of
+      first pass. --max-tokens bounds both passes together, as thinkwire's
+      `maxTokens` does: the reasoning pass gets at most --reasoning-budget
+      of it (thinkwire's `reasoning.budgetTokens`), the answer pass what the
+      reasoning's generated ids left (a stop id is not a generated token). Replayed reasoning moves from the messages to the end of
       both system prompts (`earlier_notes`), as thinkwire does for a
       template that renders none.
 
@@ -179,12 +183,12 @@ def cmd_reference(args):
         kwargs["enable_thinking"] = args.thinking == "on"
     cases = [{"name": f"question {i}", "messages": [{"role": "user", "content": q}]} for i, q in enumerate(conv_set["questions"])]
     cases += conv_set["conversations"]
-    def pass_of(messages, tools):
+    def pass_of(messages, tools, max_tokens=args.max_tokens):
         prompt = hf.apply_chat_template(messages, tools=tools, add_generation_prompt=True, tokenize=True, **kwargs)
         if isinstance(prompt, dict) or hasattr(prompt, "keys"):
             prompt = prompt["input_ids"]
         prompt = [int(t) for t in prompt]
-        return {"prompt_ids": prompt, **greedy_as_generate(model, tokenizer, prompt, args.max_tokens)}
+        return {"prompt_ids": prompt, **greedy_as_generate(model, tokenizer, prompt, max_tokens)}
 
     prompts = separate_pass_prompts() if args.separate_pass else None
     out_cases = []
@@ -195,11 +199,16 @@ def cmd_reference(args):
             continue
         messages, earlier = take_replayed_reasoning(messages)
         reasoning_system = with_earlier_notes(prompts, prompts["reasoning_system"], earlier)
-        reasoning = pass_of(with_system(messages, reasoning_system), tools)
+        budget = min(args.reasoning_budget or args.max_tokens, args.max_tokens)
+        reasoning = pass_of(with_system(messages, reasoning_system), tools, budget)
+        generated = len(reasoning["output_ids"]) - (reasoning["finish"] == "stop")
+        left = args.max_tokens - generated
+        if left <= 0:
+            sys.exit(f"{case['name']}: the reasoning pass spent --max-tokens; raise it or lower --reasoning-budget")
         # The reasoning block as streamed: surrounding whitespace is layout.
         notes = ("".join(reasoning["pieces"]) + reasoning["tail"]).strip()
         answer_system = with_earlier_notes(prompts, prompts["answer_system"].replace("{reasoning}", notes), earlier)
-        out_cases.append({"name": case["name"], "reasoning": reasoning, **pass_of(with_system(messages, answer_system), tools)})
+        out_cases.append({"name": case["name"], "reasoning": reasoning, **pass_of(with_system(messages, answer_system), tools, left)})
     out = {
         "generator": "scripts/golden/agent_parity_ref.py reference",
         "mlx_lm_version": mlx_lm.__version__,
@@ -210,6 +219,7 @@ def cmd_reference(args):
         "thinking": args.thinking,
         "separate_pass": args.separate_pass,
         "max_tokens": args.max_tokens,
+        **({"reasoning_budget": args.reasoning_budget} if args.reasoning_budget else {}),
         "cases": out_cases,
     }
     Path(args.out).write_text(json.dumps(out, indent=1, ensure_ascii=False) + "\n")
@@ -229,6 +239,7 @@ def main():
     r.add_argument("--thinking", choices=["on", "off"])
     r.add_argument("--separate-pass", action="store_true")
     r.add_argument("--max-tokens", type=int, default=48)
+    r.add_argument("--reasoning-budget", type=int)
     r.add_argument("--label")
     args = p.parse_args()
     {"model": cmd_model, "reference": cmd_reference}[args.cmd](args)

@@ -18,7 +18,9 @@ pub struct AgentConfig {
     pub replay: ReplayPolicy,
     /// Sealed values stop opening after this long (`None`: never).
     pub seal_ttl: Option<Duration>,
-    /// Default and upper bound of generated tokens per pass.
+    /// Default and upper bound of a run's generated tokens: reasoning and
+    /// answer together, over a separate reasoning pass and its answer
+    /// pass too (a summary pass has the format's own bound).
     pub max_new_tokens: usize,
     /// Sampling when the client says nothing.
     pub sampling: SamplingParams,

@@ -75,6 +75,9 @@ pub struct ReasoningControls {
     /// Reasoning tokens after which the reasoning is closed, already bounded
     /// by the policy.
     pub budget_tokens: usize,
+    /// Whether the client named the budget (`budgetTokens`) rather than
+    /// leaving it at the policy's cap.
+    pub budget_asked: bool,
     /// How a model that does not think natively reasons, if the client
     /// said (`two-pass`, `structured`); thinking models ignore it.
     pub strategy: Option<SeparateStrategy>,
@@ -100,6 +103,7 @@ impl ReasoningControls {
             visibility: policy.default_visibility,
             effort: None,
             budget_tokens: policy.max_reasoning_tokens,
+            budget_asked: false,
             strategy: None,
         };
         let Some(reasoning) = forwarded.and_then(|f| f.get("reasoning")) else {
@@ -151,6 +155,7 @@ impl ReasoningControls {
                 .map_or(policy.max_reasoning_tokens, |b| {
                     b.min(policy.max_reasoning_tokens)
                 });
+            controls.budget_asked = true;
         }
         if let Some(s) = reasoning.get("strategy") {
             let strategy = s
@@ -179,6 +184,7 @@ mod tests {
         let c = ReasoningControls::from_forwarded(None, &ReasoningPolicy::default()).unwrap();
         assert_eq!(c.visibility, Visibility::Hidden);
         assert_eq!(c.budget_tokens, 2048);
+        assert!(!c.budget_asked);
         let c = ReasoningControls::from_forwarded(Some(&json!({})), &ReasoningPolicy::default())
             .unwrap();
         assert_eq!(c.visibility, Visibility::Hidden);
@@ -193,6 +199,7 @@ mod tests {
         assert_eq!(c.visibility, Visibility::Full);
         assert_eq!(c.effort, Some(Effort::Low));
         assert_eq!(c.budget_tokens, 2048, "capped by the policy");
+        assert!(c.budget_asked);
     }
 
     #[test]

@@ -362,17 +362,25 @@ impl Execution<'_, '_> {
         let run = self.run;
         let format = model.format();
         let mut reasoning = String::new();
+        // `maxTokens` bounds the run's reasoning and answer together, as
+        // OpenAI's `max_completion_tokens` and Anthropic's `max_tokens`
+        // do and as one inline generation does: the answer gets what the
+        // reasoning pass left (`budget` is already within it). A run too
+        // short to share answers without reasoning.
+        let mut remaining = run.max_new_tokens;
+        let reasoning_prompt = reasoning_prompt.filter(|_| budget > 0);
         if let Some(prompt) = reasoning_prompt {
             let splitter = Splitter::reasoning_pass(format);
             let mut pass = Generation::split(model, splitter).holding_reasoning_end(true);
             let step = pass.generate(
                 &mut self.events,
                 prompt.to_vec(),
-                budget.min(run.max_new_tokens),
+                budget,
                 &run.sampling,
                 &mut self.usage,
             )?;
             self.usage.reasoning += step.consumed.len();
+            remaining = remaining.saturating_sub(step.consumed.len());
             pass.forward_tail(&mut self.events)?;
             reasoning = pass.reasoning_text().trim().to_owned();
             let summary = if run.controls.visibility == Visibility::Summary && !reasoning.is_empty()
@@ -385,6 +393,10 @@ impl Execution<'_, '_> {
         }
         if self.events.output().should_stop() {
             return Ok(());
+        }
+        if remaining == 0 {
+            // The reasoning spent every token: no answer was written.
+            return Ok(self.events.incomplete(incomplete::LENGTH)?);
         }
         let reasoning = reasoning_prompt.map(|_| reasoning.as_str());
         let answer_turns = answer_turns(spec, turns, reasoning, earlier_notes);
@@ -401,7 +413,7 @@ impl Execution<'_, '_> {
         pass.generate(
             &mut self.events,
             prompt,
-            run.max_new_tokens,
+            remaining,
             &run.sampling,
             &mut self.usage,
         )?;

@@ -226,6 +226,9 @@ pub(super) fn prepare(
         .map_or(controls.budget_tokens, |b| {
             (b as usize).min(controls.budget_tokens)
         });
+    // The family's default effort has a budget too: only the client's own
+    // ask counts as asking.
+    let budget_asked = controls.budget_asked || controls.effort.is_some();
 
     let model = match &shared.backend {
         Backend::Local(model) => model,
@@ -328,6 +331,14 @@ pub(super) fn prepare(
         };
         // The answer pass must fit too, before its reasoning is known.
         let reasoning = reasoning_prompt.as_ref().map(|_| "");
+        // The run's `maxTokens` bounds both passes. A reasoning pass is
+        // thinkwire's, not the model's: unless the client named a budget
+        // (`budgetTokens`, or an effort level's), it takes at most half of
+        // them, so the answer asked for always has room.
+        let budget = match budget_asked {
+            true => budget.min(max_new_tokens),
+            false => budget.min(max_new_tokens / 2),
+        };
         let answer_turns = answer_turns(pass, &turns, reasoning, &earlier_notes);
         let answer_prompt = checked_prompt(model, &answer_turns, &input.tools, &[], None)?;
         Plan::SeparatePass {

@@ -47,7 +47,7 @@ pub struct ServeArgs {
     /// Most reasoning tokens per run, whatever a client asks.
     #[arg(long, default_value_t = 2048)]
     max_reasoning_tokens: usize,
-    /// Most generated tokens per pass.
+    /// Most generated tokens per run (reasoning and answer together).
     #[arg(long, default_value_t = 1024)]
     max_tokens: usize,
     /// When replayed sealed reasoning does not open: `reject` the run, or

@@ -26,7 +26,12 @@ pub struct Conversation {
 pub struct Reference {
     pub model: String,
     pub weights_sha256: String,
+    /// Generated tokens of the whole run (`maxTokens`): a separate
+    /// reasoning pass and its answer pass together.
     pub max_tokens: usize,
+    /// The separate reasoning pass's bound within them (`budgetTokens`).
+    #[serde(default)]
+    pub reasoning_budget: Option<usize>,
     pub cases: Vec<Case>,
 }
 

@@ -119,8 +119,12 @@ async fn check(
     let keys = KeyRing::new(Key::from_bytes(&KEY));
     let server = TestServer::start(agent, ServerConfig::default()).await;
     let vocab = server.agent.model().unwrap().chat().tokenizer.vocab_size();
+    let mut reasoning = json!({"visibility": visibility});
+    if let Some(budget) = reference.reasoning_budget {
+        reasoning["budgetTokens"] = json!(budget);
+    }
     let forwarded = json!({
-        "reasoning": {"visibility": visibility},
+        "reasoning": reasoning,
         "sampling": {"temperature": 0, "maxTokens": reference.max_tokens},
     });
     let inputs: Vec<_> = conversations

@@ -180,3 +180,93 @@ async fn separate_pass_summary_shows_the_summary_of_the_reasoning_pass() {
     );
     rig.shutdown().await;
 }
+
+/// `maxTokens` bounds the reasoning and the answer together, as OpenAI's
+/// `max_completion_tokens` and Anthropic's `max_tokens` do: the answer pass
+/// gets what the reasoning pass left. A reasoning pass without a budget of
+/// the client's takes at most half of them; one the client let spend them
+/// all leaves no answer pass, the run saying its output was cut.
+#[tokio::test]
+async fn separate_pass_reasoning_and_answer_share_max_tokens() {
+    let notes = "one two three four five six seven eight nine ten";
+    let answer = "alpha beta gamma delta epsilon zeta eta theta iota kappa";
+    let rig = Rig::start(
+        separate_pass_model(&[
+            format!("{notes}{END}"),
+            format!("{answer}{END}"),
+            format!("{notes}{END}"),
+            format!("{notes}{END}"),
+            format!("{answer}{END}"),
+        ]),
+        AgentConfig::default(),
+    )
+    .await;
+    let chat = rig.chat();
+    let (notes_ids, answer_ids) = (encode(chat, notes), encode(chat, answer));
+    assert!(notes_ids.len() > 8 && answer_ids.len() > 4);
+    let incomplete = |events: &[Event]| {
+        events.iter().find_map(|e| match &e.kind {
+            EventKind::Custom(c) if c.name == "thinkwire.output_incomplete" => {
+                Some(c.value["reason"].clone())
+            }
+            _ => None,
+        })
+    };
+    let asked = |max: usize, budget: Option<usize>| {
+        let mut reasoning = json!({"visibility": "full"});
+        if let Some(budget) = budget {
+            reasoning["budgetTokens"] = json!(budget);
+        }
+        json!({"reasoning": reasoning, "sampling": {"maxTokens": max}})
+    };
+    let cut = |ids: &[u32], n: usize| chat.tokenizer.decode(&ids[..n], false).unwrap();
+
+    // A budget as large as the run: the reasoning ends on its own, the
+    // answer gets the 4 tokens left.
+    let limit = notes_ids.len() + 4;
+    let events = post_run(
+        &rig.server,
+        &input("t-sep-max", "r1", "Count", asked(limit, Some(limit))),
+    )
+    .await;
+    assert_eq!(reasoning_text(&events), notes);
+    assert_eq!(answer_text(&events), cut(&answer_ids, 4));
+    let used = usage(&events);
+    assert_eq!(used.reasoning_tokens, Some(notes_ids.len() as u64));
+    assert_eq!(used.output_tokens, Some(limit as u64));
+    assert_eq!(incomplete(&events), Some(json!("length")));
+
+    // Reasoning the client let spend every token: no answer pass at all.
+    let spent = post_run(
+        &rig.server,
+        &input(
+            "t-sep-max",
+            "r2",
+            "Count",
+            asked(notes_ids.len() - 2, Some(notes_ids.len())),
+        ),
+    )
+    .await;
+    assert_eq!(rig.prompts().len(), 3, "two passes, then one");
+    assert!(
+        !types(&spent).contains(&T::TextMessageStart),
+        "no answer message was opened"
+    );
+    assert_eq!(
+        usage(&spent).output_tokens,
+        Some(notes_ids.len() as u64 - 2)
+    );
+    assert_eq!(incomplete(&spent), Some(json!("length")));
+
+    // No budget of the client's: half for the reasoning, half for the answer.
+    let halves = post_run(
+        &rig.server,
+        &input("t-sep-max", "r3", "Count", asked(8, None)),
+    )
+    .await;
+    assert_eq!(reasoning_text(&halves), cut(&notes_ids, 4).trim());
+    assert_eq!(answer_text(&halves), cut(&answer_ids, 4));
+    assert_eq!(usage(&halves).reasoning_tokens, Some(4));
+    assert_eq!(usage(&halves).output_tokens, Some(8));
+    rig.shutdown().await;
+}

@@ -373,8 +373,9 @@ async fn the_official_client_reads_protobuf_on_the_default_model() {
     let model = default_model_args()
         .load()
         .expect("loading the default model (run scripts/setup)");
+    // 40 reasoning tokens and room after them for the whole tool call.
     let config = AgentConfig {
-        max_new_tokens: 40,
+        max_new_tokens: 80,
         policy: ReasoningPolicy {
             max_reasoning_tokens: 40,
             ..ReasoningPolicy::default()
