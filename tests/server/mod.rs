@@ -10,6 +10,7 @@ mod capabilities;
 mod limits;
 mod proto;
 mod resume;
+mod resume_budget;
 /// The resumable-run client, also what `privacy` cuts runs with.
 pub(crate) mod resume_client;
 mod resume_refusals;

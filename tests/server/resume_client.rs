@@ -44,7 +44,7 @@ pub fn tool_input() -> Value {
 }
 
 /// A scripted server whose runs say `script` (every run), `step` apart,
-/// held for `window`, under `config`.
+/// held for `window`, under `config` (its replay-buffer bounds kept).
 pub async fn resumable_server(
     script: String,
     step: Duration,
@@ -56,7 +56,7 @@ pub async fn resumable_server(
     let config = ServerConfig {
         resume: ResumeConfig {
             window,
-            ..ResumeConfig::default()
+            ..config.resume
         },
         ..config
     };
