@@ -26,9 +26,9 @@ mlx-lm and transformers on the same MLX and BLAS as thinkwire). Two modes:
       system message), then the answer pass whose system message carries
       that reasoning (`answer_system`); the case's `reasoning` holds the
       first pass. --max-tokens bounds both passes together, as thinkwire's
-      `maxTokens` does: the reasoning pass gets at most --reasoning-budget
-      of it (thinkwire's `reasoning.budgetTokens`), the answer pass what the
-      reasoning's generated ids left (a stop id is not a generated token). Replayed reasoning moves from the messages to the end of
+      `maxTokens` does: the reasoning pass gets what thinkwire gives it
+      (separate_pass_budget), the answer pass what the reasoning's
+      generated ids left (a stop id is not a generated token). Replayed reasoning moves from the messages to the end of
       both system prompts (`earlier_notes`), as thinkwire does for a
       template that renders none.
 
@@ -141,6 +141,25 @@ def separate_pass_prompts():
     return tomllib.loads(formats.read_text())["separate_pass"]
 
 
+# thinkwire's default `--max-reasoning-tokens` (src/agent/controls.rs).
+POLICY_CAP = 2048
+
+
+def separate_pass_budget(max_tokens, reasoning_budget):
+    """The reasoning pass's bound as thinkwire computes it under the default
+    policy (src/agent/prepare.rs): the separate-pass family's default effort
+    budget (reasoning/formats.toml), lowered to `reasoning_budget` (the
+    client's `budgetTokens`) and the policy's cap; within `max_tokens`, and
+    at most half of it when the client named no budget."""
+    import tomllib
+
+    formats = Path(__file__).resolve().parents[2] / "reasoning/formats.toml"
+    family = next(f for f in tomllib.loads(formats.read_text())["family"] if f["id"] == "separate-pass")
+    effort = family["effort"]
+    budget = min(effort[effort["default"]]["budget"], reasoning_budget or POLICY_CAP, POLICY_CAP)
+    return min(budget, max_tokens) if reasoning_budget else min(budget, max_tokens // 2)
+
+
 def with_system(messages, system):
     """The conversation with `system` first in its system message, as
     thinkwire's agent puts a pass's instructions (src/agent: with_system)."""
@@ -191,6 +210,9 @@ def cmd_reference(args):
         return {"prompt_ids": prompt, **greedy_as_generate(model, tokenizer, prompt, max_tokens)}
 
     prompts = separate_pass_prompts() if args.separate_pass else None
+    budget = separate_pass_budget(args.max_tokens, args.reasoning_budget) if prompts else None
+    if budget == 0:
+        sys.exit("--max-tokens leaves the reasoning pass no room: thinkwire answers without one")
     out_cases = []
     for case in cases:
         messages, tools = case["messages"], case.get("tools")
@@ -199,7 +221,6 @@ def cmd_reference(args):
             continue
         messages, earlier = take_replayed_reasoning(messages)
         reasoning_system = with_earlier_notes(prompts, prompts["reasoning_system"], earlier)
-        budget = min(args.reasoning_budget or args.max_tokens, args.max_tokens)
         reasoning = pass_of(with_system(messages, reasoning_system), tools, budget)
         generated = len(reasoning["output_ids"]) - (reasoning["finish"] == "stop")
         left = args.max_tokens - generated

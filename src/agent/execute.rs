@@ -365,10 +365,8 @@ impl Execution<'_, '_> {
         // `maxTokens` bounds the run's reasoning and answer together, as
         // OpenAI's `max_completion_tokens` and Anthropic's `max_tokens`
         // do and as one inline generation does: the answer gets what the
-        // reasoning pass left (`budget` is already within it). A run too
-        // short to share answers without reasoning.
+        // reasoning pass left (`budget` is already within it).
         let mut remaining = run.max_new_tokens;
-        let reasoning_prompt = reasoning_prompt.filter(|_| budget > 0);
         if let Some(prompt) = reasoning_prompt {
             let splitter = Splitter::reasoning_pass(format);
             let mut pass = Generation::split(model, splitter).holding_reasoning_end(true);

@@ -226,9 +226,15 @@ pub(super) fn prepare(
         .map_or(controls.budget_tokens, |b| {
             (b as usize).min(controls.budget_tokens)
         });
-    // The family's default effort has a budget too: only the client's own
-    // ask counts as asking.
-    let budget_asked = controls.budget_asked || controls.effort.is_some();
+    // A separate reasoning pass, or the reasoning string of a structured
+    // answer, is thinkwire's, not the model's, and the run's `maxTokens`
+    // bounds it and the answer together: unless the client named a budget
+    // (`budgetTokens`; an effort says how hard to think, not that the
+    // answer may go without room), it takes at most half of them.
+    let pass_budget = match controls.budget_asked {
+        true => budget.min(max_new_tokens),
+        false => budget.min(max_new_tokens / 2),
+    };
 
     let model = match &shared.backend {
         Backend::Local(model) => model,
@@ -317,12 +323,13 @@ pub(super) fn prepare(
             &[],
             None,
         )?;
-        answer_format = Some(constraint::structured_reasoning(budget));
+        answer_format = Some(constraint::structured_reasoning(pass_budget));
         answer_field = "forwardedProps.reasoning.strategy".into();
         Plan::Structured { prompt: prompt.ids }
     } else if let Some(pass) = spec.separate_pass() {
         let earlier_notes = take_replayed_reasoning(&mut turns);
-        let reasoning_prompt = if prompt_plan.thinking {
+        // No room to reason (`maxTokens: 1`): answered as with thinking off.
+        let reasoning_prompt = if prompt_plan.thinking && pass_budget > 0 {
             let system = pass.with_earlier_notes(&pass.reasoning_system, &earlier_notes);
             let reasoning_turns = with_system(&turns, &system);
             Some(checked_prompt(model, &reasoning_turns, &input.tools, &[], None)?.ids)
@@ -331,14 +338,6 @@ pub(super) fn prepare(
         };
         // The answer pass must fit too, before its reasoning is known.
         let reasoning = reasoning_prompt.as_ref().map(|_| "");
-        // The run's `maxTokens` bounds both passes. A reasoning pass is
-        // thinkwire's, not the model's: unless the client named a budget
-        // (`budgetTokens`, or an effort level's), it takes at most half of
-        // them, so the answer asked for always has room.
-        let budget = match budget_asked {
-            true => budget.min(max_new_tokens),
-            false => budget.min(max_new_tokens / 2),
-        };
         let answer_turns = answer_turns(pass, &turns, reasoning, &earlier_notes);
         let answer_prompt = checked_prompt(model, &answer_turns, &input.tools, &[], None)?;
         Plan::SeparatePass {
@@ -347,7 +346,7 @@ pub(super) fn prepare(
             answer_tokens: answer_prompt.ids.len(),
             reasoning_prompt,
             earlier_notes,
-            budget,
+            budget: pass_budget,
         }
     } else {
         // gpt-oss reads its response format in its developer message.

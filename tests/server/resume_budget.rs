@@ -11,12 +11,12 @@ use super::resume_client::*;
 use crate::support::*;
 
 /// The budget, every run's and each run's: a run of [`script`] fills it
-/// several times over.
-const BUDGET: usize = 16 << 10;
+/// and more (~190 bytes counted per event).
+const BUDGET: usize = 32 << 10;
 
-/// ~150 reasoning tokens, one event each.
+/// ~300 reasoning tokens, one event each.
 fn script() -> String {
-    qwen3_turn(&"thinking ".repeat(150), "Done.")
+    qwen3_turn(&"thinking ".repeat(300), "Done.")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -30,7 +30,8 @@ async fn a_new_run_takes_room_from_an_ended_run_that_filled_the_budget() {
         ..ServerConfig::default()
     };
     // Slow enough that the cut run below is still young when it resumes:
-    // past half the budget it would drop its own oldest events.
+    // past half the budget (~85 events, 1.7 s here) it drops its own oldest
+    // events, since the ended run then holds no more than it does.
     let (server, _) = resumable_server(
         script(),
         Duration::from_millis(20),

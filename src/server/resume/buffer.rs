@@ -165,7 +165,9 @@ impl ReplayBuffer {
                     events.bytes += size;
                     return;
                 }
-                if self.budget.reclaim(&self.events, events.bytes, size) {
+                // An event larger than the whole budget takes nothing.
+                if size <= self.budget.cap && self.budget.reclaim(&self.events, events.bytes, size)
+                {
                     continue;
                 }
             }
@@ -176,19 +178,26 @@ impl ReplayBuffer {
         }
     }
 
-    /// Whether every event after `last` is still held.
-    pub fn holds_after(&self, last: u64) -> bool {
-        last >= self.lock().dropped_through
+    /// The held events after `last`, oldest first, if every one of them is
+    /// still held. One look under the lock: another run's reclaim may drop
+    /// this buffer's oldest events at any time, so a check then a read
+    /// could hand out a stream with a hole.
+    pub fn after(&self, last: u64) -> Option<Vec<(u64, Arc<str>)>> {
+        let events = self.lock();
+        (last >= events.dropped_through).then(|| {
+            events
+                .events
+                .iter()
+                .filter(|(seq, _)| *seq > last)
+                .cloned()
+                .collect()
+        })
     }
 
-    /// The held events after `last`, oldest first.
-    pub fn after(&self, last: u64) -> Vec<(u64, Arc<str>)> {
-        self.lock()
-            .events
-            .iter()
-            .filter(|(seq, _)| *seq > last)
-            .cloned()
-            .collect()
+    /// Whether every event after `last` is still held.
+    #[cfg(test)]
+    fn holds_after(&self, last: u64) -> bool {
+        self.after(last).is_some()
     }
 
     /// Bytes this buffer holds.
@@ -226,7 +235,7 @@ mod tests {
         }
         assert_eq!(budget.used(), 5 * (10 + PER_EVENT_OVERHEAD));
         assert!(buffer.holds_after(0));
-        let after: Vec<u64> = buffer.after(3).iter().map(|(s, _)| *s).collect();
+        let after: Vec<u64> = buffer.after(3).unwrap().iter().map(|(s, _)| *s).collect();
         assert_eq!(after, vec![4, 5]);
         drop(buffer);
         assert_eq!(budget.used(), 0);
@@ -243,7 +252,7 @@ mod tests {
         assert_eq!(buffer.bytes(), 3 * one);
         assert!(!buffer.holds_after(1), "events 1 and 2 are gone");
         assert!(buffer.holds_after(2));
-        assert_eq!(buffer.after(2).len(), 3);
+        assert_eq!(buffer.after(2).map(|held| held.len()), Some(3));
     }
 
     #[test]
@@ -267,7 +276,8 @@ mod tests {
         // An event larger than any bound is not held, nor what came before.
         a.push(3, &json(20 * one));
         assert!(!a.holds_after(2) && a.holds_after(3));
-        assert!(a.after(0).is_empty());
+        assert!(a.after(0).is_none());
+        assert_eq!(a.after(3).map(|held| held.len()), Some(0));
         drop((a, b));
         assert_eq!(budget.used(), 0);
     }
@@ -303,6 +313,19 @@ mod tests {
         assert_eq!(budget.used(), 4 * one);
         drop((small, new));
         assert_eq!(budget.used(), 0);
+    }
+
+    #[test]
+    fn an_event_larger_than_the_whole_budget_takes_nothing_from_others() {
+        let one = 100 + PER_EVENT_OVERHEAD;
+        let budget = Budget::new(3 * one);
+        let mut a = ReplayBuffer::new(10 * one, Arc::clone(&budget));
+        a.push(1, &json(100));
+        a.push(2, &json(100));
+        let mut b = ReplayBuffer::new(10 * one, Arc::clone(&budget));
+        b.push(1, &json(4 * one));
+        assert!(b.after(0).is_none() && b.holds_after(1), "not held");
+        assert_eq!(a.bytes(), 2 * one, "a lost nothing for it");
     }
 
     #[test]

@@ -223,10 +223,10 @@ impl Held {
             // The client has every event, its terminal one included.
             return Err(TakeOverError::Expired);
         }
-        if !buffer.holds_after(last) {
+        let Some(replay) = buffer.after(last) else {
             return Err(TakeOverError::Expired);
-        }
-        let replay = buffer.after(last).into();
+        };
+        let replay = replay.into();
         let (link, live) = Self::link(state.links_made);
         state.links_made += 1;
         // An ended run sends nothing live: the replay ends with its
