@@ -134,11 +134,16 @@ def greedy_as_generate(model, tokenizer, prompt_ids, max_tokens):
     return {"output_ids": ids, "gaps": gaps, "pieces": pieces, "tail": detok.last_segment, "finish": finish}
 
 
-def separate_pass_prompts():
+def registry():
+    """thinkwire's format registry (reasoning/formats.toml)."""
     import tomllib
 
     formats = Path(__file__).resolve().parents[2] / "reasoning/formats.toml"
-    return tomllib.loads(formats.read_text())["separate_pass"]
+    return tomllib.loads(formats.read_text())
+
+
+def separate_pass_prompts():
+    return registry()["separate_pass"]
 
 
 # thinkwire's default `--max-reasoning-tokens` (src/agent/controls.rs).
@@ -151,10 +156,7 @@ def separate_pass_budget(max_tokens, reasoning_budget):
     budget (reasoning/formats.toml), lowered to `reasoning_budget` (the
     client's `budgetTokens`) and the policy's cap; within `max_tokens`, and
     at most half of it when the client named no budget."""
-    import tomllib
-
-    formats = Path(__file__).resolve().parents[2] / "reasoning/formats.toml"
-    family = next(f for f in tomllib.loads(formats.read_text())["family"] if f["id"] == "separate-pass")
+    family = next(f for f in registry()["family"] if f["id"] == "separate-pass")
     effort = family["effort"]
     budget = min(effort[effort["default"]]["budget"], reasoning_budget or POLICY_CAP, POLICY_CAP)
     return min(budget, max_tokens) if reasoning_budget else min(budget, max_tokens // 2)
