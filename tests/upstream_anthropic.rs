@@ -95,6 +95,9 @@ async fn thinking_signatures_and_redacted_blocks_round_trip_through_the_seal() {
     let mut second = first.clone();
     second["runId"] = json!("r2");
     second["messages"] = json!(messages);
+    // Application context makes a system turn ahead of the history: the
+    // replayed thinking still goes back with its own assistant turn.
+    second["context"] = json!([{"description": "Units", "value": "metric"}]);
     let events = post_run(&front, &second).await;
     assert_eq!(answer_text(&events), "It is sunny in Paris, 18 °C.");
     assert!(
@@ -111,6 +114,11 @@ async fn thinking_signatures_and_redacted_blocks_round_trip_through_the_seal() {
     {
         let seen = seen.lock().unwrap();
         let body = &seen[1].1;
+        assert!(
+            body["system"].to_string().contains("metric"),
+            "{}",
+            body["system"]
+        );
         assert_eq!(
             body["messages"][1],
             json!({"role": "assistant", "content": [

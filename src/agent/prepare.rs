@@ -218,7 +218,15 @@ pub(super) fn prepare(
         "conversation rebuilt"
     );
     let mut turns = history.turns;
+    let mut blocks = history.blocks;
+    let before = turns.len();
     with_context(&mut turns, &input.context);
+    // A system turn made for the context goes first: each replayed block
+    // names its assistant turn by index, so it moves with that turn.
+    let inserted = turns.len() - before;
+    for block in &mut blocks {
+        block.turn += inserted;
+    }
     let thinking = controls.visibility != Visibility::Off;
     let prompt_plan = spec.prompt_plan(Some(thinking), controls.effort);
     let budget = prompt_plan
@@ -269,7 +277,7 @@ pub(super) fn prepare(
             }
             let plan = Plan::Upstream {
                 turns,
-                blocks: history.blocks,
+                blocks,
                 thinking: prompt_plan.thinking,
                 answer,
             };

@@ -108,9 +108,10 @@ impl Execution<'_, '_> {
         let mut forwarder = Forwarder::default().holding_reasoning_end(summary);
         // The request goes out before `RUN_STARTED`: an upstream that is
         // down or refuses the conversation ends the run with a lone
-        // `RUN_ERROR`, as a refusal here does.
+        // `RUN_ERROR`, as a refusal here does. A run cancelled before the
+        // upstream answered still starts, so that it can end cancelled.
         let Some(mut stream) = self.open(up, &request)? else {
-            return Ok(());
+            return self.start();
         };
         self.start()?;
         // At most one call: the first call's id, once it starts.
@@ -166,7 +167,7 @@ impl Execution<'_, '_> {
             .upstream
             .open_completion(&request, &|| output.should_stop())?
         else {
-            return Ok(());
+            return self.start();
         };
         self.start()?;
         let mut forwarder = Forwarder::default();
@@ -189,13 +190,18 @@ impl Execution<'_, '_> {
         if stream.cut_off() {
             self.events.incomplete(incomplete::LENGTH)?;
         }
+        self.add_usage(stream);
+        Ok(())
+    }
+
+    /// What the upstream counted for `stream`, added to the run's usage.
+    fn add_usage(&mut self, stream: &UpstreamStream) {
         if let Some(usage) = stream.usage() {
             self.usage.input += usage.input as usize;
             self.usage.output += usage.output as usize;
             self.usage.reasoning += usage.reasoning.unwrap_or(0) as usize;
             self.usage.cached += usage.cached as usize;
         }
-        Ok(())
     }
 
     /// A short summary of `reasoning` from the upstream, thinking off.
@@ -242,6 +248,9 @@ impl Execution<'_, '_> {
                 }
             }
         }
+        // The summary's request counts in the run's usage, as a local
+        // summary pass's tokens do.
+        self.add_usage(&stream);
         Ok(summary.trim().to_owned())
     }
 

@@ -319,10 +319,19 @@ impl UpstreamStream {
             }
             Waited::Done(Ok(None)) => {
                 self.ended = true;
+                // A body that ends without the blank line after its last
+                // message (`data: [DONE]` and nothing more) still ends it.
+                let mut chunks = Vec::new();
+                if let Some(last) = self.decoder.finish()
+                    && !self.parser.done()
+                {
+                    chunks.extend(self.parser.push(&last.data)?);
+                }
                 if !self.parser.done() {
                     return Err(UpstreamError::Unavailable("the stream ended before [DONE]"));
                 }
-                return Ok(Some(self.parser.finish()));
+                chunks.extend(self.parser.finish());
+                return Ok(Some(chunks));
             }
             Waited::Done(Ok(Some(bytes))) => bytes,
         };

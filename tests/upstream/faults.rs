@@ -254,3 +254,74 @@ async fn a_client_that_leaves_closes_the_upstream_stream() {
     );
     front.shutdown().await;
 }
+
+/// A run cancelled while the upstream has not yet answered still starts
+/// before it ends cancelled: AG-UI's first event is `RUN_STARTED` or
+/// `RUN_ERROR`, never a lone `RUN_FINISHED`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_cancelled_before_the_upstream_answers_starts_and_ends_cancelled() {
+    use futures_util::SinkExt as _;
+    use tokio_tungstenite::tungstenite::Message;
+
+    let silent = fake_upstream(axum::Router::new().route(
+        "/v1/chat/completions",
+        post(|| async {
+            tokio::time::sleep(Duration::from_secs(60)).await;
+            sse_response(Body::empty())
+        }),
+    ))
+    .await;
+    let front = front(upstream_config(silent)).await;
+    let mut socket = connect(&front).await;
+    socket
+        .send(Message::text(
+            input("t", "r-cancel", "Hello?", json!({})).to_string(),
+        ))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    socket
+        .send(Message::text(
+            json!({"type": "CANCEL_RUN", "runId": "r-cancel"}).to_string(),
+        ))
+        .await
+        .unwrap();
+    let events = read_run(&mut socket).await;
+    verify(&events);
+    assert_eq!(
+        types(&events),
+        [EventType::RunStarted, EventType::RunFinished],
+        "{events:?}"
+    );
+    let EventKind::RunFinished(finished) = &events[1].kind else {
+        unreachable!()
+    };
+    assert_eq!(
+        finished.outcome,
+        Some(thinkwire_protocol::Outcome::Cancelled)
+    );
+    front.shutdown().await;
+}
+
+/// A body that ends right after `data: [DONE]`, without the blank line
+/// that would end that message, still ends the answer cleanly.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_whose_last_message_has_no_blank_line_still_ends() {
+    let unterminated = fake_upstream(axum::Router::new().route(
+        "/v1/chat/completions",
+        post(|| async {
+            let finish = json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]});
+            sse_response(Body::from(format!(
+                "{}data: {finish}\n\ndata: [DONE]",
+                delta(json!({"content": "Hi there."}))
+            )))
+        }),
+    ))
+    .await;
+    let front = front(upstream_config(unterminated)).await;
+    let events = post_run(&front, &input("t", "r", "Hello?", json!({}))).await;
+    verify(&events);
+    assert_eq!(answer_text(&events), "Hi there.");
+    assert_eq!(types(&events).last(), Some(&EventType::RunFinished));
+    front.shutdown().await;
+}

@@ -2,7 +2,7 @@
 //! across turns, summary visibility asks the upstream for a summary, and
 //! replicas sharing a key ring continue each other's conversations.
 
-use thinkwire_protocol::EventType;
+use thinkwire_protocol::{EventKind, EventType};
 
 use super::*;
 
@@ -124,7 +124,21 @@ async fn summary_visibility_asks_the_upstream_for_a_summary() {
     assert_eq!(reasoning_text(&events), "The capital question.");
     assert_eq!(answer_text(&events), "Paris.");
     assert!(types(&events).contains(&EventType::ReasoningEncryptedValue));
-    assert_eq!(observed.prompts.lock().unwrap().len(), 2);
+    let prompts = observed.prompts.lock().unwrap().clone();
+    assert_eq!(prompts.len(), 2);
+    // The summary request counts in the run's usage, as the answer's does.
+    let usage = events
+        .iter()
+        .find_map(|e| match &e.kind {
+            EventKind::RunFinished(f) => f.usage.as_ref().and_then(|u| u.first().cloned()),
+            _ => None,
+        })
+        .expect("RUN_FINISHED carries usage");
+    assert_eq!(
+        usage.input_tokens,
+        Some((prompts[0].len() + prompts[1].len()) as u64),
+        "{usage:?}"
+    );
     front.shutdown().await;
     upstream.shutdown().await;
 }

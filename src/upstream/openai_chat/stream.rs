@@ -25,7 +25,10 @@ struct OpenCall {
 pub struct StreamParser {
     splitter: Splitter,
     in_reasoning: bool,
-    calls: BTreeMap<u64, OpenCall>,
+    /// The calls in the order they opened.
+    calls: Vec<OpenCall>,
+    /// Each delta `index`'s latest call (a position in `calls`).
+    by_index: BTreeMap<u64, usize>,
     call_prefix: String,
     finish_reason: Option<String>,
     usage: Option<UpstreamUsage>,
@@ -45,7 +48,8 @@ impl StreamParser {
                 .starting_in_reasoning(false)
                 .call_id_prefix(format!("{call_prefix}t")),
             in_reasoning: false,
-            calls: BTreeMap::new(),
+            calls: Vec::new(),
+            by_index: BTreeMap::new(),
             call_prefix,
             finish_reason: None,
             usage: None,
@@ -162,7 +166,8 @@ impl StreamParser {
         let entries = self.held.tail(&split);
         chunks.extend(split);
         let cut_off = self.finish_reason.as_deref() == Some("length");
-        for (_, call) in std::mem::take(&mut self.calls) {
+        self.by_index.clear();
+        for call in std::mem::take(&mut self.calls) {
             if !call.started {
                 chunks.push(Chunk::ToolCallStart {
                     id: call.id.clone(),
@@ -192,24 +197,14 @@ impl StreamParser {
     }
 
     fn push_call(&mut self, delta: &Value, chunks: &mut Vec<Chunk>) -> Result<(), UpstreamError> {
-        let index = delta.get("index").and_then(Value::as_u64).unwrap_or(0);
         let function = delta.get("function");
         let name = function.and_then(|f| f.get("name")).and_then(Value::as_str);
         let arguments = function
             .and_then(|f| f.get("arguments"))
             .and_then(Value::as_str)
             .unwrap_or("");
-        let prefix = &self.call_prefix;
-        let call = self.calls.entry(index).or_insert_with(|| OpenCall {
-            id: delta
-                .get("id")
-                .and_then(Value::as_str)
-                .filter(|id| !id.is_empty())
-                .map_or_else(|| format!("{prefix}{index}"), str::to_owned),
-            name: String::new(),
-            arguments: String::new(),
-            started: false,
-        });
+        let at = self.call_of(delta);
+        let call = &mut self.calls[at];
         if let Some(name) = name {
             call.name.push_str(name);
         }
@@ -237,6 +232,43 @@ impl StreamParser {
             return Err(UpstreamError::Protocol("a tool name is too long".into()));
         }
         Ok(())
+    }
+
+    /// The position in `calls` of the call `delta` continues, opening a
+    /// new one where it continues none. A delta continues the call at its
+    /// `index` unless it names another id there; servers that send no
+    /// `index` (or 0 for every call) are told apart by the `id` a call's
+    /// first delta carries, and an index-less delta without one continues
+    /// the latest call.
+    fn call_of(&mut self, delta: &Value) -> usize {
+        let index = delta.get("index").and_then(Value::as_u64);
+        let id = delta
+            .get("id")
+            .and_then(Value::as_str)
+            .filter(|id| !id.is_empty());
+        let open = match index {
+            Some(index) => self.by_index.get(&index).copied(),
+            None => match id {
+                Some(id) => self.calls.iter().rposition(|c| c.id == id),
+                None => self.calls.len().checked_sub(1),
+            },
+        };
+        let continued = open.filter(|&at| id.is_none_or(|id| self.calls[at].id == id));
+        if let Some(at) = continued {
+            return at;
+        }
+        let at = self.calls.len();
+        let prefix = &self.call_prefix;
+        self.calls.push(OpenCall {
+            id: id.map_or_else(|| format!("{prefix}{at}"), str::to_owned),
+            name: String::new(),
+            arguments: String::new(),
+            started: false,
+        });
+        if let Some(index) = index {
+            self.by_index.insert(index, at);
+        }
+        at
     }
 }
 

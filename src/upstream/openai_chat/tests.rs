@@ -127,6 +127,78 @@ fn tool_call_deltas_stream_and_end_with_the_stream() {
     assert_eq!(call.problem, None);
 }
 
+/// Servers that give every call index 0, or no index at all (Gemini's
+/// OpenAI-compatible endpoint has done both), still make one call per id.
+#[test]
+fn parallel_calls_are_told_apart_by_id_without_distinct_indices() {
+    let weather = |id: &str| {
+        json!({"id": id, "type": "function",
+            "function": {"name": "get_weather", "arguments": "{\"city\":\"Rome\"}"}})
+    };
+    let time = |id: &str| {
+        json!({"id": id, "type": "function",
+            "function": {"name": "get_time", "arguments": "{}"}})
+    };
+    let with_index = |mut call: Value| {
+        call["index"] = json!(0);
+        call
+    };
+    for (first, second) in [
+        (weather("a"), time("b")),
+        (with_index(weather("a")), with_index(time("b"))),
+    ] {
+        let mut p = parser();
+        let mut chunks = run(
+            &mut p,
+            &[
+                delta(json!({"tool_calls": [first]})),
+                delta(json!({"tool_calls": [second]})),
+            ],
+        );
+        chunks.extend(chunks_of(p.push("[DONE]").unwrap()));
+        let ended: Vec<(String, String, String)> = chunks
+            .iter()
+            .filter_map(|c| match c {
+                Chunk::ToolCallEnd(call) => {
+                    Some((call.id.clone(), call.name.clone(), call.arguments.clone()))
+                }
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            ended,
+            [
+                (
+                    "a".into(),
+                    "get_weather".into(),
+                    "{\"city\":\"Rome\"}".into()
+                ),
+                ("b".into(), "get_time".into(), "{}".into()),
+            ],
+            "{chunks:?}"
+        );
+    }
+    // An index-less delta without an id goes on with the latest call.
+    let mut p = parser();
+    let mut chunks = run(
+        &mut p,
+        &[
+            delta(
+                json!({"tool_calls": [{"id": "a", "function": {"name": "f", "arguments": "{\"x\":"}}]}),
+            ),
+            delta(json!({"tool_calls": [{"function": {"arguments": "1}"}}]})),
+        ],
+    );
+    chunks.extend(chunks_of(p.push("[DONE]").unwrap()));
+    let Some(Chunk::ToolCallEnd(call)) = chunks.last() else {
+        panic!("no end: {chunks:?}");
+    };
+    assert_eq!(
+        (call.id.as_str(), call.arguments.as_str()),
+        ("a", "{\"x\":1}")
+    );
+}
+
 #[test]
 fn cut_off_arguments_are_truncated_and_errors_name_no_text() {
     let mut p = parser();
