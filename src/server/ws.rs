@@ -140,6 +140,20 @@ fn classify(text: &str, limit: usize) -> Incoming {
     Incoming::Input(Bytes::copy_from_slice(text.as_bytes()))
 }
 
+/// Queues `incoming` to be answered after the run in progress, unless
+/// `max` are already waiting; whether it was queued. Every frame that
+/// would get an answer counts, refusals (a binary frame, a bad input)
+/// included: each one waits in `pending` while a run is in progress, so a
+/// flood of them would otherwise grow it without bound.
+#[must_use]
+fn enqueue(pending: &mut VecDeque<Incoming>, incoming: Incoming, max: usize) -> bool {
+    if pending.len() >= max {
+        return false;
+    }
+    pending.push_back(incoming);
+    true
+}
+
 async fn next_event(active: &mut Option<Attachment>) -> Option<Sequenced> {
     match active {
         Some(run) => run.next().await,
@@ -240,7 +254,7 @@ async fn session(
             }
             message = rx.next() => {
                 last_heard = Instant::now();
-                match message {
+                let incoming = match message {
                     Some(Ok(Message::Text(text))) => match classify(&text, limit) {
                         Incoming::Cancel(run_id) => {
                             if let Some(run) = &active
@@ -248,25 +262,26 @@ async fn session(
                             {
                                 run.cancel.cancel();
                             }
+                            None
                         }
-                        incoming => {
-                            if pending.len() >= state.config.ws_max_queued_runs {
-                                state.agent.metrics().request_refused("TOO_MANY_QUEUED_RUNS");
-                                let _ = close(&mut tx, 1008, "too many runs queued on this socket").await;
-                                return;
-                            }
-                            pending.push_back(incoming);
-                        }
+                        incoming => Some(incoming),
                     },
                     Some(Ok(Message::Binary(_))) => {
-                        pending.push_back(Incoming::Reject(RunRejected::binary_frame()));
+                        Some(Incoming::Reject(RunRejected::binary_frame()))
                     }
-                    Some(Ok(Message::Ping(_) | Message::Pong(_))) => {}
+                    Some(Ok(Message::Ping(_) | Message::Pong(_))) => None,
                     Some(Ok(Message::Close(_)) | Err(_)) | None => {
                         // The client is gone: dropping `active` detaches it;
                         // the run is held for the resume window.
                         return;
                     }
+                };
+                if let Some(incoming) = incoming
+                    && !enqueue(&mut pending, incoming, state.config.ws_max_queued_runs)
+                {
+                    state.agent.metrics().request_refused("TOO_MANY_QUEUED_RUNS");
+                    let _ = close(&mut tx, 1008, "too many runs queued on this socket").await;
+                    return;
                 }
             }
             _ = ping.tick() => {
@@ -305,4 +320,30 @@ async fn close(tx: &mut WsSink, code: u16, reason: &'static str) -> Result<(), a
         reason: Utf8Bytes::from_static(reason),
     })))
     .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn binary_frames_count_against_the_queue_bound() {
+        let mut pending = VecDeque::new();
+        let binary = || Incoming::Reject(RunRejected::binary_frame());
+        let input = || Incoming::Input(Bytes::from_static(b"{}"));
+        assert!(enqueue(&mut pending, input(), 4));
+        for _ in 0..3 {
+            assert!(enqueue(&mut pending, binary(), 4));
+        }
+        // The fifth waiting frame is refused, whatever kind it is.
+        assert!(!enqueue(&mut pending, binary(), 4));
+        assert!(!enqueue(&mut pending, input(), 4));
+        assert_eq!(pending.len(), 4);
+        assert!(pending.pop_front().is_some());
+        assert!(
+            enqueue(&mut pending, binary(), 4),
+            "room again once one is taken"
+        );
+        assert!(!enqueue(&mut VecDeque::new(), binary(), 0));
+    }
 }

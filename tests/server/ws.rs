@@ -1,5 +1,6 @@
 //! `GET /agent/ws`: several runs per socket, errors that leave the socket
-//! usable, cancellation, and close 1001 on shutdown.
+//! usable, cancellation, close 1008 past the queue bound (binary frames
+//! included), and close 1001 on shutdown.
 
 use std::time::Duration;
 
@@ -139,6 +140,45 @@ async fn cancel_run_ends_with_a_cancelled_outcome_and_the_socket_goes_on() {
         .unwrap();
     let next = read_run(&mut socket).await;
     assert_eq!(answer_text(&next), "Next.");
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn binary_frames_past_the_queue_bound_close_the_socket_with_1008() {
+    let long = format!("{}<|im_end|>", "word ".repeat(100));
+    let (model, _) = scripted_qwen3(&[long], Duration::from_millis(20));
+    let keys = KeyRing::new(Key::generate().unwrap());
+    let server = TestServer::start(
+        Agent::new(model, keys, AgentConfig::default()),
+        ServerConfig::default(),
+    )
+    .await;
+    let mut socket = connect(&server).await;
+    socket
+        .send(Message::text(
+            input("t", "r1", "go", json!({"reasoning": {"visibility": "off"}})).to_string(),
+        ))
+        .await
+        .unwrap();
+    // Once the run is in progress, each binary frame's refusal waits
+    // behind it, and counts against the queue as an input would.
+    match socket.next().await {
+        Some(Ok(Message::Text(text))) => assert!(text.contains("RUN_STARTED"), "{text}"),
+        other => panic!("expected RUN_STARTED, got {other:?}"),
+    }
+    for _ in 0..=ServerConfig::default().ws_max_queued_runs {
+        socket.send(Message::binary(vec![1, 2, 3])).await.unwrap();
+    }
+    let close = loop {
+        match tokio::time::timeout(Duration::from_secs(5), socket.next()).await {
+            Ok(Some(Ok(Message::Close(frame)))) => break frame,
+            Ok(Some(Ok(_))) => continue,
+            other => panic!("expected a close frame, got {other:?}"),
+        }
+    };
+    let close = close.expect("a close frame with a code");
+    assert_eq!(close.code, CloseCode::Policy);
+    assert_eq!(close.reason.as_str(), "too many runs queued on this socket");
     server.shutdown().await;
 }
 

@@ -285,6 +285,20 @@ impl Held {
         state.buffer = None;
         state.attached = None;
     }
+
+    /// Drops the buffer if no connection is attached; whether it did. The
+    /// relay's window can close just as a resume comes in: decided under
+    /// the lock [`Held::take_over`] attaches under, so a resume that got
+    /// in first keeps the run (it was handed the replay and told yes), and
+    /// one that comes after finds no buffer and is refused.
+    fn expire_unless_attached(&self) -> bool {
+        let mut state = self.lock();
+        if state.attached.is_some() {
+            return false;
+        }
+        state.buffer = None;
+        true
+    }
 }
 
 /// How a relay ended.
@@ -345,12 +359,17 @@ pub(super) async fn relay(
                     tracing::info!(run_id = %held.run_id, "client gone; run held for resumption");
                 }
             }
-            () = sleep_until(deadline) => break,
+            () = sleep_until(deadline) => {
+                // A connection that attached since `link` was read keeps
+                // the run: the loop goes on with it.
+                if held.expire_unless_attached() {
+                    break;
+                }
+            }
             () = held.changed.notified() => {}
         }
     }
     tracing::info!(run_id = %held.run_id, "run not resumed within the window; stopped");
-    held.expire();
     // Dropping `frames` stops the run, as a client leaving does.
     drop(frames);
     Ended::Expired
@@ -367,5 +386,102 @@ async fn sleep_until(deadline: Option<Instant>) {
     match deadline {
         Some(at) => tokio::time::sleep_until(at).await,
         None => std::future::pending().await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::pin::pin;
+
+    use futures_util::FutureExt;
+
+    use super::super::buffer::Budget;
+    use super::*;
+
+    const TOKEN: &str = "the run's token";
+    const WINDOW: Duration = Duration::from_secs(30);
+
+    fn held() -> (Arc<Held>, Attachment) {
+        let budget = Budget::new(1 << 20);
+        Held::new(
+            "r1".into(),
+            CancelRun::default(),
+            SecretDigest::of(TOKEN),
+            None,
+            ReplayBuffer::new(1 << 20, budget),
+        )
+    }
+
+    #[test]
+    fn the_window_expires_a_run_only_with_nobody_attached() {
+        let (held, first) = held();
+        assert!(
+            !held.expire_unless_attached(),
+            "its first connection holds it"
+        );
+        drop(first);
+        assert!(held.detach(0));
+        // A resume that takes the lock before the deadline's check keeps
+        // the run...
+        let resumed = held.take_over(TOKEN, None, 0).unwrap();
+        assert!(!held.expire_unless_attached());
+        assert!(held.lock().buffer.is_some());
+        // ...and one after it is refused.
+        drop(resumed);
+        assert!(held.detach(1));
+        assert!(held.expire_unless_attached());
+        assert_eq!(
+            held.take_over(TOKEN, None, 0).err(),
+            Some(TakeOverError::Expired)
+        );
+    }
+
+    /// The relay is polled by hand, so the resume lands after its deadline
+    /// has fired and before it runs: both its deadline and its wake-up are
+    /// ready then, and `select!` picks one at random, so the two meet many
+    /// times over.
+    #[tokio::test(start_paused = true)]
+    async fn a_resume_as_the_window_closes_keeps_the_run() {
+        for _ in 0..32 {
+            let (held, first) = held();
+            let (frames, rx) = mpsc::channel(4);
+            let mut driving = pin!(relay(Arc::clone(&held), rx, WINDOW));
+            drop(first);
+            // The relay sees its client gone and waits out the window.
+            assert!(driving.as_mut().now_or_never().is_none());
+            assert!(held.lock().attached.is_none());
+            tokio::time::sleep(WINDOW + Duration::from_millis(1)).await;
+            let mut resumed = held.take_over(TOKEN, None, 0).unwrap();
+            assert!(
+                driving.as_mut().now_or_never().is_none(),
+                "a resumed run was expired under its connection"
+            );
+            frames
+                .try_send(Frame::run_error("stopped", "TEST"))
+                .unwrap();
+            assert_eq!(driving.as_mut().now_or_never(), Some(Ended::Run));
+            let last = resumed
+                .next()
+                .now_or_never()
+                .flatten()
+                .expect("the run's end reaches the resumed connection");
+            assert!(last.frame.terminal);
+            assert_eq!(last.seq, 1);
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_run_nobody_resumes_expires_with_its_window() {
+        let (held, first) = held();
+        let (_frames, rx) = mpsc::channel(4);
+        let start = Instant::now();
+        let driving = tokio::spawn(relay(Arc::clone(&held), rx, WINDOW));
+        drop(first);
+        assert_eq!(driving.await.unwrap(), Ended::Expired);
+        assert!(start.elapsed() >= WINDOW);
+        assert_eq!(
+            held.take_over(TOKEN, None, 0).err(),
+            Some(TakeOverError::Expired)
+        );
     }
 }

@@ -181,8 +181,13 @@ pub(super) fn message(m: pb::Message) -> Result<Json, ProtoError> {
     Ok(o.done())
 }
 
+/// A tool call; `function` is required (the encoder never leaves it out,
+/// and `@ag-ui/proto` refuses a call without it), so an absent one is
+/// malformed rather than read as an empty name and arguments.
 pub(super) fn tool_call(call: pb::ToolCall) -> Result<Json, ProtoError> {
-    let function = call.function.unwrap_or_default();
+    let function = call
+        .function
+        .ok_or_else(|| ProtoError::malformed("a tool call without its function"))?;
     let mut o = Out::default();
     o.put("id", call.id);
     o.put("type", call.r#type);

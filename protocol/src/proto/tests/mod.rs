@@ -414,6 +414,30 @@ fn malformed_and_unknown_frames() {
     assert!(matches!(err, ProtoError::Event(_)), "{err}");
 }
 
+#[test]
+fn a_tool_call_without_its_function_is_malformed() {
+    let mut snapshot = encode::encode_json(json!({"type": "MESSAGES_SNAPSHOT", "messages": [
+        {"id": "a", "role": "assistant", "toolCalls": [
+            {"id": "c1", "type": "function", "function": {"name": "get", "arguments": "{}"}}]}]}))
+    .unwrap();
+    assert!(
+        proto_decode(&prost::Message::encode_to_vec(&snapshot))
+            .unwrap()
+            .is_some(),
+        "as encoded, it decodes"
+    );
+    let Some(messages::EventKind::MessagesSnapshot(e)) = &mut snapshot.event else {
+        panic!("expected a MESSAGES_SNAPSHOT arm");
+    };
+    // What the encoder refuses to make: no empty name and arguments instead.
+    e.messages[0].tool_calls[0].function = None;
+    let err = proto_decode(&prost::Message::encode_to_vec(&snapshot)).unwrap_err();
+    assert!(
+        matches!(&err, ProtoError::Malformed(m) if m.contains("function")),
+        "{err}"
+    );
+}
+
 fn pb_event(ty: &str) -> messages::Event {
     let json = match ty {
         "TEXT_MESSAGE_END" => json!({"type": ty, "messageId": "m"}),
