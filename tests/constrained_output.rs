@@ -18,10 +18,10 @@ use futures_util::StreamExt;
 use serde_json::{Value, json};
 use thinkwire::agent::{Agent, AgentConfig};
 use thinkwire::server::ServerConfig;
-use thinkwire_protocol::{EventKind, EventType};
+use thinkwire_protocol::EventType;
 use thinkwire_seal::{Key, KeyRing};
 
-use support::{TestServer, answer_text, input, post_run};
+use support::{TestServer, answer_text, incomplete_reason, input, post_run};
 
 fn schemas() -> Vec<Value> {
     vec![
@@ -106,7 +106,8 @@ async fn server() -> TestServer {
 
 /// The answers to every prompt, constrained and free: 8 runs in flight at
 /// once (the engine's batch), a new one starting as soon as one ends.
-type Answers = Vec<(String, Vec<EventKind>)>;
+/// Each answer's text and the reason it was reported incomplete, if it was.
+type Answers = Vec<(String, Option<String>)>;
 async fn answers(server: &TestServer) -> (Answers, Answers) {
     let schemas = schemas();
     let bodies: Vec<Value> = [true, false]
@@ -129,10 +130,7 @@ async fn answers(server: &TestServer) -> (Answers, Answers) {
     let mut all: Answers = futures_util::stream::iter(&bodies)
         .map(|body| post_run(server, body))
         .buffered(8)
-        .map(|events| {
-            let kinds = events.iter().map(|e| e.kind.clone()).collect();
-            (answer_text(&events), kinds)
-        })
+        .map(|events| (answer_text(&events), incomplete_reason(&events)))
         .collect()
         .await;
     let free = all.split_off(PROMPTS.len());
@@ -162,17 +160,12 @@ async fn every_constrained_answer_validates_and_free_ones_do_not() {
     let server = server().await;
     let schemas = schemas();
     let (constrained, free) = answers(&server).await;
-    for (n, (text, kinds)) in constrained.iter().enumerate() {
+    for (n, (text, incomplete)) in constrained.iter().enumerate() {
         assert!(
             validates(&schemas[n / 4], text),
             "prompt {n}: the constrained answer does not validate: {text}"
         );
-        assert!(
-            !kinds.iter().any(
-                |k| matches!(k, EventKind::Custom(c) if c.name == "thinkwire.output_incomplete")
-            ),
-            "prompt {n}: reported incomplete"
-        );
+        assert_eq!(incomplete, &None, "prompt {n}: reported incomplete");
     }
     let failing: Vec<usize> = (0..PROMPTS.len())
         .filter(|&n| !validates(&schemas[n / 4], &free[n].0))
@@ -397,8 +390,10 @@ async fn an_answer_cut_off_inside_its_object_is_reported() {
     let short = json!({"reasoning": {"visibility": "off"}, "sampling": {"maxTokens": 6},
         "responseFormat": {"type": "json_schema", "schema": schemas[0]}});
     let events = post_run(&server, &input("t", "short", PROMPTS[0], short)).await;
-    assert!(events.iter().any(|e| matches!(&e.kind,
-        EventKind::Custom(c) if c.name == "thinkwire.output_incomplete"
-            && c.value["reason"] == "length")));
+    assert_eq!(
+        incomplete_reason(&events).as_deref(),
+        Some("length"),
+        "{events:?}"
+    );
     server.shutdown().await;
 }

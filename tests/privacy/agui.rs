@@ -200,9 +200,7 @@ pub async fn conversations(c: &Canaries, secrets: &Secrets) -> Vec<String> {
     .await;
     verify(&events);
     // Lifted, not cut off by the token limit: its own reason.
-    assert!(events.iter().any(|e| matches!(&e.kind,
-        EventKind::Custom(x) if x.name == "thinkwire.output_incomplete"
-            && x.value["reason"] == "constraint")));
+    assert_eq!(incomplete_reason(&events).as_deref(), Some("constraint"));
     secrets.remember_sealed(&events);
     run_ids.push("privacy-json".into());
     socket.close(None).await.unwrap();

@@ -204,14 +204,6 @@ async fn separate_pass_reasoning_and_answer_share_max_tokens() {
     let chat = rig.chat();
     let (notes_ids, answer_ids) = (encode(chat, notes), encode(chat, answer));
     assert!(notes_ids.len() > 8 && answer_ids.len() > 4);
-    let incomplete = |events: &[Event]| {
-        events.iter().find_map(|e| match &e.kind {
-            EventKind::Custom(c) if c.name == "thinkwire.output_incomplete" => {
-                Some(c.value["reason"].clone())
-            }
-            _ => None,
-        })
-    };
     let asked = |max: usize, budget: Option<usize>| {
         let mut reasoning = json!({"visibility": "full"});
         if let Some(budget) = budget {
@@ -234,7 +226,10 @@ async fn separate_pass_reasoning_and_answer_share_max_tokens() {
     let used = usage(&events);
     assert_eq!(used.reasoning_tokens, Some(notes_ids.len() as u64));
     assert_eq!(used.output_tokens, Some(limit as u64));
-    assert_eq!(incomplete(&events), Some(json!("length")));
+    assert_eq!(
+        support::incomplete_reason(&events).as_deref(),
+        Some("length")
+    );
 
     // Reasoning the client let spend every token: no answer pass at all.
     let spent = post_run(
@@ -256,7 +251,10 @@ async fn separate_pass_reasoning_and_answer_share_max_tokens() {
         usage(&spent).output_tokens,
         Some(notes_ids.len() as u64 - 2)
     );
-    assert_eq!(incomplete(&spent), Some(json!("length")));
+    assert_eq!(
+        support::incomplete_reason(&spent).as_deref(),
+        Some("length")
+    );
 
     // No budget of the client's: half for the reasoning, half for the answer.
     let halves = post_run(

@@ -299,6 +299,17 @@ pub fn reasoning_text(events: &[Event]) -> String {
         .collect()
 }
 
+/// The reason of the run's `thinkwire.output_incomplete` event (`length`,
+/// `constraint`), if the run reported one.
+pub fn incomplete_reason(events: &[Event]) -> Option<String> {
+    events.iter().find_map(|e| match &e.kind {
+        thinkwire_protocol::EventKind::Custom(c) if c.name == "thinkwire.output_incomplete" => {
+            Some(c.value["reason"].as_str().unwrap_or_default().to_owned())
+        }
+        _ => None,
+    })
+}
+
 /// A WebSocket client connection.
 pub type Socket =
     tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;

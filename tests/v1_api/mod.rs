@@ -426,11 +426,7 @@ async fn an_answer_the_token_limit_cuts_off_says_so_on_every_surface() {
     let forwarded = json!({"sampling": {"maxTokens": 20}});
     let events =
         support::post_run(&server, &support::input("t", "cut", "Weather?", forwarded)).await;
-    let incomplete = events.iter().any(|e| {
-        matches!(&e.kind,
-        thinkwire_protocol::EventKind::Custom(c) if c.name == "thinkwire.output_incomplete")
-    });
-    assert!(incomplete, "{events:?}");
+    assert!(support::incomplete_reason(&events).is_some(), "{events:?}");
 
     // With room to end on its own: none of it.
     let (_, whole) = post(
