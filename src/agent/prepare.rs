@@ -16,9 +16,8 @@ use super::backend::Backend;
 use super::config::AgentConfig;
 use super::controls::{ReasoningControls, Visibility};
 use super::history::{self, DroppedReasoning, Turn};
-use super::model::{LocalModel, Prompt};
 use super::prompt::{
-    apply_system_flag, apply_user_flag, take_replayed_reasoning, with_context,
+    apply_system_flag, apply_user_flag, checked_prompt, take_replayed_reasoning, with_context,
     with_response_format, with_system,
 };
 use super::rejection::{RejectKind, RunRejected};
@@ -474,35 +473,4 @@ fn too_many(what: &str, got: usize, limit: usize) -> RunRejected {
         format!("{got} {what} exceed the limit of {limit}"),
     )
     .at(what)
-}
-
-/// Renders and tokenizes a prompt, and checks it leaves room to generate.
-fn checked_prompt(
-    model: &LocalModel,
-    turns: &[Turn],
-    tools: &[Tool],
-    kwargs: &[(String, Value)],
-    suffix: Option<&str>,
-) -> Result<Prompt, RunRejected> {
-    let prompt = model.prompt(turns, tools, kwargs, suffix).map_err(|err| {
-        RunRejected::new(
-            RejectKind::Unprocessable,
-            "TEMPLATE_ERROR",
-            format!("the chat template cannot render this conversation: {err}"),
-        )
-        .at("messages")
-    })?;
-    let context = model.context_length();
-    if prompt.ids.len() >= context {
-        return Err(RunRejected::new(
-            RejectKind::Unprocessable,
-            "CONTEXT_OVERFLOW",
-            format!(
-                "the conversation renders to {} tokens; the model's context holds {context}",
-                prompt.ids.len()
-            ),
-        )
-        .at("messages"));
-    }
-    Ok(prompt)
 }

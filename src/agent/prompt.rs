@@ -8,6 +8,8 @@ use thinkwire_protocol::{Context, Tool};
 use thinkwire_reasoning::FlagPosition;
 
 use super::history::Turn;
+use super::model::{LocalModel, Prompt};
+use super::rejection::{RejectKind, RunRejected};
 
 /// `turns` with `system` as the system prompt: replacing the first system
 /// turn's text would lose the operator's instructions, so it is put first
@@ -169,6 +171,37 @@ fn system_turn(text: &str) -> Turn {
         content: Some(text.to_owned()),
         ..Turn::default()
     }
+}
+
+/// Renders and tokenizes a prompt, and checks it leaves room to generate.
+pub(super) fn checked_prompt(
+    model: &LocalModel,
+    turns: &[Turn],
+    tools: &[Tool],
+    kwargs: &[(String, Value)],
+    suffix: Option<&str>,
+) -> Result<Prompt, RunRejected> {
+    let prompt = model.prompt(turns, tools, kwargs, suffix).map_err(|err| {
+        RunRejected::new(
+            RejectKind::Unprocessable,
+            "TEMPLATE_ERROR",
+            format!("the chat template cannot render this conversation: {err}"),
+        )
+        .at("messages")
+    })?;
+    let context = model.context_length();
+    if prompt.ids.len() >= context {
+        return Err(RunRejected::new(
+            RejectKind::Unprocessable,
+            "CONTEXT_OVERFLOW",
+            format!(
+                "the conversation renders to {} tokens; the model's context holds {context}",
+                prompt.ids.len()
+            ),
+        )
+        .at("messages"));
+    }
+    Ok(prompt)
 }
 
 #[cfg(test)]
