@@ -95,6 +95,7 @@ pub fn build(
             }
             Message::Tool(m) => {
                 let content = content_text(&m.content, &path(".content"))?;
+                let content = with_error(content, m.error.as_deref());
                 history
                     .turns
                     .push(Turn::tool(m.tool_call_id.clone(), content));
@@ -115,11 +116,15 @@ pub fn build(
                     if !already_there && !reasoning.is_empty() {
                         turn.reasoning_content = Some(reasoning.join("\n\n"));
                     }
-                    let index = history.turns.len();
+                    let assistant = history
+                        .turns
+                        .iter()
+                        .filter(|t| t.role == "assistant")
+                        .count();
                     history
                         .blocks
                         .extend(blocks.into_iter().map(|(text, provider)| ReplayedBlock {
-                            turn: index,
+                            assistant,
                             text,
                             provider,
                         }));
@@ -179,6 +184,17 @@ fn open_failure(err: &OpenError) -> &'static str {
     }
 }
 
+/// A tool result's text with its `error`: the model reads a failure only
+/// in the text, so an error the content does not already say is added.
+fn with_error(content: String, error: Option<&str>) -> String {
+    match error.filter(|e| !e.is_empty()) {
+        None => content,
+        Some(error) if content.is_empty() => error.to_owned(),
+        Some(error) if content.contains(error) => content,
+        Some(error) => format!("{content}\n\n{error}"),
+    }
+}
+
 fn text_turn(role: &str, content: &str, name: &Option<String>) -> Turn {
     Turn {
         role: role.to_owned(),
@@ -235,5 +251,71 @@ fn content_text(content: &Content, path: &str) -> Result<String, RunRejected> {
             }
             Ok(text)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+    use thinkwire_seal::Key;
+
+    use super::*;
+
+    fn built(messages: serde_json::Value) -> History {
+        let messages: Vec<Message> = serde_json::from_value(messages).unwrap();
+        let keys = KeyRing::new(Key::from_bytes(&[7; 32]));
+        let policy = ReplayPolicy {
+            trust_client_reasoning: true,
+            ..ReplayPolicy::default()
+        };
+        build(&messages, "t", &keys, policy, None, 0).unwrap()
+    }
+
+    #[test]
+    fn blocks_name_their_assistant_turn_by_ordinal() {
+        let history = built(json!([
+            {"role": "system", "id": "s", "content": "be brief"},
+            {"role": "user", "id": "u1", "content": "a"},
+            {"role": "reasoning", "id": "r1", "content": "first"},
+            {"role": "assistant", "id": "a1", "content": "x"},
+            {"role": "user", "id": "u2", "content": "b"},
+            {"role": "reasoning", "id": "r2", "content": "second"},
+            {"role": "assistant", "id": "a2", "content": "y"},
+        ]));
+        let named: Vec<(usize, &str)> = history
+            .blocks
+            .iter()
+            .map(|b| (b.assistant, b.text.as_str()))
+            .collect();
+        assert_eq!(named, [(0, "first"), (1, "second")]);
+        let second: Vec<&str> = ReplayedBlock::of(&history.blocks, 1)
+            .map(|b| b.text.as_str())
+            .collect();
+        assert_eq!(second, ["second"]);
+    }
+
+    #[test]
+    fn a_tool_error_reaches_the_model() {
+        let history = built(json!([
+            {"role": "user", "id": "u", "content": "go"},
+            {"role": "assistant", "id": "a", "toolCalls": [
+                {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}},
+                {"id": "c2", "type": "function", "function": {"name": "f", "arguments": "{}"}},
+                {"id": "c3", "type": "function", "function": {"name": "f", "arguments": "{}"}},
+            ]},
+            {"role": "tool", "id": "t1", "toolCallId": "c1", "content": "", "error": "timed out"},
+            {"role": "tool", "id": "t2", "toolCallId": "c2", "content": "partial", "error": "timed out"},
+            {"role": "tool", "id": "t3", "toolCallId": "c3", "content": "failed: timed out", "error": "timed out"},
+        ]));
+        let tools: Vec<&str> = history
+            .turns
+            .iter()
+            .filter(|t| t.role == "tool")
+            .filter_map(|t| t.content.as_deref())
+            .collect();
+        assert_eq!(
+            tools,
+            ["timed out", "partial\n\ntimed out", "failed: timed out"]
+        );
     }
 }

@@ -217,15 +217,8 @@ pub(super) fn prepare(
         "conversation rebuilt"
     );
     let mut turns = history.turns;
-    let mut blocks = history.blocks;
-    let before = turns.len();
+    let blocks = history.blocks;
     with_context(&mut turns, &input.context);
-    // A system turn made for the context goes first: each replayed block
-    // names its assistant turn by index, so it moves with that turn.
-    let inserted = turns.len() - before;
-    for block in &mut blocks {
-        block.turn += inserted;
-    }
     let thinking = controls.visibility != Visibility::Off;
     let prompt_plan = spec.prompt_plan(Some(thinking), controls.effort);
     let budget = prompt_plan

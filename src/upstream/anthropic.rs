@@ -16,6 +16,7 @@ use thinkwire_seal::ProviderItem;
 
 use super::openai_chat::{AnswerConstraint, UpstreamRequest, UpstreamUsage, error_kind};
 use super::{UpstreamError, UpstreamOutput};
+use crate::conversation::ReplayedBlock;
 
 /// Item kinds in the sealed value.
 const THINKING: &str = "anthropic.thinking";
@@ -48,10 +49,14 @@ pub fn request_body(model: &str, request: &UpstreamRequest<'_>) -> Value {
         .filter_map(|t| t.content.as_deref())
         .collect();
     let mut messages: Vec<Value> = Vec::new();
-    for (index, turn) in request.turns.iter().enumerate() {
+    let mut assistant = 0;
+    for turn in request.turns {
         let (role, blocks) = match turn.role.as_str() {
             "system" => continue,
-            "assistant" => ("assistant", assistant_blocks(index, turn, request)),
+            "assistant" => {
+                assistant += 1;
+                ("assistant", assistant_blocks(assistant - 1, turn, request))
+            }
             "tool" => (
                 "user",
                 vec![json!({
@@ -149,17 +154,14 @@ pub fn request_body(model: &str, request: &UpstreamRequest<'_>) -> Value {
     body
 }
 
-/// An assistant turn's blocks: its replayed thinking (with signatures)
+/// The `assistant`-th assistant turn's blocks: its replayed thinking (with signatures)
 /// first, then text, then tool calls.
 fn assistant_blocks(
-    index: usize,
+    assistant: usize,
     turn: &TemplateMessage,
     request: &UpstreamRequest<'_>,
 ) -> Vec<Value> {
-    let mut blocks: Vec<Value> = request
-        .blocks
-        .iter()
-        .filter(|b| b.turn == index)
+    let mut blocks: Vec<Value> = ReplayedBlock::of(request.blocks, assistant)
         .filter_map(|b| match &b.provider {
             Some(item) if item.kind == THINKING => Some(json!({
                 "type": "thinking", "thinking": b.text, "signature": item.data,

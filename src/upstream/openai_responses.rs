@@ -18,6 +18,7 @@ use super::openai_chat::{
     UpstreamRequest, UpstreamUsage, error_kind, finished_call, refused_in_stream, upstream_logprobs,
 };
 use super::{UpstreamError, UpstreamOutput};
+use crate::conversation::ReplayedBlock;
 
 /// Item kind in the sealed value.
 const REASONING: &str = "openai.reasoning";
@@ -37,20 +38,19 @@ pub const COUNTED_FIELDS: &[&str] = &[
 /// The request body for `model`.
 pub fn request_body(model: &str, request: &UpstreamRequest<'_>) -> Value {
     let mut input: Vec<Value> = Vec::new();
-    for (index, turn) in request.turns.iter().enumerate() {
+    let mut assistant = 0;
+    for turn in request.turns {
         let text = turn.content.clone().unwrap_or_default();
         match turn.role.as_str() {
             "assistant" => {
                 // The provider's own reasoning items first, as it gave them.
                 input.extend(
-                    request
-                        .blocks
-                        .iter()
-                        .filter(|b| b.turn == index)
+                    ReplayedBlock::of(request.blocks, assistant)
                         .filter_map(|b| b.provider.as_ref())
                         .filter(|item| item.kind == REASONING)
                         .filter_map(|item| serde_json::from_str::<Value>(&item.data).ok()),
                 );
+                assistant += 1;
                 if !text.is_empty() {
                     input.push(json!({
                         "type": "message", "role": "assistant",
