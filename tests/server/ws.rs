@@ -2,6 +2,7 @@
 //! usable, cancellation, close 1008 past the queue bound (binary frames
 //! included), and close 1001 on shutdown.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::{SinkExt, StreamExt};
@@ -11,6 +12,7 @@ use thinkwire::server::ServerConfig;
 use thinkwire_protocol::{Event, EventKind, EventType, Outcome, decode_event};
 use thinkwire_seal::{Key, KeyRing};
 use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 
 use crate::support::*;
@@ -25,6 +27,40 @@ fn run_error_code(events: &[Event]) -> String {
     match &events[0].kind {
         EventKind::RunError(e) => e.code.clone().unwrap_or_default(),
         other => panic!("expected RUN_ERROR, got {other:?}"),
+    }
+}
+
+/// A server whose model writes one scripted token per 20 ms, so a run is
+/// still going when the test acts on it.
+async fn slow_server(scripts: &[String]) -> (TestServer, Arc<Observed>) {
+    let (model, observed) = scripted_qwen3(scripts, Duration::from_millis(20));
+    let keys = KeyRing::new(Key::generate().unwrap());
+    let server = TestServer::start(
+        Agent::new(model, keys, AgentConfig::default()),
+        ServerConfig::default(),
+    )
+    .await;
+    (server, observed)
+}
+
+/// Starts run `r1` with thinking off: its first events are the answer's.
+async fn start_answer(socket: &mut Socket) {
+    socket
+        .send(Message::text(
+            input("t", "r1", "go", json!({"reasoning": {"visibility": "off"}})).to_string(),
+        ))
+        .await
+        .unwrap();
+}
+
+/// The close frame the server sends next, skipping whatever comes first.
+async fn close_frame(socket: &mut Socket) -> Option<CloseFrame> {
+    loop {
+        match tokio::time::timeout(Duration::from_secs(5), socket.next()).await {
+            Ok(Some(Ok(Message::Close(frame)))) => break frame,
+            Ok(Some(Ok(_))) => continue,
+            other => panic!("expected a close frame, got {other:?}"),
+        }
     }
 }
 
@@ -92,21 +128,9 @@ async fn two_runs_with_bad_frames_between_them_on_one_socket() {
 #[tokio::test]
 async fn cancel_run_ends_with_a_cancelled_outcome_and_the_socket_goes_on() {
     let long = format!("{}<|im_end|>", "word ".repeat(300));
-    let (model, observed) =
-        scripted_qwen3(&[long, qwen3_turn("x", "Next.")], Duration::from_millis(20));
-    let keys = KeyRing::new(Key::generate().unwrap());
-    let server = TestServer::start(
-        Agent::new(model, keys, AgentConfig::default()),
-        ServerConfig::default(),
-    )
-    .await;
+    let (server, observed) = slow_server(&[long, qwen3_turn("x", "Next.")]).await;
     let mut socket = connect(&server).await;
-    socket
-        .send(Message::text(
-            input("t", "r1", "go", json!({"reasoning": {"visibility": "off"}})).to_string(),
-        ))
-        .await
-        .unwrap();
+    start_answer(&mut socket).await;
     // Wait for the answer to start, then cancel.
     let mut events = Vec::new();
     while !events
@@ -146,20 +170,9 @@ async fn cancel_run_ends_with_a_cancelled_outcome_and_the_socket_goes_on() {
 #[tokio::test]
 async fn binary_frames_past_the_queue_bound_close_the_socket_with_1008() {
     let long = format!("{}<|im_end|>", "word ".repeat(100));
-    let (model, _) = scripted_qwen3(&[long], Duration::from_millis(20));
-    let keys = KeyRing::new(Key::generate().unwrap());
-    let server = TestServer::start(
-        Agent::new(model, keys, AgentConfig::default()),
-        ServerConfig::default(),
-    )
-    .await;
+    let (server, _) = slow_server(&[long]).await;
     let mut socket = connect(&server).await;
-    socket
-        .send(Message::text(
-            input("t", "r1", "go", json!({"reasoning": {"visibility": "off"}})).to_string(),
-        ))
-        .await
-        .unwrap();
+    start_answer(&mut socket).await;
     // Once the run is in progress, each binary frame's refusal waits
     // behind it, and counts against the queue as an input would.
     match socket.next().await {
@@ -169,14 +182,9 @@ async fn binary_frames_past_the_queue_bound_close_the_socket_with_1008() {
     for _ in 0..=ServerConfig::default().ws_max_queued_runs {
         socket.send(Message::binary(vec![1, 2, 3])).await.unwrap();
     }
-    let close = loop {
-        match tokio::time::timeout(Duration::from_secs(5), socket.next()).await {
-            Ok(Some(Ok(Message::Close(frame)))) => break frame,
-            Ok(Some(Ok(_))) => continue,
-            other => panic!("expected a close frame, got {other:?}"),
-        }
-    };
-    let close = close.expect("a close frame with a code");
+    let close = close_frame(&mut socket)
+        .await
+        .expect("a close frame with a code");
     assert_eq!(close.code, CloseCode::Policy);
     assert_eq!(close.reason.as_str(), "too many runs queued on this socket");
     server.shutdown().await;
@@ -187,13 +195,7 @@ async fn shutdown_closes_an_idle_socket_with_1001() {
     let (server, _) = TestServer::qwen3(&[qwen3_turn("x", "y")]).await;
     let mut socket = connect(&server).await;
     server.shutdown().await;
-    let close = loop {
-        match tokio::time::timeout(Duration::from_secs(5), socket.next()).await {
-            Ok(Some(Ok(Message::Close(frame)))) => break frame,
-            Ok(Some(Ok(_))) => continue,
-            other => panic!("expected a close frame, got {other:?}"),
-        }
-    };
+    let close = close_frame(&mut socket).await;
     // 1001 "going away": the server is shutting down.
     assert_eq!(close.map(|f| f.code), Some(CloseCode::Away));
 }
