@@ -105,7 +105,7 @@ impl Execution<'_, '_> {
         let run = self.run;
         let request = run.upstream_request(turns, blocks, thinking, answer);
         let summary = run.controls.visibility == Visibility::Summary;
-        let mut forwarder = Forwarder::default().holding_reasoning_end(summary);
+        let forwarder = Forwarder::default().holding_reasoning_end(summary);
         // The request goes out before `RUN_STARTED`: an upstream that is
         // down or refuses the conversation ends the run with a lone
         // `RUN_ERROR`, as a refusal here does. A run cancelled before the
@@ -113,10 +113,27 @@ impl Execution<'_, '_> {
         let Some(mut stream) = self.open(up, &request)? else {
             return self.start();
         };
+        let streamed = self.forward_answer(&mut stream, forwarder);
+        // Whatever ended the stream (its end; a cancel or a stop sequence
+        // that cut it; the client leaving; a fault), what the upstream
+        // counted until then counts.
+        self.add_usage(&stream);
+        streamed?;
+        self.report_cut_off(&stream)
+    }
+
+    /// `RUN_STARTED`, then the upstream's answer on `stream` as the run's
+    /// events, to the stream's end or the run's stop.
+    fn forward_answer(
+        &mut self,
+        stream: &mut UpstreamStream,
+        mut forwarder: Forwarder,
+    ) -> Result<(), Stopped> {
+        let run = self.run;
         self.start()?;
         // At most one call: the first call's id, once it starts.
         let mut first_call: Option<String> = None;
-        while let Some(pieces) = self.next(&mut stream)? {
+        while let Some(pieces) = self.next(stream)? {
             for piece in pieces {
                 let chunk = match piece {
                     UpstreamOutput::Chunk(chunk) => chunk,
@@ -141,8 +158,7 @@ impl Execution<'_, '_> {
             }
         }
         // A run stopped mid-reasoning still seals what arrived.
-        forwarder.close_reasoning(&mut self.events, None)?;
-        self.ended(&stream)
+        Ok(forwarder.close_reasoning(&mut self.events, None)?)
     }
 
     /// A raw completion on the upstream (its `/completions`): the text as
@@ -169,9 +185,19 @@ impl Execution<'_, '_> {
         else {
             return self.start();
         };
+        let streamed = self.forward_raw(&mut stream);
+        // As for a conversation: what was counted counts, however it ended.
+        self.add_usage(&stream);
+        streamed?;
+        self.report_cut_off(&stream)
+    }
+
+    /// `RUN_STARTED`, then a raw completion's text and entries as they
+    /// stream.
+    fn forward_raw(&mut self, stream: &mut UpstreamStream) -> Result<(), Stopped> {
         self.start()?;
         let mut forwarder = Forwarder::default();
-        while let Some(pieces) = self.next(&mut stream)? {
+        while let Some(pieces) = self.next(stream)? {
             for piece in pieces {
                 match piece {
                     UpstreamOutput::Chunk(chunk) => {
@@ -182,26 +208,38 @@ impl Execution<'_, '_> {
                 }
             }
         }
-        self.ended(&stream)
-    }
-
-    /// The end of an upstream's stream: a cut-off said, its usage added.
-    fn ended(&mut self, stream: &UpstreamStream) -> Result<(), Stopped> {
-        if stream.cut_off() {
-            self.events.incomplete(incomplete::LENGTH)?;
-        }
-        self.add_usage(stream);
         Ok(())
     }
 
-    /// What the upstream counted for `stream`, added to the run's usage.
-    fn add_usage(&mut self, stream: &UpstreamStream) {
-        if let Some(usage) = stream.usage() {
-            self.usage.input += usage.input as usize;
-            self.usage.output += usage.output as usize;
-            self.usage.reasoning += usage.reasoning.unwrap_or(0) as usize;
-            self.usage.cached += usage.cached as usize;
+    /// An upstream that stopped at its token limit says so.
+    fn report_cut_off(&mut self, stream: &UpstreamStream) -> Result<(), Stopped> {
+        if stream.cut_off() {
+            self.events.incomplete(incomplete::LENGTH)?;
         }
+        Ok(())
+    }
+
+    /// What the upstream counted on `stream` so far, added to the run's
+    /// usage. A stream cut short (cancelled, ended at a stop sequence,
+    /// left, failed) counts what its upstream had sent by then: Anthropic
+    /// sends the prompt's tokens first, servers that count with every
+    /// chunk send the counts so far; OpenAI's wires send theirs only in
+    /// their last chunk, so nothing is known of a stream cut before it.
+    /// Nothing is estimated (a delta is not a token).
+    fn add_usage(&mut self, stream: &UpstreamStream) {
+        let Some(usage) = stream.usage() else {
+            if !stream.complete() {
+                tracing::debug!(
+                    run_id = %self.run.run_id,
+                    "the upstream's stream was cut before its usage"
+                );
+            }
+            return;
+        };
+        self.usage.input += usage.input as usize;
+        self.usage.output += usage.output as usize;
+        self.usage.reasoning += usage.reasoning.unwrap_or(0) as usize;
+        self.usage.cached += usage.cached as usize;
     }
 
     /// A short summary of `reasoning` from the upstream, thinking off.
@@ -241,17 +279,24 @@ impl Execution<'_, '_> {
             return Ok(String::new());
         };
         let mut summary = String::new();
-        while let Some(pieces) = self.next(&mut stream)? {
+        let read = self.read_text(&mut stream, &mut summary);
+        // The summary's request counts in the run's usage, as a local
+        // summary pass's tokens do, however its stream ended.
+        self.add_usage(&stream);
+        read?;
+        Ok(summary.trim().to_owned())
+    }
+
+    /// The text of `stream`, to its end or the run's stop, into `text`.
+    fn read_text(&self, stream: &mut UpstreamStream, text: &mut String) -> Result<(), Stopped> {
+        while let Some(pieces) = self.next(stream)? {
             for piece in pieces {
-                if let UpstreamOutput::Chunk(Chunk::Text(text)) = piece {
-                    summary.push_str(&text);
+                if let UpstreamOutput::Chunk(Chunk::Text(delta)) = piece {
+                    text.push_str(&delta);
                 }
             }
         }
-        // The summary's request counts in the run's usage, as a local
-        // summary pass's tokens do.
-        self.add_usage(&stream);
-        Ok(summary.trim().to_owned())
+        Ok(())
     }
 
     fn open(

@@ -365,7 +365,18 @@ impl UpstreamStream {
         }
     }
 
-    /// What the upstream counted, if it said.
+    /// Whether the upstream's answer arrived to its end (`[DONE]`,
+    /// `message_stop`, Responses' completed or incomplete response), as
+    /// opposed to a stream stopped, cut or broken before it.
+    pub fn complete(&self) -> bool {
+        self.parser.done()
+    }
+
+    /// What the upstream counted so far, if it said: read at any point,
+    /// a stream cut short included. Anthropic's prompt tokens come first
+    /// (`message_start`); the OpenAI wires' usage comes last, so a stream
+    /// cut before its end has none there, unless the server counts with
+    /// every chunk (vLLM's and SGLang's `continuous_usage_stats`).
     pub fn usage(&self) -> Option<UpstreamUsage> {
         match &self.parser {
             Parser::OpenAiChat(p) => p.usage(),

@@ -35,8 +35,8 @@ async fn failed_run(front: &TestServer) -> (String, String, Duration, bool) {
     )
 }
 
-/// Serves `handler` at `/v1/chat/completions` on a free port.
-async fn fake_upstream(router: axum::Router) -> String {
+/// Serves `router` on a free port; its base URL (`…/v1`).
+pub(super) async fn fake_upstream(router: axum::Router) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move {
@@ -45,11 +45,12 @@ async fn fake_upstream(router: axum::Router) -> String {
     format!("http://{addr}/v1")
 }
 
-fn sse_response(body: Body) -> axum::response::Response {
+pub(super) fn sse_response(body: Body) -> axum::response::Response {
     ([("content-type", "text/event-stream")], body).into_response()
 }
 
-fn delta(delta: Value) -> String {
+/// One chat completions chunk carrying `delta`, as an SSE message.
+pub(super) fn delta(delta: Value) -> String {
     format!(
         "data: {}\n\n",
         json!({"choices": [{"index": 0, "delta": delta, "finish_reason": null}]})

@@ -6,8 +6,9 @@
 //! Here: the upstream thinkwire and the fronts built on it; `reasoning`
 //! (reasoning kept across turns, summarized, carried between replicas),
 //! `constrained` (a response format and tool choices enforced upstream),
-//! `tokens` (log-probabilities carried back, prompt counts refused) and `faults`
-//! (upstreams that fail, a client that leaves) hold the tests.
+//! `tokens` (log-probabilities carried back, prompt counts refused), `faults`
+//! (upstreams that fail, a client that leaves) and `in_parts` (a tool name
+//! in fragments; the usage of a stream the front cuts short) hold the tests.
 //! The `.sse` files beside them are `upstream_anthropic`'s and
 //! `upstream_responses_fixtures`'s recorded streams.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -16,6 +17,7 @@ use crate::support;
 
 mod constrained;
 mod faults;
+mod in_parts;
 mod reasoning;
 mod tokens;
 

@@ -2,6 +2,12 @@
 //! (reasoning fields, content split at text level, indexed tool-call
 //! deltas), the content's token log-probabilities when asked, the finish
 //! reason and the usage chunk.
+//!
+//! A tool call's `function.name` may arrive in fragments (the wire does not
+//! promise it whole in the call's first delta), so a call starts only once
+//! its name is known whole: with its first arguments fragment, when another
+//! call opens, when the choice finishes, or at the stream's end. The
+//! arguments that came before are sent just after the start.
 
 use std::collections::BTreeMap;
 
@@ -12,13 +18,37 @@ use super::{UpstreamUsage, finished_call, refused_in_stream, upstream_logprobs};
 use crate::logprob_entries::{Held, Seen};
 use crate::upstream::{UpstreamError, UpstreamOutput};
 
+/// Longest tool name accepted (OpenAI allows 64 characters; this only
+/// bounds what a runaway stream can make the parser hold).
+const MAX_NAME_BYTES: usize = 4096;
+
 /// A tool call being streamed.
 struct OpenCall {
     id: String,
+    /// The name's fragments so far.
     name: String,
+    /// Every arguments fragment so far, those held before the start too.
     arguments: String,
-    /// `TOOL_CALL_START` is sent once the name is known.
+    /// `TOOL_CALL_START` went out: the name is whole (see the module docs).
     started: bool,
+}
+
+impl OpenCall {
+    /// `TOOL_CALL_START` with the whole name, then the arguments that
+    /// arrived while the name was held.
+    fn start(&mut self, chunks: &mut Vec<Chunk>) {
+        self.started = true;
+        chunks.push(Chunk::ToolCallStart {
+            id: self.id.clone(),
+            name: self.name.clone(),
+        });
+        if !self.arguments.is_empty() {
+            chunks.push(Chunk::ToolCallArgs {
+                id: self.id.clone(),
+                delta: self.arguments.clone(),
+            });
+        }
+    }
 }
 
 /// Turns the stream's `data:` payloads into chunks.
@@ -72,7 +102,10 @@ impl StreamParser {
         self.done
     }
 
-    /// What the upstream counted, once its usage chunk arrived.
+    /// What the upstream counted so far: its usage chunk (the last, with
+    /// `stream_options.include_usage`), or the latest of the counts some
+    /// servers send with every chunk (vLLM's and SGLang's
+    /// `continuous_usage_stats`); `None` before any.
     pub fn usage(&self) -> Option<UpstreamUsage> {
         self.usage
     }
@@ -117,12 +150,29 @@ impl StreamParser {
         let Some(choice) = choices.first() else {
             return Ok(chunks);
         };
-        if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
+        let finished = choice.get("finish_reason").and_then(Value::as_str);
+        if let Some(reason) = finished {
             self.finish_reason = Some(reason.to_owned());
         }
-        let Some(delta) = choice.get("delta") else {
-            return Ok(chunks);
-        };
+        if let Some(delta) = choice.get("delta") {
+            self.read_delta(choice, delta, entries, &mut chunks)?;
+        }
+        if finished.is_some() {
+            // The choice finished: every name it streamed is whole.
+            self.start_named(&mut chunks);
+        }
+        Ok(chunks)
+    }
+
+    /// One choice's `delta`: its reasoning, content and tool-call chunks
+    /// into `chunks`.
+    fn read_delta(
+        &mut self,
+        choice: &Value,
+        delta: &Value,
+        entries: &mut Vec<Value>,
+        chunks: &mut Vec<Chunk>,
+    ) -> Result<(), UpstreamError> {
         let reasoning = ["reasoning_content", "reasoning"]
             .iter()
             .find_map(|field| delta.get(*field).and_then(Value::as_str))
@@ -139,7 +189,7 @@ impl StreamParser {
             .and_then(Value::as_str)
             .filter(|c| !c.is_empty())
         {
-            self.end_reasoning(&mut chunks);
+            self.end_reasoning(chunks);
             let split = self.splitter.push(content);
             if let Some(top) = self.logprobs {
                 let read =
@@ -150,12 +200,12 @@ impl StreamParser {
             chunks.extend(split);
         }
         if let Some(calls) = delta.get("tool_calls").and_then(Value::as_array) {
-            self.end_reasoning(&mut chunks);
+            self.end_reasoning(chunks);
             for call in calls {
-                self.push_call(call, &mut chunks)?;
+                self.push_call(call, chunks)?;
             }
         }
-        Ok(chunks)
+        Ok(())
     }
 
     /// The stream ended: close what is open. Idempotent.
@@ -167,18 +217,9 @@ impl StreamParser {
         chunks.extend(split);
         let cut_off = self.finish_reason.as_deref() == Some("length");
         self.by_index.clear();
-        for call in std::mem::take(&mut self.calls) {
+        for mut call in std::mem::take(&mut self.calls) {
             if !call.started {
-                chunks.push(Chunk::ToolCallStart {
-                    id: call.id.clone(),
-                    name: call.name.clone(),
-                });
-                if !call.arguments.is_empty() {
-                    chunks.push(Chunk::ToolCallArgs {
-                        id: call.id.clone(),
-                        delta: call.arguments.clone(),
-                    });
-                }
+                call.start(&mut chunks);
             }
             chunks.push(Chunk::ToolCallEnd(finished_call(
                 call.id,
@@ -196,56 +237,73 @@ impl StreamParser {
         }
     }
 
+    /// Starts every call not yet started whose name has begun: its name
+    /// is whole now (another call opens, or the choice finished).
+    fn start_named(&mut self, chunks: &mut Vec<Chunk>) {
+        for call in &mut self.calls {
+            if !call.started && !call.name.is_empty() {
+                call.start(chunks);
+            }
+        }
+    }
+
     fn push_call(&mut self, delta: &Value, chunks: &mut Vec<Chunk>) -> Result<(), UpstreamError> {
         let function = delta.get("function");
-        let name = function.and_then(|f| f.get("name")).and_then(Value::as_str);
+        let name = function
+            .and_then(|f| f.get("name"))
+            .and_then(Value::as_str)
+            .filter(|n| !n.is_empty());
         let arguments = function
             .and_then(|f| f.get("arguments"))
             .and_then(Value::as_str)
             .unwrap_or("");
-        let at = self.call_of(delta);
-        let call = &mut self.calls[at];
+        let at = match self.continued(delta) {
+            Some(at) => at,
+            None => {
+                // Another call opens: the names of those before it are whole.
+                self.start_named(chunks);
+                self.open_call(delta)
+            }
+        };
+        let Some(call) = self.calls.get_mut(at) else {
+            return Err(UpstreamError::Protocol("a tool call went missing".into()));
+        };
         if let Some(name) = name {
+            // Its start named it whole; more of it would make the end
+            // name another tool than the start did.
+            if call.started {
+                return Err(UpstreamError::Protocol(
+                    "a tool call's name went on after the call started".into(),
+                ));
+            }
             call.name.push_str(name);
-        }
-        if !call.started && !call.name.is_empty() {
-            call.started = true;
-            chunks.push(Chunk::ToolCallStart {
-                id: call.id.clone(),
-                name: call.name.clone(),
-            });
-            if !call.arguments.is_empty() {
-                chunks.push(Chunk::ToolCallArgs {
-                    id: call.id.clone(),
-                    delta: call.arguments.clone(),
-                });
+            if call.name.len() > MAX_NAME_BYTES {
+                return Err(UpstreamError::Protocol("a tool name is too long".into()));
             }
         }
+        if arguments.is_empty() {
+            return Ok(());
+        }
         call.arguments.push_str(arguments);
-        if call.started && !arguments.is_empty() {
+        if call.started {
             chunks.push(Chunk::ToolCallArgs {
                 id: call.id.clone(),
                 delta: arguments.to_owned(),
             });
-        }
-        if call.name.len() > 4096 {
-            return Err(UpstreamError::Protocol("a tool name is too long".into()));
+        } else if !call.name.is_empty() {
+            // Its first arguments: the name before them is whole.
+            call.start(chunks);
         }
         Ok(())
     }
 
-    /// The position in `calls` of the call `delta` continues, opening a
-    /// new one where it continues none. A delta continues the call at its
-    /// `index` unless it names another id there; servers that send no
-    /// `index` (or 0 for every call) are told apart by the `id` a call's
-    /// first delta carries, and an index-less delta without one continues
-    /// the latest call.
-    fn call_of(&mut self, delta: &Value) -> usize {
-        let index = delta.get("index").and_then(Value::as_u64);
-        let id = delta
-            .get("id")
-            .and_then(Value::as_str)
-            .filter(|id| !id.is_empty());
+    /// The position in `calls` of the call `delta` continues, if any. A
+    /// delta continues the call at its `index` unless it names another id
+    /// there; servers that send no `index` (or 0 for every call) are told
+    /// apart by the `id` a call's first delta carries, and an index-less
+    /// delta without one continues the latest call.
+    fn continued(&self, delta: &Value) -> Option<usize> {
+        let (index, id) = call_key(delta);
         let open = match index {
             Some(index) => self.by_index.get(&index).copied(),
             None => match id {
@@ -253,10 +311,13 @@ impl StreamParser {
                 None => self.calls.len().checked_sub(1),
             },
         };
-        let continued = open.filter(|&at| id.is_none_or(|id| self.calls[at].id == id));
-        if let Some(at) = continued {
-            return at;
-        }
+        open.filter(|&at| id.is_none_or(|id| self.calls.get(at).is_some_and(|c| c.id == id)))
+    }
+
+    /// Opens the call `delta` begins; its position in `calls`. A call
+    /// without an upstream id gets the call prefix and its position.
+    fn open_call(&mut self, delta: &Value) -> usize {
+        let (index, id) = call_key(delta);
         let at = self.calls.len();
         let prefix = &self.call_prefix;
         self.calls.push(OpenCall {
@@ -270,6 +331,16 @@ impl StreamParser {
         }
         at
     }
+}
+
+/// A tool-call delta's `index` and non-empty `id`, as far as it has them.
+fn call_key(delta: &Value) -> (Option<u64>, Option<&str>) {
+    let index = delta.get("index").and_then(Value::as_u64);
+    let id = delta
+        .get("id")
+        .and_then(Value::as_str)
+        .filter(|id| !id.is_empty());
+    (index, id)
 }
 
 /// `chunks` as the stream's output, `entries` (if any) just ahead of the

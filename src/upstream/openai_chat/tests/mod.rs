@@ -1,6 +1,7 @@
 //! Unit tests of the chat completions adapter: the stream parser's chunks,
 //! usage and the request body; `tool_calls` holds the tool-call deltas'
-//! (streamed, told apart, cut off, errors without conversation text).
+//! (streamed, told apart, cut off, names in fragments, errors without
+//! conversation text).
 
 use serde_json::{Value, json};
 use thinkwire_chat::TemplateMessage;
@@ -98,6 +99,35 @@ fn inline_think_tags_in_content_are_split() {
         .collect();
     assert_eq!(reasoning.trim(), "Hmm");
     assert_eq!(text.trim(), "Yes.");
+}
+
+/// Servers that count with every chunk (vLLM's and SGLang's
+/// `continuous_usage_stats`) give the counts so far before the stream
+/// ends, the latest standing; OpenAI's `usage: null` on the chunks before
+/// its last one changes nothing. What a run cut short reports.
+#[test]
+fn usage_sent_with_every_chunk_is_known_before_the_end() {
+    let mut p = parser();
+    assert_eq!(p.usage(), None);
+    let with_usage = |content: &str, output: u64| {
+        json!({"choices": [{"index": 0, "delta": {"content": content}, "finish_reason": null}],
+            "usage": {"prompt_tokens": 12, "completion_tokens": output, "total_tokens": 12 + output}})
+        .to_string()
+    };
+    run(&mut p, &[with_usage("It is", 2), with_usage(" sunny", 3)]);
+    let openai_style = json!({"choices": [{"index": 0, "delta": {"content": "."}, "finish_reason": null}],
+        "usage": null});
+    run(&mut p, &[openai_style.to_string()]);
+    assert_eq!(
+        p.usage(),
+        Some(UpstreamUsage {
+            input: 12,
+            output: 3,
+            reasoning: None,
+            cached: 0,
+        })
+    );
+    assert!(!p.done());
 }
 
 #[test]

@@ -1,4 +1,5 @@
-//! The chat stream's tool-call deltas: streamed, told apart, cut off.
+//! The chat stream's tool-call deltas: streamed, told apart, cut off, and
+//! started only once a name sent in fragments is whole.
 
 use super::*;
 
@@ -129,5 +130,265 @@ fn cut_off_arguments_are_truncated_and_errors_name_no_text() {
     assert!(!err.to_string().contains("secret"), "{err}");
     assert!(err.to_string().contains("invalid_request_error"), "{err}");
     let err = parser().push("{not json").unwrap_err();
+    assert_eq!(err.code(), "UPSTREAM_PROTOCOL");
+}
+
+fn start(id: &str, name: &str) -> Chunk {
+    Chunk::ToolCallStart {
+        id: id.into(),
+        name: name.into(),
+    }
+}
+
+fn args(id: &str, delta: &str) -> Chunk {
+    Chunk::ToolCallArgs {
+        id: id.into(),
+        delta: delta.into(),
+    }
+}
+
+/// Each call's `(id, name, arguments)` at its end.
+fn ended(chunks: &[Chunk]) -> Vec<(String, String, String)> {
+    chunks
+        .iter()
+        .filter_map(|c| match c {
+            Chunk::ToolCallEnd(call) => {
+                Some((call.id.clone(), call.name.clone(), call.arguments.clone()))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// The wire does not promise a call's name whole in its first delta: a
+/// name that goes on in the next deltas is held, and the call starts with
+/// the whole name once its arguments begin, its arguments after it.
+#[test]
+fn a_name_in_fragments_starts_its_call_whole_when_the_arguments_begin() {
+    let mut p = parser();
+    let held = run(
+        &mut p,
+        &[
+            delta(
+                json!({"tool_calls": [{"index": 0, "id": "c1", "type": "function",
+                "function": {"name": "get_", "arguments": ""}}]}),
+            ),
+            delta(json!({"tool_calls": [{"index": 0, "function": {"name": "wea"}}]})),
+            delta(json!({"tool_calls": [{"index": 0, "function": {"name": "ther"}}]})),
+        ],
+    );
+    assert!(
+        held.is_empty(),
+        "no start before the name is whole: {held:?}"
+    );
+    let mut chunks = run(
+        &mut p,
+        &[
+            delta(json!({"tool_calls": [{"index": 0, "function": {"arguments": "{\"city\":"}}]})),
+            delta(json!({"tool_calls": [{"index": 0, "function": {"arguments": "\"Rome\"}"}}]})),
+        ],
+    );
+    chunks.extend(chunks_of(p.push("[DONE]").unwrap()));
+    assert_eq!(
+        chunks[..3],
+        [
+            start("c1", "get_weather"),
+            args("c1", "{\"city\":"),
+            args("c1", "\"Rome\"}"),
+        ],
+        "{chunks:?}"
+    );
+    assert_eq!(
+        ended(&chunks),
+        [(
+            "c1".into(),
+            "get_weather".into(),
+            "{\"city\":\"Rome\"}".into()
+        )]
+    );
+    let Some(Chunk::ToolCallEnd(call)) = chunks.last() else {
+        panic!("no end: {chunks:?}");
+    };
+    assert_eq!(call.problem, None);
+}
+
+/// The name's last fragment may come with the first arguments, and
+/// arguments may come before a delta that continues the name: the start
+/// waits for the delta whose arguments follow the name, then sends every
+/// argument held.
+#[test]
+fn a_names_last_fragment_beside_the_arguments_starts_the_call_with_both() {
+    let mut p = parser();
+    let chunks = run(
+        &mut p,
+        &[
+            delta(json!({"tool_calls": [{"index": 0, "id": "c1", "function": {"name": "get_"}}]})),
+            delta(
+                json!({"tool_calls": [{"index": 0, "function": {"name": "weather", "arguments": "{\"city\":"}}]}),
+            ),
+            delta(json!({"tool_calls": [{"index": 0, "function": {"arguments": "\"Rome\"}"}}]})),
+        ],
+    );
+    assert_eq!(
+        chunks,
+        [
+            start("c1", "get_weather"),
+            args("c1", "{\"city\":"),
+            args("c1", "\"Rome\"}"),
+        ]
+    );
+
+    // Arguments before any name are held with the call until it has one.
+    let mut p = parser();
+    let chunks = run(
+        &mut p,
+        &[
+            delta(
+                json!({"tool_calls": [{"index": 0, "id": "c2", "function": {"arguments": "{"}}]}),
+            ),
+            delta(json!({"tool_calls": [{"index": 0, "function": {"name": "f"}}]})),
+        ],
+    );
+    assert!(chunks.is_empty(), "{chunks:?}");
+    let chunks = run(
+        &mut p,
+        &[delta(
+            json!({"tool_calls": [{"index": 0, "function": {"arguments": "}"}}]}),
+        )],
+    );
+    assert_eq!(chunks, [start("c2", "f"), args("c2", "{}")]);
+}
+
+/// Another call opening ends the names of the calls before it, even those
+/// that had no arguments yet; the choice's finish ends the rest, before the
+/// stream does.
+#[test]
+fn another_call_or_the_finish_ends_a_held_name() {
+    let mut p = parser();
+    let chunks = run(
+        &mut p,
+        &[
+            delta(json!({"tool_calls": [{"index": 0, "id": "a", "function": {"name": "get_"}}]})),
+            delta(json!({"tool_calls": [{"index": 0, "function": {"name": "time"}}]})),
+            delta(json!({"tool_calls": [{"index": 1, "id": "b", "function": {"name": "get_"}}]})),
+        ],
+    );
+    assert_eq!(chunks, [start("a", "get_time")]);
+    let chunks = run(
+        &mut p,
+        &[
+            delta(json!({"tool_calls": [{"index": 1, "function": {"name": "weather"}}]})),
+            json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]})
+                .to_string(),
+        ],
+    );
+    assert_eq!(chunks, [start("b", "get_weather")], "started at the finish");
+    let end = chunks_of(p.push("[DONE]").unwrap());
+    assert_eq!(
+        ended(&end),
+        [
+            ("a".into(), "get_time".into(), "{}".into()),
+            ("b".into(), "get_weather".into(), "{}".into()),
+        ]
+    );
+    assert!(
+        !end.iter().any(|c| matches!(c, Chunk::ToolCallStart { .. })),
+        "each call started once: {end:?}"
+    );
+
+    // A finish that carries the last delta starts its call after reading it.
+    let mut p = parser();
+    run(
+        &mut p,
+        &[delta(
+            json!({"tool_calls": [{"index": 0, "id": "c", "function": {"name": "get_"}}]}),
+        )],
+    );
+    let finish = json!({"choices": [{"index": 0, "finish_reason": "tool_calls",
+        "delta": {"tool_calls": [{"index": 0, "function": {"name": "time"}}]}}]});
+    let chunks = chunks_of(p.push(&finish.to_string()).unwrap());
+    assert_eq!(chunks, [start("c", "get_time")]);
+    // A stream that ends without a finish starts what it holds at its end.
+    let mut p = parser();
+    run(
+        &mut p,
+        &[delta(
+            json!({"tool_calls": [{"index": 0, "id": "d", "function": {"name": "get_time"}}]}),
+        )],
+    );
+    let end = chunks_of(p.push("[DONE]").unwrap());
+    assert_eq!(end[0], start("d", "get_time"), "{end:?}");
+    assert_eq!(ended(&end), [("d".into(), "get_time".into(), "{}".into())]);
+}
+
+/// The common case is what it was: the name whole in the first delta, the
+/// start out with the first arguments at the latest, and one call per id.
+#[test]
+fn a_whole_name_in_the_first_delta_starts_with_the_first_arguments() {
+    let mut p = parser();
+    let first = run(
+        &mut p,
+        &[delta(
+            json!({"tool_calls": [{"index": 0, "id": "c1", "type": "function",
+            "function": {"name": "get_weather", "arguments": ""}}]}),
+        )],
+    );
+    assert!(first.is_empty(), "{first:?}");
+    let next = run(
+        &mut p,
+        &[delta(
+            json!({"tool_calls": [{"index": 0, "function": {"arguments": "{}"}}]}),
+        )],
+    );
+    assert_eq!(next, [start("c1", "get_weather"), args("c1", "{}")]);
+    // Name and arguments in one delta: both at once.
+    let mut p = parser();
+    let chunks = run(
+        &mut p,
+        &[delta(
+            json!({"tool_calls": [{"index": 0, "id": "c2", "function": {"name": "f", "arguments": "{}"}}]}),
+        )],
+    );
+    assert_eq!(chunks, [start("c2", "f"), args("c2", "{}")]);
+}
+
+/// A name that goes on after its call started would end the call under
+/// another name than it started with: the stream is malformed.
+#[test]
+fn a_name_that_goes_on_after_its_call_started_is_a_protocol_error() {
+    let mut p = parser();
+    run(
+        &mut p,
+        &[delta(
+            json!({"tool_calls": [{"index": 0, "id": "c1", "function": {"name": "get_", "arguments": "{"}}]}),
+        )],
+    );
+    let err = p
+        .push(&delta(
+            json!({"tool_calls": [{"index": 0, "function": {"name": "weather"}}]}),
+        ))
+        .unwrap_err();
+    assert_eq!(err.code(), "UPSTREAM_PROTOCOL");
+    // An empty name fragment is no fragment.
+    let mut p = parser();
+    run(
+        &mut p,
+        &[delta(
+            json!({"tool_calls": [{"index": 0, "id": "c1", "function": {"name": "f", "arguments": "{"}}]}),
+        )],
+    );
+    let chunks = run(
+        &mut p,
+        &[delta(
+            json!({"tool_calls": [{"index": 0, "function": {"name": "", "arguments": "}"}}]}),
+        )],
+    );
+    assert_eq!(chunks, [args("c1", "}")]);
+    let long = "n".repeat(5000);
+    let err = parser()
+        .push(&delta(
+            json!({"tool_calls": [{"index": 0, "id": "c1", "function": {"name": long}}]}),
+        ))
+        .unwrap_err();
     assert_eq!(err.code(), "UPSTREAM_PROTOCOL");
 }
