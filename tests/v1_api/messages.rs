@@ -1,6 +1,7 @@
 //! Messages: the official `anthropic` SDK streaming with thinking (its
-//! second turn's prompt counted first by `count_tokens`), and hidden
-//! thinking as `redacted_thinking` that still continues.
+//! second turn's prompt counted first by `count_tokens`), hidden thinking
+//! as `redacted_thinking` that still continues (and wins over a summary
+//! beside it), `message_start`'s prompt count, and the codecs' bounds.
 
 use super::*;
 
@@ -87,5 +88,138 @@ async fn hidden_thinking_is_redacted_and_still_continues() {
     let (status, turn2) = post(&server, "/v1/messages", &request(&messages)).await;
     assert_eq!(status, 200, "{turn2}");
     assert!(prompt_text(&server, &observed, 1).contains(&restored_turn_1()));
+    server.shutdown().await;
+}
+
+/// A `thinking` block without a signature beside a sealed block (what
+/// `summary` visibility writes: the summary, then the reasoning's carrier)
+/// is not reasoning, even on a server that trusts client reasoning: the
+/// sealed value is.
+#[tokio::test]
+async fn a_sealed_block_wins_over_the_summary_beside_it() {
+    use std::time::Duration;
+
+    use thinkwire::agent::{Agent, AgentConfig};
+    use thinkwire::server::ServerConfig;
+    use thinkwire_seal::{Key, KeyRing};
+
+    let (model, observed) = support::scripted_qwen3(&scripts(), Duration::ZERO);
+    let mut config = AgentConfig::default();
+    config.replay.trust_client_reasoning = true;
+    let keys = KeyRing::new(Key::generate().unwrap());
+    let server = TestServer::start(Agent::new(model, keys, config), ServerConfig::default()).await;
+    let tools = json!([{"name": "get_weather", "description": "weather",
+        "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}}}]);
+    let mut messages = vec![json!({"role": "user", "content": "What is the weather in Paris?"})];
+    let request = |messages: &[Value]| {
+        json!({"max_tokens": 200, "messages": messages, "tools": tools,
+        "thinking": {"type": "enabled", "budget_tokens": 500, "visibility": "hidden"}})
+    };
+    let (status, turn1) = post(&server, "/v1/messages", &request(&messages)).await;
+    assert_eq!(status, 200, "{turn1}");
+    let mut content = turn1["content"].as_array().unwrap().clone();
+    assert_eq!(content[0]["type"], "redacted_thinking", "{turn1}");
+    let tool_use = content.iter().find(|b| b["type"] == "tool_use").unwrap();
+    let tool_use_id = tool_use["id"].clone();
+    let summary = json!({"type": "thinking", "thinking": "CLIENT-SUMMARY-99", "signature": ""});
+    content.insert(0, summary);
+    messages.push(json!({"role": "assistant", "content": content}));
+    messages.push(json!({"role": "user", "content": [{"type": "tool_result",
+        "tool_use_id": tool_use_id, "content": "18 degrees"}]}));
+    let (status, turn2) = post(&server, "/v1/messages", &request(&messages)).await;
+    assert_eq!(status, 200, "{turn2}");
+    let prompt = prompt_text(&server, &observed, 1);
+    assert!(prompt.contains(&restored_turn_1()), "{prompt:?}");
+    assert!(!prompt.contains("CLIENT-SUMMARY-99"), "{prompt:?}");
+    server.shutdown().await;
+}
+
+/// `message_start` counts the prompt the run starts from (the scripted
+/// engine caches nothing, so `message_delta`'s final count is the same).
+#[tokio::test]
+async fn message_start_counts_the_prompt() {
+    let (server, observed) = TestServer::qwen3(&[qwen3_turn(REASONING_2, ANSWER_2)]).await;
+    let body = json!({"max_tokens": 100, "stream": true,
+        "messages": [{"role": "user", "content": "Weather?"}]});
+    let text = reqwest::Client::new()
+        .post(server.url("/v1/messages"))
+        .json(&body)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let events: Vec<Value> = (text.lines())
+        .filter_map(|l| l.strip_prefix("data: "))
+        .map(|d| serde_json::from_str(d).unwrap())
+        .collect();
+    assert_eq!(events[0]["type"], "message_start", "{text}");
+    let prompt = observed.prompts.lock().unwrap()[0].len() as u64;
+    assert!(prompt > 0);
+    assert_eq!(
+        events[0]["message"]["usage"]["input_tokens"], prompt,
+        "{text}"
+    );
+    let delta = events
+        .iter()
+        .find(|e| e["type"] == "message_delta")
+        .unwrap();
+    let usage = &delta["usage"];
+    let counted = usage["input_tokens"].as_u64().unwrap()
+        + usage["cache_read_input_tokens"].as_u64().unwrap();
+    assert_eq!(counted, prompt, "{text}");
+    server.shutdown().await;
+}
+
+/// A thinking budget of 0, more stop sequences than the bound (chat's and
+/// legacy completions' `stop` too), a non-boolean `is_error`, and a role
+/// too long to quote whole are refused, naming the field, before anything
+/// runs.
+#[tokio::test]
+async fn what_the_codecs_bound_is_refused_by_name() {
+    let (server, observed) = TestServer::qwen3(&scripts()).await;
+    let user = json!([{"role": "user", "content": "hi"}]);
+    let many: Vec<String> = (0..65).map(|i| format!("stop-{i}")).collect();
+    let failed_tool = json!([{"role": "user", "content": [{"type": "tool_result",
+        "tool_use_id": "c1", "content": "r", "is_error": "yes"}]}]);
+    let long_role = json!([{"role": "x".repeat(5000), "content": "hi"}]);
+    for (body, param) in [
+        (
+            json!({"max_tokens": 10, "messages": user,
+                "thinking": {"type": "enabled", "budget_tokens": 0}}),
+            "thinking.budget_tokens",
+        ),
+        (
+            json!({"max_tokens": 10, "messages": user, "stop_sequences": many}),
+            "stop_sequences",
+        ),
+        (
+            json!({"max_tokens": 10, "messages": failed_tool}),
+            "messages[0].content[0].is_error",
+        ),
+        (
+            json!({"max_tokens": 10, "messages": long_role}),
+            "messages[0].role",
+        ),
+    ] {
+        let (status, refused) = post(&server, "/v1/messages", &body).await;
+        assert_eq!(status, 400, "{refused}");
+        let message = refused["error"]["message"].as_str().unwrap();
+        assert!(message.starts_with(&format!("{param}:")), "{refused}");
+        assert!(message.len() < 200, "{refused}");
+    }
+    for (path, body) in [
+        (
+            "/v1/chat/completions",
+            json!({"messages": user, "stop": many}),
+        ),
+        ("/v1/completions", json!({"prompt": "Once", "stop": many})),
+    ] {
+        let (status, refused) = post(&server, path, &body).await;
+        assert_eq!(status, 400, "{path}: {refused}");
+        assert_eq!(refused["error"]["param"], "stop", "{path}: {refused}");
+    }
+    assert!(observed.prompts.lock().unwrap().is_empty(), "nothing ran");
     server.shutdown().await;
 }

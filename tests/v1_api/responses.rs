@@ -113,3 +113,45 @@ async fn responses_refuse_stored_mode_and_show_reasoning_per_visibility() {
     );
     server.shutdown().await;
 }
+
+/// `effort: "none"` keeps thinking off beside what would show reasoning
+/// (Responses' `summary` and `visibility`, chat's `reasoning.exclude`):
+/// the template renders Qwen3's empty think block, no reasoning comes
+/// back, and no summary pass runs. A `text` that is not an object is
+/// refused; a `null` format is none.
+#[tokio::test]
+async fn effort_none_keeps_thinking_off_and_text_must_be_an_object() {
+    let answer = "Just the answer.";
+    let scripts = vec![format!("{answer}<|im_end|>"); 2];
+    let (server, observed) = TestServer::qwen3(&scripts).await;
+    for text in [json!("json"), json!(["format"])] {
+        let body = json!({"input": "Quick!", "text": text});
+        let (status, refused) = post(&server, "/v1/responses", &body).await;
+        assert_eq!(status, 400, "{refused}");
+        assert_eq!(refused["error"]["param"], "text");
+    }
+    let body = json!({"input": "Quick!", "text": {"format": null},
+        "reasoning": {"effort": "none", "summary": "detailed", "visibility": "full"}});
+    let (status, response) = post(&server, "/v1/responses", &body).await;
+    assert_eq!(status, 200, "{response}");
+    let output = response["output"].as_array().unwrap();
+    assert!(
+        output.iter().all(|i| i["type"] != "reasoning"),
+        "{response}"
+    );
+    assert_eq!(response["output_text"], answer, "{response}");
+    let body = json!({"messages": [{"role": "user", "content": "Quick!"}],
+        "reasoning_effort": "none", "reasoning": {"exclude": true}});
+    let (status, chat) = post(&server, "/v1/chat/completions", &body).await;
+    assert_eq!(status, 200, "{chat}");
+    assert_eq!(chat["choices"][0]["message"]["content"], answer, "{chat}");
+    assert_eq!(observed.prompts.lock().unwrap().len(), 2, "one pass each");
+    for n in 0..2 {
+        let prompt = prompt_text(&server, &observed, n);
+        assert!(
+            prompt.ends_with("<|im_start|>assistant\n<think>\n\n</think>\n\n"),
+            "{prompt:?}"
+        );
+    }
+    server.shutdown().await;
+}

@@ -17,7 +17,7 @@ use thinkwire_protocol::{
 
 use super::carrier::THREAD_ID;
 use super::error::ApiError;
-use crate::agent::{RawCompletion, RawPrompt, RunRejected};
+use crate::agent::{RawCompletion, RawPrompt, RunRejected, Visibility};
 use crate::server::AppState;
 use crate::server::limits::Client;
 use crate::server::run::{self, Admitted};
@@ -123,11 +123,23 @@ impl RunInput {
 
     /// Appends a tool's result for call `call_id`, from `path`.
     pub fn tool_result(&mut self, call_id: &str, text: String, path: &str) {
+        self.tool_message(call_id, text, None, path);
+    }
+
+    /// Appends the result of a tool that failed (Anthropic's `is_error`),
+    /// from `path`: AG-UI's `error` holds its text, and `content` the text
+    /// as sent, for whatever reads only the content.
+    pub fn tool_error(&mut self, call_id: &str, text: String, path: &str) {
+        let error = Some(text.clone());
+        self.tool_message(call_id, text, error, path);
+    }
+
+    fn tool_message(&mut self, call_id: &str, text: String, error: Option<String>, path: &str) {
         let message = Message::Tool(ToolMessage {
             id: self.next_id(),
             content: Content::Text(text),
             tool_call_id: call_id.to_owned(),
-            error: None,
+            error,
             encrypted_value: None,
             metadata: None,
             subagent_run_id: None,
@@ -182,11 +194,32 @@ impl RunInput {
     }
 
     /// Sets `forwardedProps.reasoning.<key>`, read from wire parameter
-    /// `param`.
+    /// `param`. Once thinking is off, a visibility is not written: a
+    /// `summary` or `exclude` beside `effort: "none"` would otherwise have
+    /// the model think after all.
     pub fn reasoning_control(&mut self, key: &str, value: Value, param: &str) {
+        if key == "visibility" && self.thinking_is_off() {
+            return;
+        }
         self.reasoning.insert(key.to_owned(), value);
         self.params
             .insert(format!("forwardedProps.reasoning.{key}"), param.to_owned());
+    }
+
+    /// Switches thinking off (`forwardedProps.reasoning.visibility: off`),
+    /// read from wire parameter `param`, for the rest of this input: no
+    /// later visibility turns it back on, and the first parameter that
+    /// switched it off is the one a refusal names.
+    pub fn switch_thinking_off(&mut self, param: &str) {
+        let off = json!(Visibility::Off.as_str());
+        self.reasoning_control("visibility", off, param);
+    }
+
+    /// Whether thinking was switched off (by [`Self::switch_thinking_off`]
+    /// or a visibility of `off`).
+    pub fn thinking_is_off(&self) -> bool {
+        let visibility = self.reasoning.get("visibility").and_then(Value::as_str);
+        visibility == Some(Visibility::Off.as_str())
     }
 
     /// Sets `forwardedProps.sampling.<key>`, read from wire parameter
@@ -415,6 +448,7 @@ mod tests {
             "messages[2]",
         );
         input.tool_result("c1", "18 °C".into(), "messages[3]");
+        input.tool_error("c1", "no such city".into(), "messages[4].content[0]");
         input.tool("get_weather", "", Some(&json!({"type": "object"})));
         input.tool("now", "", Some(&Value::Null));
         input.reasoning_control("effort", json!("low"), "reasoning_effort");
@@ -424,8 +458,42 @@ mod tests {
         let bytes = serde_json::to_vec(&typed).unwrap();
         let decoded = thinkwire_protocol::decode_run_agent_input(&bytes).unwrap();
         assert_eq!(decoded, typed);
-        assert_eq!(decoded.messages.len(), 6);
+        assert_eq!(decoded.messages.len(), 7);
         assert_eq!(decoded.tools.len(), 2);
         assert_eq!(decoded.messages[3].id(), "m3");
+        let tool = |i: usize| match &decoded.messages[i] {
+            Message::Tool(m) => m.clone(),
+            other => panic!("not a tool message: {other:?}"),
+        };
+        assert_eq!(tool(5).error, None);
+        assert_eq!(tool(6).error.as_deref(), Some("no such city"));
+        assert_eq!(tool(6).content, Content::Text("no such city".into()));
+    }
+
+    #[test]
+    fn thinking_switched_off_stays_off() {
+        let mut input = RunInput::new();
+        input.reasoning_control("visibility", json!("full"), "reasoning.visibility");
+        input.switch_thinking_off("reasoning_effort");
+        assert!(input.thinking_is_off());
+        input.reasoning_control("visibility", json!("summary"), "reasoning.summary");
+        input.reasoning_control("visibility", json!("hidden"), "reasoning.exclude");
+        input.switch_thinking_off("reasoning.enabled");
+        // Other controls still go on.
+        input.reasoning_control("effort", json!("low"), "reasoning.effort");
+        let props = input.to_input("run-1", None).forwarded_props.unwrap();
+        assert_eq!(
+            props["reasoning"],
+            json!({"visibility": "off", "effort": "low"})
+        );
+        assert_eq!(
+            input.wire_path("forwardedProps.reasoning.visibility"),
+            "reasoning_effort"
+        );
+        // A visibility of `off` is thinking off too.
+        let mut input = RunInput::new();
+        input.reasoning_control("visibility", json!("off"), "reasoning.visibility");
+        input.reasoning_control("visibility", json!("full"), "thinking.visibility");
+        assert!(input.thinking_is_off());
     }
 }

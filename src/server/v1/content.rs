@@ -2,7 +2,7 @@
 //! string, or an array of parts of which these text models read the text
 //! parts and refuse the rest by path.
 
-use super::error::ApiError;
+use super::error::{ApiError, quoted};
 use super::wire::Field;
 
 /// The text of `field` (a string or text parts); `None` when absent.
@@ -26,7 +26,8 @@ pub fn text(field: &Field<'_>, text_types: &[&str]) -> Result<Option<String>, Ap
         let kind = at.get("type").required_str()?;
         if !text_types.contains(&kind) {
             return Err(part.invalid(format!(
-                "content parts of type {kind:?} are not supported: this model reads text only"
+                "content parts of type {} are not supported: this model reads text only",
+                quoted(kind)
             )));
         }
         text.push_str(at.get("text").required_str()?);

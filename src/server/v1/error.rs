@@ -13,6 +13,21 @@ use serde_json::{Value, json};
 
 use crate::agent::{RejectKind, RunRejected};
 
+/// The most characters of a client's string (a `role`, a block `type`)
+/// that an error message quotes: enough to recognize it, never a way to
+/// make a refusal as large as the body that caused it.
+pub const MAX_QUOTED_CHARS: usize = 32;
+
+/// `s` quoted for an error message: its first [`MAX_QUOTED_CHARS`]
+/// characters (cut on a character boundary), escaped as Rust writes a
+/// string, with `…` after the closing quote when it was cut.
+pub fn quoted(s: &str) -> String {
+    match s.char_indices().nth(MAX_QUOTED_CHARS) {
+        Some((cut, _)) => format!("{:?}…", &s[..cut]),
+        None => format!("{s:?}"),
+    }
+}
+
 /// Which API's error shape to answer in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Dialect {
@@ -198,6 +213,32 @@ mod tests {
             ApiError::server("ENGINE_ERROR", "generation failed").status,
             StatusCode::INTERNAL_SERVER_ERROR
         );
+    }
+
+    #[test]
+    fn client_strings_are_quoted_within_a_bound() {
+        assert_eq!(quoted("robot"), "\"robot\"");
+        let exact = "a".repeat(MAX_QUOTED_CHARS);
+        assert_eq!(quoted(&exact), format!("\"{exact}\""));
+        let long = "b".repeat(10_000);
+        assert_eq!(
+            quoted(&long),
+            format!("\"{}\"…", "b".repeat(MAX_QUOTED_CHARS))
+        );
+        // Cut on a character boundary: 32 two-byte characters kept whole.
+        let wide = "é".repeat(40);
+        assert_eq!(
+            quoted(&wide),
+            format!("\"{}\"…", "é".repeat(MAX_QUOTED_CHARS))
+        );
+        // Four-byte characters, and control characters escaped.
+        let emoji = "🦀".repeat(33);
+        assert_eq!(
+            quoted(&emoji),
+            format!("\"{}\"…", "🦀".repeat(MAX_QUOTED_CHARS))
+        );
+        assert_eq!(quoted("a\nb"), "\"a\\nb\"");
+        assert_eq!(quoted(""), "\"\"");
     }
 
     #[test]

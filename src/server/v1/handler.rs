@@ -37,6 +37,11 @@ pub trait Surface: Send + 'static {
     /// The `data:` that ends a stream after its last event (`[DONE]`).
     const DONE: Option<&'static str> = None;
 
+    /// Every run of the request was admitted: the prompt each starts
+    /// from, in choice order, where it is known before the run (a local
+    /// model's prepared prompt; not an upstream's). Before [`Self::opening`].
+    fn admitted(&mut self, _prompt_tokens: &[Option<usize>]) {}
+
     /// Events before the first piece of any choice.
     fn opening(&mut self) -> Vec<SdkEvent> {
         Vec::new()
@@ -121,6 +126,8 @@ async fn run<S: Surface>(
             admitted.push(run);
         }
     }
+    let prompts: Vec<Option<usize>> = admitted.iter().map(|run| run.prompt_tokens()).collect();
+    surface.admitted(&prompts);
     let mut runs: Vec<_> = (admitted.into_iter())
         .map(|run| RunPieces::new(run.launch(&state), stops.clone()))
         .collect();

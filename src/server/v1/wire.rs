@@ -156,6 +156,36 @@ pub fn choices(field: &Field<'_>) -> Result<usize, ApiError> {
     }
 }
 
+/// The most stop sequences one request may give (`stop`,
+/// `stop_sequences`): every piece of the answer is matched against each.
+pub const MAX_STOP_SEQUENCES: usize = 64;
+
+/// Stop sequences: an array of at most [`MAX_STOP_SEQUENCES`] strings, or
+/// (OpenAI's `stop`, where `one_string` allows it) one string. Every
+/// endpoint reads them here, so the bound holds on all of them.
+pub fn stop_sequences(field: &Field<'_>, one_string: bool) -> Result<Vec<String>, ApiError> {
+    match field.value {
+        Some(Value::String(one)) if one_string => return Ok(vec![one.clone()]),
+        Some(Value::Array(items)) if items.len() > MAX_STOP_SEQUENCES => {
+            return Err(field.invalid(format!(
+                "holds {} stop sequences; at most {MAX_STOP_SEQUENCES} are allowed",
+                items.len()
+            )));
+        }
+        _ => {}
+    }
+    strings(field)
+}
+
+/// An optional array of strings, each checked by path.
+pub fn strings(field: &Field<'_>) -> Result<Vec<String>, ApiError> {
+    field
+        .array()?
+        .iter()
+        .map(|item| item.required_str().map(str::to_owned))
+        .collect()
+}
+
 /// Refuses, with `why`, a parameter that asks for what this server does
 /// not do (present, and not `null`, `false` or empty), rather than
 /// answering as if it had not been asked.
@@ -185,6 +215,29 @@ mod tests {
             assert_eq!(err.param.as_deref(), Some(key));
             assert!(err.message.contains("not here"), "{}", err.message);
         }
+    }
+
+    #[test]
+    fn stop_sequences_are_bounded_and_named() {
+        let most: Vec<String> = (0..MAX_STOP_SEQUENCES).map(|i| format!("s{i}")).collect();
+        let mut more = most.clone();
+        more.push("x".into());
+        let body = json!({"one": "end", "most": most, "more": more, "bad": ["a", 3], "none": null});
+        let root = At::root(&body).unwrap();
+        assert_eq!(stop_sequences(&root.get("one"), true).unwrap(), ["end"]);
+        assert_eq!(stop_sequences(&root.get("most"), false).unwrap(), most);
+        assert!(stop_sequences(&root.get("none"), false).unwrap().is_empty());
+        for one_string in [true, false] {
+            let err = stop_sequences(&root.get("more"), one_string).unwrap_err();
+            assert_eq!(err.param.as_deref(), Some("more"));
+            assert_eq!(err.status, 400);
+            assert!(err.message.contains("at most 64"), "{}", err.message);
+        }
+        // Anthropic's `stop_sequences` is an array only.
+        let err = stop_sequences(&root.get("one"), false).unwrap_err();
+        assert_eq!(err.param.as_deref(), Some("one"));
+        let err = stop_sequences(&root.get("bad"), true).unwrap_err();
+        assert_eq!(err.param.as_deref(), Some("bad[1]"));
     }
 
     #[test]

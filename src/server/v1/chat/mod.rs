@@ -19,7 +19,7 @@ use axum::extract::State;
 use axum::response::Response;
 use serde_json::{Map, Value, json};
 
-pub use request::{Delivery, delivery, effort_control, strings};
+pub use request::{Delivery, delivery, effort_control};
 pub use sampling::{draws, top_logprobs};
 
 use super::error::{ApiError, Dialect};

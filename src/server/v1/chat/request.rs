@@ -14,8 +14,8 @@ use thinkwire_protocol::ToolCall;
 use super::super::bridge::{RunInput, TextRole};
 use super::super::carrier;
 use super::super::content;
-use super::super::error::ApiError;
-use super::super::wire::{At, Field, choices, unsupported};
+use super::super::error::{ApiError, quoted};
+use super::super::wire::{At, Field, choices, stop_sequences, strings, unsupported};
 use super::sampling::sampling;
 
 /// Content part types holding text.
@@ -107,25 +107,12 @@ pub fn delivery(root: &At<'_>) -> Result<Delivery, ApiError> {
         Some(options) => options.get("include_usage").bool()?.unwrap_or(false),
         None => false,
     };
-    let stop = root.get("stop");
-    let stop = match stop.value {
-        Some(Value::String(one)) => vec![one.clone()],
-        _ => strings(&stop)?,
-    };
+    let stop = stop_sequences(&root.get("stop"), true)?;
     Ok(Delivery {
         stream: root.get("stream").bool()?.unwrap_or(false),
         include_usage,
         stop,
     })
-}
-
-/// An array of strings (stop sequences), each checked by path.
-pub fn strings(field: &Field<'_>) -> Result<Vec<String>, ApiError> {
-    field
-        .array()?
-        .iter()
-        .map(|item| item.required_str().map(str::to_owned))
-        .collect()
 }
 
 fn message(input: &mut RunInput, item: &Field<'_>) -> Result<(), ApiError> {
@@ -153,7 +140,8 @@ fn message(input: &mut RunInput, item: &Field<'_>) -> Result<(), ApiError> {
         }
         other => {
             return Err(at.get("role").invalid(format!(
-                "unknown role {other:?}: use system, developer, user, assistant or tool"
+                "unknown role {}: use system, developer, user, assistant or tool",
+                quoted(other)
             )));
         }
     }
@@ -290,7 +278,7 @@ fn reasoning(input: &mut RunInput, root: &At<'_>) -> Result<(), ApiError> {
     }
     // OpenRouter's switch: `false` thinks not at all, so nothing beside it
     // may ask for reasoning (`exclude` only hides it: `off` hides it too);
-    // set last, so it is what the run gets. `true` is the default.
+    // off stays off whatever was written before it. `true` is the default.
     let enabled = at.get("enabled");
     if enabled.bool()? == Some(false) {
         let asks = at.get("effort").value.is_some()
@@ -305,28 +293,32 @@ fn reasoning(input: &mut RunInput, root: &At<'_>) -> Result<(), ApiError> {
                 "is false, but effort, max_tokens, visibility or reasoning_effort asks for reasoning",
             ));
         }
-        input.reasoning_control("visibility", json!("off"), &enabled.path);
+        input.switch_thinking_off(&enabled.path);
     }
     Ok(())
 }
 
-/// OpenAI's effort names onto the run's: `none` switches thinking off,
-/// `minimal` is `low`, `xhigh` is `high`.
+/// OpenAI's effort names onto the run's: `none` switches thinking off
+/// (and no visibility written after it turns it back on), `minimal` is
+/// `low`, `xhigh` is `high`.
 pub fn effort_control(
     input: &mut RunInput,
     effort: &str,
     field: &Field<'_>,
 ) -> Result<(), ApiError> {
-    let (key, value) = match effort {
-        "none" => ("visibility", "off"),
-        "minimal" | "low" => ("effort", "low"),
-        "medium" => ("effort", "medium"),
-        "high" | "xhigh" => ("effort", "high"),
+    let level = match effort {
+        "none" => {
+            input.switch_thinking_off(&field.path);
+            return Ok(());
+        }
+        "minimal" | "low" => "low",
+        "medium" => "medium",
+        "high" | "xhigh" => "high",
         _ => {
             return Err(field.invalid("must be one of none, minimal, low, medium, high, xhigh"));
         }
     };
-    input.reasoning_control(key, json!(value), &field.path);
+    input.reasoning_control("effort", json!(level), &field.path);
     Ok(())
 }
 
@@ -390,6 +382,53 @@ mod tests {
             "reasoning_effort": "high", "reasoning": {"enabled": false}});
         let err = decode(&body).unwrap_err();
         assert_eq!(err.param.as_deref(), Some("reasoning.enabled"));
+    }
+
+    /// `none` is sticky: a visibility asked for beside it (`exclude`,
+    /// thinkwire's `visibility`) does not have the model think after all,
+    /// and a policy without `off` names the parameter that asked for it.
+    #[test]
+    fn effort_none_keeps_thinking_off_whatever_follows() {
+        use crate::agent::{ReasoningControls, ReasoningPolicy, Visibility};
+        let user = json!([{"role": "user", "content": "x"}]);
+        for (effort, reasoning) in [
+            (json!("none"), json!({"exclude": true})),
+            (json!("none"), json!({"visibility": "full"})),
+            (
+                json!("none"),
+                json!({"visibility": "summary", "exclude": true}),
+            ),
+            (
+                json!(null),
+                json!({"effort": "none", "visibility": "summary"}),
+            ),
+        ] {
+            let body =
+                json!({"messages": user, "reasoning_effort": effort, "reasoning": reasoning});
+            let input = decode(&body).unwrap().input;
+            let run = input.to_input("run-1", None);
+            let policy = ReasoningPolicy::default();
+            let controls =
+                ReasoningControls::from_forwarded(run.forwarded_props.as_ref(), &policy).unwrap();
+            assert_eq!(controls.visibility, Visibility::Off, "{body}");
+            let strict = ReasoningPolicy {
+                allowed_visibility: [Visibility::Hidden, Visibility::Summary, Visibility::Full]
+                    .into_iter()
+                    .collect(),
+                ..ReasoningPolicy::default()
+            };
+            let rejected = ReasoningControls::from_forwarded(run.forwarded_props.as_ref(), &strict)
+                .unwrap_err();
+            let param = match effort {
+                Value::Null => "reasoning.effort",
+                _ => "reasoning_effort",
+            };
+            assert_eq!(
+                input.refusal(rejected).param.as_deref(),
+                Some(param),
+                "{body}"
+            );
+        }
     }
 
     #[test]

@@ -7,7 +7,14 @@
 //! `redacted_thinking` block whose `data` is the carrier; `summary` is a
 //! `thinking` block holding the summary (no signature) followed by the
 //! `redacted_thinking` block that carries the reasoning itself.
+//!
+//! `message_start`'s `usage.input_tokens` is the prompt the run starts
+//! from, as `count_tokens` counts it, where that is known before the run
+//! (a local model's prepared prompt); `message_delta` then gives the
+//! run's final counts (the prompt less what the cache served, every pass
+//! of a run of several).
 
+mod blocks;
 mod request;
 
 #[cfg(feature = "fuzzing")]
@@ -52,6 +59,7 @@ pub(in crate::server) async fn create(
                 id: format!("msg_{}", uuid::Uuid::new_v4().simple()),
                 model,
                 blocks: Blocks::new(request.visibility),
+                prompt_tokens: None,
             },
         })
     })
@@ -64,14 +72,24 @@ struct Reply {
     id: String,
     model: String,
     blocks: Blocks,
+    /// The prompt the run starts from, once admitted, where it is known
+    /// before the run (not on an upstream, which counts it itself).
+    prompt_tokens: Option<usize>,
 }
 
 impl Surface for Reply {
+    fn admitted(&mut self, prompt_tokens: &[Option<usize>]) {
+        self.prompt_tokens = prompt_tokens.first().copied().flatten();
+    }
+
     fn opening(&mut self) -> Vec<SdkEvent> {
+        // Anthropic's SDKs read a number here; where the count is not
+        // known before the run, 0 stands until `message_delta` gives it.
+        let input_tokens = self.prompt_tokens.unwrap_or(0);
         let start = json!({"type": "message_start", "message": {
             "id": self.id, "type": "message", "role": "assistant", "content": [], "model": self.model,
             "stop_reason": null, "stop_sequence": null,
-            "usage": {"input_tokens": 0, "output_tokens": 0},
+            "usage": {"input_tokens": input_tokens, "output_tokens": 0},
         }});
         vec![(Some("message_start"), start)]
     }
@@ -332,6 +350,31 @@ mod tests {
         );
         assert_eq!(all[2].1["delta"]["signature"], "tw1.r.AA");
         assert_eq!(all[4].1["index"], 1);
+    }
+
+    #[test]
+    fn message_start_counts_the_prompt_where_it_is_known() {
+        let reply = |prompts: &[Option<usize>]| {
+            let mut reply = Reply {
+                id: "msg_1".into(),
+                model: "m".into(),
+                blocks: Blocks::new(Visibility::Off),
+                prompt_tokens: None,
+            };
+            reply.admitted(prompts);
+            let opening = reply.opening();
+            assert_eq!(opening[0].0, Some("message_start"));
+            opening[0].1["message"]["usage"].clone()
+        };
+        assert_eq!(
+            reply(&[Some(42)]),
+            json!({"input_tokens": 42, "output_tokens": 0})
+        );
+        // An upstream's run counts its prompt only as it runs.
+        assert_eq!(
+            reply(&[None]),
+            json!({"input_tokens": 0, "output_tokens": 0})
+        );
     }
 
     #[test]

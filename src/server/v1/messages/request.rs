@@ -1,24 +1,18 @@
 //! Decoding an Anthropic Messages request into the run's input.
 //!
-//! `system` becomes a system message; each user message's `tool_result`
-//! blocks become tool messages and its text a user message; each assistant
-//! message's `thinking` blocks (their `signature`) and `redacted_thinking`
-//! blocks (their `data`) become reasoning messages carrying the sealed
-//! value, followed by the assistant message with its text and `tool_use`
-//! calls. A `thinking` block whose text differs from the reasoning its
-//! signature seals is refused: the signature is the reasoning.
+//! `system` becomes a system message and the messages' content blocks the
+//! run's messages ([`blocks`](super::blocks)); tools, sampling, stop
+//! sequences, `output_config` and `thinking` become the run's parameters.
 
 use serde_json::{Value, json};
 
-use thinkwire_protocol::ToolCall;
-
 use super::super::bridge::{RunInput, TextRole};
-use super::super::carrier::{self, THREAD_ID};
-use super::super::chat::strings;
+use super::super::carrier::THREAD_ID;
 use super::super::content;
-use super::super::error::ApiError;
-use super::super::wire::{At, Field, unsupported};
-use crate::agent::{Agent, Visibility};
+use super::super::error::{ApiError, quoted};
+use super::super::wire::{At, stop_sequences, unsupported};
+use super::blocks::{Opener, assistant, user};
+use crate::agent::{Agent, ReasoningPolicy, Visibility};
 
 /// A decoded Messages request.
 #[derive(Debug)]
@@ -38,13 +32,15 @@ pub struct MessagesRequest {
 /// Decodes `body`; `agent` opens signatures to compare them with the
 /// thinking text sent back.
 pub fn decode(body: &Value, agent: &Agent) -> Result<MessagesRequest, ApiError> {
-    decode_for(body, agent, Purpose::Create)
+    let open = |id: &str, sealed: &str| agent.open_reasoning(THREAD_ID, id, sealed);
+    decode_with(body, agent.policy(), &open, Purpose::Create)
 }
 
 /// Decodes a `count_tokens` body: a Messages request without
 /// `max_tokens`, which counting does not take.
 pub fn decode_count(body: &Value, agent: &Agent) -> Result<RunInput, ApiError> {
-    Ok(decode_for(body, agent, Purpose::Count)?.input)
+    let open = |id: &str, sealed: &str| agent.open_reasoning(THREAD_ID, id, sealed);
+    Ok(decode_with(body, agent.policy(), &open, Purpose::Count)?.input)
 }
 
 /// What a body is decoded for.
@@ -56,7 +52,13 @@ enum Purpose {
     Count,
 }
 
-fn decode_for(body: &Value, agent: &Agent, purpose: Purpose) -> Result<MessagesRequest, ApiError> {
+/// Decodes `body` under `policy`, opening signatures with `open`.
+fn decode_with(
+    body: &Value,
+    policy: &ReasoningPolicy,
+    open: Opener<'_>,
+    purpose: Purpose,
+) -> Result<MessagesRequest, ApiError> {
     let root = At::root(body)?;
     let mut input = RunInput::new();
     let max_tokens = root.get("max_tokens");
@@ -81,11 +83,10 @@ fn decode_for(body: &Value, agent: &Agent, purpose: Purpose) -> Result<MessagesR
             .ok_or_else(|| item.invalid("must be an object"))?;
         match at.get("role").required_str()? {
             "user" => user(&mut input, &at)?,
-            "assistant" => assistant(&mut input, &at, agent)?,
+            "assistant" => assistant(&mut input, &at, open)?,
             other => {
-                return Err(at
-                    .get("role")
-                    .invalid(format!("unknown role {other:?}: use user or assistant")));
+                let message = format!("unknown role {}: use user or assistant", quoted(other));
+                return Err(at.get("role").invalid(message));
             }
         }
     }
@@ -98,8 +99,8 @@ fn decode_for(body: &Value, agent: &Agent, purpose: Purpose) -> Result<MessagesR
     if let Some(k) = root.get("top_k").u64()? {
         input.sampling("topK", json!(k), "top_k");
     }
-    let stop = strings(&root.get("stop_sequences"))?;
-    let visibility = thinking(&mut input, &root, agent)?;
+    let stop = stop_sequences(&root.get("stop_sequences"), false)?;
+    let visibility = thinking(&mut input, &root, policy)?;
     Ok(MessagesRequest {
         input,
         model: root.get("model").str()?.map(str::to_owned),
@@ -107,101 +108,6 @@ fn decode_for(body: &Value, agent: &Agent, purpose: Purpose) -> Result<MessagesR
         visibility,
         stop,
     })
-}
-
-/// The blocks of a message's `content` (a string is one text block).
-fn blocks<'a>(at: &At<'a>) -> Result<(Option<String>, Vec<Field<'a>>), ApiError> {
-    let field = at.get("content");
-    match field.value {
-        Some(Value::String(text)) => Ok((Some(text.clone()), Vec::new())),
-        Some(Value::Array(_)) => Ok((None, field.array()?)),
-        Some(_) => Err(field.invalid("must be a string or an array of content blocks")),
-        None => Err(field.invalid("is required")),
-    }
-}
-
-fn user(input: &mut RunInput, at: &At<'_>) -> Result<(), ApiError> {
-    let (text, blocks) = blocks(at)?;
-    let mut text = text.unwrap_or_default();
-    for block in &blocks {
-        let b = block
-            .at()?
-            .ok_or_else(|| block.invalid("must be an object"))?;
-        match b.get("type").required_str()? {
-            "text" => text.push_str(b.get("text").required_str()?),
-            "tool_result" => {
-                let id = b.get("tool_use_id").required_str()?;
-                let result = content::text(&b.get("content"), &["text"])?.unwrap_or_default();
-                input.tool_result(id, result, &block.path);
-            }
-            other => {
-                return Err(block.invalid(format!(
-                    "content blocks of type {other:?} are not supported: this model reads text only"
-                )));
-            }
-        }
-    }
-    if !text.is_empty() || blocks.is_empty() {
-        input.text(TextRole::User, text, None, at.path());
-    }
-    Ok(())
-}
-
-fn assistant(input: &mut RunInput, at: &At<'_>, agent: &Agent) -> Result<(), ApiError> {
-    let (text, blocks) = blocks(at)?;
-    let mut text = text.unwrap_or_default();
-    let mut calls = Vec::new();
-    for block in &blocks {
-        let b = block
-            .at()?
-            .ok_or_else(|| block.invalid("must be an object"))?;
-        match b.get("type").required_str()? {
-            "text" => text.push_str(b.get("text").required_str()?),
-            "thinking" => {
-                let shown = b.get("thinking").str()?.unwrap_or("");
-                let signature = b.get("signature");
-                match signature.str()?.filter(|s| !s.is_empty()) {
-                    Some(value) => {
-                        let (id, sealed) = carrier::unpack(value).ok_or_else(|| {
-                            signature.invalid("is not a signature of this server")
-                        })?;
-                        if let Some(reasoning) = agent.open_reasoning(THREAD_ID, id, sealed)
-                            && !shown.is_empty()
-                            && shown != reasoning
-                        {
-                            return Err(b.get("thinking").invalid(
-                                "differs from the reasoning its signature seals: send thinking blocks back unchanged",
-                            ));
-                        }
-                        input.reasoning(id, Some(sealed), "", &signature.path);
-                    }
-                    // A summary's block (its reasoning travels in the
-                    // redacted block after it), or client-written thinking.
-                    None if !shown.is_empty() => {
-                        input.reasoning("", None, shown, &b.child_path("thinking"));
-                    }
-                    None => {}
-                }
-            }
-            "redacted_thinking" => {
-                let data = b.get("data");
-                let (id, sealed) = carrier::unpack(data.required_str()?)
-                    .ok_or_else(|| data.invalid("is not a value sealed by this server"))?;
-                input.reasoning(id, Some(sealed), "", &data.path);
-            }
-            "tool_use" => {
-                let id = b.get("id").required_str()?;
-                let name = b.get("name").required_str()?;
-                let arguments = b.get("input").value.cloned().unwrap_or_else(|| json!({}));
-                calls.push(ToolCall::function(id, name, arguments.to_string()));
-            }
-            other => {
-                return Err(block.invalid(format!("unknown content block type {other:?}")));
-            }
-        }
-    }
-    input.assistant(Some(text), calls, None, at.path());
-    Ok(())
 }
 
 fn tools(input: &mut RunInput, root: &At<'_>) -> Result<(), ApiError> {
@@ -300,31 +206,35 @@ fn output(input: &mut RunInput, root: &At<'_>) -> Result<(), ApiError> {
 /// `thinking: {type: "enabled", budget_tokens, visibility?}` →
 /// `forwardedProps.reasoning`. Enabled shows the reasoning (`full`) when
 /// the server allows it and `hidden` otherwise, unless thinkwire's
-/// `visibility` says; disabled or absent switches thinking off.
-fn thinking(input: &mut RunInput, root: &At<'_>, agent: &Agent) -> Result<Visibility, ApiError> {
+/// `visibility` says; disabled or absent switches thinking off. A budget
+/// of 0 is refused: it leaves no room to think, and `disabled` says so.
+fn thinking(
+    input: &mut RunInput,
+    root: &At<'_>,
+    policy: &ReasoningPolicy,
+) -> Result<Visibility, ApiError> {
     let field = root.get("thinking");
     let visibility = match field.at()? {
         None => Visibility::Off,
         Some(t) => match t.get("type").required_str()? {
             "disabled" => Visibility::Off,
             "enabled" | "adaptive" => {
-                if let Some(budget) = t.get("budget_tokens").u64()? {
-                    input.reasoning_control(
-                        "budgetTokens",
-                        json!(budget.max(1)),
-                        &t.child_path("budget_tokens"),
-                    );
+                let budget = t.get("budget_tokens");
+                match budget.u64()? {
+                    Some(0) => {
+                        return Err(budget.invalid(
+                            "must be a positive integer: to switch thinking off, send thinking: {\"type\": \"disabled\"}",
+                        ));
+                    }
+                    Some(n) => input.reasoning_control("budgetTokens", json!(n), &budget.path),
+                    None => {}
                 }
                 let asked = t.get("visibility");
                 match asked.str()? {
                     Some(name) => Visibility::parse(name).ok_or_else(|| {
                         asked.invalid("must be one of hidden, summary, full, off")
                     })?,
-                    None if agent
-                        .policy()
-                        .allowed_visibility
-                        .contains(&Visibility::Full) =>
-                    {
+                    None if policy.allowed_visibility.contains(&Visibility::Full) => {
                         Visibility::Full
                     }
                     None => Visibility::Hidden,
@@ -333,12 +243,17 @@ fn thinking(input: &mut RunInput, root: &At<'_>, agent: &Agent) -> Result<Visibi
             _ => return Err(t.get("type").invalid("must be enabled or disabled")),
         },
     };
-    input.reasoning_control("visibility", json!(visibility.as_str()), &field.path);
+    match visibility {
+        // Off whatever else the request says (`output_config.effort`).
+        Visibility::Off => input.switch_thinking_off(&field.path),
+        shown => input.reasoning_control("visibility", json!(shown.as_str()), &field.path),
+    }
     Ok(visibility)
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::super::wire::MAX_STOP_SEQUENCES;
     use super::*;
 
     /// `output`'s reading of `body`: the forwarded props it set, or the
@@ -350,6 +265,88 @@ mod tests {
             .to_input("r", None)
             .forwarded_props
             .unwrap_or_default())
+    }
+
+    /// A whole body as `POST /v1/messages` decodes it, under the default
+    /// policy, no signature opening.
+    fn decode_body(body: &Value) -> Result<MessagesRequest, ApiError> {
+        decode_with(
+            body,
+            &ReasoningPolicy::default(),
+            &|_, _| None,
+            Purpose::Create,
+        )
+    }
+
+    fn asking(key: &str, value: Value) -> Value {
+        let mut body = json!({"max_tokens": 10, "messages": [{"role": "user", "content": "x"}]});
+        body[key] = value;
+        body
+    }
+
+    #[test]
+    fn a_zero_thinking_budget_is_refused_by_name() {
+        for kind in ["enabled", "adaptive"] {
+            let body = asking("thinking", json!({"type": kind, "budget_tokens": 0}));
+            let err = decode_body(&body).unwrap_err();
+            assert_eq!(
+                err.param.as_deref(),
+                Some("thinking.budget_tokens"),
+                "{kind}"
+            );
+            assert_eq!(err.status, 400);
+            assert!(err.message.contains("disabled"), "{}", err.message);
+        }
+        let body = asking("thinking", json!({"type": "enabled", "budget_tokens": 1}));
+        let props = decode_body(&body)
+            .unwrap()
+            .input
+            .to_input("r", None)
+            .forwarded_props;
+        assert_eq!(props.unwrap()["reasoning"]["budgetTokens"], 1);
+        let body = asking("thinking", json!({"type": "enabled", "budget_tokens": -1}));
+        let err = decode_body(&body).unwrap_err();
+        assert_eq!(err.param.as_deref(), Some("thinking.budget_tokens"));
+    }
+
+    #[test]
+    fn thinking_disabled_stays_off() {
+        use crate::agent::ReasoningControls;
+        let policy = ReasoningPolicy::default();
+        for thinking in [json!({"type": "disabled"}), Value::Null] {
+            let mut body = asking("thinking", thinking);
+            body["output_config"] = json!({"effort": "high"});
+            let request = decode_body(&body).unwrap();
+            assert_eq!(request.visibility, Visibility::Off, "{body}");
+            let run = request.input.to_input("r", None);
+            let controls =
+                ReasoningControls::from_forwarded(run.forwarded_props.as_ref(), &policy).unwrap();
+            assert_eq!(controls.visibility, Visibility::Off, "{body}");
+        }
+    }
+
+    #[test]
+    fn stop_sequences_are_bounded_and_an_array() {
+        let most: Vec<String> = (0..MAX_STOP_SEQUENCES).map(|i| format!("s{i}")).collect();
+        let request = decode_body(&asking("stop_sequences", json!(most))).unwrap();
+        assert_eq!(request.stop, most);
+        let mut more = most.clone();
+        more.push("one more".into());
+        for bad in [json!(more), json!("END"), json!(["a", 1])] {
+            let err = decode_body(&asking("stop_sequences", bad.clone())).unwrap_err();
+            let param = err.param.as_deref().unwrap_or_default();
+            assert!(param.starts_with("stop_sequences"), "{bad}: {param}");
+            assert_eq!(err.status, 400);
+        }
+    }
+
+    #[test]
+    fn an_unknown_role_is_quoted_within_a_bound() {
+        let role = "r".repeat(100_000);
+        let body = json!({"max_tokens": 10, "messages": [{"role": role, "content": "x"}]});
+        let err = decode_body(&body).unwrap_err();
+        assert_eq!(err.param.as_deref(), Some("messages[0].role"));
+        assert!(err.message.len() < 100, "{}", err.message);
     }
 
     #[test]

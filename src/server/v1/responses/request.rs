@@ -16,9 +16,9 @@ use super::super::bridge::{RunInput, TextRole};
 use super::super::carrier;
 use super::super::chat::{effort_control, top_logprobs};
 use super::super::content;
-use super::super::error::ApiError;
+use super::super::error::{ApiError, quoted};
 use super::super::wire::{At, Field, unsupported};
-use crate::agent::{Agent, Visibility};
+use crate::agent::{Agent, ReasoningPolicy, Visibility};
 
 const TEXT_PARTS: &[&str] = &["input_text", "output_text", "text"];
 
@@ -63,9 +63,7 @@ pub fn decode(body: &Value, agent: &Agent) -> Result<ResponsesRequest, ApiError>
             input.sampling(key, json!(v), param);
         }
     }
-    if let Some(format) = root.get("text").value.and_then(|t| t.get("format")) {
-        input.response_format(format.clone(), "text.format");
-    }
+    text_format(&mut input, &root)?;
     let max = root.get("max_output_tokens");
     match max.u64()? {
         Some(0) => return Err(max.invalid("must be a positive integer")),
@@ -73,7 +71,7 @@ pub fn decode(body: &Value, agent: &Agent) -> Result<ResponsesRequest, ApiError>
         None => {}
     }
     let include_encrypted = include(&mut input, &root)?;
-    let visibility = reasoning(&mut input, &root, agent)?;
+    let visibility = reasoning(&mut input, &root, agent.policy())?;
     Ok(ResponsesRequest {
         input,
         model: root.get("model").str()?.map(str::to_owned),
@@ -81,6 +79,19 @@ pub fn decode(body: &Value, agent: &Agent) -> Result<ResponsesRequest, ApiError>
         visibility,
         include_encrypted,
     })
+}
+
+/// `text: {format}` onto `forwardedProps.responseFormat`: a `text` that
+/// is not an object is refused rather than dropped, and a `null` format
+/// asks for none.
+fn text_format(input: &mut RunInput, root: &At<'_>) -> Result<(), ApiError> {
+    let field = root.get("text");
+    if let Some(text) = field.at()?
+        && let Some(format) = text.get("format").value
+    {
+        input.response_format(format.clone(), "text.format");
+    }
+    Ok(())
 }
 
 /// Whether `include` asks for reasoning items' `encrypted_content`; and
@@ -151,7 +162,8 @@ fn input_items(input: &mut RunInput, items: &Field<'_>) -> Result<(), ApiError> 
                         input.text(role, text, None, &item.path);
                     }
                     other => {
-                        return Err(at.get("role").invalid(format!("unknown role {other:?}")));
+                        let message = format!("unknown role {}", quoted(other));
+                        return Err(at.get("role").invalid(message));
                     }
                 }
             }
@@ -182,7 +194,7 @@ fn input_items(input: &mut RunInput, items: &Field<'_>) -> Result<(), ApiError> 
             other => {
                 return Err(at
                     .get("type")
-                    .invalid(format!("unsupported item type {other:?}")));
+                    .invalid(format!("unsupported item type {}", quoted(other))));
             }
         }
     }
@@ -291,18 +303,20 @@ fn stateless(root: &At<'_>) -> Result<(), ApiError> {
 
 /// `reasoning: {effort, summary, visibility}`: a requested `summary` shows
 /// the summary, thinkwire's `visibility` chooses outright, and otherwise
-/// the server's default applies.
-fn reasoning(input: &mut RunInput, root: &At<'_>, agent: &Agent) -> Result<Visibility, ApiError> {
+/// the server's default applies; `effort: "none"` switches thinking off,
+/// and neither of the others turns it back on.
+fn reasoning(
+    input: &mut RunInput,
+    root: &At<'_>,
+    policy: &ReasoningPolicy,
+) -> Result<Visibility, ApiError> {
     let field = root.get("reasoning");
-    let mut visibility = agent.policy().default_visibility;
+    let mut visibility = policy.default_visibility;
     let Some(at) = field.at()? else {
         return Ok(visibility);
     };
     if let Some(effort) = at.get("effort").str()? {
         effort_control(input, effort, &at.get("effort"))?;
-        if effort == "none" {
-            visibility = Visibility::Off;
-        }
     }
     if at.get("summary").str()?.is_some_and(|s| s != "none") {
         visibility = Visibility::Summary;
@@ -313,6 +327,9 @@ fn reasoning(input: &mut RunInput, root: &At<'_>, agent: &Agent) -> Result<Visib
         visibility = Visibility::parse(name)
             .ok_or_else(|| asked.invalid("must be one of hidden, summary, full, off"))?;
         input.reasoning_control("visibility", json!(name), &asked.path);
+    }
+    if input.thinking_is_off() {
+        visibility = Visibility::Off;
     }
     Ok(visibility)
 }
@@ -335,6 +352,70 @@ mod tests {
             let err = read(json!({ param: value })).unwrap_err();
             assert_eq!(err.param.as_deref(), Some(param));
         }
+    }
+
+    /// `effort: "none"` wins over a `summary` or a `visibility` beside it:
+    /// the controls the agent reads say thinking off, and so does the
+    /// visibility the output is written for.
+    #[test]
+    fn effort_none_keeps_thinking_off() {
+        use crate::agent::ReasoningControls;
+        let policy = ReasoningPolicy::default();
+        for reasoning in [
+            json!({"effort": "none", "summary": "detailed"}),
+            json!({"effort": "none", "summary": "auto", "visibility": "full"}),
+            json!({"effort": "none"}),
+        ] {
+            let body = json!({ "reasoning": reasoning });
+            let mut input = RunInput::new();
+            let shown = super::reasoning(&mut input, &At::root(&body).unwrap(), &policy).unwrap();
+            assert_eq!(shown, Visibility::Off, "{body}");
+            let run = input.to_input("run-1", None);
+            let controls =
+                ReasoningControls::from_forwarded(run.forwarded_props.as_ref(), &policy).unwrap();
+            assert_eq!(controls.visibility, Visibility::Off, "{body}");
+        }
+        // Without `none`, the summary is what the run gets.
+        let body = json!({"reasoning": {"effort": "low", "summary": "detailed"}});
+        let mut input = RunInput::new();
+        let shown = super::reasoning(&mut input, &At::root(&body).unwrap(), &policy).unwrap();
+        assert_eq!(shown, Visibility::Summary);
+    }
+
+    #[test]
+    fn text_must_be_an_object_and_a_null_format_is_none() {
+        let read = |body: Value| {
+            let mut input = RunInput::new();
+            text_format(&mut input, &At::root(&body).unwrap())?;
+            let props = input.to_input("run-1", None).forwarded_props;
+            Ok::<_, ApiError>(props.unwrap_or_default()["responseFormat"].clone())
+        };
+        let format = json!({"type": "json_schema", "name": "n", "schema": {"type": "object"}});
+        assert_eq!(read(json!({"text": {"format": format}})), Ok(format));
+        for nothing in [
+            json!({}),
+            json!({"text": null}),
+            json!({"text": {}}),
+            json!({"text": {"format": null, "verbosity": "low"}}),
+        ] {
+            assert_eq!(read(nothing.clone()), Ok(Value::Null), "{nothing}");
+        }
+        for bad in [json!("json"), json!(["format"]), json!(3), json!(true)] {
+            let err = read(json!({ "text": bad })).unwrap_err();
+            assert_eq!(err.param.as_deref(), Some("text"), "{bad}");
+            assert_eq!(err.status, 400);
+        }
+    }
+
+    #[test]
+    fn an_unknown_item_type_is_quoted_within_a_bound() {
+        let long = "x".repeat(10_000);
+        let body = json!({"input": [{"type": long}]});
+        let root = At::root(&body).unwrap();
+        let err = input_items(&mut RunInput::new(), &root.get("input")).unwrap_err();
+        assert_eq!(err.param.as_deref(), Some("input[0].type"));
+        assert!(err.message.len() < 100, "{}", err.message);
+        assert!(err.message.ends_with('…'), "{}", err.message);
     }
 
     #[test]
