@@ -21,7 +21,7 @@ use thinkwire::server::ServerConfig;
 use thinkwire_protocol::EventType;
 use thinkwire_seal::{Key, KeyRing};
 
-use support::{TestServer, answer_text, incomplete_reason, input, post_run};
+use support::{TestServer, answer_text, incomplete_reason, input, post_run, verify};
 
 fn schemas() -> Vec<Value> {
     vec![
@@ -194,6 +194,65 @@ async fn bad_schemas_are_refused_before_the_run_at_their_path() {
     assert_eq!(error["code"], "INVALID_RESPONSE_FORMAT", "{error}");
     let path = "forwardedProps.responseFormat.schema/properties/n/type";
     assert_eq!(error["path"], path, "{error}");
+
+    // A chain of references, each definition an array of the next: 300
+    // links overflowed the compiling thread and aborted the server. It is
+    // refused at the reference where it goes too deep, and the server
+    // goes on.
+    let mut defs = serde_json::Map::new();
+    for i in 0..299 {
+        let next = format!("#/$defs/a{}", i + 1);
+        defs.insert(
+            format!("a{i}"),
+            json!({"type": "array", "items": {"$ref": next}}),
+        );
+    }
+    defs.insert("a299".into(), json!({"type": "integer"}));
+    let chain = json!({"responseFormat": {"type": "json_schema",
+        "schema": {"$defs": defs, "$ref": "#/$defs/a0"}}});
+    let error = refused(&server, &input("t", "chain", "hi", chain)).await;
+    assert_eq!(error["code"], "INVALID_RESPONSE_FORMAT", "{error}");
+    let path = error["path"].as_str().unwrap_or_default();
+    assert!(
+        path.starts_with("forwardedProps.responseFormat.schema/$defs/a")
+            && path.ends_with("/items/$ref"),
+        "{error}"
+    );
+
+    // What the engine refuses is named where it is; a tool no arguments
+    // satisfy is refused at its own index, not left out of the calls.
+    let unique = json!({"responseFormat": {"type": "json_schema", "schema": {"type": "object",
+        "properties": {"tags": {"type": "array", "uniqueItems": true}}}}});
+    let error = refused(&server, &input("t", "unique", "hi", unique)).await;
+    let path = "forwardedProps.responseFormat.schema/properties/tags/uniqueItems";
+    assert_eq!(error["path"], path, "{error}");
+    let mut body = input("t", "never", "hi", json!({}));
+    body["tools"] = json!([
+        {"name": "fine", "description": "", "parameters": {"type": "object"}},
+        {"name": "never", "description": "", "parameters": {"type": "object",
+            "properties": {"a": false}, "required": ["a"]}},
+    ]);
+    let error = refused(&server, &body).await;
+    assert_eq!(error["code"], "INVALID_TOOL_SCHEMA", "{error}");
+    assert!(
+        error["path"]
+            .as_str()
+            .is_some_and(|p| p.starts_with("tools[1].parameters")),
+        "{error}"
+    );
+
+    // The server is still there.
+    let events = post_run(
+        &server,
+        &input(
+            "t",
+            "after",
+            "hi",
+            json!({"reasoning": {"visibility": "off"}}),
+        ),
+    )
+    .await;
+    verify(&events);
 
     server.shutdown().await;
 }

@@ -2,7 +2,11 @@
 
 use llguidance::Matcher;
 
-use crate::{GrammarError, Target, Vocabulary};
+use crate::{GrammarError, Target, Vocabulary, locate};
+
+/// The stack a compile runs on: 32 times a blocking thread's, reserved
+/// rather than touched.
+const COMPILE_STACK: usize = 64 << 20;
 
 /// A target compiled over a vocabulary, advanced token by token.
 pub struct Grammar {
@@ -24,13 +28,32 @@ impl Grammar {
     /// schema the engine cannot enforce is a [`GrammarError::Schema`].
     pub fn new(vocab: &Vocabulary, target: &Target) -> Result<Self, GrammarError> {
         let grammar = target.grammar()?;
-        // A schema is client input: a panic inside the grammar engine on
+        let failed = || GrammarError::Schema {
+            path: String::new(),
+            message: "cannot be enforced: the grammar engine failed on this schema".into(),
+        };
+        // The engine compiles by recursion on the caller's stack, which may
+        // be a 2 MiB blocking thread: `check_schema` bounds what a schema
+        // can ask, and a thread of its own with room to spare takes what
+        // it misses. A schema is client input: a panic inside the engine on
         // some corner of it is a refused schema, not a lost server thread.
-        let parser = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            vocab.factory.create_parser(grammar)
-        }))
-        .map_err(|_| compile_error("the grammar engine failed on this schema"))?
-        .map_err(|e| compile_error(&e.to_string()))?;
+        let compiled = std::thread::scope(|scope| {
+            let compile = std::thread::Builder::new()
+                .name("grammar-compile".into())
+                .stack_size(COMPILE_STACK)
+                .spawn_scoped(scope, || {
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        vocab.factory.create_parser(grammar)
+                    }))
+                });
+            match compile {
+                Ok(handle) => handle.join().ok().and_then(Result::ok),
+                Err(_) => None,
+            }
+        });
+        let parser = compiled
+            .ok_or_else(failed)?
+            .map_err(|e| locate::refusal(&e.to_string(), target))?;
         Ok(Self {
             matcher: Matcher::new(Ok(parser)),
             stop_ids: vocab.stop_ids.clone(),
@@ -76,14 +99,12 @@ impl Grammar {
     pub fn is_complete(&self) -> bool {
         self.matcher.is_stopped() && !self.matcher.is_error()
     }
-}
 
-/// llguidance's compile errors carry no path; the messages name the
-/// keyword (`Unknown format`, `Unsatisfiable schema`, ...).
-fn compile_error(message: &str) -> GrammarError {
-    let message = message.lines().next().unwrap_or("").trim();
-    GrammarError::Schema {
-        path: String::new(),
-        message: format!("cannot be enforced: {message}"),
+    /// Whether the output may end here: it is whole, though the grammar
+    /// would let it go on (an integer's next digit, another tagged call).
+    /// A generation that stopped here is not cut short; the stop token
+    /// itself is never committed.
+    pub fn may_end(&mut self) -> bool {
+        !self.matcher.is_error() && self.matcher.is_accepting().unwrap_or(false)
     }
 }

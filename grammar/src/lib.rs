@@ -11,7 +11,10 @@
 //!   once per model.
 //! - [`Target`]: what to constrain to (a schema, any JSON object, a tool
 //!   call), and [`check_schema`], which refuses a bad schema naming the
-//!   path inside it.
+//!   path inside it: not a JSON Schema, references chained past
+//!   [`MAX_SCHEMA_DEPTH`], a pattern that unrolls past
+//!   [`MAX_PATTERN_SIZE`]. What the engine itself refuses is named where
+//!   it is in the schema (`locate`).
 //! - [`Grammar`]: one generation's state: commit each token, ask the mask.
 //!
 //! Errors never contain model output: a token the grammar refuses is
@@ -21,11 +24,17 @@
 
 #![forbid(unsafe_code)]
 
+mod depth;
 mod grammar;
+mod locate;
+mod patterns;
 mod target;
 mod vocabulary;
+mod walk;
 
+pub use depth::MAX_SCHEMA_DEPTH;
 pub use grammar::Grammar;
+pub use patterns::MAX_PATTERN_SIZE;
 pub use target::{Target, check_schema};
 pub use vocabulary::Vocabulary;
 

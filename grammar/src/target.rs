@@ -5,6 +5,8 @@ use llguidance::api::TopLevelGrammar;
 use serde_json::{Value, json};
 
 use crate::GrammarError;
+use crate::depth::check_depth;
+use crate::patterns::check_patterns;
 
 /// What to constrain the output to.
 #[derive(Debug, Clone, PartialEq)]
@@ -124,7 +126,7 @@ impl Target {
                     calls.push(format!(
                         "{} header %json {}",
                         quote(&format!("{namespace}{name}")),
-                        with_layout(params)
+                        with_layout(&tool_arguments(params, i))
                     ));
                 }
                 // gpt-oss's header: `commentary to=functions.NAME
@@ -142,7 +144,7 @@ impl Target {
                     check_schema(params).map_err(|e| e.under(&format!("/tools/{i}/parameters")))?;
                     calls.push(json!({
                         "type": "object",
-                        "properties": {"name": {"const": name}, "arguments": params},
+                        "properties": {"name": {"const": name}, "arguments": tool_arguments(params, i)},
                         "required": ["name", "arguments"],
                         "additionalProperties": false,
                     }));
@@ -155,6 +157,25 @@ impl Target {
                     with_layout(&json!({"anyOf": calls}))
                 ))
             }
+        }
+    }
+}
+
+impl Target {
+    /// The client's schemas inside the target, each with the path its
+    /// errors are named under (`""`, `/tools/1/parameters`).
+    pub(crate) fn schemas(&self) -> Vec<(String, &Value)> {
+        match self {
+            Self::Schema(schema) => vec![(String::new(), schema)],
+            Self::AnyObject => Vec::new(),
+            Self::ToolCall(tools) | Self::HarmonyCall { tools, .. } => tools
+                .iter()
+                .enumerate()
+                .map(|(i, (_, params))| (format!("/tools/{i}/parameters"), params))
+                .collect(),
+            Self::Tagged { then, .. }
+            | Self::AfterReasoning { then, .. }
+            | Self::HarmonyFinal(then) => then.schemas(),
         }
     }
 }
@@ -212,7 +233,23 @@ pub fn check_schema(schema: &Value) -> Result<(), GrammarError> {
     jsonschema::meta::validate(schema).map_err(|e| GrammarError::Schema {
         path: e.instance_path().to_string(),
         message: e.masked().to_string(),
-    })
+    })?;
+    check_depth(schema)?;
+    check_patterns(schema)
+}
+
+/// A tool's arguments as the call's grammar takes them: its parameters,
+/// as their own document (`$id`), so `#/$defs/…` and `#` mean the tool's
+/// schema, not the call around it, and an object whatever they say (a
+/// call's arguments are one).
+fn tool_arguments(params: &Value, index: usize) -> Value {
+    let mut own = match params {
+        Value::Object(map) => map.clone(),
+        _ => serde_json::Map::new(),
+    };
+    own.entry("$id")
+        .or_insert_with(|| json!(format!("urn:thinkwire:tool:{index}")));
+    json!({"type": "object", "allOf": [own]})
 }
 
 impl GrammarError {

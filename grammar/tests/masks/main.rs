@@ -291,4 +291,5 @@ fn compact_and_spaced_json_both_fit_but_not_runs_of_whitespace() {
 }
 
 mod harmony;
+mod schemas;
 mod vocabulary;

@@ -309,28 +309,42 @@ pub(crate) fn tool_target(tools: &[thinkwire_protocol::Tool]) -> Option<Target> 
     Some(Target::ToolCall(calls))
 }
 
-/// Compiles the tools' target once, so a tool schema the grammar engine
-/// cannot use is refused before the run starts, at `tools[i].parameters`.
+/// Compiles each tool's call target, so a tool schema the grammar engine
+/// cannot use is refused before the run starts, at `tools[i].parameters`:
+/// one at a time, so the refusal names its tool, and a tool whose schema
+/// no value satisfies is refused rather than left out of the calls.
 pub(crate) fn check_tools(model: &LocalModel, target: &Target) -> Result<(), RunRejected> {
+    let Target::ToolCall(tools) = target else {
+        return Ok(());
+    };
     let vocab = model
         .grammar_vocabulary()
         .map_err(|e| RunRejected::internal(&format!("constrained decoding is unavailable: {e}")))?;
-    Grammar::new(vocab, target).map(drop).map_err(|e| {
-        let path = match &e {
-            GrammarError::Schema { path, .. } => path
-                .strip_prefix("/tools/")
-                .and_then(|rest| rest.split_once('/'))
-                .map(|(i, rest)| format!("tools[{i}].{rest}"))
-                .unwrap_or_else(|| "tools".into()),
-            _ => "tools".into(),
-        };
-        RunRejected::new(
-            RejectKind::Unprocessable,
-            "INVALID_TOOL_SCHEMA",
-            e.to_string(),
-        )
-        .at(path)
-    })
+    for (i, tool) in tools.iter().enumerate() {
+        let one = Target::ToolCall(vec![tool.clone()]);
+        Grammar::new(vocab, &one)
+            .map(drop)
+            .map_err(|e| tool_rejection(e, i))?;
+    }
+    Ok(())
+}
+
+/// A schema error of the one tool `index`'s target (paths under
+/// `/tools/0/`) as a rejection at `tools[index]`.
+fn tool_rejection(err: GrammarError, index: usize) -> RunRejected {
+    let path = match &err {
+        GrammarError::Schema { path, .. } => match path.strip_prefix("/tools/0/") {
+            Some(rest) => format!("tools[{index}].{rest}"),
+            None => format!("tools[{index}]"),
+        },
+        _ => format!("tools[{index}]"),
+    };
+    RunRejected::new(
+        RejectKind::Unprocessable,
+        "INVALID_TOOL_SCHEMA",
+        err.to_string(),
+    )
+    .at(path)
 }
 
 #[cfg(test)]
@@ -440,5 +454,25 @@ mod tests {
         ] {
             assert!(from_forwarded(Some(&f)).is_err(), "{f}");
         }
+    }
+
+    #[test]
+    fn a_tool_schema_refusal_names_its_tool() {
+        let at = |path: &str| {
+            let err = GrammarError::Schema {
+                path: path.into(),
+                message: "x".into(),
+            };
+            tool_rejection(err, 3).path
+        };
+        assert_eq!(
+            at("/tools/0/parameters/properties/a/type").as_deref(),
+            Some("tools[3].parameters/properties/a/type")
+        );
+        assert_eq!(
+            at("/tools/0/parameters").as_deref(),
+            Some("tools[3].parameters")
+        );
+        assert_eq!(at("").as_deref(), Some("tools[3]"));
     }
 }
