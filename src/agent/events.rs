@@ -55,8 +55,9 @@ pub mod custom {
 pub mod incomplete {
     /// The token limit (or the context's room) cut the answer off.
     pub const LENGTH: &str = "length";
-    /// A constrained answer ended before its grammar did, other than at
-    /// the token limit (a stop token, or the grammar lifted).
+    /// A constrained answer ended where its grammar may not, other than
+    /// at the token limit (a stop token, or the grammar lifted), or does
+    /// not validate against its schema.
     pub const CONSTRAINT: &str = "constraint";
 }
 

@@ -129,7 +129,7 @@ impl Execution<'_, '_> {
                 let pass = Generation::structured(model)
                     .reporting_logprobs(run.logprobs)
                     .holding_reasoning_end(summary)
-                    .constrained(self.answer_grammar(model)?);
+                    .constrained(self.answer_grammar(model)?, run.answer.as_ref());
                 self.one_pass(pass, prompt)
             }
             Plan::SeparatePass {
@@ -229,7 +229,7 @@ impl Execution<'_, '_> {
         .then(|| HARMONY_END.to_owned());
         let pass = Generation::split(model, splitter)
             .holding_reasoning_end(summary)
-            .constrained(self.answer_grammar(model)?)
+            .constrained(self.answer_grammar(model)?, run.answer.as_ref())
             .constraining_tools(self.tool_calls(model))
             .one_call(run.one_call)
             .reporting_logprobs(run.logprobs)
@@ -286,7 +286,7 @@ impl Execution<'_, '_> {
         }
         pass.close_reasoning(&mut self.events, None)?;
         self.usage.reasoning += pass.reasoning_tokens();
-        self.report_incomplete(&pass, spent)
+        self.report_incomplete(&mut pass, spent)
     }
 
     /// The answer's grammar, compiled for this run (`responseFormat`; its
@@ -329,11 +329,11 @@ impl Execution<'_, '_> {
     /// every token before it) says so with reason `length`: a client does
     /// not take half an answer for the whole, and the wires report it
     /// (`finish_reason: length`, `stop_reason: max_tokens`, Responses'
-    /// `incomplete`). A constrained answer that ended before its grammar
-    /// did for another reason (a stop token, the constraint lifted) says
-    /// so with reason `constraint`, which the wires do not call a token
-    /// limit.
-    fn report_incomplete(&mut self, pass: &Generation<'_>, spent: bool) -> Result<(), Stopped> {
+    /// `incomplete`). A constrained answer that ended where its grammar
+    /// may not (a stop token, the constraint lifted), or that does not
+    /// validate against its schema, says so with reason `constraint`,
+    /// which the wires do not call a token limit.
+    fn report_incomplete(&mut self, pass: &mut Generation<'_>, spent: bool) -> Result<(), Stopped> {
         let reason = if spent || pass.cut_off() {
             incomplete::LENGTH
         } else if pass.constraint_incomplete() {
@@ -404,7 +404,7 @@ impl Execution<'_, '_> {
             .ids;
         let splitter = Splitter::new(format).call_id_prefix(new_id("call") + "-");
         let mut pass = Generation::split(model, splitter)
-            .constrained(self.answer_grammar(model)?)
+            .constrained(self.answer_grammar(model)?, run.answer.as_ref())
             .constraining_tools(self.tool_calls(model))
             .one_call(run.one_call)
             .reporting_logprobs(run.logprobs);
@@ -417,7 +417,7 @@ impl Execution<'_, '_> {
         )?;
         pass.forward_tail(&mut self.events)?;
         pass.close_reasoning(&mut self.events, None)?;
-        self.report_incomplete(&pass, false)
+        self.report_incomplete(&mut pass, false)
     }
 
     /// A short summary of `reasoning` from a separate greedy pass. The

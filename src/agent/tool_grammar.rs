@@ -3,9 +3,14 @@
 //! parse and validate. Hermes-style formats open a call with a tag and
 //! write `{"name", "arguments"}`; Harmony names the tool in the message
 //! header (`to=functions.NAME`) and writes only the arguments.
+//!
+//! A call whose grammar cannot be built or followed is left free (the
+//! agent still checks its arguments when it ends), with a warning that
+//! names the error's kind and position only: a schema error's message
+//! names the schema's keywords and properties, client input.
 
 use serde_json::Value;
-use thinkwire_grammar::{Grammar, Target, Vocabulary};
+use thinkwire_grammar::{Grammar, GrammarError, Target, Vocabulary};
 use thinkwire_reasoning::Chunk;
 
 /// How the format opens a call.
@@ -46,9 +51,23 @@ impl ToolCalls {
         self.call.is_some()
     }
 
-    /// The open call's mask, if there is a call and it has one.
+    /// The open call's mask, if there is a call and it has one; one that
+    /// has none is left free from here.
     pub fn mask(&mut self) -> Option<Vec<u32>> {
-        self.call.as_mut()?.mask().ok()
+        let call = self.call.as_mut()?;
+        match call.mask() {
+            Ok(words) => Some(words),
+            Err(err) => {
+                let (kind, index) = logged(&err);
+                tracing::warn!(
+                    kind,
+                    index,
+                    "no mask from a tool call's grammar; the call is left free"
+                );
+                self.call = None;
+                None
+            }
+        }
     }
 
     /// Follows one generated token (`piece`, and the splitter's `chunks`
@@ -57,9 +76,11 @@ impl ToolCalls {
     /// free (the agent still checks its arguments).
     pub fn token(&mut self, id: u32, piece: &str, in_call: bool, chunks: &[Chunk]) {
         if let Some(call) = &mut self.call {
+            // Tagged JSON: the call's grammar ends when nothing but its
+            // end may follow (`is_complete`); the close tag is free.
             let ended = match self.opener {
-                Opener::Tag(_) => call.commit(id).is_err() || call.is_complete(),
-                Opener::Harmony => !in_call || call.commit(id).is_err(),
+                Opener::Tag(_) => committed(call, id) || call.is_complete(),
+                Opener::Harmony => !in_call || committed(call, id),
             };
             if ended {
                 self.call = None;
@@ -96,6 +117,62 @@ impl ToolCalls {
                 Target::Schema(params.clone())
             }
         };
-        self.call = Grammar::new(&self.vocab, &target).ok();
+        self.call = match Grammar::new(&self.vocab, &target) {
+            Ok(call) => Some(call),
+            Err(err) => {
+                let (kind, index) = logged(&err);
+                tracing::warn!(
+                    kind,
+                    index,
+                    "a tool call's grammar did not compile; the call is left free"
+                );
+                None
+            }
+        };
+    }
+}
+
+/// Commits `id` to the call's grammar; `true` when it refused it (the
+/// call is left free from there).
+fn committed(call: &mut Grammar, id: u32) -> bool {
+    let Err(err) = call.commit(id) else {
+        return false;
+    };
+    let (kind, index) = logged(&err);
+    tracing::warn!(
+        kind,
+        index,
+        "a tool call left its grammar; the call is left free"
+    );
+    true
+}
+
+/// What a log may say of a grammar error: its kind, and for a refused
+/// token its position (never a message: a schema's names its content).
+fn logged(err: &GrammarError) -> (&'static str, Option<usize>) {
+    match err {
+        GrammarError::Schema { .. } => ("schema", None),
+        GrammarError::Vocabulary(_) => ("vocabulary", None),
+        GrammarError::Rejected { index } => ("rejected", Some(*index)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_logged_grammar_error_is_its_kind_and_position_only() {
+        let schema = GrammarError::Schema {
+            path: "/properties/secret_name".into(),
+            message: "cannot be enforced: secret_name".into(),
+        };
+        assert_eq!(logged(&schema), ("schema", None));
+        let vocab = GrammarError::Vocabulary("token text".into());
+        assert_eq!(logged(&vocab), ("vocabulary", None));
+        assert_eq!(
+            logged(&GrammarError::Rejected { index: 4 }),
+            ("rejected", Some(4))
+        );
     }
 }

@@ -225,3 +225,24 @@ async fn one_call_at_most_stops_the_answer_at_its_first_call() {
     );
     server.shutdown().await;
 }
+
+/// A required call (`toolChoice: "required"`) may be followed by another,
+/// so its grammar is never "stopped" after one; the stop token is not
+/// committed to it either. A model that stops after one call has answered
+/// whole: no `thinkwire.output_incomplete`.
+#[tokio::test]
+async fn a_required_call_that_stops_after_one_call_is_whole() {
+    let call = tool_call("get_weather", r#"{"city": "Rome"}"#);
+    let (server, observed) = TestServer::qwen3(&[thinks_then_calls("One city.", &call)]).await;
+    let mut body = input("t-req", "r1", "Rome?", json!({"toolChoice": "required"}));
+    body["tools"] = json!([weather_tool()]);
+    let events = post_run(&server, &body).await;
+    let (_, name, _, args) = the_call(&events);
+    assert_eq!(
+        (name.as_str(), args.as_str()),
+        ("get_weather", r#"{"city": "Rome"}"#)
+    );
+    assert!(observed.refused.lock().unwrap().is_empty(), "it fits");
+    assert!(customs_names(&events).is_empty(), "{:?}", customs(&events));
+    server.shutdown().await;
+}

@@ -4,14 +4,17 @@
 //! SDKs (`openai`, `anthropic`, installed by setup into the venv) for
 //! streaming with tools and two-turn sealed continuity. The engine records
 //! every prompt, so each second turn is checked to hold the first turn's
-//! reasoning. Split by surface: `chat`, `responses`, `messages`; shapes,
-//! 404s, the Node SDK and the four-surface agreement live here.
+//! reasoning. Split by surface: `chat`, `responses`, `messages`;
+//! `constrained` (answers under a schema, tool schemas refused by wire
+//! field); shapes, 404s, the Node SDK and the four-surface agreement live
+//! here.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use crate::support;
 
 mod chat;
 mod completions;
+mod constrained;
 mod messages;
 mod responses;
 mod tokenize;

@@ -8,11 +8,13 @@
 use std::sync::Arc;
 
 use thinkwire_engine::{EngineError, Finish, GenerationRequest, SamplingParams};
-use thinkwire_grammar::Grammar;
+use thinkwire_grammar::{Grammar, Target};
 use thinkwire_reasoning::{Chunk, Splitter, StructuredSplitter};
 
+mod check;
 mod sink;
 
+use check::SchemaCheck;
 use sink::PassSink;
 
 use super::events::RunEvents;
@@ -92,6 +94,9 @@ pub(super) struct Generation<'m> {
     /// The answer's grammar (`responseFormat`): every token the pass
     /// generates or forces is committed to it, and it masks the next.
     grammar: Option<Grammar>,
+    /// The client's schema the finished answer is validated against, and
+    /// the answer's text: the grammar engine has gaps.
+    check: Option<SchemaCheck>,
     /// Tool-call arguments under the tools' schemas, while a call is open.
     tools: Option<ToolCalls>,
     /// Stop when the first tool call ends (`parallelToolCalls: false`).
@@ -144,6 +149,7 @@ impl<'m> Generation<'m> {
             route,
             forwarder: Forwarder::default(),
             grammar: None,
+            check: None,
             tools: None,
             one_call: false,
             ended_at_call: false,
@@ -192,18 +198,35 @@ impl<'m> Generation<'m> {
         self
     }
 
-    /// Constrains everything the pass generates to `grammar`.
+    /// Constrains everything the pass generates to `grammar`, compiled
+    /// from `target`. An answer under a client's schema is validated
+    /// against it as well when it ends, where the pass's text is that
+    /// answer (a structured pass's text is a string inside thinkwire's own
+    /// object).
     #[must_use]
-    pub fn constrained(mut self, grammar: Option<Grammar>) -> Self {
+    pub fn constrained(mut self, grammar: Option<Grammar>, target: Option<&Target>) -> Self {
+        let checked = grammar.is_some() && !matches!(self.route, Route::Structured(..));
+        self.check = target.filter(|_| checked).and_then(SchemaCheck::of);
         self.grammar = grammar;
         self
     }
 
-    /// Whether a constrained pass's output is incomplete (a token limit or
-    /// a stop cut it short, or it left the grammar). Calls that may repeat
-    /// stopped after the first one are whole.
-    pub fn constraint_incomplete(&self) -> bool {
-        !self.ended_at_call && self.grammar.as_ref().is_some_and(|g| !g.is_complete())
+    /// Whether a constrained pass's output is incomplete: a token limit or
+    /// a stop cut it short, it left the grammar, or its whole answer does
+    /// not validate against the client's schema. The question is whether
+    /// the output may end where it did, not whether nothing else could
+    /// follow: the stop token is never committed to the grammar, so an
+    /// integer (another digit could follow) or a required call (another
+    /// call could) would never be whole. Calls that may repeat stopped
+    /// after the first one are whole.
+    pub fn constraint_incomplete(&mut self) -> bool {
+        if self.ended_at_call {
+            return false;
+        }
+        let Some(grammar) = &mut self.grammar else {
+            return false;
+        };
+        !grammar.may_end() || self.check.as_ref().is_some_and(|c| !c.holds())
     }
 
     /// Whether the last engine call ended at its token limit rather than
@@ -330,6 +353,9 @@ impl<'m> Generation<'m> {
         events: &mut RunEvents<'_>,
         chunk: Chunk,
     ) -> Result<Forwarded, Disconnected> {
+        if let (Some(check), Chunk::Text(text)) = (&mut self.check, &chunk) {
+            check.push(text);
+        }
         self.forwarder.forward(events, chunk)
     }
 

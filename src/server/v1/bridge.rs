@@ -5,9 +5,8 @@
 //! `forwardedProps.reasoning` and `forwardedProps.sampling`) and starts it
 //! through the same path as `POST /agent`, so limits, controls, the
 //! visibility policy, history replay and the seal behave identically. A
-//! refusal comes back with its AG-UI path translated to the wire's.
-
-use std::collections::BTreeMap;
+//! refusal comes back with its AG-UI path translated to the wire's
+//! ([`WirePaths`]).
 
 use serde_json::{Map, Value, json};
 use thinkwire_protocol::{
@@ -17,6 +16,7 @@ use thinkwire_protocol::{
 
 use super::carrier::THREAD_ID;
 use super::error::ApiError;
+use super::wire_path::WirePaths;
 use crate::agent::{RawCompletion, RawPrompt, RunRejected, Visibility};
 use crate::server::AppState;
 use crate::server::limits::Client;
@@ -50,17 +50,13 @@ impl TextRole {
 #[derive(Debug, Default, Clone)]
 pub struct RunInput {
     messages: Vec<Message>,
-    /// Per AG-UI message: the wire path of its source, and for reasoning
-    /// messages the path of the carrier it was opened from.
-    sources: Vec<(String, Option<String>)>,
     tools: Vec<Tool>,
     reasoning: Map<String, Value>,
     sampling: Map<String, Value>,
-    /// `forwardedProps.responseFormat`, and the wire parameter it came from.
-    response_format: Option<(Value, String)>,
-    /// `forwardedProps.toolChoice` (`"required"` or `{name}`), and its wire
-    /// parameter.
-    tool_choice: Option<(Value, String)>,
+    /// `forwardedProps.responseFormat`.
+    response_format: Option<Value>,
+    /// `forwardedProps.toolChoice` (`"required"` or `{name}`).
+    tool_choice: Option<Value>,
     /// `forwardedProps.parallelToolCalls` (`false`: at most one call).
     parallel_tool_calls: Option<bool>,
     /// `forwardedProps.logprobs`: alternatives per answer token.
@@ -71,8 +67,8 @@ pub struct RunInput {
     /// A raw completion's prompt and stop sequences: the run continues
     /// the prompt as it is, and reads no messages.
     raw: Option<RawCompletion>,
-    /// AG-UI forwarded-prop names → wire parameter names.
-    params: BTreeMap<String, String>,
+    /// Where on the wire each part was read.
+    paths: WirePaths,
 }
 
 impl RunInput {
@@ -88,8 +84,8 @@ impl RunInput {
 
     fn push(&mut self, message: Message, path: &str, carrier: Option<&str>) {
         self.messages.push(message);
-        self.sources
-            .push((path.to_owned(), carrier.map(str::to_owned)));
+        let source = (path.to_owned(), carrier.map(str::to_owned));
+        self.paths.messages.push(source);
     }
 
     /// Appends a text message (system, developer or user) from `path`.
@@ -182,11 +178,14 @@ impl RunInput {
         self.push(message, path, sealed.map(|_| path));
     }
 
-    /// Offers a tool.
-    pub fn tool(&mut self, name: &str, description: &str, parameters: Option<&Value>) {
+    /// Offers a tool whose schema was read from wire path `param`
+    /// (`tools[i].function.parameters`, `tools[i].input_schema`), which a
+    /// refusal of the schema names.
+    pub fn tool_at(&mut self, name: &str, desc: &str, parameters: Option<&Value>, param: &str) {
+        self.paths.tools.push(param.to_owned());
         self.tools.push(Tool {
             name: name.to_owned(),
-            description: description.to_owned(),
+            description: desc.to_owned(),
             // `null` reads as absent, as AG-UI's decoder reads it.
             parameters: parameters.filter(|p| !p.is_null()).cloned(),
             metadata: None,
@@ -202,7 +201,8 @@ impl RunInput {
             return;
         }
         self.reasoning.insert(key.to_owned(), value);
-        self.params
+        self.paths
+            .params
             .insert(format!("forwardedProps.reasoning.{key}"), param.to_owned());
     }
 
@@ -226,7 +226,8 @@ impl RunInput {
     /// `param`.
     pub fn sampling(&mut self, key: &str, value: Value, param: &str) {
         self.sampling.insert(key.to_owned(), value);
-        self.params
+        self.paths
+            .params
             .insert(format!("forwardedProps.sampling.{key}"), param.to_owned());
     }
 
@@ -234,20 +235,23 @@ impl RunInput {
     /// from wire parameter `param`; the agent reads OpenAI's nested
     /// `json_schema.schema` and the flat `schema` alike.
     pub fn response_format(&mut self, format: Value, param: &str) {
-        self.response_format = Some((format, param.to_owned()));
+        self.response_format = Some(format);
+        self.paths.response_format = Some(param.to_owned());
     }
 
     /// Requires a tool call (`choice`: `"required"` or `{"name": ...}`),
     /// read from wire parameter `param`.
     pub fn tool_choice(&mut self, choice: Value, param: &str) {
-        self.tool_choice = Some((choice, param.to_owned()));
+        self.tool_choice = Some(choice);
+        self.paths.tool_choice = Some(param.to_owned());
     }
 
     /// Allows or forbids more than one tool call in the answer, read from
     /// wire parameter `param`.
     pub fn parallel_tool_calls(&mut self, parallel: bool, param: &str) {
         self.parallel_tool_calls = Some(parallel);
-        self.params
+        self.paths
+            .params
             .insert("forwardedProps.parallelToolCalls".into(), param.to_owned());
     }
 
@@ -255,7 +259,8 @@ impl RunInput {
     /// each, read from wire parameter `param`.
     pub fn logprobs(&mut self, k: usize, param: &str) {
         self.logprobs = Some(k);
-        self.params
+        self.paths
+            .params
             .insert("forwardedProps.logprobs".into(), param.to_owned());
     }
 
@@ -264,14 +269,15 @@ impl RunInput {
     /// ends at any of `stop`.
     pub fn raw_prompt(&mut self, prompt: RawPrompt, stop: Vec<String>, param: String) {
         self.raw = Some(RawCompletion { prompt, stop });
-        self.params.insert("prompt".into(), param);
+        self.paths.params.insert("prompt".into(), param);
     }
 
     /// Scores a raw completion's prompt tokens too, read from wire
     /// parameter `param`.
     pub fn prompt_logprobs(&mut self, param: &str) {
         self.prompt_logprobs = true;
-        self.params
+        self.paths
+            .params
             .insert("forwardedProps.promptLogprobs".into(), param.to_owned());
     }
 
@@ -295,10 +301,10 @@ impl RunInput {
         let mut props = Map::new();
         props.insert("reasoning".into(), Value::Object(self.reasoning.clone()));
         props.insert("sampling".into(), Value::Object(sampling));
-        if let Some((format, _)) = &self.response_format {
+        if let Some(format) = &self.response_format {
             props.insert("responseFormat".into(), format.clone());
         }
-        if let Some((choice, _)) = &self.tool_choice {
+        if let Some(choice) = &self.tool_choice {
             props.insert("toolChoice".into(), choice.clone());
         }
         if let Some(parallel) = self.parallel_tool_calls {
@@ -316,45 +322,6 @@ impl RunInput {
             forwarded_props: Some(Value::Object(props)),
             ..RunAgentInput::new(THREAD_ID, run_id, self.messages.clone())
         }
-    }
-
-    /// The wire path of an AG-UI path from a refusal.
-    fn wire_path(&self, path: &str) -> String {
-        if let Some(param) = self.params.get(path) {
-            return param.clone();
-        }
-        if let Some(rest) = path.strip_prefix("prompt[")
-            && let Some(param) = self.params.get("prompt")
-        {
-            return format!("{param}[{rest}");
-        }
-        if let Some(rest) = path.strip_prefix("messages[")
-            && let Some((index, tail)) = rest.split_once(']')
-            && let Ok(index) = index.parse::<usize>()
-            && let Some((source, carrier)) = self.sources.get(index)
-        {
-            return match (carrier, tail) {
-                (Some(carrier), ".encryptedValue") => carrier.clone(),
-                _ => format!("{source}{tail}"),
-            };
-        }
-        if let (Some(rest), Some((_, param))) = (
-            path.strip_prefix("forwardedProps.responseFormat"),
-            &self.response_format,
-        ) {
-            return format!("{param}{rest}");
-        }
-        if let (Some(_), Some((_, param))) = (
-            path.strip_prefix("forwardedProps.toolChoice"),
-            &self.tool_choice,
-        ) {
-            return param.clone();
-        }
-        if path.starts_with("forwardedProps.reasoning") {
-            // A control whose parameter was not recorded: name the family.
-            return "reasoning".into();
-        }
-        path.to_owned()
     }
 
     /// Admits and prepares a run of this input, drawing from `seed` when
@@ -387,7 +354,7 @@ impl RunInput {
 
     /// A refusal from the agent, in wire terms.
     pub fn refusal(&self, rejected: RunRejected) -> ApiError {
-        let param = rejected.path.as_deref().map(|p| self.wire_path(p));
+        let param = rejected.path.as_deref().map(|p| self.paths.wire(p));
         ApiError::rejected(rejected, param)
     }
 }
@@ -409,7 +376,7 @@ mod tests {
         );
         input.assistant(Some("y".into()), Vec::new(), None, "messages[1]");
         input.sampling("topP", json!(0.5), "top_p");
-        let wire = |p: &str| input.wire_path(p);
+        let wire = |p: &str| input.paths.wire(p);
         assert_eq!(
             wire("messages[1].encryptedValue"),
             "messages[1].reasoning_details[0].data"
@@ -427,6 +394,18 @@ mod tests {
             err.param.as_deref(),
             Some("messages[1].reasoning_details[0].data")
         );
+    }
+
+    #[test]
+    fn a_tool_schema_refusal_names_the_field_its_api_sent() {
+        let mut input = RunInput::new();
+        input.tool_at("now", "", None, "tools[0].function.parameters");
+        input.tool_at("get_weather", "", None, "tools[1].function.parameters");
+        let at = "tools[1].parameters/properties/a/type";
+        let bad = RunRejected::new(RejectKind::Unprocessable, "INVALID_TOOL_SCHEMA", "no");
+        let wire = "tools[1].function.parameters/properties/a/type";
+        assert_eq!(input.refusal(bad.at(at)).param.as_deref(), Some(wire));
+        assert_eq!(input.paths.wire("tools[0].name"), "tools[0].name");
     }
 
     #[test]
@@ -449,8 +428,9 @@ mod tests {
         );
         input.tool_result("c1", "18 °C".into(), "messages[3]");
         input.tool_error("c1", "no such city".into(), "messages[4].content[0]");
-        input.tool("get_weather", "", Some(&json!({"type": "object"})));
-        input.tool("now", "", Some(&Value::Null));
+        let schema = json!({"type": "object"});
+        input.tool_at("get_weather", "", Some(&schema), "tools[0].parameters");
+        input.tool_at("now", "", Some(&Value::Null), "tools[1].parameters");
         input.reasoning_control("effort", json!("low"), "reasoning_effort");
         // What the typed input says is what its JSON says: the agent reads
         // the same input as if a client had sent it over AG-UI.
@@ -487,7 +467,7 @@ mod tests {
             json!({"visibility": "off", "effort": "low"})
         );
         assert_eq!(
-            input.wire_path("forwardedProps.reasoning.visibility"),
+            input.paths.wire("forwardedProps.reasoning.visibility"),
             "reasoning_effort"
         );
         // A visibility of `off` is thinking off too.

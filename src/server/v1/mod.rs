@@ -34,6 +34,7 @@ mod messages;
 mod responses;
 mod tokenize;
 mod wire;
+mod wire_path;
 
 use axum::Router;
 use axum::body::Body;

@@ -244,7 +244,7 @@ fn tools(input: &mut RunInput, root: &At<'_>) -> Result<(), ApiError> {
         let parameters = function.get("parameters");
         parameters.at()?;
         if offer {
-            input.tool(name, description, parameters.value);
+            input.tool_at(name, description, parameters.value, &parameters.path);
         }
     }
     Ok(())

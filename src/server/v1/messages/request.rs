@@ -161,7 +161,7 @@ fn tools(input: &mut RunInput, root: &At<'_>) -> Result<(), ApiError> {
         let schema = at.get("input_schema");
         schema.at()?;
         if offer {
-            input.tool(name, description, schema.value);
+            input.tool_at(name, description, schema.value, &schema.path);
         }
     }
     Ok(())
