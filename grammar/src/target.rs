@@ -47,6 +47,9 @@ pub enum Target {
     /// then the `final` channel's message as `then`. The special tokens
     /// are the format's own, so only they open and close a message.
     HarmonyFinal(Box<Target>),
+    /// One of these: a response format, or the calls of the tools offered
+    /// beside it (so a format does not take the tools away).
+    Either(Vec<Target>),
     /// A Harmony tool call the run requires: free `analysis` messages as
     /// in [`Target::HarmonyFinal`], then a `commentary` message to
     /// `namespace` + one of `tools` (name, parameters), whose body is that
@@ -79,6 +82,7 @@ impl Target {
                 &json!({"type": "object"}),
             ))),
             Self::ToolCall(_)
+            | Self::Either(_)
             | Self::Tagged { .. }
             | Self::AfterReasoning { .. }
             | Self::HarmonyFinal(_)
@@ -111,6 +115,35 @@ impl Target {
                     None => "think WS? answer".into(),
                 };
                 Ok(format!("{start}\nanswer: {}\n{think}", then.lark()?))
+            }
+            Self::Either(options) => {
+                if options.is_empty() {
+                    return Err(GrammarError::Schema {
+                        path: String::new(),
+                        message: "a choice of targets needs at least one".into(),
+                    });
+                }
+                // Each option's first line is its right-hand side, the rest
+                // its rules; options may share a rule (Harmony's analysis),
+                // written once.
+                let mut sides = Vec::with_capacity(options.len());
+                let mut rules: Vec<String> = Vec::new();
+                for option in options {
+                    let lark = option.lark()?;
+                    let mut lines = lark.lines();
+                    sides.push(format!("({})", lines.next().unwrap_or_default()));
+                    for rule in lines {
+                        if !rules.iter().any(|r| r == rule) {
+                            rules.push(rule.to_owned());
+                        }
+                    }
+                }
+                let mut lark = sides.join(" | ");
+                for rule in rules {
+                    lark.push('\n');
+                    lark.push_str(&rule);
+                }
+                Ok(lark)
             }
             Self::HarmonyFinal(then) => Ok(format!(
                 "analysis* <|channel|> \"final\" <|message|> answer\n{HARMONY_ANALYSIS}\nanswer: {}",
@@ -176,6 +209,7 @@ impl Target {
             Self::Tagged { then, .. }
             | Self::AfterReasoning { then, .. }
             | Self::HarmonyFinal(then) => then.schemas(),
+            Self::Either(options) => options.iter().flat_map(Self::schemas).collect(),
         }
     }
 }

@@ -183,6 +183,10 @@ pub(super) fn prepare(
     let spec = shared.backend.format();
     // The tools a required call picks from.
     let mut required = None;
+    // A response format and tools the model may call: the answer is either.
+    let calls_beside_answer = response_format.is_some()
+        && !input.tools.is_empty()
+        && tool_choice == constraint::ToolChoice::Auto;
     match tool_choice {
         constraint::ToolChoice::Auto => {}
         constraint::ToolChoice::None => input.tools.clear(),
@@ -389,6 +393,12 @@ pub(super) fn prepare(
     ) {
         constraint::check_tools(model, &target)?;
     }
+    let answer_format = match answer_format {
+        Some(format) if calls_beside_answer && constrains_tools(spec) => Some(
+            constraint::answer_or_calls(format, &input.tools, &spec.tools),
+        ),
+        other => other,
+    };
     let answer = match (answer_format, &plan) {
         (None, _) => None,
         (

@@ -246,3 +246,40 @@ async fn a_required_call_that_stops_after_one_call_is_whole() {
     assert!(customs_names(&events).is_empty(), "{:?}", customs(&events));
     server.shutdown().await;
 }
+
+/// A response format beside tools the model may call (`toolChoice`
+/// auto, as OpenAI's API has it): the answer is the format or calls, so
+/// the format does not take the tools away, and a call is not an answer
+/// off the format.
+#[tokio::test]
+async fn a_response_format_beside_tools_lets_the_model_call_or_answer_in_it() {
+    let call = tool_call("get_weather", r#"{"city": "Rome"}"#);
+    let scripts = [
+        thinks_then_calls("Ask the tool first.", &call),
+        qwen3_turn("Now answer.", r#"{"summary": "sunny"}"#),
+    ];
+    let (server, observed) = TestServer::qwen3(&scripts).await;
+    let format = json!({"responseFormat": {"type": "json_schema", "schema": {
+        "type": "object", "properties": {"summary": {"type": "string"}},
+        "required": ["summary"], "additionalProperties": false}}});
+    let mut body = input("t-fmt", "r1", "Rome?", format.clone());
+    body["tools"] = json!([weather_tool()]);
+    let events = post_run(&server, &body).await;
+    let (_, name, _, args) = the_call(&events);
+    assert_eq!(
+        (name.as_str(), args.as_str()),
+        ("get_weather", r#"{"city": "Rome"}"#)
+    );
+    assert!(customs_names(&events).is_empty(), "{:?}", customs(&events));
+
+    let mut body = input("t-fmt", "r2", "Rome?", format);
+    body["tools"] = json!([weather_tool()]);
+    let events = post_run(&server, &body).await;
+    assert_eq!(answer_text(&events).trim(), r#"{"summary": "sunny"}"#);
+    assert!(customs_names(&events).is_empty(), "{:?}", customs(&events));
+    assert!(
+        observed.refused.lock().unwrap().is_empty(),
+        "the grammar let both through"
+    );
+    server.shutdown().await;
+}

@@ -177,3 +177,50 @@ fn a_required_harmony_call_is_a_commentary_message_to_an_offered_tool() {
     };
     assert!(Grammar::new(v, &none).is_err());
 }
+
+#[test]
+fn a_format_beside_tools_answers_in_final_or_calls_on_commentary() {
+    let (t, v) = gpt_oss();
+    let target = Target::Either(vec![
+        Target::HarmonyFinal(Box::new(Target::Schema(person()))),
+        Target::HarmonyCall {
+            namespace: "functions.".into(),
+            tools: vec![("get_time".into(), json!({"type": "object"}))],
+        },
+    ]);
+    let analysis = [
+        "<|channel|>",
+        "analysis",
+        "<|message|>",
+        "Answer or call.",
+        "<|end|>",
+        "<|start|>",
+        "assistant",
+    ];
+    let answer = [
+        "<|channel|>",
+        "final",
+        "<|message|>",
+        r#"{"name":"Ada","age":36}"#,
+    ];
+    let call = [
+        "<|channel|>",
+        "commentary to=functions.get_time",
+        "<|message|>",
+        r#"{"zone":"UTC"}"#,
+    ];
+    for ending in [&answer, &call] {
+        let mut g = Grammar::new(v, &target).expect("compiles");
+        let ids = harmony_ids(t, &[&analysis[..], &ending[..]].concat());
+        assert_eq!(first_refused_id(&mut g, &ids), None, "{ending:?}");
+        assert!(g.may_end());
+    }
+    // Neither a final answer off the schema nor a call to no tool.
+    let off = ["<|channel|>", "final", "<|message|>", r#"{"age":"old"}"#];
+    let nobody = ["<|channel|>", "commentary to=functions.nobody"];
+    for ending in [&off[..], &nobody[..]] {
+        let mut g = Grammar::new(v, &target).expect("compiles");
+        let ids = harmony_ids(t, &[&analysis[..], ending].concat());
+        assert!(first_refused_id(&mut g, &ids).is_some(), "{ending:?}");
+    }
+}

@@ -148,3 +148,38 @@ fn the_engines_refusals_name_where_they_are() {
         "the pattern is not quoted back: {message}"
     );
 }
+
+#[test]
+fn a_format_beside_tools_is_the_format_or_tagged_calls() {
+    let (t, v) = smollm2();
+    let format = json!({"type": "object", "properties": {"a": {"type": "integer"}},
+        "required": ["a"], "additionalProperties": false});
+    let either = || {
+        Target::Either(vec![
+            Target::Schema(format.clone()),
+            Target::Tagged {
+                open: "<tool_call>".into(),
+                close: "</tool_call>".into(),
+                then: Box::new(call(json!({"type": "object",
+                    "properties": {"city": {"type": "string"}}, "required": ["city"]}))),
+            },
+        ])
+    };
+    for whole in [
+        r#"{"a": 1}"#,
+        "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>",
+    ] {
+        let mut g = Grammar::new(v, &either()).expect("compiles");
+        assert_eq!(first_refused(&mut g, t, whole), None, "{whole}");
+        assert!(g.may_end(), "{whole}");
+    }
+    for off in [
+        r#"{"b": 1}"#,
+        "Sure.",
+        "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"town\"",
+    ] {
+        let mut g = Grammar::new(v, &either()).expect("compiles");
+        assert!(first_refused(&mut g, t, off).is_some(), "{off}");
+    }
+    assert!(Grammar::new(v, &Target::Either(Vec::new())).is_err());
+}

@@ -107,10 +107,32 @@ pub(crate) fn inline_target(
         // gpt-oss always analyses first (whatever the visibility: that
         // only decides what the client sees), then answers in `final` or
         // calls on `commentary` (a required call's target says so itself).
-        ReasoningStyle::Harmony(_) => match format {
-            call @ Target::HarmonyCall { .. } => call,
-            answer => Target::HarmonyFinal(Box::new(answer)),
-        },
+        ReasoningStyle::Harmony(_) => in_harmony(format),
+        _ => format,
+    }
+}
+
+/// `format` in Harmony's channels: a call on `commentary` as it is, an
+/// answer in `final`, each option of a choice so.
+fn in_harmony(format: Target) -> Target {
+    match format {
+        call @ Target::HarmonyCall { .. } => call,
+        Target::Either(options) => Target::Either(options.into_iter().map(in_harmony).collect()),
+        answer => Target::HarmonyFinal(Box::new(answer)),
+    }
+}
+
+/// A response format beside tools the model may call (`toolChoice:
+/// auto`): the answer is the format, or the format's calls of `tools` (as
+/// OpenAI's API has it), so a format does not take the tools away. A
+/// format whose calls cannot be constrained keeps the format alone.
+pub(crate) fn answer_or_calls(
+    format: Target,
+    tools: &[thinkwire_protocol::Tool],
+    syntax: &thinkwire_reasoning::ToolSyntax,
+) -> Target {
+    match required_call(tools, syntax) {
+        Ok(calls) if !tools.is_empty() => Target::Either(vec![format, calls]),
         _ => format,
     }
 }

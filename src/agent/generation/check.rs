@@ -13,6 +13,9 @@ use thinkwire_grammar::Target;
 pub(super) struct SchemaCheck {
     schema: Value,
     text: String,
+    /// The model called a tool instead (a format beside tools): its answer
+    /// is the calls, which their own grammar held to the tools' schemas.
+    called: bool,
 }
 
 impl SchemaCheck {
@@ -24,6 +27,7 @@ impl SchemaCheck {
         answer_schema(target).map(|schema| Self {
             schema: schema.clone(),
             text: String::new(),
+            called: false,
         })
     }
 
@@ -32,9 +36,17 @@ impl SchemaCheck {
         self.text.push_str(text);
     }
 
+    /// The model called a tool: the answer is not held to the format.
+    pub fn called(&mut self) {
+        self.called = true;
+    }
+
     /// Whether the answer validates. Logs only the fact when it does not:
     /// never the text or the schema.
     pub fn holds(&self) -> bool {
+        if self.called {
+            return true;
+        }
         match verdict(&self.schema, &self.text) {
             Verdict::Valid => true,
             // Not ours to refuse: the grammar let it end, and the schema
@@ -59,6 +71,7 @@ fn answer_schema(target: &Target) -> Option<&Value> {
     match target {
         Target::Schema(schema) => Some(schema),
         Target::AfterReasoning { then, .. } | Target::HarmonyFinal(then) => answer_schema(then),
+        Target::Either(options) => options.iter().find_map(answer_schema),
         Target::AnyObject
         | Target::ToolCall(_)
         | Target::Tagged { .. }
@@ -160,6 +173,7 @@ mod tests {
         let check = SchemaCheck {
             schema: json!({"type": 7}),
             text: "1".into(),
+            called: false,
         };
         assert!(check.holds());
     }
@@ -193,5 +207,17 @@ mod tests {
         for target in [Target::AnyObject, tagged, required_after_reasoning] {
             assert!(SchemaCheck::of(&target).is_none(), "{target:?}");
         }
+    }
+
+    #[test]
+    fn an_answer_that_called_a_tool_is_not_held_to_the_format() {
+        let either = Target::Either(vec![
+            Target::Schema(person()),
+            Target::ToolCall(vec![("f".into(), json!({}))]),
+        ]);
+        let mut check = SchemaCheck::of(&either).expect("the format is checked");
+        assert!(!check.holds(), "no answer at all is not the format");
+        check.called();
+        assert!(check.holds());
     }
 }

@@ -353,8 +353,10 @@ impl<'m> Generation<'m> {
         events: &mut RunEvents<'_>,
         chunk: Chunk,
     ) -> Result<Forwarded, Disconnected> {
-        if let (Some(check), Chunk::Text(text)) = (&mut self.check, &chunk) {
-            check.push(text);
+        match (&mut self.check, &chunk) {
+            (Some(check), Chunk::Text(text)) => check.push(text),
+            (Some(check), Chunk::ToolCallStart { .. }) => check.called(),
+            _ => {}
         }
         self.forwarder.forward(events, chunk)
     }
