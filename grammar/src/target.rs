@@ -195,6 +195,13 @@ impl Target {
 }
 
 impl Target {
+    /// One tool call's arguments alone (Harmony's call body, after the
+    /// header names the tool): an object under the tool's `params`.
+    #[must_use]
+    pub fn arguments(params: &Value) -> Self {
+        Self::Schema(tool_arguments(params, 0))
+    }
+
     /// The client's schemas inside the target, each with the path its
     /// errors are named under (`""`, `/tools/1/parameters`).
     pub(crate) fn schemas(&self) -> Vec<(String, &Value)> {

@@ -114,7 +114,7 @@ impl ToolCalls {
                 let Some((_, params)) = self.tools.iter().find(|(n, _)| n == name) else {
                     return;
                 };
-                Target::Schema(params.clone())
+                Target::arguments(params)
             }
         };
         self.call = match Grammar::new(&self.vocab, &target) {

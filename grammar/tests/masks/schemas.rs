@@ -183,3 +183,20 @@ fn a_format_beside_tools_is_the_format_or_tagged_calls() {
     }
     assert!(Grammar::new(v, &Target::Either(Vec::new())).is_err());
 }
+
+#[test]
+fn a_calls_arguments_alone_are_an_object_under_the_tools_schema() {
+    let (t, v) = smollm2();
+    let tree = json!({"type": "object",
+        "properties": {"kids": {"type": "array", "items": {"$ref": "#"}}}});
+    for (params, text, fits) in [
+        (json!({}), "5", false),
+        (json!({}), r#"{"x": 5}"#, true),
+        (tree.clone(), r#"{"kids": [{"kids": []}]}"#, true),
+        (tree, r#"{"kids": [5]}"#, false),
+    ] {
+        let mut g = Grammar::new(v, &Target::arguments(&params)).expect("compiles");
+        let whole = first_refused(&mut g, t, text).is_none() && g.may_end();
+        assert_eq!(whole, fits, "{params} {text}");
+    }
+}
