@@ -33,6 +33,11 @@ pub enum StopStep {
 #[derive(Debug, Clone)]
 pub struct StopMatcher {
     stops: Vec<String>,
+    /// Each stop's border table (KMP's failure function): `borders[s][i]`
+    /// is the longest proper prefix of `stops[s][..=i]` that is also its
+    /// suffix, so what of the held text could start a stop is found in
+    /// one pass over it, not one comparison per length.
+    borders: Vec<Vec<usize>>,
     /// Text held back: a suffix of the stream that is a proper prefix of
     /// some stop string.
     held: String,
@@ -46,8 +51,11 @@ impl StopMatcher {
         I: IntoIterator<Item = S>,
         S: Into<String>,
     {
+        let stops: Vec<String> = stops.into_iter().map(Into::into).collect();
+        let borders = stops.iter().map(|s| borders(s.as_bytes())).collect();
         Self {
-            stops: stops.into_iter().map(Into::into).collect(),
+            stops,
+            borders,
             held: String::new(),
             stopped: false,
         }
@@ -103,25 +111,53 @@ impl StopMatcher {
     }
 
     /// Length in bytes of the longest suffix of `text` that is a proper
-    /// prefix of some stop string (always on a character boundary).
+    /// prefix of some stop string (always on a character boundary: it
+    /// starts where a stop string's first character does, and ends where
+    /// `text` does).
     fn longest_partial_suffix(&self, text: &str) -> usize {
-        let mut best = 0;
-        for stop in &self.stops {
-            // Candidate lengths from the longest possible down; a stop
-            // string's prefix ends on one of its char boundaries.
-            let max = stop.len().saturating_sub(1).min(text.len());
-            for len in (best + 1..=max).rev() {
-                if text.is_char_boundary(text.len() - len)
-                    && stop.is_char_boundary(len)
-                    && text.ends_with(&stop[..len])
-                {
-                    best = len;
-                    break;
-                }
-            }
-        }
-        best
+        self.stops
+            .iter()
+            .zip(&self.borders)
+            .map(|(stop, borders)| overlap(stop.as_bytes(), borders, text.as_bytes()))
+            .max()
+            .unwrap_or(0)
     }
+}
+
+/// The border table of `stop` (see [`StopMatcher`]'s `borders`).
+fn borders(stop: &[u8]) -> Vec<usize> {
+    let mut table = vec![0; stop.len()];
+    let mut k = 0;
+    for i in 1..stop.len() {
+        while k > 0 && stop[i] != stop[k] {
+            k = table[k - 1];
+        }
+        if stop[i] == stop[k] {
+            k += 1;
+        }
+        table[i] = k;
+    }
+    table
+}
+
+/// The longest suffix of `text` that is a proper prefix of `stop`: the
+/// KMP automaton run over the last `stop.len() - 1` bytes, so at most
+/// that much is read whatever the text's length.
+fn overlap(stop: &[u8], borders: &[usize], text: &[u8]) -> usize {
+    if stop.is_empty() {
+        return 0;
+    }
+    let tail = &text[text.len().saturating_sub(stop.len() - 1)..];
+    let mut k = 0;
+    for &byte in tail {
+        while k > 0 && stop[k] != byte {
+            k = borders[k - 1];
+        }
+        if stop[k] == byte {
+            k += 1;
+        }
+    }
+    k
 }
 
 #[cfg(test)]
@@ -202,5 +238,38 @@ mod tests {
         assert_eq!(run(&["é!"], &["caf", "é", "!"]), ("caf".into(), Some(0)));
         assert_eq!(run(&["日本"], &["x日", "y"]), ("x日y".into(), None));
         assert_eq!(run(&["🙂🙂"], &["a🙂", "🙂b"]), ("a".into(), Some(0)));
+    }
+
+    /// The longest suffix of `text` that is a proper prefix of `stop`,
+    /// by trying every length.
+    fn overlap_by_hand(stop: &str, text: &str) -> usize {
+        (1..stop.len().min(text.len() + 1))
+            .rev()
+            .find(|&len| text.ends_with(&stop[..len]))
+            .unwrap_or(0)
+    }
+
+    #[test]
+    fn the_held_overlap_is_every_lengths_longest() {
+        // Every stop and text of up to 6 letters over {a, b}.
+        let words: Vec<String> = (1..=6u32)
+            .flat_map(|n| {
+                (0..1u32 << n).map(move |bits| {
+                    (0..n)
+                        .map(|i| if bits >> i & 1 == 1 { 'b' } else { 'a' })
+                        .collect()
+                })
+            })
+            .collect();
+        for stop in &words {
+            let table = borders(stop.as_bytes());
+            for text in &words {
+                assert_eq!(
+                    overlap(stop.as_bytes(), &table, text.as_bytes()),
+                    overlap_by_hand(stop, text),
+                    "stop {stop:?} text {text:?}"
+                );
+            }
+        }
     }
 }

@@ -220,6 +220,34 @@ async fn what_the_codecs_bound_is_refused_by_name() {
         assert_eq!(status, 400, "{path}: {refused}");
         assert_eq!(refused["error"]["param"], "stop", "{path}: {refused}");
     }
+    // Each stop is bounded in length as well (each is matched against
+    // every piece of every choice), named by its index.
+    let long = "x".repeat(513);
+    for (path, body, param) in [
+        (
+            "/v1/chat/completions",
+            json!({"messages": user, "stop": long}),
+            "stop",
+        ),
+        (
+            "/v1/completions",
+            json!({"prompt": "Once", "stop": ["end", long]}),
+            "stop[1]",
+        ),
+        (
+            "/v1/messages",
+            json!({"max_tokens": 10, "messages": user, "stop_sequences": [long]}),
+            "stop_sequences[0]",
+        ),
+    ] {
+        let (status, refused) = post(&server, path, &body).await;
+        assert_eq!(status, 400, "{path}: {refused}");
+        let named = refused["error"]["param"] == param
+            || refused["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.starts_with(&format!("{param}:")));
+        assert!(named, "{path}: {refused}");
+    }
     assert!(observed.prompts.lock().unwrap().is_empty(), "nothing ran");
     server.shutdown().await;
 }

@@ -37,8 +37,8 @@ impl Usage {
         Usage {
             input: self.input.max(other.input),
             cached: self.cached.min(other.cached),
-            output: self.output + other.output,
-            reasoning: self.reasoning + other.reasoning,
+            output: self.output.saturating_add(other.output),
+            reasoning: self.reasoning.saturating_add(other.reasoning),
         }
     }
 }

@@ -160,12 +160,27 @@ pub fn choices(field: &Field<'_>) -> Result<usize, ApiError> {
 /// `stop_sequences`): every piece of the answer is matched against each.
 pub const MAX_STOP_SEQUENCES: usize = 64;
 
-/// Stop sequences: an array of at most [`MAX_STOP_SEQUENCES`] strings, or
-/// (OpenAI's `stop`, where `one_string` allows it) one string. Every
-/// endpoint reads them here, so the bound holds on all of them.
+/// The longest stop sequence, in bytes. Every piece of every choice's
+/// text is matched against each stop, on the async workers: the count and
+/// the length bound that work (a stop of megabytes cost as much on every
+/// token). Stop words and turn markers are a few dozen bytes.
+pub const MAX_STOP_BYTES: usize = 512;
+
+/// Stop sequences: an array of at most [`MAX_STOP_SEQUENCES`] strings of
+/// at most [`MAX_STOP_BYTES`] each, or (OpenAI's `stop`, where
+/// `one_string` allows it) one string. Every endpoint reads them here, so
+/// the bounds hold on all of them.
 pub fn stop_sequences(field: &Field<'_>, one_string: bool) -> Result<Vec<String>, ApiError> {
+    let long = |len: usize| {
+        format!("is a stop sequence of {len} bytes; at most {MAX_STOP_BYTES} are allowed")
+    };
     match field.value {
-        Some(Value::String(one)) if one_string => return Ok(vec![one.clone()]),
+        Some(Value::String(one)) if one_string => {
+            if one.len() > MAX_STOP_BYTES {
+                return Err(field.invalid(long(one.len())));
+            }
+            return Ok(vec![one.clone()]);
+        }
         Some(Value::Array(items)) if items.len() > MAX_STOP_SEQUENCES => {
             return Err(field.invalid(format!(
                 "holds {} stop sequences; at most {MAX_STOP_SEQUENCES} are allowed",
@@ -174,7 +189,18 @@ pub fn stop_sequences(field: &Field<'_>, one_string: bool) -> Result<Vec<String>
         }
         _ => {}
     }
-    strings(field)
+    let stops = strings(field)?;
+    if let Some((i, stop)) = stops
+        .iter()
+        .enumerate()
+        .find(|(_, s)| s.len() > MAX_STOP_BYTES)
+    {
+        return Err(ApiError::invalid(
+            format!("{}[{i}]", field.path),
+            long(stop.len()),
+        ));
+    }
+    Ok(stops)
 }
 
 /// An optional array of strings, each checked by path.
@@ -233,6 +259,17 @@ mod tests {
             assert_eq!(err.status, 400);
             assert!(err.message.contains("at most 64"), "{}", err.message);
         }
+        // Each stop is bounded in length too, named by its index.
+        let long = "x".repeat(MAX_STOP_BYTES + 1);
+        let edge = "x".repeat(MAX_STOP_BYTES);
+        let lengths = json!({"one": long, "list": ["end", long], "edge": [edge]});
+        let at = At::root(&lengths).unwrap();
+        let err = stop_sequences(&at.get("one"), true).unwrap_err();
+        assert_eq!(err.param.as_deref(), Some("one"));
+        let err = stop_sequences(&at.get("list"), false).unwrap_err();
+        assert_eq!(err.param.as_deref(), Some("list[1]"));
+        assert!(err.message.contains("at most 512"), "{}", err.message);
+        assert_eq!(stop_sequences(&at.get("edge"), false).unwrap(), [edge]);
         // Anthropic's `stop_sequences` is an array only.
         let err = stop_sequences(&root.get("one"), false).unwrap_err();
         assert_eq!(err.param.as_deref(), Some("one"));
