@@ -27,8 +27,9 @@ pub enum RawPrompt {
     /// Text, tokenized as the model's tokenizer tokenizes it (a beginning
     /// token added where the tokenizer adds one; the model's special
     /// tokens written in it are those tokens: the client writes the whole
-    /// input, its own template included).
-    Text(String),
+    /// input, its own template included). Shared, not owned: `/v1`'s
+    /// `echo` and every choice's run of the prompt hold this one copy.
+    Text(Arc<str>),
     /// Token ids, as given.
     Ids(Vec<u32>),
 }
@@ -251,7 +252,7 @@ fn upstream_plan(
         .at("prompt"));
     }
     let prompt = match prompt {
-        RawPrompt::Text(text) if !text.is_empty() => serde_json::json!(text),
+        RawPrompt::Text(text) if !text.is_empty() => serde_json::Value::from(&*text),
         RawPrompt::Ids(ids) if !ids.is_empty() => serde_json::json!(ids),
         _ => {
             return Err(RunRejected::new(
@@ -270,7 +271,22 @@ fn upstream_plan(
 
 #[cfg(test)]
 mod tests {
-    use super::upstream_stops;
+    use super::*;
+
+    /// Each choice's run takes a clone of its completion (`/v1`'s `n`):
+    /// the prompt's text is shared, not copied per choice.
+    #[test]
+    fn a_raw_completions_clones_share_its_prompt() {
+        let raw = RawCompletion {
+            prompt: RawPrompt::Text(Arc::from("Once upon a time")),
+            stop: Vec::new(),
+        };
+        let copy = raw.clone();
+        let (RawPrompt::Text(one), RawPrompt::Text(other)) = (&raw.prompt, &copy.prompt) else {
+            panic!("a text prompt");
+        };
+        assert!(Arc::ptr_eq(one, other));
+    }
 
     #[test]
     fn an_upstream_is_told_the_first_four_distinct_stops_that_stop_something() {

@@ -135,6 +135,7 @@ async fn what_a_raw_completion_cannot_do_is_refused_by_name() {
         (json!({"prompt": ["Once", [1, 151_936]]}), "prompt[1][1]"),
         (json!({"prompt": ["Once", ""]}), "prompt[1]"),
         (json!({"prompt": PROMPT, "logprobs": 21}), "logprobs"),
+        (json!({"prompt": PROMPT, "logprobs": 6}), "logprobs"),
         (json!({"prompt": PROMPT, "max_tokens": 0}), "max_tokens"),
         (
             json!({"prompt": PROMPT, "temperature": "hot"}),
@@ -146,6 +147,46 @@ async fn what_a_raw_completion_cannot_do_is_refused_by_name() {
         assert_eq!(refused["error"]["param"], param, "{body}: {refused}");
     }
     assert!(observed.prompts.lock().unwrap().is_empty(), "nothing ran");
+    server.shutdown().await;
+}
+
+/// Legacy `logprobs` goes to 5, as OpenAI's legacy completions (chat's
+/// `top_logprobs` goes to 20): 6 is refused by name before any run, even
+/// with the echo scored for many choices; 5 is answered.
+#[tokio::test]
+async fn legacy_logprobs_go_to_five() {
+    let (server, observed) = TestServer::qwen3(&[script()]).await;
+    for stream in [false, true] {
+        let body = json!({"prompt": PROMPT, "echo": true, "n": 4, "logprobs": 6,
+                          "max_tokens": 1, "stream": stream});
+        let (status, refused) = post(&server, "/v1/completions", &body).await;
+        assert_eq!(status, 400, "{refused}");
+        assert_eq!(refused["error"]["param"], "logprobs", "{refused}");
+        assert_eq!(
+            refused["error"]["type"], "invalid_request_error",
+            "{refused}"
+        );
+        let message = refused["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains("0 to 5"), "{refused}");
+    }
+    assert!(observed.prompts.lock().unwrap().is_empty(), "nothing ran");
+
+    let (status, whole) = post(
+        &server,
+        "/v1/completions",
+        &json!({"prompt": PROMPT, "logprobs": 5}),
+    )
+    .await;
+    assert_eq!(status, 200, "{whole}");
+    let logprobs = &whole["choices"][0]["logprobs"];
+    let tokens: Vec<&str> = (logprobs["tokens"].as_array().unwrap().iter())
+        .map(|t| t.as_str().unwrap())
+        .collect();
+    assert_eq!(tokens.concat(), GOES_ON, "{whole}");
+    for top in logprobs["top_logprobs"].as_array().unwrap() {
+        let alternatives = top.as_object().unwrap().len();
+        assert!((1..=5).contains(&alternatives), "{whole}");
+    }
     server.shutdown().await;
 }
 

@@ -6,7 +6,10 @@
 //! in the legacy shape (`tokens`, `token_logprobs`, `top_logprobs` as
 //! token → logprob objects, `text_offset` in characters).
 
+mod legacy;
 mod request;
+
+use std::sync::Arc;
 
 use axum::body::Body;
 use axum::extract::State;
@@ -20,6 +23,7 @@ use super::handler::{SdkEvent, Start, Surface, serve};
 use super::unix_now;
 use crate::server::AppState;
 use crate::server::limits::Client;
+use legacy::{Listed, TextOffset};
 
 pub(in crate::server) async fn create(
     State(state): State<AppState>,
@@ -38,10 +42,6 @@ pub(in crate::server) async fn create(
                 format!("asks for {runs} runs; this server starts at most {most} for one request"),
             ));
         }
-        // Choice `i * n + j` is the answer `j` to prompt `i`.
-        let echoes: Vec<String> = (request.echoes.into_iter())
-            .flat_map(|echo| std::iter::repeat_n(echo, choices))
-            .collect();
         let reply = Reply {
             id: format!("cmpl-{}", uuid::Uuid::new_v4().simple()),
             model: request
@@ -56,16 +56,7 @@ pub(in crate::server) async fn create(
             choices,
             stops: request.stop,
             stream: request.stream,
-            surface: Completions {
-                streams: (echoes.iter())
-                    .map(|echo| Stream::new(echo, reply.text_start(echo)))
-                    .collect(),
-                usages: vec![Usage::default(); echoes.len()],
-                echoes,
-                per_prompt: choices,
-                reply,
-                include_usage: request.include_usage,
-            },
+            surface: Completions::new(reply, request.echoes, choices, request.include_usage),
         })
     })
     .await
@@ -77,14 +68,46 @@ struct Completions {
     reply: Reply,
     /// Each choice's streaming state.
     streams: Vec<Stream>,
-    /// Each choice's text ahead of its completion (its prompt's, with
-    /// `echo`).
-    echoes: Vec<String>,
+    /// Each prompt's echo, shared by its choices (choice `c` is
+    /// prompt `c / per_prompt`'s): nothing here grows with `n` times the
+    /// prompt.
+    echoes: Vec<Echo>,
     /// `n`: the choices of one prompt, which follow each other.
     per_prompt: usize,
     include_usage: bool,
     /// Each choice's usage, once it finished.
     usages: Vec<Usage>,
+}
+
+impl Completions {
+    /// The surface of `echoes.len() * per_prompt` choices, choice
+    /// `i * per_prompt + j` answer `j` to prompt `i`.
+    fn new(reply: Reply, echoes: Vec<Arc<str>>, per_prompt: usize, include_usage: bool) -> Self {
+        // Offsets count from after the echo only where they are listed
+        // and the prompt's tokens are not: the one count is made here,
+        // once per prompt.
+        let count = reply.logprobs && !reply.scored;
+        let echoes: Vec<Echo> = (echoes.into_iter())
+            .map(|text| Echo::new(text, count))
+            .collect();
+        let streams: Vec<Stream> = (echoes.iter())
+            .flat_map(|echo| std::iter::repeat_n(echo, per_prompt))
+            .map(|echo| Stream::new(echo, reply.text_start(echo)))
+            .collect();
+        Self {
+            usages: vec![Usage::default(); streams.len()],
+            streams,
+            echoes,
+            per_prompt,
+            reply,
+            include_usage,
+        }
+    }
+
+    /// The echo of choice `choice`'s prompt.
+    fn echo(&self, choice: usize) -> Option<&Echo> {
+        self.echoes.get(choice / self.per_prompt.max(1))
+    }
 }
 
 impl Surface for Completions {
@@ -97,17 +120,24 @@ impl Surface for Completions {
         let reply = &self.reply;
         let chunk = match piece {
             RunStep::Logprobs(entries) => {
-                stream.entries.extend(entries);
+                // Read into the legacy lists on arrival: a scored prompt's
+                // entries wait there, compact, for the text that carries
+                // them.
+                if reply.logprobs {
+                    stream.listed.extend(entries, &mut stream.offset);
+                }
                 return Vec::new();
             }
             RunStep::Text(text) => {
-                let (text, logprobs) = stream.next(reply, &text);
-                reply.chunk(choice, &text, logprobs, None)
+                let (text, logprobs) = stream.next(reply, text);
+                reply.chunk(choice, text, logprobs, None)
             }
             RunStep::Finished { usage, cut_off, .. } => {
-                self.usages[choice] = usage;
+                if let Some(slot) = self.usages.get_mut(choice) {
+                    *slot = usage;
+                }
                 let (text, logprobs) = stream.tail();
-                reply.chunk(choice, &text, logprobs, Some(finish_reason(cut_off)))
+                reply.chunk(choice, text, logprobs, Some(finish_reason(cut_off)))
             }
             // Mid-stream failures: the shape OpenAI's SDKs raise from.
             RunStep::Failed { code, message } => json!({
@@ -130,18 +160,40 @@ impl Surface for Completions {
             return Vec::new();
         }
         let usage = usage_json(total(&self.usages, self.per_prompt));
-        let tail = json!({
-            "id": self.reply.id, "object": "text_completion", "created": self.reply.created,
-            "model": self.reply.model, "choices": [], "usage": usage,
-        });
-        vec![(None, tail)]
+        vec![(None, self.reply.envelope(Vec::new(), Some(usage)))]
     }
 
     fn answer(self, choices: Vec<Vec<RunStep>>) -> Result<Value, ApiError> {
-        let all = (choices.into_iter().map(collect)).collect::<Result<Vec<_>, _>>()?;
-        let usages: Vec<Usage> = all.iter().map(|c| c.usage).collect();
-        let usage = total(&usages, self.per_prompt);
-        Ok(self.reply.completion(&all, &self.echoes, usage))
+        // One choice at a time, each run's pieces consumed as its JSON is
+        // written: its entries are never held twice.
+        let none = Echo::new(Arc::from(""), false);
+        let mut usages = Vec::with_capacity(choices.len());
+        let mut written = Vec::with_capacity(choices.len());
+        for (index, pieces) in choices.into_iter().enumerate() {
+            let all = collect(pieces)?;
+            usages.push(all.usage);
+            let echo = self.echo(index).unwrap_or(&none);
+            written.push(self.reply.choice(index, all, echo));
+        }
+        let usage = usage_json(total(&usages, self.per_prompt));
+        Ok(self.reply.envelope(written, Some(usage)))
+    }
+}
+
+/// A prompt's echo: the text ahead of each of its completions (empty
+/// without `echo`), shared by its choices, and its length in characters
+/// where offsets count from after it.
+struct Echo {
+    text: Arc<str>,
+    chars: usize,
+}
+
+impl Echo {
+    /// `text`, its characters counted where `count` asks (a long prompt's
+    /// count is not free, and most requests list no offsets).
+    fn new(text: Arc<str>, count: bool) -> Self {
+        let chars = if count { text.chars().count() } else { 0 };
+        Self { text, chars }
     }
 }
 
@@ -161,174 +213,119 @@ impl Reply {
     /// Where the first listed token starts in the text: the prompt's
     /// first where its tokens are listed, else the completion's, after
     /// the echo.
-    fn text_start(&self, echo: &str) -> TextOffset {
+    fn text_start(&self, echo: &Echo) -> TextOffset {
         match self.scored {
             true => TextOffset::default(),
-            false => TextOffset::at(echo.chars().count()),
+            false => TextOffset::at(echo.chars),
         }
     }
 
-    fn chunk(&self, choice: usize, text: &str, logprobs: Value, finish: Option<&str>) -> Value {
-        json!({
-            "id": self.id,
-            "object": "text_completion",
-            "created": self.created,
-            "model": self.model,
-            "choices": [{"index": choice, "text": text, "logprobs": logprobs, "finish_reason": finish}],
-        })
+    /// A `text_completion` of `choices`, with `usage` where given.
+    fn envelope(&self, choices: Vec<Value>, usage: Option<Value>) -> Value {
+        let mut fields = vec![
+            ("id", json!(self.id)),
+            ("object", json!("text_completion")),
+            ("created", json!(self.created)),
+            ("model", json!(self.model)),
+            ("choices", Value::Array(choices)),
+        ];
+        fields.extend(usage.map(|usage| ("usage", usage)));
+        object(fields)
     }
 
-    /// The `text_completion` of every choice, each after its `echoes`
-    /// entry.
-    fn completion(&self, choices: &[Collected], echoes: &[String], usage: Usage) -> Value {
-        let choices: Vec<Value> = (choices.iter().zip(echoes).enumerate())
-            .map(|(index, (all, echo))| {
-                let logprobs = match self.logprobs {
-                    true => legacy(&all.logprobs, &mut self.text_start(echo)),
-                    false => Value::Null,
-                };
-                json!({"index": index, "text": format!("{echo}{}", all.text),
-                       "logprobs": logprobs, "finish_reason": finish_reason(all.cut_off)})
-            })
-            .collect();
-        json!({
-            "id": self.id,
-            "object": "text_completion",
-            "created": self.created,
-            "model": self.model,
-            "choices": choices,
-            "usage": usage_json(usage),
-        })
+    /// One choice's chunk of a stream.
+    fn chunk(&self, choice: usize, text: String, logprobs: Value, finish: Option<&str>) -> Value {
+        let choice = object([
+            ("index", json!(choice)),
+            ("text", Value::String(text)),
+            ("logprobs", logprobs),
+            ("finish_reason", json!(finish)),
+        ]);
+        self.envelope(vec![choice], None)
     }
+
+    /// Choice `index` of a whole answer: `all`'s text after `echo`, its
+    /// entries moved into the legacy shape.
+    fn choice(&self, index: usize, all: Collected, echo: &Echo) -> Value {
+        let logprobs = match self.logprobs {
+            true => {
+                let mut listed = Listed::default();
+                listed.extend(all.logprobs, &mut self.text_start(echo));
+                listed.into_json()
+            }
+            false => Value::Null,
+        };
+        let mut text = String::with_capacity(echo.text.len() + all.text.len());
+        text.push_str(&echo.text);
+        text.push_str(&all.text);
+        object([
+            ("index", json!(index)),
+            ("text", Value::String(text)),
+            ("logprobs", logprobs),
+            ("finish_reason", json!(finish_reason(all.cut_off))),
+        ])
+    }
+}
+
+/// A JSON object of `fields` in order, each value moved in: `json!`
+/// serializes what it is given, which would copy a whole entry list or an
+/// echoed prompt once more.
+fn object<'k>(fields: impl IntoIterator<Item = (&'k str, Value)>) -> Value {
+    Value::Object(
+        (fields.into_iter())
+            .map(|(key, value)| (key.to_owned(), value))
+            .collect::<Map<String, Value>>(),
+    )
 }
 
 /// A choice's streaming state: the echo not yet written, the entries of
 /// text not yet sent, and where in the text the next token starts.
 struct Stream {
-    echo: Option<String>,
-    entries: Vec<Value>,
+    /// Its prompt's echo, shared, until the first chunk writes it.
+    echo: Option<Arc<str>>,
+    listed: Listed,
     offset: TextOffset,
 }
 
 impl Stream {
-    fn new(echo: &str, offset: TextOffset) -> Self {
+    fn new(echo: &Echo, offset: TextOffset) -> Self {
         Self {
-            echo: Some(echo.to_owned()).filter(|e| !e.is_empty()),
-            entries: Vec::new(),
+            echo: Some(Arc::clone(&echo.text)).filter(|e| !e.is_empty()),
+            listed: Listed::default(),
             offset,
         }
     }
 
     /// `text` (the echo ahead of the first), and the log-probabilities of
     /// the tokens that wrote it where they were asked for.
-    fn next(&mut self, reply: &Reply, text: &str) -> (String, Value) {
-        let text = self.echo.take().unwrap_or_default() + text;
+    fn next(&mut self, reply: &Reply, text: String) -> (String, Value) {
+        let text = match self.echo.take() {
+            Some(echo) => {
+                let mut all = String::with_capacity(echo.len() + text.len());
+                all.push_str(&echo);
+                all.push_str(&text);
+                all
+            }
+            None => text,
+        };
         if !reply.logprobs {
             return (text, Value::Null);
         }
-        let entries = std::mem::take(&mut self.entries);
-        (text, legacy(&entries, &mut self.offset))
+        (text, std::mem::take(&mut self.listed).into_json())
     }
 
     /// What the last chunk carries: the echo of a completion that wrote
     /// nothing, and entries whose text never came (a stop sequence's).
     fn tail(&mut self) -> (String, Value) {
-        let text = self.echo.take().unwrap_or_default();
-        let entries = std::mem::take(&mut self.entries);
-        match entries.is_empty() {
+        let text = self
+            .echo
+            .take()
+            .map(|echo| echo.to_string())
+            .unwrap_or_default();
+        let listed = std::mem::take(&mut self.listed);
+        match listed.is_empty() {
             true => (text, Value::Null),
-            false => (text, legacy(&entries, &mut self.offset)),
-        }
-    }
-}
-
-/// Entries in OpenAI's legacy shape, their offsets counted on from
-/// `offset`.
-fn legacy(entries: &[Value], offset: &mut TextOffset) -> Value {
-    let mut tokens = Vec::with_capacity(entries.len());
-    let mut token_logprobs = Vec::with_capacity(entries.len());
-    let mut top_logprobs = Vec::with_capacity(entries.len());
-    let mut text_offset = Vec::with_capacity(entries.len());
-    for entry in entries {
-        let token = entry["token"].as_str().unwrap_or_default();
-        tokens.push(json!(token));
-        token_logprobs.push(entry["logprob"].clone());
-        // A prompt's first token follows nothing: `null`, as OpenAI's.
-        let Some(alternatives) = entry["top_logprobs"].as_array() else {
-            top_logprobs.push(Value::Null);
-            text_offset.push(json!(offset.chars));
-            push_bytes(offset, entry, token);
-            continue;
-        };
-        let mut top = Map::new();
-        for alternative in alternatives {
-            let key = alternative["token"].as_str().unwrap_or_default().to_owned();
-            top.entry(key)
-                .or_insert_with(|| alternative["logprob"].clone());
-        }
-        top_logprobs.push(Value::Object(top));
-        text_offset.push(json!(offset.chars));
-        push_bytes(offset, entry, token);
-    }
-    json!({"tokens": tokens, "token_logprobs": token_logprobs,
-           "top_logprobs": top_logprobs, "text_offset": text_offset})
-}
-
-/// Counts `entry`'s bytes (its `token`'s where it lists none).
-fn push_bytes(offset: &mut TextOffset, entry: &Value, token: &str) {
-    match entry["bytes"].as_array() {
-        Some(bytes) => offset.push(bytes.iter().filter_map(|b| b.as_u64()).map(|b| b as u8)),
-        None => offset.push(token.bytes()),
-    }
-}
-
-/// Where in the completion's text the next token starts, in characters
-/// (as OpenAI counts them), counted from the tokens' bytes: a token that
-/// holds part of a character has a lossy `token` text, and the character
-/// counts once, at the token that completes it.
-#[derive(Debug, Default)]
-struct TextOffset {
-    chars: usize,
-    /// The bytes of a character not yet whole (at most three).
-    pending: Vec<u8>,
-}
-
-impl TextOffset {
-    fn at(chars: usize) -> Self {
-        Self {
-            chars,
-            pending: Vec::new(),
-        }
-    }
-
-    fn push(&mut self, bytes: impl IntoIterator<Item = u8>) {
-        self.pending.extend(bytes);
-        loop {
-            match std::str::from_utf8(&self.pending) {
-                Ok(text) => {
-                    self.chars += text.chars().count();
-                    self.pending.clear();
-                    return;
-                }
-                Err(err) => {
-                    let valid = err.valid_up_to();
-                    let whole = std::str::from_utf8(&self.pending[..valid])
-                        .map_or(0, |t| t.chars().count());
-                    self.chars += whole;
-                    match err.error_len() {
-                        // Bytes that are no character count as the one
-                        // replacement character the text shows for them.
-                        Some(bad) => {
-                            self.chars += 1;
-                            self.pending.drain(..valid + bad);
-                        }
-                        None => {
-                            self.pending.drain(..valid);
-                            return;
-                        }
-                    }
-                }
-            }
+            false => (text, listed.into_json()),
         }
     }
 }
@@ -359,6 +356,109 @@ fn total(usages: &[Usage], per_prompt: usize) -> Usage {
 mod tests {
     use super::*;
 
+    fn reply(logprobs: bool, scored: bool) -> Reply {
+        Reply {
+            id: "cmpl-1".into(),
+            model: "m".into(),
+            created: 0,
+            logprobs,
+            scored,
+        }
+    }
+
+    fn finished(output: u64) -> RunStep {
+        RunStep::Finished {
+            usage: Usage {
+                input: 3,
+                cached: 0,
+                output,
+                reasoning: 0,
+            },
+            tool_calls: false,
+            stop_sequence: None,
+            cut_off: false,
+        }
+    }
+
+    /// 96 choices of a long echoed prompt hold that prompt once: every
+    /// choice's stream shares its allocation, and its characters are
+    /// counted once for all of them.
+    #[test]
+    fn choices_share_their_prompts_echo() {
+        let long: Arc<str> = Arc::from("é".repeat(10_000));
+        let echoes = vec![Arc::clone(&long), Arc::from("")];
+        let surface = Completions::new(reply(true, false), echoes, 96, false);
+        assert_eq!(surface.streams.len(), 192);
+        // `long` here, the prompt's `Echo`, and one per choice of it.
+        assert_eq!(Arc::strong_count(&long), 2 + 96);
+        for stream in &surface.streams[..96] {
+            let shared = stream.echo.as_ref().map(|e| Arc::ptr_eq(e, &long));
+            assert_eq!(shared, Some(true));
+            assert_eq!(stream.offset.chars, 10_000);
+        }
+        for stream in &surface.streams[96..] {
+            assert!(stream.echo.is_none());
+            assert_eq!(stream.offset.chars, 0);
+        }
+        assert_eq!(surface.echo(95).map(|e| e.chars), Some(10_000));
+        assert_eq!(surface.echo(96).map(|e| e.chars), Some(0));
+        // Nothing lists offsets after the echo: nothing is counted.
+        let scored = Completions::new(reply(true, true), vec![Arc::clone(&long)], 2, false);
+        assert_eq!(scored.echoes[0].chars, 0);
+        assert_eq!(scored.streams[1].offset.chars, 0);
+    }
+
+    #[test]
+    fn a_streamed_choice_writes_its_echo_once_then_its_entries() {
+        let entry = |t: &str| {
+            json!({"token": t, "logprob": -0.5, "bytes": t.as_bytes(),
+                                     "top_logprobs": [{"token": t, "logprob": -0.5}]})
+        };
+        let mut surface = Completions::new(reply(true, false), vec![Arc::from("Once")], 2, false);
+        assert!(
+            surface
+                .map(1, RunStep::Logprobs(vec![entry(" up")]))
+                .is_empty()
+        );
+        let first = surface.map(1, RunStep::Text(" up".into()));
+        let choice = &first[0].1["choices"][0];
+        assert_eq!(choice["index"], 1);
+        assert_eq!(choice["text"], "Once up");
+        assert_eq!(choice["logprobs"]["tokens"], json!([" up"]));
+        assert_eq!(choice["logprobs"]["text_offset"], json!([4]));
+        let next = surface.map(1, RunStep::Text(" on".into()));
+        assert_eq!(next[0].1["choices"][0]["text"], " on");
+        let last = surface.map(1, finished(2));
+        assert_eq!(last[0].1["choices"][0]["text"], "");
+        assert_eq!(last[0].1["choices"][0]["logprobs"], Value::Null);
+    }
+
+    #[test]
+    fn a_whole_answer_moves_each_choices_entries_into_the_legacy_shape() {
+        // A scored prompt: its first token `null`, offsets from its start.
+        let first =
+            json!({"token": "Once", "logprob": null, "bytes": b"Once", "top_logprobs": null});
+        let next = json!({"token": " up", "logprob": -1.0, "bytes": b" up",
+                          "top_logprobs": [{"token": " up", "logprob": -1.0}]});
+        let pieces = vec![
+            RunStep::Logprobs(vec![first, next]),
+            RunStep::Text(" up".into()),
+            finished(1),
+        ];
+        let surface = Completions::new(reply(true, true), vec![Arc::from("Once")], 1, false);
+        let whole = surface.answer(vec![pieces]).unwrap();
+        assert_eq!(whole["object"], "text_completion");
+        let choice = &whole["choices"][0];
+        assert_eq!(choice["text"], "Once up");
+        assert_eq!(choice["finish_reason"], "stop");
+        let logprobs = &choice["logprobs"];
+        assert_eq!(logprobs["tokens"], json!(["Once", " up"]));
+        assert_eq!(logprobs["token_logprobs"], json!([null, -1.0]));
+        assert_eq!(logprobs["top_logprobs"], json!([null, {" up": -1.0}]));
+        assert_eq!(logprobs["text_offset"], json!([0, 4]));
+        assert_eq!(whole["usage"]["prompt_tokens"], 3, "{whole}");
+    }
+
     #[test]
     fn each_prompt_is_counted_once_for_its_choices() {
         let usage = |input, output| Usage {
@@ -371,36 +471,5 @@ mod tests {
         let sum = total(&all, 2);
         assert_eq!((sum.input, sum.output, sum.cached), (12, 10, 2));
         assert_eq!(total(&all, 1).input, 24);
-    }
-
-    #[test]
-    fn entries_become_the_legacy_shape_with_offsets_in_characters() {
-        let entry = |t: &str, lp: f64| {
-            json!({"token": t, "logprob": lp, "bytes": t.as_bytes(),
-                   "top_logprobs": [{"token": t, "logprob": lp}, {"token": "x", "logprob": -4.0}]})
-        };
-        let mut offset = TextOffset::at(3);
-        let got = legacy(&[entry(" é", -0.5), entry("t", -1.0)], &mut offset);
-        assert_eq!(got["tokens"], json!([" é", "t"]));
-        assert_eq!(got["token_logprobs"], json!([-0.5, -1.0]));
-        assert_eq!(got["top_logprobs"][0], json!({" é": -0.5, "x": -4.0}));
-        assert_eq!(got["text_offset"], json!([3, 5]));
-        assert_eq!(offset.chars, 6);
-    }
-
-    #[test]
-    fn a_character_split_over_tokens_counts_once() {
-        // "é" is 0xC3 0xA9: its first token shows a replacement character.
-        let part = |bytes: &[u8]| json!({"token": "\u{fffd}", "logprob": -1.0, "bytes": bytes});
-        let mut offset = TextOffset::default();
-        let got = legacy(
-            &[part(&[0x61]), part(&[0xC3]), part(&[0xA9]), part(&[0x62])],
-            &mut offset,
-        );
-        assert_eq!(got["text_offset"], json!([0, 1, 1, 2]));
-        assert_eq!(offset.chars, 3);
-        // A byte that starts no character counts as one replacement.
-        offset.push([0xFF, 0x63]);
-        assert_eq!(offset.chars, 5);
     }
 }

@@ -3,16 +3,24 @@
 //! parameters and the extras chat takes, `logprobs` as the legacy integer,
 //! `echo`, `n`, `stop`; `suffix` and a `best_of` other than `n` refused.
 
+use std::sync::Arc;
+
 use serde_json::{Value, json};
 
 use super::super::bridge::RunInput;
-use super::super::chat::{Delivery, delivery, draws, top_logprobs};
+use super::super::chat::{Delivery, delivery, draws};
 use super::super::error::ApiError;
 use super::super::wire::{At, Field, MAX_CHOICES, choices};
 use crate::agent::{Agent, RawPrompt};
 
 /// OpenAI's `max_tokens` when a completions request gives none.
 const DEFAULT_MAX_TOKENS: u64 = 16;
+
+/// The most alternatives per token legacy `logprobs` takes: OpenAI's
+/// legacy API takes 5 (chat's `top_logprobs` goes to 20). An echo scored
+/// with `logprobs` lists that many per prompt token of every choice, so
+/// this bounds what a scored prompt holds.
+const MAX_LEGACY_LOGPROBS: u64 = 5;
 
 /// A decoded completions request.
 #[derive(Debug)]
@@ -30,8 +38,10 @@ pub struct CompletionRequest {
     /// `n`: completions of each prompt, each a run of its own.
     pub choices: usize,
     /// Per prompt, the text written ahead of each of its completions:
-    /// the prompt's with `echo`, else empty.
-    pub echoes: Vec<String>,
+    /// the prompt's with `echo`, else empty. A text prompt's is the same
+    /// allocation as the prompt its runs take, so nothing is copied per
+    /// choice.
+    pub echoes: Vec<Arc<str>>,
     /// Whether the tokens' log-probabilities were asked for.
     pub logprobs: bool,
     /// Whether the prompt's tokens are scored and listed first (`echo`
@@ -61,7 +71,7 @@ pub fn decode(body: &Value, agent: &Agent) -> Result<CompletionRequest, ApiError
         None => input.sampling("maxTokens", json!(DEFAULT_MAX_TOKENS), "max_tokens"),
     }
     let logprobs = root.get("logprobs");
-    if let Some(k) = top_logprobs(&logprobs)? {
+    if let Some(k) = legacy_logprobs(&logprobs)? {
         input.logprobs(k, "logprobs");
     }
     let echoed_logprobs = echo.bool()?.unwrap_or(false) && input.asks_logprobs();
@@ -70,8 +80,8 @@ pub fn decode(body: &Value, agent: &Agent) -> Result<CompletionRequest, ApiError
         // completion's (the run refuses it where the backend cannot).
         input.prompt_logprobs("echo");
     }
-    let echoes = match echo.bool()?.unwrap_or(false) {
-        false => vec![String::new(); prompts.len()],
+    let echoes: Vec<Arc<str>> = match echo.bool()?.unwrap_or(false) {
+        false => vec![Arc::from(""); prompts.len()],
         // Ids are written back as text by the model's tokenizer, which an
         // upstream keeps to itself.
         true if agent.model().is_none()
@@ -136,7 +146,7 @@ fn prompts(field: &Field<'_>) -> Result<Vec<(RawPrompt, String)>, ApiError> {
     let shapes = "must be a string, an array of token ids, or an array of those";
     match field.value {
         None | Some(Value::Null) => Err(field.invalid("is required")),
-        Some(Value::String(text)) => Ok(vec![(RawPrompt::Text(text.clone()), field.path.clone())]),
+        Some(Value::String(text)) => Ok(vec![(text_prompt(text), field.path.clone())]),
         Some(Value::Array(items)) if items.is_empty() => Err(field.invalid("must hold a prompt")),
         Some(Value::Array(items)) if items.iter().all(Value::is_number) => {
             Ok(vec![(ids(field)?, field.path.clone())])
@@ -149,12 +159,29 @@ fn prompts(field: &Field<'_>) -> Result<Vec<(RawPrompt, String)>, ApiError> {
         }
         Some(Value::Array(_)) => (field.array()?.iter())
             .map(|item| match item.value {
-                Some(Value::String(text)) => Ok((RawPrompt::Text(text.clone()), item.path.clone())),
+                Some(Value::String(text)) => Ok((text_prompt(text), item.path.clone())),
                 Some(Value::Array(_)) => Ok((ids(item)?, item.path.clone())),
                 _ => Err(item.invalid("must be a string or an array of token ids")),
             })
             .collect(),
         Some(_) => Err(field.invalid(shapes)),
+    }
+}
+
+/// A prompt of text: its one copy out of the body, which its echo shares.
+fn text_prompt(text: &str) -> RawPrompt {
+    RawPrompt::Text(Arc::from(text))
+}
+
+/// `logprobs`, the legacy integer: 0 to [`MAX_LEGACY_LOGPROBS`]
+/// alternatives per token, as OpenAI's legacy completions take.
+fn legacy_logprobs(field: &Field<'_>) -> Result<Option<usize>, ApiError> {
+    match field.u64()? {
+        None => Ok(None),
+        Some(k) if k <= MAX_LEGACY_LOGPROBS => Ok(Some(k as usize)),
+        Some(_) => Err(field.invalid(format!(
+            "must be an integer from 0 to {MAX_LEGACY_LOGPROBS}: legacy completions list at most {MAX_LEGACY_LOGPROBS} alternatives per token"
+        ))),
     }
 }
 
@@ -165,13 +192,19 @@ fn ids(field: &Field<'_>) -> Result<RawPrompt, ApiError> {
 
 /// The prompt as text, for `echo` (token ids decoded by the model's
 /// tokenizer; nothing on a backend without one, which refuses the run).
-fn echoed(prompt: &RawPrompt, agent: &Agent) -> String {
+fn echoed(prompt: &RawPrompt, agent: &Agent) -> Arc<str> {
+    echo_of(prompt, |ids| {
+        agent.model().and_then(|model| model.decode(ids).ok())
+    })
+}
+
+/// `prompt`'s echo: a text prompt's own allocation, shared (a prompt of
+/// megabytes echoed to `n` choices is held once), or its ids as `decode`
+/// writes them.
+fn echo_of(prompt: &RawPrompt, decode: impl FnOnce(&[u32]) -> Option<String>) -> Arc<str> {
     match prompt {
-        RawPrompt::Text(text) => text.clone(),
-        RawPrompt::Ids(ids) => agent
-            .model()
-            .and_then(|model| model.decode(ids).ok())
-            .unwrap_or_default(),
+        RawPrompt::Text(text) => Arc::clone(text),
+        RawPrompt::Ids(ids) => Arc::from(decode(ids).unwrap_or_default()),
     }
 }
 
@@ -186,6 +219,46 @@ mod tests {
     fn paths_of(value: Value) -> Result<Vec<(RawPrompt, String)>, ApiError> {
         let body = json!({ "prompt": value });
         prompts(&At::root(&body)?.get("prompt"))
+    }
+
+    fn logprobs_of(value: Value) -> Result<Option<usize>, ApiError> {
+        let body = json!({ "logprobs": value });
+        legacy_logprobs(&At::root(&body)?.get("logprobs"))
+    }
+
+    #[test]
+    fn legacy_logprobs_are_capped_at_five_as_openais() {
+        assert_eq!(logprobs_of(Value::Null).unwrap(), None);
+        assert_eq!(logprobs_of(json!(0)).unwrap(), Some(0));
+        assert_eq!(logprobs_of(json!(5)).unwrap(), Some(5));
+        // Chat's cap of 20 is not the legacy one.
+        for bad in [
+            json!(6),
+            json!(20),
+            json!(21),
+            json!(-1),
+            json!(1.5),
+            json!("3"),
+        ] {
+            let err = logprobs_of(bad.clone()).unwrap_err();
+            assert_eq!(err.param.as_deref(), Some("logprobs"), "{bad}");
+            assert_eq!(err.status, 400, "{bad}");
+        }
+        let err = logprobs_of(json!(6)).unwrap_err();
+        assert!(err.message.contains("0 to 5"), "{}", err.message);
+    }
+
+    #[test]
+    fn a_text_prompts_echo_is_the_prompt_itself() {
+        let all = prompts_of(json!(["Once upon a time", [1, 2]])).unwrap();
+        let RawPrompt::Text(text) = &all[0] else {
+            panic!("{all:?}");
+        };
+        let echo = echo_of(&all[0], |_| panic!("text is not decoded"));
+        assert!(Arc::ptr_eq(text, &echo), "no copy of the prompt");
+        let ids = echo_of(&all[1], |ids| Some(format!("{ids:?}")));
+        assert_eq!(&*ids, "[1, 2]");
+        assert_eq!(&*echo_of(&all[1], |_| None), "");
     }
 
     #[test]
