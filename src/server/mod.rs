@@ -138,6 +138,12 @@ pub struct AppState {
     config: Arc<ServerConfig>,
     admission: Arc<admission::Admission>,
     client_runs: Arc<limits::ClientRuns>,
+    /// `/tokenize` and `/detokenize` at once: tokenizer CPU work, so as
+    /// many as the CPU has cores.
+    tokenizing: Arc<admission::WorkLimit>,
+    /// Token counts at once: each prepares a run (on an upstream, asks
+    /// the upstream), so as many as the batch runs (`--max-batch`).
+    counting: Arc<admission::WorkLimit>,
     resumes: Arc<resume::Resumes>,
     shutdown: shutdown::Shutdown,
 }
@@ -148,11 +154,15 @@ impl AppState {
         let admission = admission::Admission::new(config.max_active_runs + config.max_queued_runs);
         let client_runs = limits::ClientRuns::new(config.max_runs_per_client);
         let resumes = resume::Resumes::new(config.resume);
+        let tokenizing = admission::WorkLimit::new(admission::cpu_count(), admission::WORK_WAIT);
+        let counting = admission::WorkLimit::new(config.max_active_runs, admission::WORK_WAIT);
         Self {
             agent,
             config: Arc::new(config),
             admission,
             client_runs,
+            tokenizing,
+            counting,
             resumes,
             shutdown: shutdown::Shutdown::default(),
         }

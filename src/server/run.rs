@@ -13,11 +13,13 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::AppState;
-use super::admission::Permit;
+use super::admission::{Permit, WorkError};
 use super::limits::{Client, ClientPermit};
 use thinkwire_protocol::RunAgentInput;
 
-use crate::agent::{Agent, CancelRun, Frame, PreparedRun, RawCompletion, RunOutput, RunRejected};
+use crate::agent::{
+    Agent, CancelRun, Frame, PreparedRun, RawCompletion, RejectKind, RunOutput, RunRejected,
+};
 
 /// Frames buffered between the engine thread and a slow client. When full,
 /// the engine waits for the client rather than queueing without bound.
@@ -47,8 +49,9 @@ pub(crate) async fn start(
 
 /// The prompt tokens `input`'s run would start from, found by preparing
 /// it as a run would be (every refusal a run would meet, the same way)
-/// without starting it: no place in the batch, only one of the client's
-/// own. An upstream's are counted by the upstream, where its API can.
+/// without starting it: no place in the batch, one of the client's own
+/// and one of the server's counting slots (`AppState::counting`). An
+/// upstream's are counted by the upstream, where its API can.
 pub(crate) async fn count_input(
     state: &AppState,
     client: Client,
@@ -59,18 +62,47 @@ pub(crate) async fn count_input(
     }
     let client_permit = state.client_runs.try_admit(client)?;
     let agent = Arc::clone(&state.agent);
-    // An upstream's count is a request of its own: this thread waits, and
-    // holds the client's place until it is answered (a client that left
-    // cannot pile counts up on the upstream).
-    tokio::task::spawn_blocking(move || {
+    // Both places travel with the work and are given back when its thread
+    // ends, not when the client leaves: an upstream's count cannot be
+    // stopped once asked, so a client that left cannot pile counts up on
+    // the upstream or on the blocking threads.
+    let counted = state.counting.run(move |gone| {
         let _place = client_permit;
-        agent.prepare_input(input)?.count_prompt_tokens()
-    })
-    .await
-    .map_err(|_| {
-        tracing::error!("token count preparation panicked");
-        RunRejected::internal("counting the prompt failed")
-    })?
+        if gone.is_cancelled() {
+            return Err(client_left());
+        }
+        let prepared = agent.prepare_input(input)?;
+        // Preparing took a while: a client gone by now is not asked for.
+        if gone.is_cancelled() {
+            return Err(client_left());
+        }
+        prepared.count_prompt_tokens()
+    });
+    match counted.await {
+        Ok(counted) => counted,
+        Err(WorkError::Busy) => {
+            let limit = state.counting.limit();
+            tracing::info!(
+                limit,
+                "token count refused: the server is counting its most"
+            );
+            state.agent.metrics().request_refused("SERVER_BUSY");
+            Err(RunRejected::new(
+                RejectKind::Busy,
+                "SERVER_BUSY",
+                format!("the server is counting {limit} prompts at once, its most; retry shortly"),
+            ))
+        }
+        Err(WorkError::Failed) => {
+            tracing::error!("token count preparation panicked");
+            Err(RunRejected::internal("counting the prompt failed"))
+        }
+    }
+}
+
+/// What a count whose client left ends with; nobody reads it.
+fn client_left() -> RunRejected {
+    RunRejected::internal("the client left before its count")
 }
 
 async fn start_with(

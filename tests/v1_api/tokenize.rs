@@ -85,3 +85,97 @@ async fn text_goes_to_the_models_ids_and_back_in_either_servers_terms() {
     assert!(observed.prompts.lock().unwrap().is_empty(), "nothing ran");
     server.shutdown().await;
 }
+
+/// One request holds at most four of the model's context lengths: text
+/// that encodes to more is refused naming its field and the limit, before
+/// any piece is built; ids past it are refused before they are read. Up
+/// to the limit both still answer.
+#[tokio::test]
+async fn more_than_four_contexts_of_tokens_are_refused_by_field() {
+    let (server, observed) = TestServer::qwen3(&[]).await;
+    let chat = support::qwen3_chat();
+    let (status, body) = post(&server, "/tokenize", &json!({"content": "hi"})).await;
+    assert_eq!(status, 200, "{body}");
+    let limit = 4 * body["max_model_len"].as_u64().unwrap() as usize;
+
+    // " a" is a token of its own wherever it stands.
+    let at_limit = " a".repeat(limit);
+    let ids = chat.tokenizer.encode(&at_limit, false).unwrap();
+    assert_eq!(ids.len(), limit);
+    let (status, body) = post(
+        &server,
+        "/tokenize",
+        &json!({"content": at_limit, "with_pieces": true}),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["count"], limit);
+    assert_eq!(body["tokens"].as_array().unwrap().len(), limit);
+    assert_eq!(body["tokens"][0]["id"], ids[0]);
+    assert_eq!(body["tokens"][0]["piece"], " a");
+    let (status, body) = post(&server, "/detokenize", &json!({"tokens": ids})).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["content"], at_limit);
+
+    let past = " a".repeat(limit + 1);
+    assert!(chat.tokenizer.encode(&past, false).unwrap().len() > limit);
+    for (body, param) in [
+        (json!({"content": past}), "content"),
+        (json!({"content": past, "with_pieces": true}), "content"),
+        (json!({"prompt": past}), "prompt"),
+    ] {
+        let (status, refused) = post(&server, "/tokenize", &body).await;
+        assert_eq!(status, 400, "{refused}");
+        assert_eq!(refused["error"]["param"], param, "{refused}");
+        assert_eq!(refused["error"]["type"], "invalid_request_error");
+        let message = refused["error"]["message"].as_str().unwrap();
+        assert!(
+            message.contains(&format!("the {limit} one request")),
+            "{message}"
+        );
+    }
+    let too_many = vec![ids[0]; limit + 1];
+    let (status, refused) = post(&server, "/detokenize", &json!({"tokens": too_many})).await;
+    assert_eq!(status, 400, "{refused}");
+    assert_eq!(refused["error"]["param"], "tokens", "{refused}");
+    let message = refused["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains(&format!("the {limit} one request")),
+        "{message}"
+    );
+    assert!(observed.prompts.lock().unwrap().is_empty(), "nothing ran");
+    server.shutdown().await;
+}
+
+/// The tokenizer endpoints and the counts, many at once (more than the
+/// slots of a small machine): each is answered, waiting its turn for a
+/// slot rather than refused, and none of them runs anything.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tokenizing_and_counting_at_once_all_answer() {
+    let (server, observed) = TestServer::qwen3(&[]).await;
+    let user = json!([{"role": "user", "content": "hi"}]);
+    let asks = [
+        (
+            "/tokenize",
+            json!({"content": "Hello there", "with_pieces": true}),
+        ),
+        ("/detokenize", json!({"tokens": [9707, 1052]})),
+        ("/v1/messages/count_tokens", json!({"messages": user})),
+        ("/v1/responses/input_tokens", json!({"input": "hi"})),
+    ];
+    // One of each first: what the tokenizer builds on first use is built.
+    for (path, body) in &asks {
+        let (status, body) = post(&server, path, body).await;
+        assert_eq!(status, 200, "{path}: {body}");
+    }
+    let all = (0..16).map(|i| {
+        let (path, body) = &asks[i % asks.len()];
+        let server = &server;
+        async move { (*path, post(server, path, body).await) }
+    });
+    for (path, (status, body)) in futures_util::future::join_all(all).await {
+        assert_eq!(status, 200, "{path}: {body}");
+    }
+    assert!(observed.prompts.lock().unwrap().is_empty(), "nothing ran");
+    server.shutdown().await;
+}
