@@ -74,7 +74,7 @@ impl PreparedRun {
         };
         let request = self.upstream_request(turns, blocks, *thinking, answer.as_ref());
         match up.upstream.count_input_tokens(&request) {
-            Ok(Some(tokens)) => Ok(tokens as usize),
+            Ok(Some(tokens)) => Ok(tokens_usize(tokens)),
             Ok(None) => Err(unsupported()),
             // A server that speaks the wire but has no counting endpoint.
             Err(crate::upstream::UpstreamError::Refused {
@@ -211,7 +211,9 @@ impl Execution<'_, '_> {
         Ok(())
     }
 
-    /// An upstream that stopped at its token limit says so.
+    /// An upstream that stopped at its token limit says so, as does one
+    /// whose stream was cut off for streaming past what the request's
+    /// limits allow (`UpstreamStream::cut_off`).
     fn report_cut_off(&mut self, stream: &UpstreamStream) -> Result<(), Stopped> {
         if stream.cut_off() {
             self.events.incomplete(incomplete::LENGTH)?;
@@ -236,10 +238,13 @@ impl Execution<'_, '_> {
             }
             return;
         };
-        self.usage.input += usage.input as usize;
-        self.usage.output += usage.output as usize;
-        self.usage.reasoning += usage.reasoning.unwrap_or(0) as usize;
-        self.usage.cached += usage.cached as usize;
+        // Saturating: the counts are the upstream's to choose.
+        let add =
+            |total: &mut usize, count: u64| *total = total.saturating_add(tokens_usize(count));
+        add(&mut self.usage.input, usage.input);
+        add(&mut self.usage.output, usage.output);
+        add(&mut self.usage.reasoning, usage.reasoning.unwrap_or(0));
+        add(&mut self.usage.cached, usage.cached);
     }
 
     /// A short summary of `reasoning` from the upstream, thinking off.
@@ -317,6 +322,12 @@ impl Execution<'_, '_> {
     }
 }
 
+/// An upstream's token count as a `usize`, saturating where it does not
+/// fit (a 32-bit target; an upstream reporting nonsense).
+fn tokens_usize(count: u64) -> usize {
+    usize::try_from(count).unwrap_or(usize::MAX)
+}
+
 /// Whether `chunk` may go on when a run makes one call at most: anything
 /// but a second call. An upstream asked for one call may still write more
 /// (not every compatible server honours `parallel_tool_calls`), and the
@@ -336,6 +347,13 @@ mod tests {
     use thinkwire_reasoning::ToolCall;
 
     use super::*;
+
+    #[test]
+    fn upstream_token_counts_saturate() {
+        assert_eq!(tokens_usize(7), 7);
+        assert_eq!(tokens_usize(u64::MAX), usize::MAX);
+        assert_eq!((usize::MAX - 1).saturating_add(tokens_usize(5)), usize::MAX);
+    }
 
     #[test]
     fn one_call_at_most_lets_only_the_first_calls_chunks_through() {

@@ -15,7 +15,7 @@ use thinkwire_reasoning::{Chunk, ToolCall, ToolCallProblem};
 use thinkwire_seal::ProviderItem;
 
 use super::openai_chat::{AnswerConstraint, UpstreamRequest, UpstreamUsage, error_kind};
-use super::{UpstreamError, UpstreamOutput};
+use super::{MAX_TOOL_CALLS, UpstreamError, UpstreamOutput, too_many_calls};
 use crate::conversation::ReplayedBlock;
 
 /// Item kinds in the sealed value.
@@ -36,6 +36,10 @@ pub const COUNTED_FIELDS: &[&str] = &[
     "thinking",
     "output_config",
 ];
+
+/// Longest thinking-block signature accepted (they are a few hundred
+/// bytes): the parser holds it until the block ends, unsent.
+const MAX_SIGNATURE_BYTES: usize = 1 << 20;
 
 /// The smallest thinking budget the API accepts.
 const MIN_BUDGET: usize = 1024;
@@ -87,7 +91,7 @@ pub fn request_body(model: &str, request: &UpstreamRequest<'_>) -> Value {
     let budget = request.budget.max(MIN_BUDGET);
     // With thinking, max_tokens covers the budget and the answer.
     let max_tokens = if thinking {
-        request.max_tokens + budget
+        request.max_tokens.saturating_add(budget)
     } else {
         request.max_tokens
     };
@@ -210,6 +214,8 @@ pub struct StreamParser {
     done: bool,
     /// The message stopped at `max_tokens`.
     cut_off: bool,
+    /// Tool calls opened so far (at most [`MAX_TOOL_CALLS`]).
+    calls: usize,
 }
 
 impl Default for StreamParser {
@@ -226,6 +232,7 @@ impl StreamParser {
             usage: UpstreamUsage::default(),
             done: false,
             cut_off: false,
+            calls: 0,
         }
     }
 
@@ -255,10 +262,11 @@ impl StreamParser {
                 // Anthropic's `input_tokens` leaves out the cache's
                 // reads and writes; ours is the whole prompt.
                 let usage = &event["message"]["usage"];
+                // Saturating: the counts are the upstream's to choose.
                 let cached = usage["cache_read_input_tokens"].as_u64().unwrap_or(0);
-                self.usage.input = usage["input_tokens"].as_u64().unwrap_or(0)
-                    + cached
-                    + usage["cache_creation_input_tokens"].as_u64().unwrap_or(0);
+                self.usage.input = (usage["input_tokens"].as_u64().unwrap_or(0))
+                    .saturating_add(cached)
+                    .saturating_add(usage["cache_creation_input_tokens"].as_u64().unwrap_or(0));
                 self.usage.cached = cached;
             }
             "content_block_start" => {
@@ -281,6 +289,10 @@ impl StreamParser {
                     }
                     "text" => Block::Text,
                     "tool_use" => {
+                        self.calls += 1;
+                        if self.calls > MAX_TOOL_CALLS {
+                            return Err(too_many_calls());
+                        }
                         let id = block["id"].as_str().unwrap_or("").to_owned();
                         let name = block["name"].as_str().unwrap_or("").to_owned();
                         out.push(UpstreamOutput::Chunk(Chunk::ToolCallStart {
@@ -311,6 +323,11 @@ impl StreamParser {
                     }
                     ("signature_delta", Block::Thinking { signature }) => {
                         signature.push_str(&text("signature"));
+                        if signature.len() > MAX_SIGNATURE_BYTES {
+                            return Err(UpstreamError::Protocol(
+                                "a thinking signature is too long".into(),
+                            ));
+                        }
                     }
                     ("text_delta", Block::Text) => {
                         let t = text("text");
@@ -364,6 +381,13 @@ impl StreamParser {
             .into_values()
             .flat_map(|block| end_block(block, true))
             .collect()
+    }
+
+    /// Ends the message as stopped at `max_tokens` (its output passed what
+    /// the request allows): open blocks close, a tool call truncated.
+    pub fn cut_at_length(&mut self) -> Vec<UpstreamOutput> {
+        self.cut_off = true;
+        self.finish()
     }
 }
 

@@ -7,8 +7,8 @@
 use std::time::Duration;
 
 use serde_json::Value;
-use thinkwire_protocol::SseDecoder;
-use thinkwire_reasoning::FormatSpec;
+use thinkwire_protocol::{SseDecoder, SseMessage};
+use thinkwire_reasoning::{Chunk, FormatSpec};
 use tokio::runtime::Handle;
 
 use super::completions::{self, CompletionParser, RawRequest};
@@ -27,6 +27,25 @@ const MAX_MESSAGE_BYTES: usize = 1 << 20;
 /// Most bytes one upstream answer may stream, whatever its token count
 /// says: a stream that never ends is cut off here.
 const MAX_STREAM_BYTES: usize = 256 << 20;
+
+/// Most bytes of an error response's body read for its error's type: the
+/// `{error: {type, code}}` object comes first; the rest is dropped unread,
+/// so a hostile body costs no more than this per attempt.
+const MAX_ERROR_BODY_BYTES: usize = 64 << 10;
+
+/// Most bytes of a token count's answer (`{"input_tokens": N}`); past it
+/// the answer is malformed.
+const MAX_COUNT_BODY_BYTES: usize = 64 << 10;
+
+/// Output bytes (text, reasoning, tool arguments; see [`output_bytes`])
+/// accepted per token of a request's limits: generous, since a token may be a long run of spaces,
+/// yet it bounds an upstream that ignores its `max_tokens`.
+const OUTPUT_BYTES_PER_TOKEN: usize = 32;
+
+/// Tokens added to a request's limits before [`OUTPUT_BYTES_PER_TOKEN`]
+/// applies: Anthropic thinks at least 1024 tokens whatever the run's
+/// budget, and a chat upstream enforces no reasoning budget.
+const OUTPUT_SLACK_TOKENS: usize = 1024;
 
 /// A configured upstream, shared by every run.
 pub struct Upstream {
@@ -102,7 +121,8 @@ impl Upstream {
             ),
             UpstreamKind::Anthropic => Parser::Anthropic(anthropic::StreamParser::new()),
         };
-        self.open_at(&url, &body, parser, should_stop)
+        let limit = output_limit(request.max_tokens, request.budget);
+        self.open_at(&url, &body, parser, limit, should_stop)
     }
 
     /// Sends a raw completion (`POST {url}/completions`) as [`open`](Self::open)
@@ -123,16 +143,19 @@ impl Upstream {
         let url = format!("{base}/completions");
         let body = completions::request_body(&self.config.model, request);
         let parser = || Parser::Completions(CompletionParser::new(request.logprobs));
-        self.open_at(&url, &body, parser, should_stop)
+        let limit = output_limit(request.max_tokens, 0);
+        self.open_at(&url, &body, parser, limit, should_stop)
     }
 
     /// The request of [`open`](Self::open), retried as it says; `parser`
-    /// reads the stream of the response that succeeds.
+    /// reads the stream of the response that succeeds, which may carry
+    /// `output_limit` bytes of output ([`output_limit`]).
     fn open_at(
         &self,
         url: &str,
         body: &Value,
         parser: impl Fn() -> Parser,
+        output_limit: usize,
         should_stop: &dyn Fn() -> bool,
     ) -> Result<Option<UpstreamStream>, UpstreamError> {
         let mut attempt = 0;
@@ -147,15 +170,13 @@ impl Upstream {
                     UpstreamError::Unavailable("cannot connect")
                 }
                 Waited::Done(Ok(response)) if response.status().is_success() => {
-                    return Ok(Some(UpstreamStream {
+                    return Ok(Some(UpstreamStream::new(
                         response,
-                        decoder: SseDecoder::new(),
-                        parser: parser(),
-                        idle_timeout: self.config.idle_timeout,
-                        runtime: self.runtime.clone(),
-                        ended: false,
-                        read: 0,
-                    }));
+                        parser(),
+                        self.config.idle_timeout,
+                        self.runtime.clone(),
+                        output_limit,
+                    )));
                 }
                 Waited::Done(Ok(response)) => self.refused(response, should_stop),
             };
@@ -222,8 +243,12 @@ impl Upstream {
             return Err(self.refused(response, &never));
         }
         let malformed = || UpstreamError::Protocol("its token count is malformed".into());
-        match self.wait(response.bytes(), &never) {
-            Waited::Done(Ok(bytes)) => serde_json::from_slice::<Value>(&bytes)
+        match self.wait(read_capped(response, MAX_COUNT_BODY_BYTES), &never) {
+            // A count is a few bytes: one past the bound is no count.
+            Waited::Done(Ok(body)) if body.over => Err(UpstreamError::Protocol(
+                "its token count is too long".into(),
+            )),
+            Waited::Done(Ok(body)) => serde_json::from_slice::<Value>(&body.bytes)
                 .ok()
                 .and_then(|v| v.get("input_tokens").and_then(Value::as_u64))
                 .map(Some)
@@ -253,21 +278,24 @@ impl Upstream {
 
     /// The error of a non-success response: its status and the error's
     /// type or code (never its message, which may quote the conversation).
+    /// At most [`MAX_ERROR_BODY_BYTES`] of the body are read.
     fn refused(
         &self,
         response: reqwest::Response,
         should_stop: &dyn Fn() -> bool,
     ) -> UpstreamError {
         let status = response.status();
-        let kind = match self.wait(response.bytes(), should_stop) {
-            // Both APIs put `{type, code?, message}` under `error`.
-            Waited::Done(Ok(bytes)) => serde_json::from_slice::<Value>(&bytes)
-                .ok()
-                .and_then(|v| v.get("error").cloned())
-                .map_or_else(String::new, |e| openai_chat::error_kind(&e)),
-            _ => String::new(),
+        let read = self.wait(read_capped(response, MAX_ERROR_BODY_BYTES), should_stop);
+        let (kind, cut) = match read {
+            Waited::Done(Ok(body)) => (error_body_kind(&body.bytes), body.over),
+            _ => (String::new(), false),
         };
-        tracing::warn!(status = status.as_u16(), kind = %kind, "upstream refused a request");
+        tracing::warn!(
+            status = status.as_u16(),
+            kind = %kind,
+            body_cut = cut,
+            "upstream refused a request"
+        );
         UpstreamError::Refused {
             status: status.as_u16(),
             kind,
@@ -289,9 +317,35 @@ pub struct UpstreamStream {
     ended: bool,
     /// Bytes read so far.
     read: usize,
+    /// Output bytes (text, reasoning, tool arguments) the stream may still
+    /// carry: an upstream that ignores the request's token limits is cut
+    /// off as if it had stopped at them.
+    output_left: usize,
+    /// The output passed its bound and the stream was cut off there.
+    cut: bool,
 }
 
 impl UpstreamStream {
+    fn new(
+        response: reqwest::Response,
+        parser: Parser,
+        idle_timeout: Duration,
+        runtime: Handle,
+        output_limit: usize,
+    ) -> Self {
+        Self {
+            response,
+            decoder: SseDecoder::new(),
+            parser,
+            idle_timeout,
+            runtime,
+            ended: false,
+            read: 0,
+            output_left: output_limit,
+            cut: false,
+        }
+    }
+
     /// The next chunks: `Ok(None)` when the stream ended (or the client
     /// stopped the run: the connection is then closed by dropping this).
     pub fn next(
@@ -301,6 +355,8 @@ impl UpstreamStream {
         if self.ended {
             return Ok(None);
         }
+        // Any bytes are activity, an SSE comment included: proxies keep a
+        // long prefill's stream open with comment keepalives.
         let piece = wait(
             &self.runtime,
             self.idle_timeout,
@@ -322,10 +378,11 @@ impl UpstreamStream {
                 // A body that ends without the blank line after its last
                 // message (`data: [DONE]` and nothing more) still ends it.
                 let mut chunks = Vec::new();
-                if let Some(last) = self.decoder.finish()
-                    && !self.parser.done()
-                {
-                    chunks.extend(self.parser.push(&last.data)?);
+                if let Some(last) = self.decoder.finish() {
+                    self.push_messages(vec![last], &mut chunks)?;
+                }
+                if self.cut {
+                    return Ok(Some(chunks));
                 }
                 if !self.parser.done() {
                     return Err(UpstreamError::Unavailable("the stream ended before [DONE]"));
@@ -346,17 +403,50 @@ impl UpstreamStream {
         {
             return Err(UpstreamError::Protocol("a message is too long".into()));
         }
-        for message in messages {
-            if self.parser.done() {
-                break;
-            }
-            chunks.extend(self.parser.push(&message.data)?);
-        }
+        self.push_messages(messages, &mut chunks)?;
         Ok(Some(chunks))
     }
 
-    /// Whether the upstream stopped at its token limit.
+    /// `messages` through the parser into `chunks`, their output counted
+    /// against the stream's bound; the message whose output passes it is
+    /// the last read, and the stream ends there as cut off at its length
+    /// (what is open is closed, a tool call in it truncated).
+    fn push_messages(
+        &mut self,
+        messages: Vec<SseMessage>,
+        chunks: &mut Vec<UpstreamOutput>,
+    ) -> Result<(), UpstreamError> {
+        for message in messages {
+            if self.parser.done() || self.cut {
+                break;
+            }
+            let out = self.parser.push(&message.data)?;
+            let bytes = out.iter().map(output_bytes).fold(0, usize::saturating_add);
+            chunks.extend(out);
+            match self.output_left.checked_sub(bytes) {
+                Some(left) => self.output_left = left,
+                // It ended with that message: nothing more to bound.
+                None if self.parser.done() => self.output_left = 0,
+                None => {
+                    tracing::warn!(
+                        "the upstream's output passed the request's token limits: cut off"
+                    );
+                    self.ended = true;
+                    self.cut = true;
+                    self.output_left = 0;
+                    chunks.extend(self.parser.cut_at_length());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether the upstream stopped at its token limit (or streamed past
+    /// what its limits allow and was cut off there).
     pub fn cut_off(&self) -> bool {
+        if self.cut {
+            return true;
+        }
         match &self.parser {
             Parser::OpenAiChat(p) => p.cut_off(),
             Parser::Responses(p) => p.cut_off(),
@@ -415,6 +505,17 @@ impl Parser {
         }
     }
 
+    /// Ends the stream as stopped at its token limit: closes what is
+    /// open, a tool call in it truncated.
+    fn cut_at_length(&mut self) -> Vec<UpstreamOutput> {
+        match self {
+            Self::OpenAiChat(p) => p.cut_at_length(),
+            Self::Responses(p) => p.cut_at_length(),
+            Self::Anthropic(p) => p.cut_at_length(),
+            Self::Completions(p) => p.cut_at_length(),
+        }
+    }
+
     fn done(&self) -> bool {
         match self {
             Self::OpenAiChat(p) => p.done(),
@@ -423,6 +524,89 @@ impl Parser {
             Self::Completions(p) => p.done(),
         }
     }
+}
+
+/// The output bytes a request may stream: [`OUTPUT_BYTES_PER_TOKEN`] per
+/// token of its limit and reasoning budget, plus [`OUTPUT_SLACK_TOKENS`].
+fn output_limit(max_tokens: usize, budget: usize) -> usize {
+    max_tokens
+        .saturating_add(budget)
+        .saturating_add(OUTPUT_SLACK_TOKENS)
+        .saturating_mul(OUTPUT_BYTES_PER_TOKEN)
+}
+
+/// The bytes of `out` that count against a stream's output bound: the
+/// text a run accumulates (answer, reasoning, tool arguments, malformed
+/// output shown as text), and a token's worth for each block that opens
+/// or closes (it costs the upstream a token at least), so a stream of
+/// empty blocks is bounded too.
+fn output_bytes(out: &UpstreamOutput) -> usize {
+    match out {
+        UpstreamOutput::Chunk(Chunk::Text(text) | Chunk::ReasoningDelta(text)) => text.len(),
+        UpstreamOutput::Chunk(Chunk::ToolCallArgs { delta, .. }) => delta.len(),
+        UpstreamOutput::Chunk(Chunk::Malformed(malformed)) => malformed.raw.len(),
+        UpstreamOutput::Chunk(_) | UpstreamOutput::Provider(_) => OUTPUT_BYTES_PER_TOKEN,
+        // They come with the text they describe, which counts.
+        UpstreamOutput::Logprobs(_) => 0,
+    }
+}
+
+/// The start of a body, at most a bound's worth.
+struct CappedBody {
+    bytes: Vec<u8>,
+    /// More followed the bound (left unread).
+    over: bool,
+}
+
+impl CappedBody {
+    fn new() -> Self {
+        Self {
+            bytes: Vec::new(),
+            over: false,
+        }
+    }
+
+    /// Takes `piece` up to `cap` bytes in all; `false` once the bound is
+    /// passed (read no more).
+    fn push(&mut self, piece: &[u8], cap: usize) -> bool {
+        let room = cap.saturating_sub(self.bytes.len());
+        if piece.len() > room {
+            self.bytes
+                .extend_from_slice(piece.get(..room).unwrap_or_default());
+            self.over = true;
+            return false;
+        }
+        self.bytes.extend_from_slice(piece);
+        true
+    }
+}
+
+/// At most `cap` bytes of `response`'s body: read a piece at a time and
+/// stopped past the bound (the rest is dropped with the response, which
+/// closes its connection).
+async fn read_capped(
+    mut response: reqwest::Response,
+    cap: usize,
+) -> Result<CappedBody, reqwest::Error> {
+    let mut body = CappedBody::new();
+    while let Some(piece) = response.chunk().await? {
+        if !body.push(&piece, cap) {
+            break;
+        }
+    }
+    Ok(body)
+}
+
+/// An error body's `error.type` or `code` (both APIs put `{type, code?,
+/// message}` under `error`), from the first JSON value of `bytes`: a body
+/// cut at its bound still names its error when the object came whole.
+fn error_body_kind(bytes: &[u8]) -> String {
+    serde_json::Deserializer::from_slice(bytes)
+        .into_iter::<Value>()
+        .next()
+        .and_then(Result::ok)
+        .and_then(|v| v.get("error").cloned())
+        .map_or_else(String::new, |e| openai_chat::error_kind(&e))
 }
 
 /// An error and its causes, for the log (reqwest's own message names only
@@ -465,3 +649,6 @@ fn wait<F: Future>(
         }
     })
 }
+
+#[cfg(test)]
+mod tests;

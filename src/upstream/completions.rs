@@ -74,6 +74,13 @@ impl CompletionParser {
         self.finish_reason.as_deref() == Some("length")
     }
 
+    /// Ends the completion as stopped at its token limit (its text passed
+    /// what the request allows); a raw completion has nothing to close.
+    pub fn cut_at_length(&mut self) -> Vec<UpstreamOutput> {
+        self.finish_reason = Some("length".into());
+        Vec::new()
+    }
+
     /// One `data:` payload.
     pub fn push(&mut self, data: &str) -> Result<Vec<UpstreamOutput>, UpstreamError> {
         if data.trim() == "[DONE]" {

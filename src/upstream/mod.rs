@@ -27,6 +27,16 @@ pub use completions::RawRequest;
 pub use openai_chat::{AnswerConstraint, UpstreamRequest, UpstreamUsage};
 pub use sampling::Uncarried;
 
+/// Most tool calls one upstream stream may open, on every wire: far more
+/// than a turn makes, and each costs a start and an end downstream; past
+/// it the stream is malformed (`UPSTREAM_PROTOCOL`).
+const MAX_TOOL_CALLS: usize = 128;
+
+/// The protocol error of a stream opening more than [`MAX_TOOL_CALLS`].
+fn too_many_calls() -> UpstreamError {
+    UpstreamError::Protocol(format!("more than {MAX_TOOL_CALLS} tool calls"))
+}
+
 /// What an adapter reads out of its stream.
 #[derive(Debug, Clone, PartialEq)]
 pub enum UpstreamOutput {

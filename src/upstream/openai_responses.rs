@@ -17,7 +17,7 @@ use thinkwire_seal::ProviderItem;
 use super::openai_chat::{
     UpstreamRequest, UpstreamUsage, error_kind, finished_call, refused_in_stream, upstream_logprobs,
 };
-use super::{UpstreamError, UpstreamOutput};
+use super::{MAX_TOOL_CALLS, UpstreamError, UpstreamOutput, too_many_calls};
 use crate::conversation::ReplayedBlock;
 
 /// Item kind in the sealed value.
@@ -170,6 +170,8 @@ pub struct StreamParser {
     cut_off: bool,
     /// Alternatives per answer token the run asked for; `None`: none.
     logprobs: Option<usize>,
+    /// Function calls opened so far (at most [`MAX_TOOL_CALLS`]).
+    calls: usize,
 }
 
 impl StreamParser {
@@ -222,6 +224,10 @@ impl StreamParser {
                     }
                     "message" => Item::Message,
                     "function_call" => {
+                        self.calls += 1;
+                        if self.calls > MAX_TOOL_CALLS {
+                            return Err(too_many_calls());
+                        }
                         let id = item["call_id"].as_str().unwrap_or("").to_owned();
                         let name = item["name"].as_str().unwrap_or("").to_owned();
                         out.push(UpstreamOutput::Chunk(Chunk::ToolCallStart {
@@ -337,6 +343,13 @@ impl StreamParser {
 
     /// The stream ended: close what is still open.
     pub fn finish(&mut self) -> Vec<UpstreamOutput> {
+        self.close_all(true)
+    }
+
+    /// Ends the response as stopped at its token limit (its output passed
+    /// what the request allows): what is open closes, a call truncated.
+    pub fn cut_at_length(&mut self) -> Vec<UpstreamOutput> {
+        self.cut_off = true;
         self.close_all(true)
     }
 

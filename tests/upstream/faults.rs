@@ -326,3 +326,92 @@ async fn a_stream_whose_last_message_has_no_blank_line_still_ends() {
     assert_eq!(types(&events).last(), Some(&EventType::RunFinished));
     front.shutdown().await;
 }
+
+/// An error status whose body goes on far past what is read of it (here
+/// it never ends): the run gets the usual `UPSTREAM_ERROR`, naming the
+/// status and the error object at the body's start, at once and on each
+/// retry, not after the idle timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_error_status_with_an_endless_body_ends_the_run_at_once() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&calls);
+    let flooding = fake_upstream(axum::Router::new().route(
+        "/v1/chat/completions",
+        post(move || {
+            counted.fetch_add(1, Ordering::SeqCst);
+            async {
+                let head = json!({"error": {"type": "server_error", "message": "Hello? broke it"}})
+                    .to_string();
+                let padding = futures_util::stream::repeat_with(|| " ".repeat(64 * 1024));
+                let body = futures_util::stream::once(async move { head })
+                    .chain(padding)
+                    .map(Ok::<_, std::io::Error>);
+                (
+                    axum::http::StatusCode::INTERNAL_SERVER_ERROR,
+                    Body::from_stream(body),
+                )
+                    .into_response()
+            }
+        }),
+    ))
+    .await;
+    let mut config = upstream_config(flooding);
+    config.retries = 1;
+    config.idle_timeout = Duration::from_secs(30);
+    let front = front(config).await;
+    let (code, message, elapsed, started) =
+        tokio::time::timeout(Duration::from_secs(20), failed_run(&front))
+            .await
+            .expect("the body is not read to its end");
+    assert_eq!(code, "UPSTREAM_ERROR");
+    assert!(!started, "refused before RUN_STARTED");
+    assert!(
+        message.contains("500") && message.contains("server_error"),
+        "{message}"
+    );
+    assert!(!message.contains("Hello?"), "{message}");
+    assert_eq!(calls.load(Ordering::SeqCst), 2, "retried once");
+    // Far under one idle timeout (30 s), with room for a loaded machine.
+    assert!(elapsed < Duration::from_secs(10), "{elapsed:?}");
+    front.shutdown().await;
+}
+
+/// An upstream that ignores the request's `max_tokens` and streams on is
+/// cut off at a generous multiple of the run's limits, as if it had
+/// stopped at them: the answer ends with `finish_reason: length`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstream_streaming_past_its_token_limit_is_cut_off_at_length() {
+    let endless = fake_upstream(axum::Router::new().route(
+        "/v1/chat/completions",
+        post(|| async {
+            let text =
+                futures_util::stream::repeat_with(|| delta(json!({"content": "a".repeat(1000)})))
+                    .then(|piece| async move {
+                        tokio::time::sleep(Duration::from_millis(1)).await;
+                        piece
+                    });
+            sse_response(Body::from_stream(text.map(Ok::<_, std::io::Error>)))
+        }),
+    ))
+    .await;
+    let front = front(upstream_config(endless)).await;
+    let body = json!({"messages": [{"role": "user", "content": "Talk."}], "max_tokens": 4});
+    let (status, whole) = tokio::time::timeout(
+        Duration::from_secs(20),
+        post_json(&front, "/v1/chat/completions", &body),
+    )
+    .await
+    .expect("the bound ends the answer");
+    assert_eq!(status, 200, "{whole}");
+    let choice = &whole["choices"][0];
+    assert_eq!(choice["finish_reason"], "length", "{whole}");
+    let content = choice["message"]["content"].as_str().unwrap_or("");
+    // 32 bytes a token of the limits (`max_tokens`, the reasoning budget,
+    // the slack), and the last delta: far from endless.
+    assert!(
+        !content.is_empty() && content.len() <= 256 * 1024,
+        "{} bytes",
+        content.len()
+    );
+    front.shutdown().await;
+}

@@ -9,18 +9,22 @@
 //! call opens, when the choice finishes, or at the stream's end. The
 //! arguments that came before are sent just after the start.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use serde_json::Value;
 use thinkwire_reasoning::{Chunk, FormatSpec, Splitter};
 
 use super::{UpstreamUsage, finished_call, refused_in_stream, upstream_logprobs};
 use crate::logprob_entries::{Held, Seen};
-use crate::upstream::{UpstreamError, UpstreamOutput};
+use crate::upstream::{MAX_TOOL_CALLS, UpstreamError, UpstreamOutput, too_many_calls};
 
 /// Longest tool name accepted (OpenAI allows 64 characters; this only
 /// bounds what a runaway stream can make the parser hold).
 const MAX_NAME_BYTES: usize = 4096;
+
+/// Most arguments a call may gather before it has any name (held, not
+/// sent): past it, a name is not coming.
+const MAX_NAMELESS_ARGUMENT_BYTES: usize = 1 << 20;
 
 /// A tool call being streamed.
 struct OpenCall {
@@ -59,6 +63,12 @@ pub struct StreamParser {
     calls: Vec<OpenCall>,
     /// Each delta `index`'s latest call (a position in `calls`).
     by_index: BTreeMap<u64, usize>,
+    /// Each call id's latest call (a position in `calls`), so a delta
+    /// found by its id costs no scan of the calls.
+    by_id: HashMap<String, usize>,
+    /// Calls whose name began and that may not have started yet, as
+    /// positions in `calls`: all another call's opening has to look at.
+    named: Vec<usize>,
     call_prefix: String,
     finish_reason: Option<String>,
     usage: Option<UpstreamUsage>,
@@ -80,6 +90,8 @@ impl StreamParser {
             in_reasoning: false,
             calls: Vec::new(),
             by_index: BTreeMap::new(),
+            by_id: HashMap::new(),
+            named: Vec::new(),
             call_prefix,
             finish_reason: None,
             usage: None,
@@ -208,6 +220,14 @@ impl StreamParser {
         Ok(())
     }
 
+    /// Ends the stream as stopped at its token limit (its output passed
+    /// what the request allows): what is open closes, a call's unfinished
+    /// arguments truncated.
+    pub fn cut_at_length(&mut self) -> Vec<UpstreamOutput> {
+        self.finish_reason = Some("length".into());
+        self.finish()
+    }
+
     /// The stream ended: close what is open. Idempotent.
     pub fn finish(&mut self) -> Vec<UpstreamOutput> {
         let mut chunks = Vec::new();
@@ -217,6 +237,8 @@ impl StreamParser {
         chunks.extend(split);
         let cut_off = self.finish_reason.as_deref() == Some("length");
         self.by_index.clear();
+        self.by_id.clear();
+        self.named.clear();
         for mut call in std::mem::take(&mut self.calls) {
             if !call.started {
                 call.start(&mut chunks);
@@ -238,10 +260,19 @@ impl StreamParser {
     }
 
     /// Starts every call not yet started whose name has begun: its name
-    /// is whole now (another call opens, or the choice finished).
+    /// is whole now (another call opens, or the choice finished). Only
+    /// the calls named since the last time are looked at, in the order
+    /// they opened, so each call costs this once.
     fn start_named(&mut self, chunks: &mut Vec<Chunk>) {
-        for call in &mut self.calls {
-            if !call.started && !call.name.is_empty() {
+        if self.named.is_empty() {
+            return;
+        }
+        let mut named = std::mem::take(&mut self.named);
+        named.sort_unstable();
+        for at in named {
+            if let Some(call) = self.calls.get_mut(at)
+                && !call.started
+            {
                 call.start(chunks);
             }
         }
@@ -262,7 +293,7 @@ impl StreamParser {
             None => {
                 // Another call opens: the names of those before it are whole.
                 self.start_named(chunks);
-                self.open_call(delta)
+                self.open_call(delta)?
             }
         };
         let Some(call) = self.calls.get_mut(at) else {
@@ -276,6 +307,9 @@ impl StreamParser {
                     "a tool call's name went on after the call started".into(),
                 ));
             }
+            if call.name.is_empty() {
+                self.named.push(at);
+            }
             call.name.push_str(name);
             if call.name.len() > MAX_NAME_BYTES {
                 return Err(UpstreamError::Protocol("a tool name is too long".into()));
@@ -285,6 +319,11 @@ impl StreamParser {
             return Ok(());
         }
         call.arguments.push_str(arguments);
+        if call.name.is_empty() && call.arguments.len() > MAX_NAMELESS_ARGUMENT_BYTES {
+            return Err(UpstreamError::Protocol(
+                "a tool call's arguments went on without a name".into(),
+            ));
+        }
         if call.started {
             chunks.push(Chunk::ToolCallArgs {
                 id: call.id.clone(),
@@ -307,7 +346,7 @@ impl StreamParser {
         let open = match index {
             Some(index) => self.by_index.get(&index).copied(),
             None => match id {
-                Some(id) => self.calls.iter().rposition(|c| c.id == id),
+                Some(id) => self.by_id.get(id).copied(),
                 None => self.calls.len().checked_sub(1),
             },
         };
@@ -315,13 +354,19 @@ impl StreamParser {
     }
 
     /// Opens the call `delta` begins; its position in `calls`. A call
-    /// without an upstream id gets the call prefix and its position.
-    fn open_call(&mut self, delta: &Value) -> usize {
-        let (index, id) = call_key(delta);
+    /// without an upstream id gets the call prefix and its position. Past
+    /// [`MAX_TOOL_CALLS`] the stream is malformed.
+    fn open_call(&mut self, delta: &Value) -> Result<usize, UpstreamError> {
         let at = self.calls.len();
+        if at >= MAX_TOOL_CALLS {
+            return Err(too_many_calls());
+        }
+        let (index, id) = call_key(delta);
         let prefix = &self.call_prefix;
+        let id = id.map_or_else(|| format!("{prefix}{at}"), str::to_owned);
+        self.by_id.insert(id.clone(), at);
         self.calls.push(OpenCall {
-            id: id.map_or_else(|| format!("{prefix}{at}"), str::to_owned),
+            id,
             name: String::new(),
             arguments: String::new(),
             started: false,
@@ -329,7 +374,7 @@ impl StreamParser {
         if let Some(index) = index {
             self.by_index.insert(index, at);
         }
-        at
+        Ok(at)
     }
 }
 

@@ -438,3 +438,66 @@ fn every_adapter_tells_a_stop_at_the_token_limit() {
         assert_eq!(anthropic.cut_off(), cut, "{reason}");
     }
 }
+
+/// A stream the front cuts off past what its request's limits allow ends
+/// on every wire as one stopped at its token limit: what is open closes,
+/// a call whose arguments were still coming truncated.
+#[test]
+fn every_adapter_ends_a_stream_cut_at_its_length() {
+    let truncated = |chunks: &[Chunk]| {
+        matches!(
+            chunks.last(),
+            Some(Chunk::ToolCallEnd(ToolCall {
+                problem: Some(ToolCallProblem::Truncated),
+                ..
+            }))
+        )
+    };
+    let mut chat = parser();
+    chat.push(&delta(
+        json!({"tool_calls": [{"index": 0, "id": "c", "function": {"name": "f", "arguments": "{\"a\":"}}]}),
+    ))
+    .unwrap();
+    let end = chunks_of(chat.cut_at_length());
+    assert!(chat.cut_off() && truncated(&end), "{end:?}");
+
+    let mut responses = crate::upstream::openai_responses::StreamParser::new();
+    for event in [
+        json!({"type": "response.output_item.added", "output_index": 0,
+            "item": {"type": "function_call", "call_id": "c", "name": "f"}}),
+        json!({"type": "response.function_call_arguments.delta", "output_index": 0,
+            "delta": "{\"a\":"}),
+    ] {
+        responses.push(&event.to_string()).unwrap();
+    }
+    let end = chunks_of(responses.cut_at_length());
+    assert!(responses.cut_off() && truncated(&end), "{end:?}");
+
+    let mut anthropic = crate::upstream::anthropic::StreamParser::new();
+    for event in [
+        json!({"type": "content_block_start", "index": 0,
+            "content_block": {"type": "tool_use", "id": "c", "name": "f"}}),
+        json!({"type": "content_block_delta", "index": 0,
+            "delta": {"type": "input_json_delta", "partial_json": "{\"a\":"}}),
+    ] {
+        anthropic.push(&event.to_string()).unwrap();
+    }
+    let end = chunks_of(anthropic.cut_at_length());
+    assert!(anthropic.cut_off() && truncated(&end), "{end:?}");
+
+    let mut raw = crate::upstream::completions::CompletionParser::new(None);
+    assert!(raw.cut_at_length().is_empty());
+    assert!(raw.cut_off());
+}
+
+/// Token counts are the upstream's to choose: sums of them saturate.
+#[test]
+fn anthropic_prompt_counts_saturate() {
+    let mut anthropic = crate::upstream::anthropic::StreamParser::new();
+    let start = json!({"type": "message_start", "message": {"usage": {
+        "input_tokens": u64::MAX, "cache_read_input_tokens": 5,
+        "cache_creation_input_tokens": u64::MAX}}});
+    anthropic.push(&start.to_string()).unwrap();
+    assert_eq!(anthropic.usage().input, u64::MAX);
+    assert_eq!(anthropic.usage().cached, 5);
+}

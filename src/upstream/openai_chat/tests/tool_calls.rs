@@ -392,3 +392,90 @@ fn a_name_that_goes_on_after_its_call_started_is_a_protocol_error() {
         .unwrap_err();
     assert_eq!(err.code(), "UPSTREAM_PROTOCOL");
 }
+
+/// A stream opens at most `MAX_CALLS` calls; the next is the upstream's
+/// protocol error, while deltas that go on with open calls stay fine.
+#[test]
+fn calls_past_the_cap_are_a_protocol_error() {
+    use crate::upstream::MAX_TOOL_CALLS as MAX_CALLS;
+
+    let mut p = parser();
+    for i in 0..MAX_CALLS {
+        p.push(&delta(
+            json!({"tool_calls": [{"index": i, "id": format!("c{i}"),
+            "function": {"name": "f", "arguments": "{"}}]}),
+        ))
+        .unwrap();
+    }
+    // Going on with a call, by index or by id alone, opens none.
+    p.push(&delta(
+        json!({"tool_calls": [{"index": 3, "function": {"arguments": "}"}}]}),
+    ))
+    .unwrap();
+    p.push(&delta(
+        json!({"tool_calls": [{"id": "c7", "function": {"arguments": "}"}}]}),
+    ))
+    .unwrap();
+    let err = p
+        .push(&delta(
+            json!({"tool_calls": [{"index": MAX_CALLS, "id": "over", "function": {"name": "f"}}]}),
+        ))
+        .unwrap_err();
+    assert_eq!(err.code(), "UPSTREAM_PROTOCOL");
+    assert!(err.to_string().contains("tool calls"), "{err}");
+}
+
+/// Index-less calls are found by their id, the latest call of an id when
+/// one repeats, however many calls opened after it.
+#[test]
+fn an_id_finds_its_call_among_many() {
+    let mut p = parser();
+    let open = |id: &str| {
+        delta(json!({"tool_calls": [{"id": id, "function": {"name": "f", "arguments": "{"}}]}))
+    };
+    let more = |id: &str, text: &str| {
+        delta(json!({"tool_calls": [{"id": id, "function": {"arguments": text}}]}))
+    };
+    let mut payloads: Vec<String> = (0..50).map(|i| open(&format!("c{i}"))).collect();
+    payloads.push(more("c3", "}"));
+    payloads.push(more("c49", "}"));
+    payloads.push(more("c0", "}"));
+    let mut chunks = run(&mut p, &payloads);
+    chunks.extend(chunks_of(p.push("[DONE]").unwrap()));
+    let ends = ended(&chunks);
+    assert_eq!(ends.len(), 50);
+    for (id, _, arguments) in &ends {
+        let whole = ["c0", "c3", "c49"].contains(&id.as_str());
+        assert_eq!(arguments, if whole { "{}" } else { "{" }, "{id}");
+    }
+}
+
+/// Calls whose names were held start in the order they opened, whichever
+/// was named first.
+#[test]
+fn held_names_start_in_the_order_their_calls_opened() {
+    let mut p = parser();
+    let chunks = run(
+        &mut p,
+        &[
+            delta(json!({"tool_calls": [{"index": 0, "id": "a", "function": {"arguments": ""}}]})),
+            delta(json!({"tool_calls": [{"index": 1, "id": "b", "function": {"name": "g"}}]})),
+            delta(json!({"tool_calls": [{"index": 0, "function": {"name": "f"}}]})),
+            json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]})
+                .to_string(),
+        ],
+    );
+    assert_eq!(chunks, [start("a", "f"), start("b", "g")]);
+}
+
+/// Arguments a call gathers without any name are held, not sent: past
+/// their bound, the stream is malformed.
+#[test]
+fn nameless_arguments_past_their_bound_are_a_protocol_error() {
+    let mut p = parser();
+    let err = p
+        .push(&delta(json!({"tool_calls": [{"index": 0, "id": "c",
+            "function": {"arguments": "x".repeat((1 << 20) + 1)}}]})))
+        .unwrap_err();
+    assert_eq!(err.code(), "UPSTREAM_PROTOCOL");
+}
