@@ -270,6 +270,13 @@ impl StreamParser {
                 self.usage.cached = cached;
             }
             "content_block_start" => {
+                // A second start at an open index would leave the first
+                // block (a call's start) with no end.
+                if self.blocks.contains_key(&index) {
+                    return Err(UpstreamError::Protocol(
+                        "a content block opened at an index already open".into(),
+                    ));
+                }
                 let block = &event["content_block"];
                 let kind = block["type"].as_str().unwrap_or("");
                 let started = match kind {
