@@ -33,6 +33,7 @@ pub(crate) struct Shared {
 }
 
 /// A validated run, ready to execute ([`PreparedRun::execute`]).
+#[derive(Clone)]
 pub struct PreparedRun {
     pub(super) shared: Arc<Shared>,
     pub(super) thread_id: String,
@@ -64,6 +65,19 @@ impl PreparedRun {
         &self.thread_id
     }
 
+    /// Another choice of the same request (chat's `n`): this run as
+    /// prepared, under its own id and seed. The choices of one input
+    /// differ in nothing else, so they are prepared once (the template
+    /// rendered, the prompt tokenized, sealed reasoning opened), not once
+    /// each.
+    #[must_use]
+    pub fn sibling(&self, run_id: String, seed: u64) -> Self {
+        let mut run = self.clone();
+        run.run_id = run_id;
+        run.sampling.seed = Some(seed);
+        run
+    }
+
     /// Tokens of the prompt its first generation starts from, where the
     /// run knows them before it starts (not for an upstream's runs).
     pub fn first_prompt_tokens(&self) -> Option<usize> {
@@ -82,6 +96,7 @@ impl PreparedRun {
 
 /// How a prepared run will generate, chosen by the model's reasoning
 /// format.
+#[derive(Clone)]
 pub(super) enum Plan {
     /// The model thinks in its own output (think tags, Harmony channels) or
     /// not at all: one generation, split as it streams.

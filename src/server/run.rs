@@ -170,12 +170,11 @@ fn expected_wait(
     agent.model()?.engine().expected_wait(tokens, ahead)
 }
 
-async fn admit(
+/// The places a run holds: the client's and the server's.
+fn take_places(
     state: &AppState,
     client: Client,
-    prepare: impl FnOnce(&Agent) -> Result<PreparedRun, RunRejected> + Send + 'static,
-    ahead: &[usize],
-) -> Result<Admitted, RunRejected> {
+) -> Result<(Permit, Option<ClientPermit>), RunRejected> {
     if state.shutdown.is_draining() {
         return Err(RunRejected::shutting_down());
     }
@@ -189,6 +188,59 @@ async fn admit(
         );
         return Err(RunRejected::busy(state.admission.limit()));
     };
+    Ok((permit, client_permit))
+}
+
+/// Refuses `prepared` when the prompts queued ahead of it, and `ahead`,
+/// would hold it past `--max-queue-wait`.
+fn check_wait(
+    state: &AppState,
+    prepared: &PreparedRun,
+    ahead: &[usize],
+) -> Result<(), RunRejected> {
+    if let Some(limit) = state.config.max_queue_wait
+        && let Some(wait) = expected_wait(&state.agent, prepared, ahead)
+        && wait > limit
+    {
+        tracing::info!(
+            wait_ms = wait.as_millis() as u64,
+            limit_ms = limit.as_millis() as u64,
+            "run refused: the prompts queued ahead would hold it past the limit"
+        );
+        return Err(RunRejected::overloaded(wait, limit));
+    }
+    Ok(())
+}
+
+/// Another choice of `first`'s request, admitted without preparing again
+/// ([`PreparedRun::sibling`]): its own places, id and seed, and the same
+/// checks of the queue ahead.
+pub(crate) fn admit_sibling(
+    state: &AppState,
+    client: Client,
+    first: &Admitted,
+    run_id: String,
+    seed: u64,
+    ahead: &[usize],
+) -> Result<Admitted, RunRejected> {
+    let admitted = take_places(state, client).and_then(|permits| {
+        let prepared = first.prepared.sibling(run_id, seed);
+        check_wait(state, &prepared, ahead)?;
+        Ok(Admitted { prepared, permits })
+    });
+    if let Err(rejected) = &admitted {
+        state.agent.metrics().run_refused(rejected.code);
+    }
+    admitted
+}
+
+async fn admit(
+    state: &AppState,
+    client: Client,
+    prepare: impl FnOnce(&Agent) -> Result<PreparedRun, RunRejected> + Send + 'static,
+    ahead: &[usize],
+) -> Result<Admitted, RunRejected> {
+    let permits = take_places(state, client)?;
     let agent = Arc::clone(&state.agent);
     // Preparing renders the template, tokenizes and opens sealed reasoning:
     // milliseconds of CPU, kept off the async workers.
@@ -207,21 +259,8 @@ async fn admit(
                 "run refused before it started"
             );
         })?;
-    if let Some(limit) = state.config.max_queue_wait
-        && let Some(wait) = expected_wait(&state.agent, &prepared, ahead)
-        && wait > limit
-    {
-        tracing::info!(
-            wait_ms = wait.as_millis() as u64,
-            limit_ms = limit.as_millis() as u64,
-            "run refused: the prompts queued ahead would hold it past the limit"
-        );
-        return Err(RunRejected::overloaded(wait, limit));
-    }
-    Ok(Admitted {
-        prepared,
-        permits: (permit, client_permit),
-    })
+    check_wait(state, &prepared, ahead)?;
+    Ok(Admitted { prepared, permits })
 }
 
 /// A run that holds its places and is prepared, not yet started: dropping

@@ -343,6 +343,21 @@ impl RunInput {
             .map_err(|rejected| self.refusal(rejected))
     }
 
+    /// Another choice of this input, `first` its first choice's run:
+    /// prepared once, admitted again under its own id and seed.
+    pub fn admit_sibling(
+        &self,
+        state: &AppState,
+        client: Client,
+        first: &Admitted,
+        seed: u64,
+        ahead: &[usize],
+    ) -> Result<Admitted, ApiError> {
+        let run_id = format!("run-{}", uuid::Uuid::new_v4().simple());
+        run::admit_sibling(state, client, first, run_id, seed, ahead)
+            .map_err(|rejected| self.refusal(rejected))
+    }
+
     /// The prompt tokens this input's run would start from, counted by
     /// preparing it; no run starts.
     pub async fn count(&self, state: &AppState, client: Client) -> Result<usize, ApiError> {

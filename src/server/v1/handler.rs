@@ -117,11 +117,18 @@ async fn run<S: Surface>(
         // Several choices draw from seeds of their own: the client's, or
         // one picked here, counted up from it (each input's the same).
         let base = (choices > 1).then(|| input.seed().unwrap_or_else(random_seed));
+        let first = admitted.len();
         for choice in 0..choices as u64 {
             let seed = base.map(|base| base.wrapping_add(choice));
             // A refusal of any choice refuses the request before any run
             // starts: the places already taken are given back as dropped.
-            let run = input.admit(&state, client, seed, &ahead).await?;
+            // The first choice is prepared; the others are it, reseeded.
+            let run = match (admitted.get(first), seed) {
+                (Some(prepared), Some(seed)) => {
+                    input.admit_sibling(&state, client, prepared, seed, &ahead)?
+                }
+                _ => input.admit(&state, client, seed, &ahead).await?,
+            };
             ahead.extend(run.prompt_tokens());
             admitted.push(run);
         }
