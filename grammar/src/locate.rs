@@ -8,7 +8,7 @@
 
 use serde_json::Value;
 
-use crate::walk::{escape, find, keywords};
+use crate::walk::{find, keywords, token};
 use crate::{GrammarError, Target};
 
 /// The engine's refusal `message` of `target`, at the path it concerns.
@@ -73,7 +73,7 @@ fn unparsed_pattern(schema: &Value) -> Option<String> {
         ("pattern", Value::String(pattern)) if refused(pattern) => Err(at.to_owned()),
         ("patternProperties", Value::Object(patterns)) => {
             match patterns.keys().find(|p| refused(p)) {
-                Some(pattern) => Err(format!("{at}/{}", escape(pattern))),
+                Some(pattern) => Err(format!("{at}/{}", token(pattern))),
                 None => Ok(()),
             }
         }

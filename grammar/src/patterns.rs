@@ -10,7 +10,7 @@ use regex_syntax::hir::{Hir, HirKind};
 use serde_json::Value;
 
 use crate::GrammarError;
-use crate::walk::{escape, keywords};
+use crate::walk::{keywords, token};
 
 /// The largest a pattern may unroll to (its repetitions' counts
 /// multiplied out, about one engine expression each). `a{30000}` still
@@ -25,7 +25,7 @@ pub(crate) fn check_patterns(schema: &Value) -> Result<(), GrammarError> {
         ("pattern", Value::String(pattern)) => check(pattern, at),
         ("patternProperties", Value::Object(patterns)) => patterns
             .keys()
-            .try_for_each(|pattern| check(pattern, &format!("{at}/{}", escape(pattern)))),
+            .try_for_each(|pattern| check(pattern, &format!("{at}/{}", token(pattern)))),
         _ => Ok(()),
     })
 }

@@ -28,13 +28,13 @@ pub(crate) fn keywords<E>(
     match node {
         Value::Object(map) => {
             for (key, child) in map {
-                let at = format!("{path}/{}", escape(key));
+                let at = format!("{path}/{}", token(key));
                 visit(key, child, &at)?;
                 match child {
                     _ if DATA.contains(&key.as_str()) => {}
                     Value::Object(schemas) if MAPS.contains(&key.as_str()) => {
                         for (name, schema) in schemas {
-                            keywords(schema, &format!("{at}/{}", escape(name)), visit)?;
+                            keywords(schema, &format!("{at}/{}", token(name)), visit)?;
                         }
                     }
                     _ => keywords(child, &at, visit)?,
@@ -66,6 +66,16 @@ pub(crate) fn escape(key: &str) -> String {
     key.replace('~', "~0").replace('/', "~1")
 }
 
+/// A key as a path shows it: its pointer token, or where the key is
+/// longer than 64 characters its first 64 and `…` (a refusal's path goes
+/// back to the client and into logs; a pattern key of megabytes need not).
+pub(crate) fn token(key: &str) -> String {
+    match key.char_indices().nth(64) {
+        Some((cut, _)) => format!("{}…", escape(&key[..cut])),
+        None => escape(key),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -86,5 +96,12 @@ mod tests {
             Some("/properties/b~1c/items/0/uniqueItems")
         );
         assert_eq!(find(&schema, |k, _| k == "format"), None);
+    }
+
+    #[test]
+    fn a_long_key_is_shown_cut() {
+        assert_eq!(token("a/b~c"), "a~1b~0c");
+        let long = "é".repeat(100);
+        assert_eq!(token(&long), format!("{}…", "é".repeat(64)));
     }
 }
