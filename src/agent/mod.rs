@@ -57,7 +57,7 @@ pub use model::LocalModel;
 pub use output::{CancelRun, Disconnected, Frame, RunOutput};
 pub use prepare::PreparedRun;
 use prepare::Shared;
-pub use rejection::{RejectKind, RunRejected};
+pub use rejection::{MAX_QUOTED_CHARS, RejectKind, RunRejected, quoted};
 pub use warmup::WarmUp;
 
 /// A loaded model with its keys and policy, shared by every run.

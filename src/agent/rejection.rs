@@ -6,6 +6,20 @@ use std::time::Duration;
 
 use super::output::Frame;
 
+/// The most characters of a client's string (a `role`, a block `type`, a
+/// tool's name) that an error message quotes: enough to recognize it,
+/// never a way to make a refusal as large as the body that caused it.
+pub const MAX_QUOTED_CHARS: usize = 32;
+
+/// `s` quoted for an error message: its first [`MAX_QUOTED_CHARS`]
+/// characters (cut on a character boundary), escaped as Rust writes a
+/// string, with `…` after the closing quote when it was cut.
+pub fn quoted(s: &str) -> String {
+    match s.char_indices().nth(MAX_QUOTED_CHARS) {
+        Some((cut, _)) => format!("{:?}…", &s[..cut]),
+        None => format!("{s:?}"),
+    }
+}
 /// The class of a rejection, which transports map to a status code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RejectKind {

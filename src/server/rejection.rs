@@ -7,6 +7,13 @@ use axum::response::{IntoResponse, Response};
 
 use crate::agent::{RejectKind, RunRejected};
 
+/// A refusal's path as a log may show it: the request's field, without
+/// the pointer after it into the client's own document (a schema's
+/// property names, a pattern key are the client's content).
+pub(crate) fn logged_path(path: &str) -> &str {
+    path.split_once('/').map_or(path, |(field, _)| field)
+}
+
 /// A request refused before `RUN_STARTED`.
 #[derive(Debug)]
 pub struct Rejection {
@@ -84,5 +91,20 @@ impl IntoResponse for Rejection {
             );
         }
         response
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::logged_path;
+
+    #[test]
+    fn a_logged_path_stops_where_the_clients_document_starts() {
+        assert_eq!(
+            logged_path("forwardedProps.responseFormat.schema/properties/ssn/pattern"),
+            "forwardedProps.responseFormat.schema"
+        );
+        assert_eq!(logged_path("messages[2].content"), "messages[2].content");
+        assert_eq!(logged_path(""), "");
     }
 }

@@ -255,7 +255,7 @@ async fn admit(
             // The code and field only: the message may quote the input.
             tracing::info!(
                 code = rejected.code,
-                path = rejected.path.as_deref().unwrap_or(""),
+                path = super::rejection::logged_path(rejected.path.as_deref().unwrap_or("")),
                 "run refused before it started"
             );
         })?;

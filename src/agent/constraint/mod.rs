@@ -12,7 +12,7 @@ use thinkwire_grammar::{Grammar, GrammarError, Target};
 use thinkwire_reasoning::ReasoningStyle;
 
 use super::model::LocalModel;
-use super::rejection::{RejectKind, RunRejected};
+use super::rejection::{RejectKind, RunRejected, quoted};
 
 mod tools;
 mod upstream;
@@ -73,7 +73,7 @@ pub(crate) fn parse(format: &Value, field: &str) -> Result<Option<Target>, RunRe
         }
         other => Err(bad(
             format!("{field}.type"),
-            format!("unknown response format type {other:?}"),
+            format!("unknown response format type {}", quoted(other)),
         )),
     }
 }

@@ -6,7 +6,7 @@ use serde_json::Value;
 use thinkwire_grammar::{Grammar, GrammarError, Target};
 
 use crate::agent::model::LocalModel;
-use crate::agent::rejection::{RejectKind, RunRejected};
+use crate::agent::rejection::{RejectKind, RunRejected, quoted};
 
 /// `forwardedProps.toolChoice`.
 #[derive(Debug, Clone, PartialEq)]
@@ -72,7 +72,7 @@ pub(crate) fn tool_choice(
             if tool.is_empty() {
                 return Err(bad(
                     &format!("{AT}.name"),
-                    format!("no tool named {name:?} is offered"),
+                    format!("no tool named {} is offered", quoted(name)),
                 ));
             }
             required(tool)

@@ -13,20 +13,7 @@ use serde_json::{Value, json};
 
 use crate::agent::{RejectKind, RunRejected};
 
-/// The most characters of a client's string (a `role`, a block `type`)
-/// that an error message quotes: enough to recognize it, never a way to
-/// make a refusal as large as the body that caused it.
-pub const MAX_QUOTED_CHARS: usize = 32;
-
-/// `s` quoted for an error message: its first [`MAX_QUOTED_CHARS`]
-/// characters (cut on a character boundary), escaped as Rust writes a
-/// string, with `…` after the closing quote when it was cut.
-pub fn quoted(s: &str) -> String {
-    match s.char_indices().nth(MAX_QUOTED_CHARS) {
-        Some((cut, _)) => format!("{:?}…", &s[..cut]),
-        None => format!("{s:?}"),
-    }
-}
+pub use crate::agent::quoted;
 
 /// Which API's error shape to answer in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -177,7 +164,7 @@ impl ApiError {
         tracing::info!(
             status = self.status.as_u16(),
             code = %self.code,
-            param = self.param.as_deref().unwrap_or(""),
+            param = crate::server::rejection::logged_path(self.param.as_deref().unwrap_or("")),
             "v1 request refused"
         );
         let mut response = (self.status, Json(self.body(dialect))).into_response();
@@ -194,6 +181,7 @@ impl ApiError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::agent::MAX_QUOTED_CHARS;
 
     #[test]
     fn openai_shape_names_the_param() {
