@@ -43,9 +43,12 @@ const MAX_COUNT_BODY_BYTES: usize = 64 << 10;
 const OUTPUT_BYTES_PER_TOKEN: usize = 32;
 
 /// Tokens added to a request's limits before [`OUTPUT_BYTES_PER_TOKEN`]
-/// applies: Anthropic thinks at least 1024 tokens whatever the run's
-/// budget, and a chat upstream enforces no reasoning budget.
-const OUTPUT_SLACK_TOKENS: usize = 1024;
+/// applies: a chat upstream enforces no reasoning budget, and some count
+/// their chain of thought outside `max_tokens` (DeepSeek's reasoner
+/// documents up to 32K tokens of it); Anthropic thinks at least 1024
+/// tokens whatever the run's budget. About 1 MiB: far from the 256 MiB a
+/// stream may otherwise carry.
+const OUTPUT_SLACK_TOKENS: usize = 32 << 10;
 
 /// A configured upstream, shared by every run.
 pub struct Upstream {

@@ -135,7 +135,10 @@ async fn what_a_raw_completion_cannot_do_is_refused_by_name() {
         (json!({"prompt": ["Once", [1, 151_936]]}), "prompt[1][1]"),
         (json!({"prompt": ["Once", ""]}), "prompt[1]"),
         (json!({"prompt": PROMPT, "logprobs": 21}), "logprobs"),
-        (json!({"prompt": PROMPT, "logprobs": 6}), "logprobs"),
+        (
+            json!({"prompt": PROMPT, "echo": true, "logprobs": 6}),
+            "logprobs",
+        ),
         (json!({"prompt": PROMPT, "max_tokens": 0}), "max_tokens"),
         (
             json!({"prompt": PROMPT, "temperature": "hot"}),
@@ -150,11 +153,11 @@ async fn what_a_raw_completion_cannot_do_is_refused_by_name() {
     server.shutdown().await;
 }
 
-/// Legacy `logprobs` goes to 5, as OpenAI's legacy completions (chat's
-/// `top_logprobs` goes to 20): 6 is refused by name before any run, even
-/// with the echo scored for many choices; 5 is answered.
+/// Legacy `logprobs` goes to 5 with `echo`, as OpenAI's legacy completions
+/// (every prompt token of every choice is scored): 6 is refused by name
+/// before any run; 5 is answered. Without echo it goes to 20, as vLLM's.
 #[tokio::test]
-async fn legacy_logprobs_go_to_five() {
+async fn legacy_logprobs_go_to_five_with_echo() {
     let (server, observed) = TestServer::qwen3(&[script()]).await;
     for stream in [false, true] {
         let body = json!({"prompt": PROMPT, "echo": true, "n": 4, "logprobs": 6,
@@ -167,7 +170,7 @@ async fn legacy_logprobs_go_to_five() {
             "{refused}"
         );
         let message = refused["error"]["message"].as_str().unwrap_or_default();
-        assert!(message.contains("0 to 5"), "{refused}");
+        assert!(message.contains("0 to 5 with echo"), "{refused}");
     }
     assert!(observed.prompts.lock().unwrap().is_empty(), "nothing ran");
 

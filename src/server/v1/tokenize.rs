@@ -27,10 +27,11 @@ use crate::server::AppState;
 use crate::server::admission::WorkError;
 
 /// How many of the model's context lengths one `/tokenize` answer or one
-/// `/detokenize` request may hold: room for text a client measures before
-/// cutting it to fit, while a body of the size limit (4 MiB of U+007F is
-/// about 4M tokens) cannot make an answer of thousands of contexts.
-const CONTEXTS_PER_REQUEST: usize = 4;
+/// `/detokenize` request may hold: room for a document a client measures
+/// before cutting it into chunks (vLLM and llama.cpp set no bound), while
+/// a body of the size limit (4 MiB of U+007F is about 4M tokens) cannot
+/// make an answer of hundreds of contexts.
+const CONTEXTS_PER_REQUEST: usize = 32;
 
 /// The most tokens one request may hold for a model of `context_length`.
 fn token_limit(context_length: usize) -> usize {
@@ -292,9 +293,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_limit_is_four_contexts_and_never_zero() {
-        assert_eq!(token_limit(4096), 16_384);
-        assert_eq!(token_limit(40_960), 163_840);
+    fn the_limit_is_thirty_two_contexts_and_never_zero() {
+        assert_eq!(token_limit(4096), 131_072);
+        assert_eq!(token_limit(40_960), 1_310_720);
         assert_eq!(token_limit(0), CONTEXTS_PER_REQUEST);
         assert_eq!(token_limit(usize::MAX), usize::MAX);
     }
@@ -302,18 +303,18 @@ mod tests {
     #[test]
     fn counts_past_the_limit_are_refused_naming_the_field_and_the_limit() {
         assert!(within_limit("content", 0, 4096).is_ok());
-        assert!(within_limit("content", 16_384, 4096).is_ok());
+        assert!(within_limit("content", 131_072, 4096).is_ok());
         for field in ["content", "prompt", "tokens"] {
-            let refused = within_limit(field, 16_385, 4096).unwrap_err();
+            let refused = within_limit(field, 131_073, 4096).unwrap_err();
             assert_eq!(refused.status, axum::http::StatusCode::BAD_REQUEST);
             assert_eq!(refused.param.as_deref(), Some(field));
             assert!(
-                refused.message.contains("16385 tokens"),
+                refused.message.contains("131073 tokens"),
                 "{}",
                 refused.message
             );
             assert!(
-                refused.message.contains("the 16384 one request"),
+                refused.message.contains("the 131072 one request"),
                 "{}",
                 refused.message
             );

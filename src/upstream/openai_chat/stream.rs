@@ -299,7 +299,10 @@ impl StreamParser {
         let Some(call) = self.calls.get_mut(at) else {
             return Err(UpstreamError::Protocol("a tool call went missing".into()));
         };
-        if let Some(name) = name {
+        // Some servers (Fireworks, NIM) send the whole name again with
+        // every delta: a fragment that is the name held so far says it
+        // again, and is not more of it.
+        if let Some(name) = name.filter(|name| *name != call.name) {
             // Its start named it whole; more of it would make the end
             // name another tool than the start did.
             if call.started {

@@ -345,10 +345,10 @@ fn total(usages: &[Usage], per_prompt: usize) -> Usage {
         .chunks(per_prompt.max(1))
         .filter_map(|choices| choices.iter().copied().reduce(Usage::with_choice));
     prompts.fold(Usage::default(), |sum, one| Usage {
-        input: sum.input + one.input,
-        cached: sum.cached + one.cached,
-        output: sum.output + one.output,
-        reasoning: sum.reasoning + one.reasoning,
+        input: sum.input.saturating_add(one.input),
+        cached: sum.cached.saturating_add(one.cached),
+        output: sum.output.saturating_add(one.output),
+        reasoning: sum.reasoning.saturating_add(one.reasoning),
     })
 }
 

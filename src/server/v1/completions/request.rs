@@ -16,11 +16,15 @@ use crate::agent::{Agent, RawPrompt};
 /// OpenAI's `max_tokens` when a completions request gives none.
 const DEFAULT_MAX_TOKENS: u64 = 16;
 
-/// The most alternatives per token legacy `logprobs` takes: OpenAI's
-/// legacy API takes 5 (chat's `top_logprobs` goes to 20). An echo scored
-/// with `logprobs` lists that many per prompt token of every choice, so
-/// this bounds what a scored prompt holds.
-const MAX_LEGACY_LOGPROBS: u64 = 5;
+/// The most alternatives per token legacy `logprobs` takes: 20, as vLLM
+/// takes them (and chat's `top_logprobs`; OpenAI's own legacy API stops
+/// at 5).
+const MAX_LEGACY_LOGPROBS: u64 = 20;
+
+/// The most with `echo`, where every prompt token of every choice is
+/// scored and listed with that many alternatives: OpenAI's 5, which bounds
+/// what a scored prompt holds.
+const MAX_ECHOED_LOGPROBS: u64 = 5;
 
 /// A decoded completions request.
 #[derive(Debug)]
@@ -71,7 +75,7 @@ pub fn decode(body: &Value, agent: &Agent) -> Result<CompletionRequest, ApiError
         None => input.sampling("maxTokens", json!(DEFAULT_MAX_TOKENS), "max_tokens"),
     }
     let logprobs = root.get("logprobs");
-    if let Some(k) = legacy_logprobs(&logprobs)? {
+    if let Some(k) = legacy_logprobs(&logprobs, echo.bool()?.unwrap_or(false))? {
         input.logprobs(k, "logprobs");
     }
     let echoed_logprobs = echo.bool()?.unwrap_or(false) && input.asks_logprobs();
@@ -174,13 +178,21 @@ fn text_prompt(text: &str) -> RawPrompt {
 }
 
 /// `logprobs`, the legacy integer: 0 to [`MAX_LEGACY_LOGPROBS`]
-/// alternatives per token, as OpenAI's legacy completions take.
-fn legacy_logprobs(field: &Field<'_>) -> Result<Option<usize>, ApiError> {
+/// alternatives per token, or [`MAX_ECHOED_LOGPROBS`] where the prompt is
+/// `echo`ed and scored.
+fn legacy_logprobs(field: &Field<'_>, echo: bool) -> Result<Option<usize>, ApiError> {
+    let (most, when) = match echo {
+        true => (
+            MAX_ECHOED_LOGPROBS,
+            " with echo, which scores every prompt token",
+        ),
+        false => (MAX_LEGACY_LOGPROBS, ""),
+    };
     match field.u64()? {
         None => Ok(None),
-        Some(k) if k <= MAX_LEGACY_LOGPROBS => Ok(Some(k as usize)),
+        Some(k) if k <= most => Ok(usize::try_from(k).ok()),
         Some(_) => Err(field.invalid(format!(
-            "must be an integer from 0 to {MAX_LEGACY_LOGPROBS}: legacy completions list at most {MAX_LEGACY_LOGPROBS} alternatives per token"
+            "must be an integer from 0 to {most}{when}: at most {most} alternatives per token"
         ))),
     }
 }
@@ -223,11 +235,11 @@ mod tests {
 
     fn logprobs_of(value: Value) -> Result<Option<usize>, ApiError> {
         let body = json!({ "logprobs": value });
-        legacy_logprobs(&At::root(&body)?.get("logprobs"))
+        legacy_logprobs(&At::root(&body)?.get("logprobs"), true)
     }
 
     #[test]
-    fn legacy_logprobs_are_capped_at_five_as_openais() {
+    fn legacy_logprobs_are_capped_at_five_with_echo_and_twenty_without() {
         assert_eq!(logprobs_of(Value::Null).unwrap(), None);
         assert_eq!(logprobs_of(json!(0)).unwrap(), Some(0));
         assert_eq!(logprobs_of(json!(5)).unwrap(), Some(5));
@@ -245,7 +257,16 @@ mod tests {
             assert_eq!(err.status, 400, "{bad}");
         }
         let err = logprobs_of(json!(6)).unwrap_err();
-        assert!(err.message.contains("0 to 5"), "{}", err.message);
+        assert!(err.message.contains("0 to 5 with echo"), "{}", err.message);
+        // Without echo, as vLLM: up to 20.
+        let body = json!({"logprobs": 20, "more": 21});
+        let root = At::root(&body).unwrap();
+        assert_eq!(
+            legacy_logprobs(&root.get("logprobs"), false).unwrap(),
+            Some(20)
+        );
+        let err = legacy_logprobs(&root.get("more"), false).unwrap_err();
+        assert!(err.message.contains("0 to 20"), "{}", err.message);
     }
 
     #[test]

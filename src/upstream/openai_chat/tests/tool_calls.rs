@@ -479,3 +479,32 @@ fn nameless_arguments_past_their_bound_are_a_protocol_error() {
         .unwrap_err();
     assert_eq!(err.code(), "UPSTREAM_PROTOCOL");
 }
+
+/// Servers that send the whole name again with every delta (Fireworks,
+/// NIM) say it again, not more of it: the call starts under the name once,
+/// before and after its start.
+#[test]
+fn a_name_sent_again_with_every_delta_is_the_same_name() {
+    let mut p = parser();
+    let again = |arguments: &str| {
+        delta(json!({"tool_calls": [{"index": 0, "id": "c1",
+            "function": {"name": "read_file", "arguments": arguments}}]}))
+    };
+    let mut chunks = run(&mut p, &[again(""), again("{\"path\""), again(": \"a\"}")]);
+    chunks.extend(chunks_of(p.push("[DONE]").unwrap()));
+    let names: Vec<&str> = chunks
+        .iter()
+        .filter_map(|c| match c {
+            Chunk::ToolCallStart { name, .. } => Some(name.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(names, ["read_file"]);
+    let Some(Chunk::ToolCallEnd(call)) = chunks.last() else {
+        panic!("no end: {chunks:?}");
+    };
+    assert_eq!(
+        (call.name.as_str(), call.problem.clone()),
+        ("read_file", None)
+    );
+}
