@@ -61,6 +61,20 @@ pub mod incomplete {
     pub const CONSTRAINT: &str = "constraint";
 }
 
+/// `thinkwire.logprobs`'s value: `{messageId, <key>: entries}`, the
+/// entries moved in (`json!` would serialize a copy of every entry, and a
+/// scored prompt has one per token).
+fn logprobs_value(
+    message_id: &str,
+    key: &str,
+    entries: Vec<serde_json::Value>,
+) -> serde_json::Value {
+    let mut value = serde_json::Map::new();
+    value.insert("messageId".into(), message_id.into());
+    value.insert(key.into(), serde_json::Value::Array(entries));
+    serde_json::Value::Object(value)
+}
+
 /// What sealing needs besides the text.
 pub(crate) struct SealContext<'a> {
     pub keys: &'a KeyRing,
@@ -160,10 +174,8 @@ impl<'a> RunEvents<'a> {
             return Ok(());
         }
         self.open_text()?;
-        self.custom(
-            custom::LOGPROBS,
-            json!({"messageId": self.assistant_id, "content": entries}),
-        )
+        let value = logprobs_value(&self.assistant_id, "content", entries);
+        self.custom(custom::LOGPROBS, value)
     }
 
     /// A raw completion's prompt tokens' log-probabilities (`entries`,
@@ -174,10 +186,8 @@ impl<'a> RunEvents<'a> {
         entries: Vec<serde_json::Value>,
     ) -> Result<(), Disconnected> {
         self.open_text()?;
-        self.custom(
-            custom::LOGPROBS,
-            json!({"messageId": self.assistant_id, "prompt": entries}),
-        )
+        let value = logprobs_value(&self.assistant_id, "prompt", entries);
+        self.custom(custom::LOGPROBS, value)
     }
 
     /// Whether reasoning is shown at all (`off` shows none).
@@ -423,4 +433,25 @@ impl<'a> RunEvents<'a> {
 /// A fresh, unguessable id: `prefix-` and 128 random bits in hex.
 pub(crate) fn new_id(prefix: &str) -> String {
     format!("{prefix}-{}", uuid::Uuid::new_v4().simple())
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::logprobs_value;
+
+    #[test]
+    fn a_logprobs_value_is_the_event_as_written() {
+        let entries = vec![json!({"token": "a", "logprob": -0.5})];
+        assert_eq!(
+            logprobs_value("m1", "prompt", entries.clone()),
+            json!({"messageId": "m1", "prompt": entries})
+        );
+        let keys: Vec<String> = logprobs_value("m1", "content", Vec::new())
+            .as_object()
+            .map(|o| o.keys().cloned().collect())
+            .unwrap_or_default();
+        assert_eq!(keys, ["messageId", "content"]);
+    }
 }
