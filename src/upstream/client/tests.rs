@@ -1,5 +1,5 @@
 //! Unit tests of the HTTP side's bounds: an error or count body read only
-//! to its cap, comments that are no activity, and an answer's output cut
+//! to its cap, comment keepalives that hold a stream open, and an answer's output cut
 //! off at what its request's limits allow. Streams are built from
 //! in-memory bodies, paced by the runtime's timers.
 
@@ -10,7 +10,9 @@ use serde_json::json;
 use thinkwire_reasoning::{Chunk, Registry, ToolCallProblem};
 use tokio::runtime::Runtime;
 
+use super::stream::{OUTPUT_BYTES_PER_TOKEN, OUTPUT_SLACK_TOKENS, output_bytes};
 use super::*;
+use crate::upstream::UpstreamOutput;
 
 fn runtime() -> Runtime {
     // Multi-threaded: `Handle::block_on` drives no timers on a
