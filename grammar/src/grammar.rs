@@ -1,7 +1,9 @@
 //! One constrained generation's grammar state.
 
-use llguidance::Matcher;
+use llguidance::api::TopLevelGrammar;
+use llguidance::{Matcher, TokenParser};
 
+use crate::compiled::Compiled;
 use crate::{GrammarError, Target, Vocabulary, locate};
 
 /// The stack a compile runs on: 32 times a blocking thread's, reserved
@@ -24,36 +26,23 @@ impl std::fmt::Debug for Grammar {
 }
 
 impl Grammar {
-    /// Compiles `target` (under a millisecond for a typical schema); a
-    /// schema the engine cannot enforce is a [`GrammarError::Schema`].
+    /// Compiles `target` (a millisecond or a few for a typical schema), or
+    /// copies the vocabulary's kept compile of it; a schema the engine
+    /// cannot enforce is a [`GrammarError::Schema`].
     pub fn new(vocab: &Vocabulary, target: &Target) -> Result<Self, GrammarError> {
-        let grammar = target.grammar()?;
-        let failed = || GrammarError::Schema {
-            path: String::new(),
-            message: "cannot be enforced: the grammar engine failed on this schema".into(),
-        };
-        // The engine compiles by recursion on the caller's stack, which may
-        // be a 2 MiB blocking thread: `check_schema` bounds what a schema
-        // can ask, and a thread of its own with room to spare takes what
-        // it misses. A schema is client input: a panic inside the engine on
-        // some corner of it is a refused schema, not a lost server thread.
-        let compiled = std::thread::scope(|scope| {
-            let compile = std::thread::Builder::new()
-                .name("grammar-compile".into())
-                .stack_size(COMPILE_STACK)
-                .spawn_scoped(scope, || {
-                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        vocab.factory.create_parser(grammar)
-                    }))
-                });
-            match compile {
-                Ok(handle) => handle.join().ok().and_then(Result::ok),
-                Err(_) => None,
+        // A kept grammar passed `check_schema`, a function of the target
+        // alone: a target that serializes the same needs neither again.
+        let key = Compiled::key(target);
+        let parser = match key.and_then(|key| vocab.compiled.take(&key)) {
+            Some(kept) => kept,
+            None => {
+                let parser = compile(vocab, target, target.grammar()?)?;
+                if let Some(key) = key {
+                    vocab.compiled.keep(key, &parser);
+                }
+                parser
             }
-        });
-        let parser = compiled
-            .ok_or_else(failed)?
-            .map_err(|e| locate::refusal(&e.to_string(), target))?;
+        };
         Ok(Self {
             matcher: Matcher::new(Ok(parser)),
             stop_ids: vocab.stop_ids.clone(),
@@ -107,4 +96,38 @@ impl Grammar {
     pub fn may_end(&mut self) -> bool {
         !self.matcher.is_error() && self.matcher.is_accepting().unwrap_or(false)
     }
+}
+
+/// Compiles `grammar` (`target`'s) over `vocab`, on a thread of its own.
+fn compile(
+    vocab: &Vocabulary,
+    target: &Target,
+    grammar: TopLevelGrammar,
+) -> Result<TokenParser, GrammarError> {
+    let failed = || GrammarError::Schema {
+        path: String::new(),
+        message: "cannot be enforced: the grammar engine failed on this schema".into(),
+    };
+    // The engine compiles by recursion on the caller's stack, which may
+    // be a 2 MiB blocking thread: `check_schema` bounds what a schema
+    // can ask, and a thread of its own with room to spare takes what
+    // it misses. A schema is client input: a panic inside the engine on
+    // some corner of it is a refused schema, not a lost server thread.
+    let compiled = std::thread::scope(|scope| {
+        let compile = std::thread::Builder::new()
+            .name("grammar-compile".into())
+            .stack_size(COMPILE_STACK)
+            .spawn_scoped(scope, || {
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    vocab.factory.create_parser(grammar)
+                }))
+            });
+        match compile {
+            Ok(handle) => handle.join().ok().and_then(Result::ok),
+            Err(_) => None,
+        }
+    });
+    compiled
+        .ok_or_else(failed)?
+        .map_err(|e| locate::refusal(&e.to_string(), target))
 }

@@ -16,6 +16,9 @@
 //!   [`MAX_PATTERN_SIZE`]. What the engine itself refuses is named where
 //!   it is in the schema (`locate`).
 //! - [`Grammar`]: one generation's state: commit each token, ask the mask.
+//!   What compiled is kept for the next run that asks for the same target
+//!   (`compiled`: the last [`MAX_KEPT_GRAMMARS`] of a vocabulary, keyed by
+//!   digest, within [`KEPT_GRAMMAR_BYTES`] of targets).
 //!
 //! Errors never contain model output: a token the grammar refuses is
 //! reported by position, not by text.
@@ -24,6 +27,7 @@
 
 #![forbid(unsafe_code)]
 
+mod compiled;
 mod depth;
 mod grammar;
 mod locate;
@@ -32,6 +36,7 @@ mod target;
 mod vocabulary;
 mod walk;
 
+pub use compiled::{BUDGET_BYTES as KEPT_GRAMMAR_BYTES, CAPACITY as MAX_KEPT_GRAMMARS};
 pub use depth::MAX_SCHEMA_DEPTH;
 pub use grammar::Grammar;
 pub use patterns::MAX_PATTERN_SIZE;

@@ -8,8 +8,9 @@ use crate::GrammarError;
 use crate::depth::check_depth;
 use crate::patterns::check_patterns;
 
-/// What to constrain the output to.
-#[derive(Debug, Clone, PartialEq)]
+/// What to constrain the output to. It serializes to key the compiled
+/// grammars a vocabulary keeps.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub enum Target {
     /// JSON that validates against this schema (`json_schema`).
     Schema(Value),

@@ -7,6 +7,7 @@ use thinkwire_chat::Tokenizer;
 use toktrie::{TokEnv, TokRxInfo, TokTrie, TokenId, TokenizerEnv};
 
 use crate::GrammarError;
+use crate::compiled::Compiled;
 
 /// Token bytes in llguidance's trie and the grammar compiler over them;
 /// built once per model (tens of milliseconds), shared by every run.
@@ -15,6 +16,8 @@ pub struct Vocabulary {
     pub(crate) factory: Arc<ParserFactory>,
     /// The model's stop ids: the grammar's end allows any of them.
     pub(crate) stop_ids: Vec<u32>,
+    /// Grammars compiled over it, kept for the runs that ask again.
+    pub(crate) compiled: Arc<Compiled>,
 }
 
 impl std::fmt::Debug for Vocabulary {
@@ -73,6 +76,7 @@ impl Vocabulary {
         Ok(Self {
             factory: Arc::new(factory),
             stop_ids: stop_ids.to_vec(),
+            compiled: Arc::default(),
         })
     }
 
@@ -86,6 +90,19 @@ impl Vocabulary {
     #[must_use]
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// How many compiled grammars it keeps for the runs that ask again.
+    #[must_use]
+    pub fn kept_grammars(&self) -> usize {
+        self.compiled.len()
+    }
+
+    /// Whether `target`'s compiled grammar is kept: the next
+    /// [`Grammar::new`](crate::Grammar::new) of it copies it.
+    #[must_use]
+    pub fn keeps(&self, target: &crate::Target) -> bool {
+        Compiled::key(target).is_some_and(|key| self.compiled.contains(&key))
     }
 
     /// The bytes token `id` stands for, from whatever decoder the

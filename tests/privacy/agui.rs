@@ -189,10 +189,12 @@ pub async fn conversations(c: &Canaries, secrets: &Secrets) -> Vec<String> {
     assert_eq!(run_error_code(&events), "INVALID_INPUT");
     // A constrained answer: the scripted one is not JSON, so the grammar
     // refuses it (logged without the text) and the run says incomplete.
+    // Its schema carries the canary too: the compiled grammar is kept in
+    // memory for the next run that asks for it, and never written.
     let ask =
         [json!({ "id": "u-json", "role": "user", "content": format!("JSON about {}", c.user) })];
     let format = json!({"responseFormat": {"type": "json_schema",
-        "schema": {"type": "object", "properties": {"name": {"type": "string"}}}}});
+        "schema": {"type": "object", "properties": {"name": {"type": "string", "description": c.user}}}}});
     let (events, _) = ws_send(
         &mut socket,
         run_input("privacy-thread-json", "privacy-json", &ask, format).to_string(),

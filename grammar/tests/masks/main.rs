@@ -291,5 +291,6 @@ fn compact_and_spaced_json_both_fit_but_not_runs_of_whitespace() {
 }
 
 mod harmony;
+mod kept;
 mod schemas;
 mod vocabulary;

@@ -133,7 +133,9 @@ pub(crate) fn tool_target(tools: &[thinkwire_protocol::Tool]) -> Option<Target> 
 /// Compiles each tool's call target, so a tool schema the grammar engine
 /// cannot use is refused before the run starts, at `tools[i].parameters`:
 /// one at a time, so the refusal names its tool, and a tool whose schema
-/// no value satisfies is refused rather than left out of the calls.
+/// no value satisfies is refused rather than left out of the calls. An
+/// agent's tools come again every turn: the vocabulary keeps what
+/// compiled, so a later run copies each instead.
 pub(crate) fn check_tools(model: &LocalModel, target: &Target) -> Result<(), RunRejected> {
     let Target::ToolCall(tools) = target else {
         return Ok(());
