@@ -49,7 +49,11 @@ impl PreparedRun {
     /// The prompt tokens this run starts from, without running it: the
     /// local model's count, or the upstream's own (Anthropic's and
     /// OpenAI Responses' counting endpoints; the chat wire has none).
-    pub fn count_prompt_tokens(&self) -> Result<usize, RunRejected> {
+    /// `should_stop`: the client left, and an upstream's count is closed.
+    pub fn count_prompt_tokens(
+        &self,
+        should_stop: &dyn Fn() -> bool,
+    ) -> Result<usize, RunRejected> {
         if let Some(tokens) = self.first_prompt_tokens() {
             return Ok(tokens);
         }
@@ -73,7 +77,7 @@ impl PreparedRun {
             return Err(unsupported());
         };
         let request = self.upstream_request(turns, blocks, *thinking, answer.as_ref());
-        match up.upstream.count_input_tokens(&request) {
+        match up.upstream.count_input_tokens(&request, should_stop) {
             Ok(Some(tokens)) => Ok(tokens_usize(tokens)),
             Ok(None) => Err(unsupported()),
             // A server that speaks the wire but has no counting endpoint.

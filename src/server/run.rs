@@ -63,9 +63,9 @@ pub(crate) async fn count_input(
     let client_permit = state.client_runs.try_admit(client)?;
     let agent = Arc::clone(&state.agent);
     // Both places travel with the work and are given back when its thread
-    // ends, not when the client leaves: an upstream's count cannot be
-    // stopped once asked, so a client that left cannot pile counts up on
-    // the upstream or on the blocking threads.
+    // ends, not when the client leaves, so a client that left cannot pile
+    // counts up on the blocking threads; an upstream's count asked for
+    // one is closed within a poll.
     let counted = state.counting.run(move |gone| {
         let _place = client_permit;
         if gone.is_cancelled() {
@@ -76,7 +76,7 @@ pub(crate) async fn count_input(
         if gone.is_cancelled() {
             return Err(client_left());
         }
-        prepared.count_prompt_tokens()
+        prepared.count_prompt_tokens(&|| gone.is_cancelled())
     });
     match counted.await {
         Ok(counted) => counted,

@@ -4,7 +4,7 @@
 //! interval. Dropping the stream closes the connection, which is how the
 //! upstream learns that the client is gone.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use thinkwire_reasoning::FormatSpec;
@@ -139,8 +139,14 @@ impl Upstream {
     ) -> Result<Option<UpstreamStream>, UpstreamError> {
         let mut attempt = 0;
         loop {
+            let deadline = self.config.request_timeout.map(|t| Instant::now() + t);
             let builder = self.post(url, body);
-            let sent = self.wait(builder.send(), should_stop);
+            let sent = wait(
+                &self.runtime,
+                until(self.config.idle_timeout, deadline),
+                builder.send(),
+                should_stop,
+            );
             let err = match sent {
                 Waited::Stopped => return Ok(None),
                 Waited::TimedOut => UpstreamError::Unavailable("no response in time"),
@@ -152,7 +158,10 @@ impl Upstream {
                     return Ok(Some(UpstreamStream::new(
                         response,
                         parser(),
-                        self.config.idle_timeout,
+                        Timing {
+                            idle: self.config.idle_timeout,
+                            deadline,
+                        },
                         self.runtime.clone(),
                         output_limit,
                     )));
@@ -181,10 +190,12 @@ impl Upstream {
     /// The prompt tokens the upstream counts for `request`, asked of its
     /// own counting endpoint (Anthropic's `messages/count_tokens`, OpenAI's
     /// `responses/input_tokens`), once, without retries; `None` for the
-    /// chat wire, which has none.
+    /// chat wire, which has none. `should_stop` (the client left) closes
+    /// the request: an error nobody reads.
     pub fn count_input_tokens(
         &self,
         request: &UpstreamRequest<'_>,
+        should_stop: &dyn Fn() -> bool,
     ) -> Result<Option<u64>, UpstreamError> {
         let model = &self.config.model;
         let base = self.config.url.trim_end_matches('/');
@@ -207,22 +218,34 @@ impl Upstream {
             .filter(|(key, _)| fields.contains(&key.as_str()))
             .map(|(key, value)| (key.clone(), value.clone()))
             .collect();
-        let never = || false;
-        let response = match self.wait(self.post(&url, &Value::Object(body)).send(), &never) {
+        let deadline = self.config.request_timeout.map(|t| Instant::now() + t);
+        let sent = self.post(&url, &Value::Object(body)).send();
+        let response = match wait(
+            &self.runtime,
+            until(self.config.idle_timeout, deadline),
+            sent,
+            should_stop,
+        ) {
             Waited::Done(Ok(response)) => response,
             Waited::Done(Err(err)) => {
                 tracing::warn!(error = %chain(&err.without_url()), "upstream count request failed");
                 return Err(UpstreamError::Unavailable("cannot connect"));
             }
-            Waited::Stopped | Waited::TimedOut => {
+            Waited::Stopped => return Err(UpstreamError::Unavailable("the client left")),
+            Waited::TimedOut => {
                 return Err(UpstreamError::Unavailable("no response in time"));
             }
         };
         if !response.status().is_success() {
-            return Err(self.refused(response, &never));
+            return Err(self.refused(response, should_stop));
         }
         let malformed = || UpstreamError::Protocol("its token count is malformed".into());
-        match self.wait(read_capped(response, MAX_COUNT_BODY_BYTES), &never) {
+        match wait(
+            &self.runtime,
+            until(self.config.idle_timeout, deadline),
+            read_capped(response, MAX_COUNT_BODY_BYTES),
+            should_stop,
+        ) {
             // A count is a few bytes: one past the bound is no count.
             Waited::Done(Ok(body)) if body.over => Err(UpstreamError::Protocol(
                 "its token count is too long".into(),
@@ -355,6 +378,21 @@ fn chain(err: &dyn std::error::Error) -> String {
         source = cause.source();
     }
     text
+}
+
+/// How long a stream may take: silent at most `idle` at a time, and
+/// ended by `deadline` if there is one.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Timing {
+    pub idle: Duration,
+    pub deadline: Option<Instant>,
+}
+
+/// The wait before `idle` passes, or `deadline` does if sooner.
+fn until(idle: Duration, deadline: Option<Instant>) -> Duration {
+    deadline.map_or(idle, |d| {
+        idle.min(d.saturating_duration_since(Instant::now()))
+    })
 }
 
 enum Waited<T> {

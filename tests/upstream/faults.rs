@@ -176,7 +176,7 @@ async fn upstream_faults_end_the_run_with_a_coded_error_and_no_conversation_text
 
 /// Sets a flag when dropped: hyper drops a response body when its client
 /// goes away.
-struct Dropped(Arc<AtomicBool>);
+pub(super) struct Dropped(pub(super) Arc<AtomicBool>);
 
 impl Drop for Dropped {
     fn drop(&mut self) {

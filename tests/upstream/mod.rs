@@ -7,7 +7,8 @@
 //! (reasoning kept across turns, summarized, carried between replicas),
 //! `constrained` (a response format and tool choices enforced upstream),
 //! `tokens` (log-probabilities carried back, prompt counts refused), `faults`
-//! (upstreams that fail, a client that leaves) and `in_parts` (a tool name
+//! (upstreams that fail, a client that leaves), `deadlines` (a stream kept
+//! busy with no answer, a count whose client left) and `in_parts` (a tool name
 //! in fragments; the usage of a stream the front cuts short) hold the tests.
 //! The `.sse` files beside them are `upstream_anthropic`'s and
 //! `upstream_responses_fixtures`'s recorded streams.
@@ -16,6 +17,7 @@
 use crate::support;
 
 mod constrained;
+mod deadlines;
 mod faults;
 mod in_parts;
 mod reasoning;

@@ -2,7 +2,7 @@
 //! run's blocking thread: SSE messages through the wire's parser, bounded
 //! in bytes, in message size and in the output the run's limits allow.
 
-use std::time::Duration;
+use std::time::Instant;
 
 use thinkwire_protocol::{SseDecoder, SseMessage};
 use thinkwire_reasoning::Chunk;
@@ -11,7 +11,7 @@ use tokio::runtime::Handle;
 use super::super::completions::CompletionParser;
 use super::super::openai_chat::{self, UpstreamUsage};
 use super::super::{UpstreamError, UpstreamOutput, anthropic, openai_responses};
-use super::{Waited, chain, wait};
+use super::{Timing, Waited, chain, until, wait};
 
 /// Largest message the upstream may send in its stream (a chat chunk is a
 /// few hundred bytes); beyond it, the stream is malformed.
@@ -39,7 +39,7 @@ pub struct UpstreamStream {
     response: reqwest::Response,
     decoder: SseDecoder,
     parser: Parser,
-    idle_timeout: Duration,
+    timing: Timing,
     runtime: Handle,
     ended: bool,
     /// Bytes read so far.
@@ -56,7 +56,7 @@ impl UpstreamStream {
     pub(super) fn new(
         response: reqwest::Response,
         parser: Parser,
-        idle_timeout: Duration,
+        timing: Timing,
         runtime: Handle,
         output_limit: usize,
     ) -> Self {
@@ -64,7 +64,7 @@ impl UpstreamStream {
             response,
             decoder: SseDecoder::new(),
             parser,
-            idle_timeout,
+            timing,
             runtime,
             ended: false,
             read: 0,
@@ -83,10 +83,11 @@ impl UpstreamStream {
             return Ok(None);
         }
         // Any bytes are activity, an SSE comment included: proxies keep a
-        // long prefill's stream open with comment keepalives.
+        // long prefill's stream open with comment keepalives. What bounds
+        // a stream kept busy with no answer is the request's deadline.
         let piece = wait(
             &self.runtime,
-            self.idle_timeout,
+            until(self.timing.idle, self.timing.deadline),
             self.response.chunk(),
             should_stop,
         );
@@ -94,6 +95,11 @@ impl UpstreamStream {
             Waited::Stopped => {
                 self.ended = true;
                 return Ok(None);
+            }
+            Waited::TimedOut if self.timing.deadline.is_some_and(|d| Instant::now() >= d) => {
+                return Err(UpstreamError::Unavailable(
+                    "the answer took longer than the request may",
+                ));
             }
             Waited::TimedOut => return Err(UpstreamError::Unavailable("the stream went silent")),
             Waited::Done(Err(err)) => {

@@ -52,6 +52,14 @@ fn delta(delta: serde_json::Value) -> String {
     )
 }
 
+/// A stream's timing with no deadline.
+fn idle(idle: Duration) -> Timing {
+    Timing {
+        idle,
+        deadline: None,
+    }
+}
+
 /// Everything `stream` yields to its end or its first error.
 fn drain(stream: &mut UpstreamStream) -> (Vec<UpstreamOutput>, Option<UpstreamError>) {
     let mut out = Vec::new();
@@ -149,7 +157,7 @@ fn comment_keepalives_hold_a_stream_open() {
     let mut stream = UpstreamStream::new(
         response(pieces),
         chat_parser(),
-        Duration::from_millis(300),
+        idle(Duration::from_millis(300)),
         rt.handle().clone(),
         usize::MAX,
     );
@@ -169,7 +177,7 @@ fn data_messages_keep_a_stream_alive() {
     let mut stream = UpstreamStream::new(
         response(pieces),
         chat_parser(),
-        Duration::from_millis(300),
+        idle(Duration::from_millis(300)),
         rt.handle().clone(),
         usize::MAX,
     );
@@ -177,6 +185,34 @@ fn data_messages_keep_a_stream_alive() {
     assert!(err.is_none(), "{err:?}");
     assert_eq!(text_of(&out), "aaaaaaaa");
     assert!(stream.complete() && !stream.cut_off());
+}
+
+/// A stream kept busy with empty deltas, never answering, is given up at
+/// its request's deadline, though it is never silent for its idle wait.
+#[test]
+fn a_stream_kept_busy_without_an_answer_ends_at_its_deadline() {
+    let rt = runtime();
+    let pieces: Vec<(Duration, String)> = (0..100)
+        .map(|_| (Duration::from_millis(50), delta(json!({"content": ""}))))
+        .collect();
+    // Without the deadline it would end after the hundred pieces, before
+    // `[DONE]`: another error.
+    let mut stream = UpstreamStream::new(
+        response(pieces),
+        chat_parser(),
+        Timing {
+            idle: Duration::from_millis(300),
+            deadline: Some(Instant::now() + Duration::from_millis(400)),
+        },
+        rt.handle().clone(),
+        usize::MAX,
+    );
+    let (out, err) = drain(&mut stream);
+    assert!(text_of(&out).is_empty());
+    assert!(
+        matches!(err, Some(UpstreamError::Unavailable(m)) if m.contains("longer")),
+        "{err:?}"
+    );
 }
 
 /// An upstream that streams past what its request's limits allow is cut
@@ -192,7 +228,7 @@ fn output_past_the_bound_is_cut_off_at_length() {
     let mut stream = UpstreamStream::new(
         response(pieces),
         chat_parser(),
-        Duration::from_secs(5),
+        idle(Duration::from_secs(5)),
         rt.handle().clone(),
         10,
     );
@@ -224,7 +260,7 @@ fn output_past_the_bound_is_cut_off_at_length() {
     let mut stream = UpstreamStream::new(
         response(pieces),
         chat_parser(),
-        Duration::from_secs(5),
+        idle(Duration::from_secs(5)),
         rt.handle().clone(),
         // The start's token and the first arguments fit; the next do not.
         OUTPUT_BYTES_PER_TOKEN + 20,
