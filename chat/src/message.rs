@@ -27,6 +27,11 @@ pub struct TemplateMessage {
     /// A participant or tool name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+    /// For `tool` messages: the tool failed (its text says how). Templates
+    /// read the failure in the text; an API that has a flag for it
+    /// (Anthropic's `is_error`) gets the flag too.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub is_error: bool,
 }
 
 /// One tool call, rendered as `{"id"?, "type": "function", "function":

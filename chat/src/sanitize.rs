@@ -103,6 +103,7 @@ impl ControlTokens {
                 .collect(),
             tool_call_id: mark(&m.tool_call_id),
             name: mark(&m.name),
+            is_error: m.is_error,
         }
     }
 }

@@ -95,10 +95,12 @@ pub fn build(
             }
             Message::Tool(m) => {
                 let content = content_text(&m.content, &path(".content"))?;
+                let failed = m.error.as_deref().is_some_and(|e| !e.is_empty());
                 let content = with_error(content, m.error.as_deref());
-                history
-                    .turns
-                    .push(Turn::tool(m.tool_call_id.clone(), content));
+                history.turns.push(Turn {
+                    is_error: failed,
+                    ..Turn::tool(m.tool_call_id.clone(), content)
+                });
             }
             Message::Assistant(m) => {
                 let mut turn = assistant_turn(m);
@@ -306,7 +308,17 @@ mod tests {
             {"role": "tool", "id": "t1", "toolCallId": "c1", "content": "", "error": "timed out"},
             {"role": "tool", "id": "t2", "toolCallId": "c2", "content": "partial", "error": "timed out"},
             {"role": "tool", "id": "t3", "toolCallId": "c3", "content": "failed: timed out", "error": "timed out"},
+            {"role": "tool", "id": "t4", "toolCallId": "c4", "content": "19"},
         ]));
+        let failed: Vec<bool> = (history.turns.iter())
+            .filter(|t| t.role == "tool")
+            .map(|t| t.is_error)
+            .collect();
+        assert_eq!(
+            failed,
+            [true, true, true, false],
+            "flagged for an API that has one"
+        );
         let tools: Vec<&str> = history
             .turns
             .iter()
@@ -315,7 +327,12 @@ mod tests {
             .collect();
         assert_eq!(
             tools,
-            ["timed out", "partial\n\ntimed out", "failed: timed out"]
+            [
+                "timed out",
+                "partial\n\ntimed out",
+                "failed: timed out",
+                "19"
+            ]
         );
     }
 }

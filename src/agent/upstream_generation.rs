@@ -271,19 +271,7 @@ impl Execution<'_, '_> {
             seed: self.run.sampling.seed,
             ..SamplingParams::greedy()
         };
-        let request = UpstreamRequest {
-            turns: &turns,
-            blocks: &[],
-            tools: &[],
-            sampling: &greedy,
-            max_tokens: prompts.summary_max_tokens as usize,
-            thinking: false,
-            effort: None,
-            budget: 0,
-            answer: None,
-            one_call: false,
-            logprobs: None,
-        };
+        let request = UpstreamRequest::plain(&turns, &greedy, prompts.summary_max_tokens as usize);
         let Some(mut stream) = self.open(up, &request)? else {
             return Ok(String::new());
         };

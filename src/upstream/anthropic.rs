@@ -61,14 +61,17 @@ pub fn request_body(model: &str, request: &UpstreamRequest<'_>) -> Value {
                 assistant += 1;
                 ("assistant", assistant_blocks(assistant - 1, turn, request))
             }
-            "tool" => (
-                "user",
-                vec![json!({
+            "tool" => {
+                let mut result = json!({
                     "type": "tool_result",
                     "tool_use_id": turn.tool_call_id,
                     "content": turn.content.clone().unwrap_or_default(),
-                })],
-            ),
+                });
+                if turn.is_error {
+                    result["is_error"] = Value::Bool(true);
+                }
+                ("user", vec![result])
+            }
             _ => (
                 "user",
                 vec![json!({"type": "text", "text": turn.content.clone().unwrap_or_default()})],

@@ -64,6 +64,30 @@ pub struct UpstreamRequest<'a> {
     pub logprobs: Option<usize>,
 }
 
+impl<'a> UpstreamRequest<'a> {
+    /// `turns` alone, nothing but text asked: no tools, no reasoning, no
+    /// constraint, no log-probabilities (a summary pass).
+    pub fn plain(
+        turns: &'a [TemplateMessage],
+        sampling: &'a SamplingParams,
+        max_tokens: usize,
+    ) -> Self {
+        Self {
+            turns,
+            blocks: &[],
+            tools: &[],
+            sampling,
+            max_tokens,
+            thinking: false,
+            effort: None,
+            budget: 0,
+            answer: None,
+            one_call: false,
+            logprobs: None,
+        }
+    }
+}
+
 /// A run's constraint on its answer, as an upstream is asked for it.
 #[derive(Debug, Clone, PartialEq)]
 pub enum AnswerConstraint {

@@ -28,17 +28,10 @@ fn every_adapter_asks_for_the_answers_constraint_in_its_apis_terms() {
     };
     let named = AnswerConstraint::Call("get_weather".into());
     let request = |answer, one_call, with_tools: bool| UpstreamRequest {
-        turns: &turns,
-        blocks: &[],
         tools: if with_tools { &tools } else { &[] },
-        sampling: &sampling,
-        max_tokens: 9,
-        thinking: false,
-        effort: None,
-        budget: 0,
         answer,
         one_call,
-        logprobs: None,
+        ..UpstreamRequest::plain(&turns, &sampling, 9)
     };
     let chat = request_body("m", &request(Some(&format), false, false));
     assert_eq!(
@@ -87,6 +80,34 @@ fn every_adapter_asks_for_the_answers_constraint_in_its_apis_terms() {
         body["tool_choice"],
         json!({"type": "auto", "disable_parallel_tool_use": true})
     );
+}
+
+/// A tool that failed goes to Anthropic as a `tool_result` with
+/// `is_error: true`, its error in the text as every wire has it; a tool
+/// that did not fail carries no flag.
+#[test]
+fn a_failed_tool_is_an_anthropic_error_result() {
+    let mut failed = TemplateMessage::tool("c1", "no such city");
+    failed.is_error = true;
+    let turns = [
+        TemplateMessage::new("user", "Weather?"),
+        TemplateMessage::assistant(""),
+        failed,
+        TemplateMessage::tool("c2", "19"),
+    ];
+    let sampling = SamplingParams::greedy();
+    let body = crate::upstream::anthropic::request_body(
+        "m",
+        &UpstreamRequest::plain(&turns, &sampling, 9),
+    );
+    let results: Vec<_> = (body["messages"].as_array().unwrap().iter())
+        .flat_map(|m| m["content"].as_array().unwrap().iter())
+        .filter(|b| b["type"] == "tool_result")
+        .collect();
+    assert_eq!(results.len(), 2, "{body}");
+    assert_eq!(results[0]["is_error"], true);
+    assert_eq!(results[0]["content"], "no such city");
+    assert!(results[1].get("is_error").is_none(), "{body}");
 }
 
 /// Each wire's way of saying its token limit stopped it.

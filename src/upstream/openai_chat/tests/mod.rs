@@ -150,22 +150,7 @@ fn usage_is_read_and_the_request_carries_replayed_reasoning() {
     assistant.reasoning_content = Some("91 = 7 x 13".into());
     let turns = [TemplateMessage::new("user", "Is 91 prime?"), assistant];
     let sampling = SamplingParams::greedy();
-    let body = request_body(
-        "m",
-        &UpstreamRequest {
-            turns: &turns,
-            blocks: &[],
-            tools: &[],
-            sampling: &sampling,
-            max_tokens: 9,
-            thinking: false,
-            effort: None,
-            budget: 0,
-            answer: None,
-            one_call: false,
-            logprobs: None,
-        },
-    );
+    let body = request_body("m", &UpstreamRequest::plain(&turns, &sampling, 9));
     assert_eq!(body["messages"][1]["reasoning_content"], "91 = 7 x 13");
     assert_eq!(body["reasoning_effort"], "none");
     assert_eq!(body["max_tokens"], 9);
@@ -179,17 +164,8 @@ fn sampling_beyond_temperature_goes_up_only_when_asked() {
         request_body(
             "m",
             &UpstreamRequest {
-                turns: &turns,
-                blocks: &[],
-                tools: &[],
-                sampling,
-                max_tokens: 9,
                 thinking: true,
-                effort: None,
-                budget: 0,
-                answer: None,
-                one_call: false,
-                logprobs: None,
+                ..UpstreamRequest::plain(&turns, sampling, 9)
             },
         )
     };
@@ -231,17 +207,9 @@ fn asked_logprobs_go_up_and_come_back_ahead_of_their_text() {
     let turns = [TemplateMessage::new("user", "Hi")];
     let sampling = SamplingParams::greedy();
     let request = UpstreamRequest {
-        turns: &turns,
-        blocks: &[],
-        tools: &[],
-        sampling: &sampling,
-        max_tokens: 9,
         thinking: true,
-        effort: None,
-        budget: 0,
-        answer: None,
-        one_call: false,
         logprobs: Some(1),
+        ..UpstreamRequest::plain(&turns, &sampling, 9)
     };
     let chat = request_body("m", &request);
     assert_eq!(
