@@ -26,7 +26,7 @@ pub mod mlx;
 mod sampling;
 
 pub use mask::TokenMask;
-pub use sampling::SamplingParams;
+pub use sampling::{GREEDY_BELOW, SamplingParams};
 
 /// One generation: a prompt already tokenized, and how to continue it.
 #[derive(Debug, Clone, PartialEq)]

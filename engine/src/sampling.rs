@@ -6,13 +6,21 @@
 
 use crate::EngineError;
 
+/// Temperatures under this pick the argmax, as vLLM's do: dividing by
+/// one (1e-40 is a valid request) would scale logits past what `f32`
+/// holds, and the draw would be of infinities. At 1e-5 a logit ahead by
+/// 1e-4 is already e^10 times as likely: greedy in all but name.
+pub const GREEDY_BELOW: f32 = 1e-5;
+
 /// How the next token is picked from the logits.
 ///
-/// `temperature == 0` means greedy (argmax); the other filters then have no
-/// effect. A `seed` makes sampled runs reproducible.
+/// A temperature under [`GREEDY_BELOW`] (0 included) means greedy
+/// (argmax); the other filters then have no effect. A `seed` makes
+/// sampled runs reproducible.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SamplingParams {
-    /// Softmax temperature; 0 selects greedy decoding.
+    /// Softmax temperature; 0 (or under [`GREEDY_BELOW`]) selects greedy
+    /// decoding.
     pub temperature: f32,
     /// Keep only the `top_k` most likely tokens (0 = off).
     pub top_k: usize,
@@ -63,10 +71,11 @@ impl SamplingParams {
         }
     }
 
-    /// Whether this picks the argmax (no randomness involved).
+    /// Whether this picks the argmax (no randomness involved): a
+    /// temperature under [`GREEDY_BELOW`].
     #[must_use]
     pub fn is_greedy(&self) -> bool {
-        self.temperature == 0.0
+        self.temperature < GREEDY_BELOW
     }
 
     /// Rejects values no sampler can honour, naming the parameter.

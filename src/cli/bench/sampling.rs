@@ -61,11 +61,12 @@ impl SamplingArgs {
     /// The sampling in words (drawn where `sample_on` says), for the
     /// header and the JSON.
     pub fn note(&self, sample_on: &str) -> String {
-        let mut note = match self.temperature {
-            0.0 => "greedy".to_owned(),
-            t => format!("sampled on {sample_on}: temperature {t}"),
+        let sampled = self.temperature >= thinkwire_engine::GREEDY_BELOW;
+        let mut note = if sampled {
+            format!("sampled on {sample_on}: temperature {}", self.temperature)
+        } else {
+            "greedy".to_owned()
         };
-        let sampled = self.temperature != 0.0;
         for (name, on, value) in [
             ("top-p", sampled && self.top_p < 1.0, self.top_p),
             ("top-k", sampled && self.top_k > 0, self.top_k as f32),

@@ -126,7 +126,7 @@ impl Sampler {
     }
 
     fn pick(&mut self, logits: Vec<f32>) -> u32 {
-        if self.temperature == 0.0 {
+        if self.temperature < crate::sampling::GREEDY_BELOW {
             return argmax(&logits);
         }
         let inv_t = 1.0 / self.temperature;
@@ -251,6 +251,28 @@ mod tests {
         assert!(picks.iter().all(|&t| t == 1 || t == 3));
         assert!(picks.contains(&3));
         assert_eq!(s.sample(&logits, Some(&TokenMask::none(4))), None);
+    }
+
+    /// A positive temperature too small to divide by is greedy, as 0 is:
+    /// the argmax every time, whatever the seed.
+    #[test]
+    fn a_temperature_under_the_greedy_bound_is_the_argmax() {
+        let logits = vec![0.1, 0.3, 0.2, 0.3 - 1e-4];
+        for temperature in [1e-40, 1e-20, crate::sampling::GREEDY_BELOW / 2.0] {
+            let p = SamplingParams {
+                temperature,
+                ..params()
+            };
+            assert!(p.is_greedy(), "{temperature}");
+            for seed in 0..20 {
+                let mut s = Sampler::new(&SamplingParams {
+                    seed: Some(seed),
+                    ..p.clone()
+                });
+                assert_eq!(s.sample(&logits, None), Some(1), "{temperature}");
+            }
+        }
+        assert!(!params().is_greedy());
     }
 
     #[test]
