@@ -186,17 +186,42 @@ impl RunPieces {
 }
 
 impl RunPieces {
-    /// Every piece to the run's end, the last one included.
+    /// Every piece to the run's end, the last one included, deltas of one
+    /// kind that follow each other merged ([`push_merged`]).
     pub async fn drain(&mut self) -> Vec<RunStep> {
         let mut all = Vec::new();
         loop {
             let piece = self.next().await;
             let last = piece.is_last();
-            all.push(piece);
+            push_merged(&mut all, piece);
             if last {
                 return all;
             }
         }
+    }
+}
+
+/// Appends `piece`, merged into the delta before it of its kind: a run
+/// that does not stream is held whole until every choice ends, and a
+/// piece a token would hold ~20 times its text (n choices of long
+/// answers). A run of answer text keeps its log-probabilities ahead of it
+/// as one `Logprobs` and one `Text`: all of its entries still come before
+/// all of its text.
+fn push_merged(all: &mut Vec<RunStep>, piece: RunStep) {
+    let (last, before) = match all.as_mut_slice() {
+        [.., before, last] => (Some(last), Some(before)),
+        [last] => (Some(last), None),
+        [] => (None, None),
+    };
+    match (before, last, piece) {
+        (_, Some(RunStep::Text(text)), RunStep::Text(more))
+        | (_, Some(RunStep::ReasoningDelta(text)), RunStep::ReasoningDelta(more))
+        | (_, Some(RunStep::ToolArgs(text)), RunStep::ToolArgs(more)) => text.push_str(&more),
+        (_, Some(RunStep::Logprobs(entries)), RunStep::Logprobs(more))
+        | (Some(RunStep::Logprobs(entries)), Some(RunStep::Text(_)), RunStep::Logprobs(more)) => {
+            entries.extend(more);
+        }
+        (.., piece) => all.push(piece),
     }
 }
 
@@ -384,4 +409,66 @@ pub fn collect(pieces: Vec<RunStep>) -> Result<Collected, ApiError> {
         "INTERNAL_ERROR",
         "the run ended unexpectedly",
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    /// Deltas merge within their kind, a text's entries stay ahead of it,
+    /// and what the answer collects is what it collected unmerged.
+    #[test]
+    fn deltas_of_a_kind_merge_and_collect_the_same() {
+        let finished = RunStep::Finished {
+            usage: Usage::default(),
+            tool_calls: true,
+            stop_sequence: None,
+            cut_off: false,
+        };
+        let pieces = vec![
+            RunStep::ReasoningStart { id: "r".into() },
+            RunStep::ReasoningDelta("thinking ".into()),
+            RunStep::ReasoningDelta("hard".into()),
+            RunStep::ReasoningEnd,
+            RunStep::Logprobs(vec![json!({"token": "He"})]),
+            RunStep::Text("He".into()),
+            RunStep::Logprobs(vec![json!({"token": "llo"})]),
+            RunStep::Text("llo".into()),
+            RunStep::Text("!".into()),
+            RunStep::ToolStart {
+                id: "c".into(),
+                name: "f".into(),
+            },
+            RunStep::ToolArgs("{\"a\":".into()),
+            RunStep::ToolArgs(" 1}".into()),
+            RunStep::ToolEnd,
+            RunStep::Text("after".into()),
+            finished.clone(),
+        ];
+        let mut merged = Vec::new();
+        for piece in pieces.clone() {
+            push_merged(&mut merged, piece);
+        }
+        assert_eq!(
+            merged,
+            [
+                RunStep::ReasoningStart { id: "r".into() },
+                RunStep::ReasoningDelta("thinking hard".into()),
+                RunStep::ReasoningEnd,
+                RunStep::Logprobs(vec![json!({"token": "He"}), json!({"token": "llo"})]),
+                RunStep::Text("Hello!".into()),
+                RunStep::ToolStart {
+                    id: "c".into(),
+                    name: "f".into(),
+                },
+                RunStep::ToolArgs("{\"a\": 1}".into()),
+                RunStep::ToolEnd,
+                RunStep::Text("after".into()),
+                finished,
+            ]
+        );
+        assert_eq!(collect(merged).unwrap(), collect(pieces).unwrap());
+    }
 }

@@ -249,8 +249,7 @@ impl Builder {
                 }
                 let index = self.index();
                 let part = &mut self.output[index]["content"][0];
-                let text = part["text"].as_str().unwrap_or("").to_owned() + &delta;
-                part["text"] = json!(text);
+                append(&mut part["text"], &delta);
                 let logprobs = std::mem::take(&mut self.logprobs);
                 if let Some(all) = part["logprobs"].as_array_mut() {
                     all.extend(logprobs.iter().cloned());
@@ -272,12 +271,7 @@ impl Builder {
             RunStep::ToolArgs(delta) => {
                 if self.open == Open::Call {
                     let index = self.index();
-                    let args = self.output[index]["arguments"]
-                        .as_str()
-                        .unwrap_or("")
-                        .to_owned()
-                        + &delta;
-                    self.output[index]["arguments"] = json!(args);
+                    append(&mut self.output[index]["arguments"], &delta);
                     let item_id = self.item_id();
                     self.event(
                         &mut out,
@@ -333,12 +327,7 @@ impl Builder {
                     "output_index": index, "summary_index": 0, "part": part}),
                 );
             }
-            let text = self.output[index]["summary"][0]["text"]
-                .as_str()
-                .unwrap_or("")
-                .to_owned()
-                + delta;
-            self.output[index]["summary"][0]["text"] = json!(text);
+            append(&mut self.output[index]["summary"][0]["text"], delta);
             self.event(
                 out,
                 "response.reasoning_summary_text.delta",
@@ -359,12 +348,7 @@ impl Builder {
                     "output_index": index, "content_index": 0, "part": part}),
                 );
             }
-            let text = self.output[index]["content"][0]["text"]
-                .as_str()
-                .unwrap_or("")
-                .to_owned()
-                + delta;
-            self.output[index]["content"][0]["text"] = json!(text);
+            append(&mut self.output[index]["content"][0]["text"], delta);
             self.event(
                 out,
                 "response.reasoning_text.delta",
@@ -372,6 +356,16 @@ impl Builder {
                 "output_index": index, "content_index": 0, "delta": delta}),
             );
         }
+    }
+}
+
+/// `delta` added to the string at `value` in place (a string that grows
+/// by a token at a time: copying it whole each time was quadratic in the
+/// answer's length); a value not yet a string becomes `delta`.
+fn append(value: &mut Value, delta: &str) {
+    match value {
+        Value::String(text) => text.push_str(delta),
+        other => *other = Value::String(delta.to_owned()),
     }
 }
 
