@@ -18,18 +18,10 @@ pub fn spelled(entries: &[Value]) -> Vec<u8> {
 /// A streamed chat completion of `body`: its text, and the bytes of the
 /// log-probability entries its chunks carried, in order.
 pub async fn chat_streamed(server: &TestServer, body: &Value) -> (String, Vec<u8>) {
-    let response = reqwest::Client::new()
-        .post(server.url("/v1/chat/completions"))
-        .json(body)
-        .send()
-        .await
-        .unwrap();
+    let (_, chunks) = super::sse::sse_post(server, "/v1/chat/completions", body).await;
     let (mut streamed, mut bytes) = (String::new(), Vec::new());
-    for chunk in (response.text().await.unwrap().lines())
-        .filter_map(|l| l.strip_prefix("data: "))
-        .filter(|d| *d != "[DONE]")
-    {
-        let choice = &serde_json::from_str::<Value>(chunk).unwrap()["choices"][0];
+    for chunk in &chunks {
+        let choice = &chunk["choices"][0];
         streamed.push_str(choice["delta"]["content"].as_str().unwrap_or_default());
         if let Some(entries) = choice["logprobs"]["content"].as_array() {
             bytes.extend(spelled(entries));

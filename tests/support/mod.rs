@@ -7,6 +7,7 @@ pub mod logprobs;
 pub mod provider;
 pub mod recording;
 pub mod scripted_engine;
+pub mod sse;
 pub mod v1;
 
 use std::net::SocketAddr;

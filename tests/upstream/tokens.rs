@@ -334,20 +334,7 @@ async fn raw_completions_go_up_to_an_openai_compatible_upstream() {
     // Streamed, with echo of the text and the usage.
     let body = json!({"prompt": "Once upon a time", "stream": true, "echo": true,
         "stream_options": {"include_usage": true}});
-    let text = reqwest::Client::new()
-        .post(front.url("/v1/completions"))
-        .json(&body)
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    let chunks: Vec<Value> = (text.lines())
-        .filter_map(|l| l.strip_prefix("data: "))
-        .filter(|d| *d != "[DONE]")
-        .map(|d| serde_json::from_str(d).unwrap())
-        .collect();
+    let (text, chunks) = support::sse::sse_post(&front, "/v1/completions", &body).await;
     let streamed: String = (chunks.iter())
         .filter_map(|c| c["choices"][0]["text"].as_str())
         .collect();

@@ -185,23 +185,14 @@ async fn stop_sequences_end_the_answer_on_both_apis() {
     assert_eq!(status, 200, "{chat}");
     assert_eq!(chat["choices"][0]["message"]["content"], "It is 18 °C and ");
     assert_eq!(chat["choices"][0]["finish_reason"], "stop");
-    let response = reqwest::Client::new()
-        .post(server.url("/v1/chat/completions"))
-        .json(&json!({"messages": user, "stop": "°C", "stream": true}))
-        .send()
-        .await
-        .unwrap();
-    let body = response.text().await.unwrap();
-    let streamed: String = body
-        .lines()
-        .filter_map(|l| l.strip_prefix("data: "))
-        .filter(|d| *d != "[DONE]")
-        .map(|d| serde_json::from_str::<Value>(d).unwrap())
-        .filter_map(|c| {
-            c["choices"][0]["delta"]["content"]
-                .as_str()
-                .map(str::to_owned)
-        })
+    let (body, chunks) = support::sse::sse_post(
+        &server,
+        "/v1/chat/completions",
+        &json!({"messages": user, "stop": "°C", "stream": true}),
+    )
+    .await;
+    let streamed: String = (chunks.iter())
+        .filter_map(|c| c["choices"][0]["delta"]["content"].as_str())
         .collect();
     assert_eq!(streamed, "It is 18 ");
     assert!(body.ends_with("data: [DONE]\n\n"));

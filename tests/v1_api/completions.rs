@@ -17,21 +17,9 @@ fn script() -> String {
 /// The chunks of a streamed completion of `body`, after checking that
 /// the stream ends with `[DONE]`.
 async fn streamed(server: &TestServer, body: &Value) -> Vec<Value> {
-    let response = reqwest::Client::new()
-        .post(server.url("/v1/completions"))
-        .json(body)
-        .send()
-        .await
-        .unwrap();
-    let text = response.text().await.unwrap();
-    let data: Vec<&str> = text
-        .lines()
-        .filter_map(|l| l.strip_prefix("data: "))
-        .collect();
-    assert_eq!(data.last(), Some(&"[DONE]"), "{text}");
-    (data[..data.len() - 1].iter())
-        .map(|chunk| serde_json::from_str(chunk).unwrap())
-        .collect()
+    let (text, chunks) = support::sse::sse_post(server, "/v1/completions", body).await;
+    assert!(text.ends_with("data: [DONE]\n\n"), "{text}");
+    chunks
 }
 
 #[tokio::test]

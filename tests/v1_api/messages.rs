@@ -141,19 +141,7 @@ async fn message_start_counts_the_prompt() {
     let (server, observed) = TestServer::qwen3(&[qwen3_turn(REASONING_2, ANSWER_2)]).await;
     let body = json!({"max_tokens": 100, "stream": true,
         "messages": [{"role": "user", "content": "Weather?"}]});
-    let text = reqwest::Client::new()
-        .post(server.url("/v1/messages"))
-        .json(&body)
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    let events: Vec<Value> = (text.lines())
-        .filter_map(|l| l.strip_prefix("data: "))
-        .map(|d| serde_json::from_str(d).unwrap())
-        .collect();
+    let (text, events) = support::sse::sse_post(&server, "/v1/messages", &body).await;
     assert_eq!(events[0]["type"], "message_start", "{text}");
     let prompt = observed.prompts.lock().unwrap()[0].len() as u64;
     assert!(prompt > 0);

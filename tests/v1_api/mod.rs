@@ -246,21 +246,8 @@ async fn summaries_show_on_responses_and_messages_without_the_raw_reasoning() {
 
     let body = json!({"input": "Which option?", "stream": true, "store": false,
         "include": ["reasoning.encrypted_content"], "reasoning": {"summary": "auto"}});
-    let text = reqwest::Client::new()
-        .post(server.url("/v1/responses"))
-        .json(&body)
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let (text, events) = support::sse::sse_post(&server, "/v1/responses", &body).await;
     assert!(!text.contains("RAW-THOUGHT-77"), "raw reasoning leaked");
-    let events: Vec<Value> = text
-        .lines()
-        .filter_map(|l| l.strip_prefix("data: "))
-        .map(|d| serde_json::from_str(d).unwrap())
-        .collect();
     let names: Vec<&str> = events.iter().filter_map(|e| e["type"].as_str()).collect();
     for name in [
         "response.reasoning_summary_part.added",
@@ -417,9 +404,7 @@ async fn an_answer_the_token_limit_cuts_off_says_so_on_every_surface() {
     assert!(!stream.contains("response.completed"), "{stream}");
     // Each item is done once: the reasoning, closed before the limit
     // struck, `completed`; the message `incomplete`.
-    let done: Vec<Value> = (stream.lines())
-        .filter_map(|l| l.strip_prefix("data: "))
-        .filter_map(|d| serde_json::from_str::<Value>(d).ok())
+    let done: Vec<Value> = (support::sse::data_messages(&stream).into_iter())
         .filter(|e| e["type"] == "response.output_item.done")
         .map(|e| e["item"]["status"].clone())
         .collect();
