@@ -95,7 +95,9 @@ pub fn build(
             }
             Message::Tool(m) => {
                 let content = content_text(&m.content, &path(".content"))?;
-                let failed = m.error.as_deref().is_some_and(|e| !e.is_empty());
+                // An error, even one without words (Anthropic's `is_error`
+                // on an empty result), says the tool failed.
+                let failed = m.error.is_some();
                 let content = with_error(content, m.error.as_deref());
                 history.turns.push(Turn {
                     is_error: failed,
@@ -309,6 +311,7 @@ mod tests {
             {"role": "tool", "id": "t2", "toolCallId": "c2", "content": "partial", "error": "timed out"},
             {"role": "tool", "id": "t3", "toolCallId": "c3", "content": "failed: timed out", "error": "timed out"},
             {"role": "tool", "id": "t4", "toolCallId": "c4", "content": "19"},
+            {"role": "tool", "id": "t5", "toolCallId": "c5", "content": "", "error": ""},
         ]));
         let failed: Vec<bool> = (history.turns.iter())
             .filter(|t| t.role == "tool")
@@ -316,7 +319,7 @@ mod tests {
             .collect();
         assert_eq!(
             failed,
-            [true, true, true, false],
+            [true, true, true, false, true],
             "flagged for an API that has one"
         );
         let tools: Vec<&str> = history
@@ -331,7 +334,8 @@ mod tests {
                 "timed out",
                 "partial\n\ntimed out",
                 "failed: timed out",
-                "19"
+                "19",
+                ""
             ]
         );
     }

@@ -139,7 +139,7 @@ impl Upstream {
     ) -> Result<Option<UpstreamStream>, UpstreamError> {
         let mut attempt = 0;
         loop {
-            let deadline = self.config.request_timeout.map(|t| Instant::now() + t);
+            let deadline = deadline(self.config.request_timeout);
             let builder = self.post(url, body);
             let sent = wait(
                 &self.runtime,
@@ -218,7 +218,7 @@ impl Upstream {
             .filter(|(key, _)| fields.contains(&key.as_str()))
             .map(|(key, value)| (key.clone(), value.clone()))
             .collect();
-        let deadline = self.config.request_timeout.map(|t| Instant::now() + t);
+        let deadline = deadline(self.config.request_timeout);
         let sent = self.post(&url, &Value::Object(body)).send();
         let response = match wait(
             &self.runtime,
@@ -386,6 +386,13 @@ fn chain(err: &dyn std::error::Error) -> String {
 pub(super) struct Timing {
     pub idle: Duration,
     pub deadline: Option<Instant>,
+}
+
+/// When a request sent now must end, if `timeout` bounds it: a timeout
+/// past what an `Instant` holds (`--upstream-timeout` of 2^63 s, meant as
+/// "never") is no bound, not an overflow.
+fn deadline(timeout: Option<Duration>) -> Option<Instant> {
+    timeout.and_then(|t| Instant::now().checked_add(t))
 }
 
 /// The wait before `idle` passes, or `deadline` does if sooner.

@@ -187,6 +187,22 @@ fn data_messages_keep_a_stream_alive() {
     assert!(stream.complete() && !stream.cut_off());
 }
 
+/// A timeout no `Instant` can hold is no deadline, not a panic; one
+/// that fits is one.
+#[test]
+fn a_timeout_past_any_instant_is_no_deadline() {
+    assert_eq!(deadline(Some(Duration::MAX)), None);
+    assert_eq!(deadline(Some(Duration::from_secs(u64::MAX))), None);
+    assert_eq!(deadline(None), None);
+    assert!(deadline(Some(Duration::from_secs(600))).is_some());
+    assert_eq!(until(Duration::from_secs(3), None), Duration::from_secs(3));
+    let soon = until(
+        Duration::from_secs(3),
+        deadline(Some(Duration::from_millis(50))),
+    );
+    assert!(soon <= Duration::from_millis(50), "{soon:?}");
+}
+
 /// A stream kept busy with empty deltas, never answering, is given up at
 /// its request's deadline, though it is never silent for its idle wait.
 #[test]
