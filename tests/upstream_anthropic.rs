@@ -143,13 +143,7 @@ async fn thinking_signatures_and_redacted_blocks_round_trip_through_the_seal() {
     third["runId"] = json!("r3");
     third["messages"] = json!(messages);
     let events = post_run(&front, &third).await;
-    let error = events
-        .iter()
-        .find_map(|e| match &e.kind {
-            EventKind::RunError(err) => Some(err.clone()),
-            _ => None,
-        })
-        .unwrap();
+    let error = run_error(&events);
     assert_eq!(error.code.as_deref(), Some("UPSTREAM_ERROR"));
     assert!(
         error.message.contains("overloaded_error"),

@@ -90,13 +90,7 @@ async fn summaries_stream_and_encrypted_content_goes_back_verbatim() {
     second["runId"] = json!("r2");
     second["messages"] = json!(messages);
     let events = post_run(&front, &second).await;
-    let error = events
-        .iter()
-        .find_map(|e| match &e.kind {
-            EventKind::RunError(err) => Some(err.clone()),
-            _ => None,
-        })
-        .unwrap();
+    let error = run_error(&events);
     assert_eq!(error.code.as_deref(), Some("UPSTREAM_ERROR"));
     assert!(error.message.contains("server_error"), "{}", error.message);
     let input = seen.lock().unwrap()[1].1["input"]

@@ -278,6 +278,17 @@ pub const REASONING_THEN_ANSWER: [EventType; 9] = [
     EventType::RunFinished,
 ];
 
+/// The `RUN_ERROR` that ended `events`.
+pub fn run_error(events: &[Event]) -> thinkwire_protocol::RunError {
+    events
+        .iter()
+        .find_map(|e| match &e.kind {
+            thinkwire_protocol::EventKind::RunError(err) => Some(err.clone()),
+            _ => None,
+        })
+        .expect("the run ends in RUN_ERROR")
+}
+
 /// The answer text of `events`.
 pub fn answer_text(events: &[Event]) -> String {
     events

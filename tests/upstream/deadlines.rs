@@ -8,7 +8,6 @@ use std::time::Instant;
 use axum::body::Body;
 use axum::routing::post;
 use futures_util::StreamExt as _;
-use thinkwire_protocol::EventKind;
 
 use super::faults::{Dropped, delta, fake_upstream, sse_response};
 use super::*;
@@ -47,13 +46,7 @@ async fn an_upstream_that_pings_forever_ends_at_the_request_deadline() {
     .expect("the deadline ends the run");
     verify(&events);
     assert_eq!(answer_text(&events), "Hm");
-    let error = events
-        .iter()
-        .find_map(|e| match &e.kind {
-            EventKind::RunError(err) => Some(err.clone()),
-            _ => None,
-        })
-        .expect("the run ends in RUN_ERROR");
+    let error = run_error(&events);
     assert_eq!(error.code.as_deref(), Some("UPSTREAM_UNAVAILABLE"));
     assert!(error.message.contains("longer"), "{}", error.message);
     front.shutdown().await;

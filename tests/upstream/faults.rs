@@ -19,13 +19,7 @@ async fn failed_run(front: &TestServer) -> (String, String, Duration, bool) {
     let started = Instant::now();
     let events = post_run(front, &input("t", "r", "Hello?", json!({}))).await;
     let elapsed = started.elapsed();
-    let error = events
-        .iter()
-        .find_map(|e| match &e.kind {
-            EventKind::RunError(err) => Some(err.clone()),
-            _ => None,
-        })
-        .expect("the run ends in RUN_ERROR");
+    let error = run_error(&events);
     let started = types(&events).contains(&EventType::RunStarted);
     (
         error.code.unwrap_or_default(),
