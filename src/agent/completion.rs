@@ -55,6 +55,7 @@ pub(super) fn prepare(
     input: RunAgentInput,
     raw: RawCompletion,
 ) -> Result<PreparedRun, RunRejected> {
+    super::ids::check_ids(&input)?;
     let RawCompletion { prompt, stop } = raw;
     let config = &shared.config;
     let forwarded = input.forwarded_props.as_ref();

@@ -25,6 +25,7 @@ mod execute;
 mod forward;
 mod generation;
 pub mod history;
+mod ids;
 mod logprobs;
 pub mod model;
 mod output;

@@ -170,6 +170,7 @@ pub(super) fn prepare(
     mut input: RunAgentInput,
 ) -> Result<PreparedRun, RunRejected> {
     let config = &shared.config;
+    super::ids::check_ids(&input)?;
     if input.messages.len() > config.max_messages {
         return Err(too_many(
             "messages",

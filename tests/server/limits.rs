@@ -3,7 +3,8 @@
 //! run proceeds; a trickled body times out (408 `BODY_TIMEOUT`); past
 //! `max_connections` a connection gets one 503 `TOO_MANY_CONNECTIONS`;
 //! past `max_runs_per_client` a run is refused (429 `CLIENT_BUSY`); too
-//! many messages (413 `INPUT_TOO_LARGE`, naming `messages`); a silent
+//! many messages (413 `INPUT_TOO_LARGE`, naming `messages`), an id too
+//! long or unprintable (naming it); a silent
 //! WebSocket is closed (1001) after `ws_idle_timeout`.
 
 use std::time::{Duration, Instant};
@@ -261,6 +262,49 @@ async fn too_many_messages_are_refused_naming_the_field() {
         "runs_refused",
         "INPUT_TOO_LARGE"
     ));
+    server.shutdown().await;
+}
+
+/// An id past 512 bytes, or one holding a newline (which would forge a
+/// log line), is refused naming its field, on AG-UI and on `/v1` (there
+/// at the client's own message), before anything runs.
+#[tokio::test]
+async fn an_oversized_or_unprintable_id_is_refused_naming_the_field() {
+    let server = server(ServerConfig::default(), Duration::ZERO).await;
+    let client = reqwest::Client::new();
+    for (run_id, status, code) in [
+        ("r\nFAKE LOG LINE".to_owned(), 400, "INVALID_INPUT"),
+        ("r".repeat(513), 413, "INPUT_TOO_LARGE"),
+    ] {
+        let response = (client.post(server.url("/agent")))
+            .json(&input("t", &run_id, "x", json!({})))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), status);
+        let body: Value = response.json().await.unwrap();
+        assert_eq!(body["error"]["code"], code, "{body}");
+        assert_eq!(body["error"]["path"], "runId", "{body}");
+        assert!(!body.to_string().contains("FAKE"), "{body}");
+    }
+    let chat = json!({"messages": [
+        {"role": "user", "content": "Weather?"},
+        {"role": "assistant", "tool_calls": [{"id": "c1", "type": "function",
+            "function": {"name": "f", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "c".repeat(600), "content": "19"}]});
+    let response = (client.post(server.url("/v1/chat/completions")))
+        .json(&chat)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 413);
+    let body: Value = response.json().await.unwrap();
+    let said = body.to_string();
+    assert!(said.contains("messages[2]"), "{said}");
+    assert!(
+        !said.contains(&"c".repeat(64)),
+        "the id is not quoted: {said}"
+    );
     server.shutdown().await;
 }
 
