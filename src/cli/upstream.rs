@@ -43,11 +43,11 @@ pub struct UpstreamArgs {
     /// between two pieces of its stream) before the run fails.
     #[arg(long, default_value_t = 120)]
     pub upstream_idle_timeout: u64,
-    /// Seconds one request to the upstream may take in all, from sending
-    /// it to its stream's end, however busy the stream is kept (0: no
-    /// bound; the OpenAI SDK's own default is 600).
+    /// Seconds the upstream may go without output (text, reasoning, a
+    /// tool call), from the request on, however busy it keeps the stream
+    /// with pings or empty deltas (0: no bound).
     #[arg(long, default_value_t = 600)]
-    pub upstream_timeout: u64,
+    pub upstream_output_timeout: u64,
     /// Extra attempts when the upstream is unreachable or answers 5xx/429,
     /// only before any of its answer was read.
     #[arg(long, default_value_t = 2)]
@@ -112,8 +112,8 @@ impl UpstreamArgs {
             key,
             connect_timeout: Duration::from_secs(self.upstream_connect_timeout),
             idle_timeout: Duration::from_secs(self.upstream_idle_timeout.max(1)),
-            request_timeout: (self.upstream_timeout > 0)
-                .then(|| Duration::from_secs(self.upstream_timeout)),
+            output_timeout: (self.upstream_output_timeout > 0)
+                .then(|| Duration::from_secs(self.upstream_output_timeout)),
             retries: self.upstream_retries,
             format,
         };

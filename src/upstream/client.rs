@@ -139,7 +139,7 @@ impl Upstream {
     ) -> Result<Option<UpstreamStream>, UpstreamError> {
         let mut attempt = 0;
         loop {
-            let deadline = deadline(self.config.request_timeout);
+            let deadline = deadline(self.config.output_timeout);
             let builder = self.post(url, body);
             let sent = wait(
                 &self.runtime,
@@ -160,6 +160,7 @@ impl Upstream {
                         parser(),
                         Timing {
                             idle: self.config.idle_timeout,
+                            quiet: self.config.output_timeout,
                             deadline,
                         },
                         self.runtime.clone(),
@@ -218,7 +219,7 @@ impl Upstream {
             .filter(|(key, _)| fields.contains(&key.as_str()))
             .map(|(key, value)| (key.clone(), value.clone()))
             .collect();
-        let deadline = deadline(self.config.request_timeout);
+        let deadline = deadline(self.config.output_timeout);
         let sent = self.post(&url, &Value::Object(body)).send();
         let response = match wait(
             &self.runtime,
@@ -380,17 +381,28 @@ fn chain(err: &dyn std::error::Error) -> String {
     text
 }
 
-/// How long a stream may take: silent at most `idle` at a time, and
-/// ended by `deadline` if there is one.
+/// How long a stream may wait: silent at most `idle` at a time, and
+/// without output at most `quiet` (its `deadline`, moved on at each
+/// output).
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Timing {
     pub idle: Duration,
+    pub quiet: Option<Duration>,
     pub deadline: Option<Instant>,
 }
 
-/// When a request sent now must end, if `timeout` bounds it: a timeout
-/// past what an `Instant` holds (`--upstream-timeout` of 2^63 s, meant as
-/// "never") is no bound, not an overflow.
+impl Timing {
+    /// Output arrived: the stream may go `quiet` from now.
+    pub fn heard_output(&mut self) {
+        if self.quiet.is_some() {
+            self.deadline = deadline(self.quiet);
+        }
+    }
+}
+
+/// When output must have come by, `timeout` from now: a timeout past
+/// what an `Instant` holds (`--upstream-output-timeout` of 2^63 s, meant
+/// as "never") is no bound, not an overflow.
 fn deadline(timeout: Option<Duration>) -> Option<Instant> {
     timeout.and_then(|t| Instant::now().checked_add(t))
 }

@@ -111,10 +111,11 @@ pub struct UpstreamConfig {
     /// Longest silence between two pieces of the stream (and before the
     /// response head) before the upstream counts as gone.
     pub idle_timeout: Duration,
-    /// Longest one request may take, from sending it to its stream's end
-    /// (`None`: no bound): an upstream that keeps a stream alive with
-    /// empty deltas or pings, and no answer, is given up on.
-    pub request_timeout: Option<Duration>,
+    /// Longest the upstream may go without output (text, reasoning, a
+    /// tool call), from the request on (`None`: no bound): an upstream that
+    /// keeps a stream alive with empty deltas or pings, and no answer, is
+    /// given up on, while one that streams an hour of reasoning is not.
+    pub output_timeout: Option<Duration>,
     /// Extra attempts when the upstream cannot be reached or answers 5xx
     /// or 429, only before any of its stream was read.
     pub retries: u32,

@@ -21,7 +21,7 @@ pub fn upstream_config(kind: UpstreamKind, url: String, model: &str) -> Upstream
         key: None,
         connect_timeout: Duration::from_secs(2),
         idle_timeout: Duration::from_secs(5),
-        request_timeout: None,
+        output_timeout: None,
         retries: 0,
         format: Registry::builtin()
             .family("qwen3")

@@ -1,6 +1,6 @@
-//! Upstreams that take too long in all though never silent: a stream kept
-//! busy with empty deltas ends at the request's deadline; a count whose
-//! client left is closed, not waited out.
+//! Upstreams that take too long though never silent: a stream kept busy
+//! with empty deltas ends once it has gone too long without output; a
+//! count whose client left is closed, not waited out.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
@@ -13,11 +13,11 @@ use super::faults::{Dropped, delta, fake_upstream, sse_response};
 use super::*;
 
 /// An upstream that keeps its stream busy with empty deltas and never
-/// answers is never silent for the idle wait; the request's deadline
+/// answers is never silent for the idle wait; its time without output
 /// ends the run with `UPSTREAM_UNAVAILABLE`, and the text it streamed
 /// before stays sent.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_upstream_that_pings_forever_ends_at_the_request_deadline() {
+async fn an_upstream_that_pings_forever_ends_when_its_output_stops() {
     let pinging = fake_upstream(axum::Router::new().route(
         "/v1/chat/completions",
         post(|| async {
@@ -36,19 +36,19 @@ async fn an_upstream_that_pings_forever_ends_at_the_request_deadline() {
     .await;
     let mut config = upstream_config(pinging);
     config.idle_timeout = Duration::from_millis(500);
-    config.request_timeout = Some(Duration::from_secs(2));
+    config.output_timeout = Some(Duration::from_secs(2));
     let front = front(config).await;
     let events = tokio::time::timeout(
         Duration::from_secs(30),
         post_run(&front, &input("t", "r", "Hello?", json!({}))),
     )
     .await
-    .expect("the deadline ends the run");
+    .expect("the wait for output ends the run");
     verify(&events);
     assert_eq!(answer_text(&events), "Hm");
     let error = run_error(&events);
     assert_eq!(error.code.as_deref(), Some("UPSTREAM_UNAVAILABLE"));
-    assert!(error.message.contains("longer"), "{}", error.message);
+    assert!(error.message.contains("no output"), "{}", error.message);
     front.shutdown().await;
 }
 

@@ -84,7 +84,7 @@ impl UpstreamStream {
         }
         // Any bytes are activity, an SSE comment included: proxies keep a
         // long prefill's stream open with comment keepalives. What bounds
-        // a stream kept busy with no answer is the request's deadline.
+        // a stream kept busy with no answer is the wait for output.
         let piece = wait(
             &self.runtime,
             until(self.timing.idle, self.timing.deadline),
@@ -98,7 +98,7 @@ impl UpstreamStream {
             }
             Waited::TimedOut if self.timing.deadline.is_some_and(|d| Instant::now() >= d) => {
                 return Err(UpstreamError::Unavailable(
-                    "the answer took longer than the request may",
+                    "no output for longer than the upstream may go without",
                 ));
             }
             Waited::TimedOut => return Err(UpstreamError::Unavailable("the stream went silent")),
@@ -155,6 +155,9 @@ impl UpstreamStream {
             }
             let out = self.parser.push(&message.data)?;
             let bytes = out.iter().map(output_bytes).fold(0, usize::saturating_add);
+            if bytes > 0 {
+                self.timing.heard_output();
+            }
             chunks.extend(out);
             match self.output_left.checked_sub(bytes) {
                 Some(left) => self.output_left = left,

@@ -56,6 +56,7 @@ fn delta(delta: serde_json::Value) -> String {
 fn idle(idle: Duration) -> Timing {
     Timing {
         idle,
+        quiet: None,
         deadline: None,
     }
 }
@@ -203,22 +204,25 @@ fn a_timeout_past_any_instant_is_no_deadline() {
     assert!(soon <= Duration::from_millis(50), "{soon:?}");
 }
 
-/// A stream kept busy with empty deltas, never answering, is given up at
-/// its request's deadline, though it is never silent for its idle wait.
+/// A stream kept busy with empty deltas, never answering, is given up
+/// once it has gone its quiet time without output, though it is never
+/// silent for its idle wait.
 #[test]
-fn a_stream_kept_busy_without_an_answer_ends_at_its_deadline() {
+fn a_stream_kept_busy_without_output_ends_when_its_quiet_time_runs_out() {
     let rt = runtime();
     let pieces: Vec<(Duration, String)> = (0..100)
         .map(|_| (Duration::from_millis(50), delta(json!({"content": ""}))))
         .collect();
-    // Without the deadline it would end after the hundred pieces, before
+    // Without the bound it would end after the hundred pieces, before
     // `[DONE]`: another error.
+    let quiet = Duration::from_millis(400);
     let mut stream = UpstreamStream::new(
         response(pieces),
         chat_parser(),
         Timing {
             idle: Duration::from_millis(300),
-            deadline: Some(Instant::now() + Duration::from_millis(400)),
+            quiet: Some(quiet),
+            deadline: deadline(Some(quiet)),
         },
         rt.handle().clone(),
         usize::MAX,
@@ -226,9 +230,35 @@ fn a_stream_kept_busy_without_an_answer_ends_at_its_deadline() {
     let (out, err) = drain(&mut stream);
     assert!(text_of(&out).is_empty());
     assert!(
-        matches!(err, Some(UpstreamError::Unavailable(m)) if m.contains("longer")),
+        matches!(err, Some(UpstreamError::Unavailable(m)) if m.contains("no output")),
         "{err:?}"
     );
+}
+
+/// Output moves the wait on: a stream that writes a token every 100 ms
+/// for longer in all than its quiet time runs to its end.
+#[test]
+fn output_keeps_a_stream_going_past_its_quiet_time() {
+    let rt = runtime();
+    let mut pieces: Vec<(Duration, String)> = (0..8)
+        .map(|_| (Duration::from_millis(100), delta(json!({"content": "a"}))))
+        .collect();
+    pieces.push((Duration::ZERO, "data: [DONE]\n\n".into()));
+    let quiet = Duration::from_millis(300);
+    let mut stream = UpstreamStream::new(
+        response(pieces),
+        chat_parser(),
+        Timing {
+            idle: Duration::from_secs(5),
+            quiet: Some(quiet),
+            deadline: deadline(Some(quiet)),
+        },
+        rt.handle().clone(),
+        usize::MAX,
+    );
+    let (out, err) = drain(&mut stream);
+    assert!(err.is_none(), "{err:?}");
+    assert_eq!(text_of(&out), "aaaaaaaa");
 }
 
 /// An upstream that streams past what its request's limits allow is cut
