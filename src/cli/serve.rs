@@ -108,8 +108,9 @@ pub struct ServeArgs {
 struct ResumeArgs {
     /// Seconds a run goes on without its client, waiting to be resumed,
     /// and how long its events stay held after it ends; 0 turns resuming
-    /// off (a client that leaves stops its run at once).
-    #[arg(long, default_value_t = 30)]
+    /// off (a client that leaves stops its run at once). At most a day:
+    /// every run that ends is held that long.
+    #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(0..=86_400))]
     resume_window_s: u64,
     /// MiB of events held for resuming, every run together (memory only).
     #[arg(long, default_value_t = 64)]

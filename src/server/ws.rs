@@ -240,16 +240,32 @@ async fn session(
             next = next_event(&mut active) => {
                 let Some(event) = next else {
                     // Another connection resumed this socket's run.
-                    let _ = close(&mut tx, CLOSE_TAKEN_OVER, "run resumed on another connection").await;
+                    closing(&mut tx, CLOSE_TAKEN_OVER, "run resumed on another connection").await;
                     return;
                 };
+                let detached = active.as_ref().map(Attachment::detached);
                 if event.frame.terminal {
                     active = None;
                 }
                 let first = if event.seq == 1 { grant.take() } else { None };
                 let text = ws_text_json_seq(&event.frame.json, event.seq, first.as_ref());
-                if tx.send(Message::Text(Utf8Bytes::from(text))).await.is_err() {
-                    return;
+                let send = tx.send(Message::Text(Utf8Bytes::from(text)));
+                // A peer that stopped reading holds this write; the run,
+                // taken over or counted gone, lets go of it.
+                let sent = match detached {
+                    Some(detached) => tokio::select! {
+                        sent = send => Some(sent),
+                        () = detached.cancelled() => None,
+                    },
+                    None => Some(send.await),
+                };
+                match sent {
+                    Some(Ok(())) => {}
+                    Some(Err(_)) => return,
+                    None => {
+                        closing(&mut tx, CLOSE_TAKEN_OVER, "run resumed on another connection").await;
+                        return;
+                    }
                 }
             }
             message = rx.next() => {
@@ -312,6 +328,12 @@ type WsSink = futures_util::stream::SplitSink<WebSocket, Message>;
 async fn send(tx: &mut WsSink, frame: &Frame) -> Result<(), axum::Error> {
     tx.send(Message::Text(Utf8Bytes::from(ws_text_json(&frame.json))))
         .await
+}
+
+/// [`close`] within a second: a peer that stopped reading gets no close
+/// frame, only the socket dropped.
+async fn closing(tx: &mut WsSink, code: u16, reason: &'static str) {
+    let _ = tokio::time::timeout(Duration::from_secs(1), close(tx, code, reason)).await;
 }
 
 async fn close(tx: &mut WsSink, code: u16, reason: &'static str) -> Result<(), axum::Error> {

@@ -29,6 +29,12 @@ use crate::agent::{CancelRun, Frame, RunRejected};
 /// (and so the run) waits, as without resumption.
 const LINK_BUFFER: usize = 64;
 
+/// Least time a connection may take no event before it counts as gone
+/// (its peer stopped reading, or is half-open): the run is then held for
+/// the window as if it had left, rather than waiting on it for as long as
+/// TCP keeps the socket.
+const STALLED_AFTER: Duration = Duration::from_secs(60);
+
 /// An event with its sequence number in the run (the first is 1).
 #[derive(Debug)]
 pub(crate) struct Sequenced {
@@ -57,6 +63,10 @@ impl Attachment {
     /// (or, after the terminal event, once there is nothing more).
     /// Cancel-safe: nothing is lost when the future is dropped.
     pub async fn next(&mut self) -> Option<Sequenced> {
+        // Taken over: not even the rest of the replay goes here.
+        if self.detach.is_cancelled() {
+            return None;
+        }
         if let Some((seq, json)) = self.replay.pop_front() {
             return Some(Sequenced {
                 seq,
@@ -320,9 +330,16 @@ pub(super) async fn relay(
 ) -> Ended {
     // When the run last lost its connection.
     let mut since = Instant::now();
+    // A connection stalls for the window, and never for less than a minute.
+    let stalled = window.max(STALLED_AFTER);
     loop {
         let link = held.lock().attached.clone();
-        let deadline = link.is_none().then(|| since + window);
+        // A window past what an `Instant` holds is no deadline.
+        let deadline = if link.is_none() {
+            since.checked_add(window)
+        } else {
+            None
+        };
         tokio::select! {
             frame = frames.recv() => {
                 // A closed channel without a terminal event: the run's
@@ -336,6 +353,12 @@ pub(super) async fn relay(
                     let delivered = tokio::select! {
                         sent = link.tx.send(Sequenced { seq, frame }) => sent.is_ok(),
                         () = link.detach.cancelled() => false,
+                        () = tokio::time::sleep(stalled) => {
+                            // Its transport is told, so a socket stuck
+                            // writing to the peer lets go as well.
+                            link.detach.cancel();
+                            false
+                        }
                     };
                     if !delivered && held.detach(link.id) && !terminal {
                         since = Instant::now();
@@ -344,7 +367,9 @@ pub(super) async fn relay(
                 }
                 if terminal {
                     let mut state = held.lock();
-                    state.expires_at = Some(Instant::now() + window);
+                    // `None` (a window past any `Instant`): kept until the
+                    // budget needs its bytes.
+                    state.expires_at = Instant::now().checked_add(window);
                     // What was sent stays in the link's channel for its
                     // connection; nothing more will be.
                     state.attached = None;
@@ -390,98 +415,4 @@ async fn sleep_until(deadline: Option<Instant>) {
 }
 
 #[cfg(test)]
-mod tests {
-    use std::pin::pin;
-
-    use futures_util::FutureExt;
-
-    use super::super::buffer::Budget;
-    use super::*;
-
-    const TOKEN: &str = "the run's token";
-    const WINDOW: Duration = Duration::from_secs(30);
-
-    fn held() -> (Arc<Held>, Attachment) {
-        let budget = Budget::new(1 << 20);
-        Held::new(
-            "r1".into(),
-            CancelRun::default(),
-            SecretDigest::of(TOKEN),
-            None,
-            ReplayBuffer::new(1 << 20, budget),
-        )
-    }
-
-    #[test]
-    fn the_window_expires_a_run_only_with_nobody_attached() {
-        let (held, first) = held();
-        assert!(
-            !held.expire_unless_attached(),
-            "its first connection holds it"
-        );
-        drop(first);
-        assert!(held.detach(0));
-        // A resume that takes the lock before the deadline's check keeps
-        // the run...
-        let resumed = held.take_over(TOKEN, None, 0).unwrap();
-        assert!(!held.expire_unless_attached());
-        assert!(held.lock().buffer.is_some());
-        // ...and one after it is refused.
-        drop(resumed);
-        assert!(held.detach(1));
-        assert!(held.expire_unless_attached());
-        assert_eq!(
-            held.take_over(TOKEN, None, 0).err(),
-            Some(TakeOverError::Expired)
-        );
-    }
-
-    /// The relay is polled by hand, so the resume lands after its deadline
-    /// has fired and before it runs: both its deadline and its wake-up are
-    /// ready then, and `select!` picks one at random, so the two meet many
-    /// times over.
-    #[tokio::test(start_paused = true)]
-    async fn a_resume_as_the_window_closes_keeps_the_run() {
-        for _ in 0..32 {
-            let (held, first) = held();
-            let (frames, rx) = mpsc::channel(4);
-            let mut driving = pin!(relay(Arc::clone(&held), rx, WINDOW));
-            drop(first);
-            // The relay sees its client gone and waits out the window.
-            assert!(driving.as_mut().now_or_never().is_none());
-            assert!(held.lock().attached.is_none());
-            tokio::time::sleep(WINDOW + Duration::from_millis(1)).await;
-            let mut resumed = held.take_over(TOKEN, None, 0).unwrap();
-            assert!(
-                driving.as_mut().now_or_never().is_none(),
-                "a resumed run was expired under its connection"
-            );
-            frames
-                .try_send(Frame::run_error("stopped", "TEST"))
-                .unwrap();
-            assert_eq!(driving.as_mut().now_or_never(), Some(Ended::Run));
-            let last = resumed
-                .next()
-                .now_or_never()
-                .flatten()
-                .expect("the run's end reaches the resumed connection");
-            assert!(last.frame.terminal);
-            assert_eq!(last.seq, 1);
-        }
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_run_nobody_resumes_expires_with_its_window() {
-        let (held, first) = held();
-        let (_frames, rx) = mpsc::channel(4);
-        let start = Instant::now();
-        let driving = tokio::spawn(relay(Arc::clone(&held), rx, WINDOW));
-        drop(first);
-        assert_eq!(driving.await.unwrap(), Ended::Expired);
-        assert!(start.elapsed() >= WINDOW);
-        assert_eq!(
-            held.take_over(TOKEN, None, 0).err(),
-            Some(TakeOverError::Expired)
-        );
-    }
-}
+mod tests;
