@@ -114,7 +114,16 @@ fn stream(state: &AppState, binding: Binding, mut attachment: Attachment) -> Res
             loop {
                 let next = tokio::time::timeout(keepalive, attachment.next()).await;
                 let (bytes, ended) = match next {
-                    Ok(Some(event)) => binding.frame(event.seq, &event.frame),
+                    Ok(Some(event)) => match binding.frame(event.seq, &event.frame) {
+                        Ok(framed) => framed,
+                        Err(failed) => {
+                            // The client is told the run failed: so it
+                            // does, and is not held for a resume that
+                            // would meet the same event.
+                            attachment.cancel.cancel();
+                            (failed, true)
+                        }
+                    },
                     // Another connection resumed the run: this response
                     // ends without a terminal event.
                     Ok(None) => break,
@@ -174,15 +183,16 @@ impl Binding {
     }
 
     /// The bytes of `frame` (event `seq` of its run), and whether it ends
-    /// the response.
-    fn frame(self, seq: u64, frame: &Frame) -> (Bytes, bool) {
+    /// the response; `Err`: the event cannot be sent, and these bytes (a
+    /// `RUN_ERROR`) end the response and the run.
+    fn frame(self, seq: u64, frame: &Frame) -> Result<(Bytes, bool), Bytes> {
         match self {
-            Binding::Sse => (
+            Binding::Sse => Ok((
                 Bytes::from(sse_frame_json_seq(seq, &frame.json)),
                 frame.terminal,
-            ),
+            )),
             Binding::Proto => match proto_frame(&frame.event) {
-                Ok(bytes) => (Bytes::from(bytes), frame.terminal),
+                Ok(bytes) => Ok((Bytes::from(bytes), frame.terminal)),
                 Err(err) => {
                     // A thinkwire event the binding cannot carry (the
                     // protocol crate's tests say none can get here): end
@@ -192,7 +202,7 @@ impl Binding {
                         RunRejected::internal("an event of this run cannot be sent over protobuf")
                             .run_error_frame();
                     let bytes = proto_frame(&failed.event).unwrap_or_default();
-                    (Bytes::from(bytes), true)
+                    Err(Bytes::from(bytes))
                 }
             },
         }

@@ -144,12 +144,14 @@ impl ProtoDecoder {
         let mut start = 0;
         while let Some(header) = self.buffer.get(start..start + 4) {
             let length = u32::from_be_bytes([header[0], header[1], header[2], header[3]]) as usize;
-            if length + 4 > PROTO_MAX_FRAME_BYTES {
+            // Checked: on a 32-bit target a header of 2^32 - 1 would wrap.
+            let total = length.saturating_add(4);
+            if total > PROTO_MAX_FRAME_BYTES {
                 self.failed = true;
-                out.push(Err(ProtoError::TooLarge(length + 4)));
+                out.push(Err(ProtoError::TooLarge(total)));
                 break;
             }
-            let Some(message) = self.buffer.get(start + 4..start + 4 + length) else {
+            let Some(message) = self.buffer.get(start + 4..start + total) else {
                 break;
             };
             match decode::decode(message) {
@@ -161,7 +163,7 @@ impl ProtoDecoder {
                     break;
                 }
             }
-            start += 4 + length;
+            start += total;
         }
         self.buffer.drain(..start);
         out

@@ -14,31 +14,55 @@ use crate::wire::MAX_SAFE_INTEGER;
 /// The largest magnitude a double holds every integer up to.
 const EXACT: f64 = MAX_SAFE_INTEGER as f64;
 
+/// Messages a value may nest, itself included. prost decodes at most 100
+/// nested messages (its recursion limit), an object costs three (`Value`,
+/// `Struct`, the entry) and an array two, and a value sits at most a few
+/// messages deep in an event (a snapshot's message's content part): a
+/// deeper value is refused when encoded, not sent as a frame that no
+/// decoder of ours would read back.
+pub(super) const MAX_VALUE_LEVELS: usize = 88;
+
 /// `value` as a `google.protobuf.Value`; `path` names it in errors.
 pub(super) fn to_proto(value: Json, path: &str) -> Result<Value, ProtoError> {
+    to_proto_within(value, path, MAX_VALUE_LEVELS)
+}
+
+/// [`to_proto`] with `levels` of nesting left.
+fn to_proto_within(value: Json, path: &str, levels: usize) -> Result<Value, ProtoError> {
+    let left = levels.checked_sub(1).ok_or_else(|| too_deep(path))?;
     let kind = match value {
         Json::Null => ValueKind::NullValue(0),
         Json::Bool(b) => ValueKind::BoolValue(b),
         Json::Number(n) => ValueKind::NumberValue(number(&n, path)?),
         Json::String(s) => ValueKind::StringValue(s),
-        Json::Array(items) => ValueKind::ListValue(ListValue {
-            values: items
-                .into_iter()
-                .enumerate()
-                .map(|(i, item)| to_proto(item, &format!("{path}[{i}]")))
-                .collect::<Result<_, _>>()?,
-        }),
-        Json::Object(map) => ValueKind::StructValue(struct_to_proto(map, path)?),
+        Json::Array(items) => {
+            let left = left.checked_sub(1).ok_or_else(|| too_deep(path))?;
+            ValueKind::ListValue(ListValue {
+                values: items
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, item)| to_proto_within(item, &format!("{path}[{i}]"), left))
+                    .collect::<Result<_, _>>()?,
+            })
+        }
+        Json::Object(map) => ValueKind::StructValue(struct_within(map, path, left)?),
     };
     Ok(Value { kind: Some(kind) })
 }
 
 /// A JSON object as a `google.protobuf.Struct`, keys in the object's order.
 pub(super) fn struct_to_proto(map: Map<String, Json>, path: &str) -> Result<Struct, ProtoError> {
+    struct_within(map, path, MAX_VALUE_LEVELS)
+}
+
+/// [`struct_to_proto`] with `levels` of nesting left (the `Struct` and
+/// its entries take two).
+fn struct_within(map: Map<String, Json>, path: &str, levels: usize) -> Result<Struct, ProtoError> {
+    let left = levels.checked_sub(2).ok_or_else(|| too_deep(path))?;
     let fields = map
         .into_iter()
         .map(|(key, value)| {
-            let value = to_proto(value, &format!("{path}.{key}"))?;
+            let value = to_proto_within(value, &format!("{path}.{key}"), left)?;
             Ok(FieldsEntry {
                 key,
                 value: Some(value),
@@ -46,6 +70,13 @@ pub(super) fn struct_to_proto(map: Map<String, Json>, path: &str) -> Result<Stru
         })
         .collect::<Result<_, ProtoError>>()?;
     Ok(Struct { fields })
+}
+
+fn too_deep(path: &str) -> ProtoError {
+    ProtoError::unrepresentable(
+        path,
+        "nested deeper than the protobuf binding decodes (about 29 objects)",
+    )
 }
 
 fn number(n: &Number, path: &str) -> Result<f64, ProtoError> {
@@ -98,7 +129,10 @@ pub(super) fn struct_from_proto(s: Struct) -> Result<Map<String, Json>, ProtoErr
 }
 
 fn from_double(x: f64) -> Result<Json, ProtoError> {
-    if x.fract() == 0.0 && (-EXACT..=EXACT).contains(&x) {
+    // -0.0 stays a double: as an integer it would be 0, which JSON's path
+    // does not make of it.
+    let negative_zero = x == 0.0 && x.is_sign_negative();
+    if x.fract() == 0.0 && (-EXACT..=EXACT).contains(&x) && !negative_zero {
         // Integral and within ±2^53: the cast is exact.
         return Ok(Json::from(x as i64));
     }
@@ -114,6 +148,17 @@ mod tests {
 
     fn round_trip(v: Json) -> Json {
         from_proto(to_proto(v, "v").unwrap()).unwrap().unwrap()
+    }
+
+    #[test]
+    fn negative_zero_stays_a_double() {
+        let back = round_trip(json!(-0.0));
+        assert!(back.is_f64(), "{back}");
+        assert!(
+            back.as_f64()
+                .is_some_and(|x| x == 0.0 && x.is_sign_negative())
+        );
+        assert_eq!(round_trip(json!(0.0)), json!(0));
     }
 
     #[test]

@@ -5,6 +5,7 @@ use serde_json::{Value as Json, json};
 use super::*;
 use crate::event::{EventType, decode_event_value};
 
+mod depth;
 mod proto_file;
 
 /// JSON text → event → protobuf → event: the same event, the same JSON.

@@ -216,3 +216,65 @@ fn snake(camel: &str) -> String {
     }
     out
 }
+
+/// The enums too, value for value: `EventType` and
+/// `JsonPatchOperationType`, each Rust variant in the .proto's
+/// SCREAMING_SNAKE spelling.
+#[test]
+fn the_rust_enums_match_the_proto_file() {
+    let proto = enum_values(
+        include_str!("../../../proto/ag_ui.proto"),
+        "enum ",
+        " = ",
+        ";",
+    );
+    let rust: BTreeMap<String, u32> = [
+        include_str!("../messages/events.rs"),
+        include_str!("../messages/payload.rs"),
+    ]
+    .iter()
+    .flat_map(|text| enum_values(text, "pub(crate) enum ", " = ", ","))
+    .map(|(name, n)| (screaming(&name), n))
+    .collect();
+    let proto: BTreeMap<String, u32> = proto.into_iter().collect();
+    assert!(proto.len() >= 37, "{proto:?}");
+    assert_eq!(rust, proto);
+}
+
+/// `NAME = N` lines inside enums opened by `open` (`enum X {`), as
+/// (NAME, N).
+fn enum_values(text: &str, open: &str, eq: &str, end: &str) -> Vec<(String, u32)> {
+    let mut out = Vec::new();
+    let mut inside = false;
+    for line in text.lines() {
+        let line = line.split("//").next().unwrap().trim();
+        if line.starts_with(open) && line.ends_with('{') {
+            inside = true;
+        } else if line.starts_with('}') {
+            inside = false;
+        } else if inside
+            && let Some((name, number)) = line.split_once(eq)
+            && let Ok(number) = number.trim_end_matches(end).trim().parse()
+            && name
+                .trim()
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_')
+        {
+            // Attribute lines (`#[prost(tag = "1")]`) are not values.
+            out.push((name.trim().to_owned(), number));
+        }
+    }
+    out
+}
+
+/// `TextMessageStart` as `TEXT_MESSAGE_START`.
+fn screaming(name: &str) -> String {
+    let mut out = String::new();
+    for (i, c) in name.chars().enumerate() {
+        if c.is_ascii_uppercase() && i > 0 {
+            out.push('_');
+        }
+        out.push(c.to_ascii_uppercase());
+    }
+    out
+}
