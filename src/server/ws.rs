@@ -38,7 +38,7 @@ use super::auth::{Identity, WS_PROTOCOL};
 use super::limits::Client;
 use super::listen::ConnectionSlot;
 use super::rejection::Rejection;
-use super::resume::{Attachment, ResumeRefused, SecretDigest, Sequenced};
+use super::resume::{Attachment, ResumeRefused, STALLED_AFTER, SecretDigest, Sequenced};
 use super::run;
 use crate::agent::{Frame, RunRejected};
 use crate::metrics::Transport;
@@ -48,6 +48,10 @@ const CANCEL_RUN: &str = "CANCEL_RUN";
 
 /// The close code of a socket whose run another connection resumed.
 const CLOSE_TAKEN_OVER: u16 = 4001;
+
+/// The close code of a socket that took no events for too long: its run
+/// is held for a resume.
+const CLOSE_STALLED: u16 = 4002;
 
 pub(super) async fn upgrade(
     State(state): State<AppState>,
@@ -239,17 +243,16 @@ async fn session(
         tokio::select! {
             next = next_event(&mut active) => {
                 let Some(event) = next else {
-                    // Another connection resumed this socket's run.
-                    closing(&mut tx, CLOSE_TAKEN_OVER, "run resumed on another connection").await;
+                    // Another connection resumed this socket's run, or
+                    // the run let go of this one.
+                    let (code, reason) = why_detached(active.as_ref());
+                    closing(&mut tx, code, reason).await;
                     return;
                 };
                 let detached = active.as_ref().map(Attachment::detached);
-                if event.frame.terminal {
-                    active = None;
-                }
                 let first = if event.seq == 1 { grant.take() } else { None };
                 let text = ws_text_json_seq(&event.frame.json, event.seq, first.as_ref());
-                let send = tx.send(Message::Text(Utf8Bytes::from(text)));
+                let send = send_within(&mut tx, Message::Text(Utf8Bytes::from(text)));
                 // A peer that stopped reading holds this write; the run,
                 // taken over or counted gone, lets go of it.
                 let sent = match detached {
@@ -261,11 +264,15 @@ async fn session(
                 };
                 match sent {
                     Some(Ok(())) => {}
-                    Some(Err(_)) => return,
+                    Some(Err(())) => return,
                     None => {
-                        closing(&mut tx, CLOSE_TAKEN_OVER, "run resumed on another connection").await;
+                        let (code, reason) = why_detached(active.as_ref());
+                        closing(&mut tx, code, reason).await;
                         return;
                     }
+                }
+                if event.frame.terminal {
+                    active = None;
                 }
             }
             message = rx.next() => {
@@ -301,7 +308,7 @@ async fn session(
                 }
             }
             _ = ping.tick() => {
-                if tx.send(Message::Ping(Bytes::new())).await.is_err() {
+                if send_within(&mut tx, Message::Ping(Bytes::new())).await.is_err() {
                     return;
                 }
             }
@@ -325,9 +332,34 @@ async fn session(
 
 type WsSink = futures_util::stream::SplitSink<WebSocket, Message>;
 
-async fn send(tx: &mut WsSink, frame: &Frame) -> Result<(), axum::Error> {
-    tx.send(Message::Text(Utf8Bytes::from(ws_text_json(&frame.json))))
-        .await
+async fn send(tx: &mut WsSink, frame: &Frame) -> Result<(), ()> {
+    send_within(
+        tx,
+        Message::Text(Utf8Bytes::from(ws_text_json(&frame.json))),
+    )
+    .await
+}
+
+/// Sends `message`, unless its peer takes nothing for [`STALLED_AFTER`]:
+/// it is then gone, or has stopped reading, and the socket is dropped
+/// rather than kept (with its connection slot) for as long as TCP would.
+async fn send_within(tx: &mut WsSink, message: Message) -> Result<(), ()> {
+    match tokio::time::timeout(STALLED_AFTER, tx.send(message)).await {
+        Ok(Ok(())) => Ok(()),
+        _ => Err(()),
+    }
+}
+
+/// The close code and reason of a socket its run let go of: stalled (it
+/// took no events; the client should resume) or taken over.
+fn why_detached(active: Option<&Attachment>) -> (u16, &'static str) {
+    match active {
+        Some(run) if run.stalled() => (
+            CLOSE_STALLED,
+            "no events taken for too long; resume the run",
+        ),
+        _ => (CLOSE_TAKEN_OVER, "run resumed on another connection"),
+    }
 }
 
 /// [`close`] within a second: a peer that stopped reading gets no close

@@ -37,7 +37,7 @@ use relay::{Ended, Held, TakeOverError};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-pub(crate) use relay::{Attachment, Sequenced};
+pub(crate) use relay::{Attachment, STALLED_AFTER, Sequenced};
 pub(crate) use secret::SecretDigest;
 
 /// The resume URL of run `id`.

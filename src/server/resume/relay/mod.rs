@@ -13,6 +13,7 @@
 //! flight), and the registry's reaper drops it then.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -26,14 +27,25 @@ use super::secret::SecretDigest;
 use crate::agent::{CancelRun, Frame, RunRejected};
 
 /// Events between the relay and a slow connection; when full the relay
-/// (and so the run) waits, as without resumption.
+/// (and so the run) waits, as without resumption, unless the connection
+/// stalls.
 const LINK_BUFFER: usize = 64;
 
-/// Least time a connection may take no event before it counts as gone
-/// (its peer stopped reading, or is half-open): the run is then held for
-/// the window as if it had left, rather than waiting on it for as long as
-/// TCP keeps the socket.
-const STALLED_AFTER: Duration = Duration::from_secs(60);
+/// Least time a connection may take no event at all, replayed or live,
+/// before it counts as gone (its peer stopped reading, or is half-open):
+/// with resuming on, the run is then held for the window as if it had
+/// left, rather than waiting on it for as long as TCP keeps the socket.
+/// A connection still reading a long replay is not stalled.
+pub(crate) const STALLED_AFTER: Duration = Duration::from_secs(60);
+
+/// What a connection did with its link, for the relay to tell a stall.
+#[derive(Debug, Default)]
+pub(crate) struct Progress {
+    /// Events it has taken, replayed or live.
+    taken: AtomicU64,
+    /// The relay let go of it for taking none: its client should resume.
+    stalled: AtomicBool,
+}
 
 /// An event with its sequence number in the run (the first is 1).
 #[derive(Debug)]
@@ -49,6 +61,7 @@ pub(crate) struct Attachment {
     replay: VecDeque<(u64, Arc<str>)>,
     live: mpsc::Receiver<Sequenced>,
     detach: CancellationToken,
+    progress: Arc<Progress>,
     /// The run's id (the client's `runId`), to match `CANCEL_RUN`.
     pub run_id: String,
     /// Stops the run (`CANCEL_RUN`).
@@ -67,17 +80,28 @@ impl Attachment {
         if self.detach.is_cancelled() {
             return None;
         }
-        if let Some((seq, json)) = self.replay.pop_front() {
-            return Some(Sequenced {
+        let next = match self.replay.pop_front() {
+            Some((seq, json)) => Some(Sequenced {
                 seq,
                 frame: replayed(&json),
-            });
+            }),
+            None => tokio::select! {
+                biased;
+                item = self.live.recv() => item,
+                () = self.detach.cancelled() => None,
+            },
+        };
+        if next.is_some() {
+            self.progress.taken.fetch_add(1, Ordering::Relaxed);
         }
-        tokio::select! {
-            biased;
-            item = self.live.recv() => item,
-            () = self.detach.cancelled() => None,
-        }
+        next
+    }
+
+    /// Whether the relay let go of this connection for taking no events
+    /// (rather than another connection taking the run over): its client
+    /// should resume.
+    pub fn stalled(&self) -> bool {
+        self.progress.stalled.load(Ordering::Relaxed)
     }
 
     /// Cancelled when another connection takes the run over, so a transport
@@ -110,6 +134,7 @@ struct Link {
     id: u64,
     tx: mpsc::Sender<Sequenced>,
     detach: CancellationToken,
+    progress: Arc<Progress>,
 }
 
 struct State {
@@ -177,7 +202,8 @@ impl Held {
         let attachment = Attachment {
             replay: VecDeque::new(),
             live,
-            detach: link.detach,
+            detach: link.detach.clone(),
+            progress: Arc::clone(&link.progress),
             run_id,
             cancel,
             grant: None,
@@ -191,6 +217,7 @@ impl Held {
             id,
             tx,
             detach: CancellationToken::new(),
+            progress: Arc::default(),
         };
         (link, rx)
     }
@@ -250,7 +277,8 @@ impl Held {
         Ok(Attachment {
             replay,
             live,
-            detach: link.detach,
+            detach: link.detach.clone(),
+            progress: Arc::clone(&link.progress),
             run_id: self.run_id.clone(),
             cancel: self.cancel.clone(),
             grant: None,
@@ -330,8 +358,9 @@ pub(super) async fn relay(
 ) -> Ended {
     // When the run last lost its connection.
     let mut since = Instant::now();
-    // A connection stalls for the window, and never for less than a minute.
-    let stalled = window.max(STALLED_AFTER);
+    // With resuming on, a connection stalls for the window, and never for
+    // less than a minute; with it off, a slow one is waited for as before.
+    let stall = (!window.is_zero()).then(|| window.max(STALLED_AFTER));
     loop {
         let link = held.lock().attached.clone();
         // A window past what an `Instant` holds is no deadline.
@@ -350,16 +379,7 @@ pub(super) async fn relay(
                 let terminal = frame.terminal;
                 let (seq, target) = held.record(&frame);
                 if let Some(link) = target {
-                    let delivered = tokio::select! {
-                        sent = link.tx.send(Sequenced { seq, frame }) => sent.is_ok(),
-                        () = link.detach.cancelled() => false,
-                        () = tokio::time::sleep(stalled) => {
-                            // Its transport is told, so a socket stuck
-                            // writing to the peer lets go as well.
-                            link.detach.cancel();
-                            false
-                        }
-                    };
+                    let delivered = deliver(&link, Sequenced { seq, frame }, stall).await;
                     if !delivered && held.detach(link.id) && !terminal {
                         since = Instant::now();
                         tracing::info!(run_id = %held.run_id, "client gone; run held for resumption");
@@ -398,6 +418,36 @@ pub(super) async fn relay(
     // Dropping `frames` stops the run, as a client leaving does.
     drop(frames);
     Ended::Expired
+}
+
+/// Sends `event` on `link`; `false` when its connection is gone or
+/// detached, or stalled: it took no event, replayed or live, for `stall`.
+/// A stalled connection's transport is told (`detach`), so a socket stuck
+/// writing to its peer lets go too.
+async fn deliver(link: &Link, event: Sequenced, stall: Option<Duration>) -> bool {
+    let send = link.tx.send(event);
+    tokio::pin!(send);
+    loop {
+        let taken = link.progress.taken.load(Ordering::Relaxed);
+        let waited = async {
+            match stall {
+                Some(stall) => tokio::time::sleep(stall).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            sent = &mut send => return sent.is_ok(),
+            () = link.detach.cancelled() => return false,
+            () = waited => {
+                // Still taking its replay: not stalled, only behind.
+                if link.progress.taken.load(Ordering::Relaxed) == taken {
+                    link.progress.stalled.store(true, Ordering::Relaxed);
+                    link.detach.cancel();
+                    return false;
+                }
+            }
+        }
+    }
 }
 
 async fn closed(link: Option<&Link>) {

@@ -1,5 +1,5 @@
 //! The relay alone: its window against a resume, a run nobody resumes,
-//! a connection that takes no events.
+//! a connection that takes no events, one that reads a long replay.
 
 use std::pin::pin;
 
@@ -127,7 +127,48 @@ async fn a_connection_that_takes_no_events_counts_as_gone() {
     }
     assert_eq!(seqs, (1..=LINK_BUFFER as u64 + 2).collect::<Vec<_>>());
     assert_eq!(driving.await.unwrap(), Ended::Run);
-    // The stalled one gets nothing more, not even what was queued to it.
+    // The stalled one gets nothing more, not even what was queued to it,
+    // and knows it was let go for stalling, not taken over.
     let mut stalled = stalled;
+    assert!(stalled.stalled());
     assert!(stalled.next().await.is_none());
+}
+
+/// A resumed connection working through a long replay, slower than the
+/// run goes on, is behind, not stalled: the relay waits on it however long
+/// the replay takes, as long as it keeps taking events.
+#[tokio::test(start_paused = true)]
+async fn a_connection_reading_its_replay_is_not_stalled() {
+    let (held, first) = held();
+    let (frames, rx) = mpsc::channel(1024);
+    let driving = tokio::spawn(relay(Arc::clone(&held), rx, WINDOW));
+    drop(first);
+    let started = || Frame::event(&Event::new(RunStarted::new("t", "r1")));
+    // Held while nobody is attached.
+    for _ in 0..200 {
+        frames.try_send(started()).unwrap();
+    }
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let mut resumed = held.take_over(TOKEN, None, 0).unwrap();
+    let detached = resumed.detached();
+    // The run goes on: its live events fill the link while the replay is read.
+    for _ in 0..100 {
+        frames.try_send(started()).unwrap();
+    }
+    frames
+        .try_send(Frame::run_error("stopped", "TEST"))
+        .unwrap();
+    let mut seqs = Vec::new();
+    while let Some(event) = resumed.next().await {
+        seqs.push(event.seq);
+        if event.frame.terminal {
+            break;
+        }
+        // One event every 2 s: the whole replay takes minutes.
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        assert!(!detached.is_cancelled(), "let go at event {}", seqs.len());
+    }
+    assert_eq!(seqs, (1..=301).collect::<Vec<_>>());
+    assert!(!resumed.stalled());
+    assert_eq!(driving.await.unwrap(), Ended::Run);
 }
