@@ -52,6 +52,32 @@ fn delta(delta: serde_json::Value) -> String {
     )
 }
 
+/// A chat stream of `pieces`, read as `timing` says, carrying at most
+/// `output_limit` bytes of output.
+fn chat_stream(
+    rt: &Runtime,
+    pieces: Vec<(Duration, String)>,
+    timing: Timing,
+    output_limit: usize,
+) -> UpstreamStream {
+    UpstreamStream::new(
+        response(pieces),
+        chat_parser(),
+        timing,
+        rt.handle().clone(),
+        output_limit,
+    )
+}
+
+/// A stream's timing that waits `quiet` for output from now.
+fn quiet_after(idle: Duration, quiet: Duration) -> Timing {
+    Timing {
+        idle,
+        quiet: Some(quiet),
+        deadline: deadline(Some(quiet)),
+    }
+}
+
 /// A stream's timing with no deadline.
 fn idle(idle: Duration) -> Timing {
     Timing {
@@ -155,13 +181,7 @@ fn comment_keepalives_hold_a_stream_open() {
         .collect();
     pieces.push((Duration::ZERO, delta(json!({"content": "Hi"}))));
     pieces.push((Duration::ZERO, "data: [DONE]\n\n".into()));
-    let mut stream = UpstreamStream::new(
-        response(pieces),
-        chat_parser(),
-        idle(Duration::from_millis(300)),
-        rt.handle().clone(),
-        usize::MAX,
-    );
+    let mut stream = chat_stream(&rt, pieces, idle(Duration::from_millis(300)), usize::MAX);
     let (out, err) = drain(&mut stream);
     assert!(err.is_none(), "{err:?}");
     assert_eq!(text_of(&out), "Hi");
@@ -175,13 +195,7 @@ fn data_messages_keep_a_stream_alive() {
         .map(|_| (Duration::from_millis(100), delta(json!({"content": "a"}))))
         .collect();
     pieces.push((Duration::ZERO, "data: [DONE]\n\n".into()));
-    let mut stream = UpstreamStream::new(
-        response(pieces),
-        chat_parser(),
-        idle(Duration::from_millis(300)),
-        rt.handle().clone(),
-        usize::MAX,
-    );
+    let mut stream = chat_stream(&rt, pieces, idle(Duration::from_millis(300)), usize::MAX);
     let (out, err) = drain(&mut stream);
     assert!(err.is_none(), "{err:?}");
     assert_eq!(text_of(&out), "aaaaaaaa");
@@ -216,15 +230,10 @@ fn a_stream_kept_busy_without_output_ends_when_its_quiet_time_runs_out() {
     // Without the bound it would end after the hundred pieces, before
     // `[DONE]`: another error.
     let quiet = Duration::from_millis(400);
-    let mut stream = UpstreamStream::new(
-        response(pieces),
-        chat_parser(),
-        Timing {
-            idle: Duration::from_millis(300),
-            quiet: Some(quiet),
-            deadline: deadline(Some(quiet)),
-        },
-        rt.handle().clone(),
+    let mut stream = chat_stream(
+        &rt,
+        pieces,
+        quiet_after(Duration::from_millis(300), quiet),
         usize::MAX,
     );
     let (out, err) = drain(&mut stream);
@@ -245,15 +254,10 @@ fn output_keeps_a_stream_going_past_its_quiet_time() {
         .collect();
     pieces.push((Duration::ZERO, "data: [DONE]\n\n".into()));
     let quiet = Duration::from_millis(300);
-    let mut stream = UpstreamStream::new(
-        response(pieces),
-        chat_parser(),
-        Timing {
-            idle: Duration::from_secs(5),
-            quiet: Some(quiet),
-            deadline: deadline(Some(quiet)),
-        },
-        rt.handle().clone(),
+    let mut stream = chat_stream(
+        &rt,
+        pieces,
+        quiet_after(Duration::from_secs(5), quiet),
         usize::MAX,
     );
     let (out, err) = drain(&mut stream);
@@ -271,13 +275,7 @@ fn output_past_the_bound_is_cut_off_at_length() {
         .map(|_| (Duration::ZERO, delta(json!({"content": "abcdef"}))))
         .collect();
     pieces.push((Duration::ZERO, "data: [DONE]\n\n".into()));
-    let mut stream = UpstreamStream::new(
-        response(pieces),
-        chat_parser(),
-        idle(Duration::from_secs(5)),
-        rt.handle().clone(),
-        10,
-    );
+    let mut stream = chat_stream(&rt, pieces, idle(Duration::from_secs(5)), 10);
     let (out, err) = drain(&mut stream);
     assert!(err.is_none(), "{err:?}");
     assert_eq!(text_of(&out), "abcdefabcdef");
@@ -303,11 +301,10 @@ fn output_past_the_bound_is_cut_off_at_length() {
         ),
         (Duration::ZERO, "data: [DONE]\n\n".into()),
     ];
-    let mut stream = UpstreamStream::new(
-        response(pieces),
-        chat_parser(),
+    let mut stream = chat_stream(
+        &rt,
+        pieces,
         idle(Duration::from_secs(5)),
-        rt.handle().clone(),
         // The start's token and the first arguments fit; the next do not.
         OUTPUT_BYTES_PER_TOKEN + 20,
     );

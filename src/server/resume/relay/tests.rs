@@ -118,13 +118,7 @@ async fn a_connection_that_takes_no_events_counts_as_gone() {
     frames
         .try_send(Frame::run_error("stopped", "TEST"))
         .unwrap();
-    let mut seqs = Vec::new();
-    while let Some(event) = resumed.next().await {
-        seqs.push(event.seq);
-        if event.frame.terminal {
-            break;
-        }
-    }
+    let seqs = read_to_end(&mut resumed, Duration::ZERO, &CancellationToken::new()).await;
     assert_eq!(seqs, (1..=LINK_BUFFER as u64 + 2).collect::<Vec<_>>());
     assert_eq!(driving.await.unwrap(), Ended::Run);
     // The stalled one gets nothing more, not even what was queued to it,
@@ -158,17 +152,28 @@ async fn a_connection_reading_its_replay_is_not_stalled() {
     frames
         .try_send(Frame::run_error("stopped", "TEST"))
         .unwrap();
+    // One event every 2 s: the whole replay takes minutes.
+    let seqs = read_to_end(&mut resumed, Duration::from_secs(2), &detached).await;
+    assert_eq!(seqs, (1..=301).collect::<Vec<_>>());
+    assert!(!resumed.stalled());
+    assert_eq!(driving.await.unwrap(), Ended::Run);
+}
+
+/// The sequence numbers `attachment` hands out to the run's end, a pause
+/// after each; `detached` must stay uncancelled meanwhile.
+async fn read_to_end(
+    attachment: &mut Attachment,
+    pause: Duration,
+    detached: &CancellationToken,
+) -> Vec<u64> {
     let mut seqs = Vec::new();
-    while let Some(event) = resumed.next().await {
+    while let Some(event) = attachment.next().await {
         seqs.push(event.seq);
         if event.frame.terminal {
             break;
         }
-        // One event every 2 s: the whole replay takes minutes.
-        tokio::time::sleep(Duration::from_secs(2)).await;
+        tokio::time::sleep(pause).await;
         assert!(!detached.is_cancelled(), "let go at event {}", seqs.len());
     }
-    assert_eq!(seqs, (1..=301).collect::<Vec<_>>());
-    assert!(!resumed.stalled());
-    assert_eq!(driving.await.unwrap(), Ended::Run);
+    seqs
 }
