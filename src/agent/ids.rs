@@ -14,28 +14,29 @@ pub(crate) const MAX_ID_BYTES: usize = 512;
 /// Refuses the first id of `input` that is too long or holds a control
 /// character, naming its field.
 pub(crate) fn check_ids(input: &RunAgentInput) -> Result<(), RunRejected> {
-    check("threadId", &input.thread_id)?;
-    check("runId", &input.run_id)?;
+    check(&input.thread_id, || "threadId".into())?;
+    check(&input.run_id, || "runId".into())?;
     if let Some(parent) = &input.parent_run_id {
-        check("parentRunId", parent)?;
+        check(parent, || "parentRunId".into())?;
     }
     for (i, message) in input.messages.iter().enumerate() {
-        check(&format!("messages[{i}].id"), message.id())?;
+        check(message.id(), || format!("messages[{i}].id"))?;
         match message {
             Message::Assistant(m) => {
                 for (j, call) in m.tool_calls.iter().flatten().enumerate() {
-                    check(&format!("messages[{i}].toolCalls[{j}].id"), &call.id)?;
+                    check(&call.id, || format!("messages[{i}].toolCalls[{j}].id"))?;
                 }
             }
-            Message::Tool(m) => check(&format!("messages[{i}].toolCallId"), &m.tool_call_id)?,
+            Message::Tool(m) => check(&m.tool_call_id, || format!("messages[{i}].toolCallId"))?,
             _ => {}
         }
     }
     Ok(())
 }
 
-/// One id at `field`; the refusal quotes none of it.
-fn check(field: &str, id: &str) -> Result<(), RunRejected> {
+/// One id, at the field `field` names (written only for a refusal); the
+/// refusal quotes none of it.
+fn check(id: &str, field: impl FnOnce() -> String) -> Result<(), RunRejected> {
     if id.len() > MAX_ID_BYTES {
         return Err(RunRejected::new(
             RejectKind::TooLarge,
@@ -45,7 +46,7 @@ fn check(field: &str, id: &str) -> Result<(), RunRejected> {
                 id.len()
             ),
         )
-        .at(field));
+        .at(field()));
     }
     if id.chars().any(char::is_control) {
         return Err(RunRejected::new(
@@ -53,7 +54,7 @@ fn check(field: &str, id: &str) -> Result<(), RunRejected> {
             "INVALID_INPUT",
             "an id may not hold control characters",
         )
-        .at(field));
+        .at(field()));
     }
     Ok(())
 }

@@ -141,12 +141,7 @@ impl Upstream {
         loop {
             let deadline = deadline(self.config.output_timeout);
             let builder = self.post(url, body);
-            let sent = wait(
-                &self.runtime,
-                until(self.config.idle_timeout, deadline),
-                builder.send(),
-                should_stop,
-            );
+            let sent = self.wait_until(deadline, builder.send(), should_stop);
             let err = match sent {
                 Waited::Stopped => return Ok(None),
                 Waited::TimedOut => UpstreamError::Unavailable("no response in time"),
@@ -221,12 +216,7 @@ impl Upstream {
             .collect();
         let deadline = deadline(self.config.output_timeout);
         let sent = self.post(&url, &Value::Object(body)).send();
-        let response = match wait(
-            &self.runtime,
-            until(self.config.idle_timeout, deadline),
-            sent,
-            should_stop,
-        ) {
+        let response = match self.wait_until(deadline, sent, should_stop) {
             Waited::Done(Ok(response)) => response,
             Waited::Done(Err(err)) => {
                 tracing::warn!(error = %chain(&err.without_url()), "upstream count request failed");
@@ -241,9 +231,8 @@ impl Upstream {
             return Err(self.refused(response, should_stop));
         }
         let malformed = || UpstreamError::Protocol("its token count is malformed".into());
-        match wait(
-            &self.runtime,
-            until(self.config.idle_timeout, deadline),
+        match self.wait_until(
+            deadline,
             read_capped(response, MAX_COUNT_BODY_BYTES),
             should_stop,
         ) {
@@ -306,7 +295,19 @@ impl Upstream {
     }
 
     fn wait<F: Future>(&self, future: F, should_stop: &dyn Fn() -> bool) -> Waited<F::Output> {
-        wait(&self.runtime, self.config.idle_timeout, future, should_stop)
+        self.wait_until(None, future, should_stop)
+    }
+
+    /// [`wait`] for at most the idle timeout, or until `deadline` if that
+    /// comes first.
+    fn wait_until<F: Future>(
+        &self,
+        deadline: Option<Instant>,
+        future: F,
+        should_stop: &dyn Fn() -> bool,
+    ) -> Waited<F::Output> {
+        let timeout = until(self.config.idle_timeout, deadline);
+        wait(&self.runtime, timeout, future, should_stop)
     }
 }
 
